@@ -1,0 +1,191 @@
+// Package cli is usersync's command line: one configuration pass (environment
+// first, flags override) and one file per command. Main is the whole program,
+// so tests run it in-process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+)
+
+// Exit codes of usersync.
+const (
+	ExitOK      = 0 // the command did what it was asked
+	ExitFailure = 1 // the command failed; the error says why
+	ExitUsage   = 2 // a setting, flag or argument is invalid
+)
+
+// usageError marks errors that are the caller's to fix (exit code 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// env is what a running command gets: its configuration, its output streams
+// and a logger. Commands write results to stdout and logs to stderr.
+type env struct {
+	cfg    Config
+	getenv func(string) string
+	stdout io.Writer
+	stderr io.Writer
+	logger *slog.Logger
+}
+
+// command is one subcommand. setup registers the command's own flags on fs
+// and returns the function that runs it once flags are parsed.
+type command struct {
+	name    string
+	summary string
+	args    string // argument synopsis after the flags, if any
+	details string // a paragraph for `usersync <command> -h`
+	setup   func(fs *flag.FlagSet) func(ctx context.Context, e *env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		migrateCommand(),
+		versionCommand(),
+	}
+}
+
+// Main runs usersync with the given arguments (without the program name) and
+// returns the process exit code.
+func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			return Main(ctx, []string{args[1], "-h"}, getenv, stdout, stderr)
+		}
+		printHelp(stdout)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	var cmd *command
+	for _, c := range commands() {
+		if c.name == args[0] {
+			cmd = &c
+			break
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "usersync: unknown command %q (run usersync help)\n", args[0])
+		return ExitUsage
+	}
+	fs := flag.NewFlagSet("usersync "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	run := cmd.setup(fs)
+	flagVals := registerSettingFlags(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printCommandHelp(stdout, *cmd, fs)
+			return ExitOK
+		}
+		fmt.Fprintf(stderr, "usersync %s: %v (run usersync %s -h)\n", cmd.name, err, cmd.name)
+		return ExitUsage
+	}
+	cfg, err := loadConfig(getenv, fs, flagVals)
+	if err != nil {
+		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
+		return ExitUsage
+	}
+	e := &env{cfg: cfg, getenv: getenv, stdout: stdout, stderr: stderr, logger: newLogger(stderr, cfg)}
+	if err := run(ctx, e, fs.Args()); err != nil {
+		fmt.Fprintf(stderr, "usersync %s: %s\n", cmd.name, oneLine(err.Error()))
+		var ue usageError
+		if errors.As(err, &ue) {
+			return ExitUsage
+		}
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func newLogger(w io.Writer, cfg Config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by loadConfig
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// oneLine keeps an error on one line, so a wrapped multi-line message (a
+// driver's detail, a server's body) never spills over the terminal.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprint(w, `usersync mirrors a sales-engagement platform's users, teams, roles and profiles
+into PostgreSQL tables and Parquet snapshots.
+
+Usage:
+  usersync <command> [flags]
+
+Commands:
+`)
+	cmds := commands()
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Run 'usersync <command> -h' for a command's flags and settings.
+
+Settings come from the environment; a flag of the same name overrides it.
+Secrets come only from the environment or from a file named by <VAR>_FILE.
+`)
+	printSettings(w)
+	fmt.Fprintf(w, "\nExit codes: %d success, %d failure, %d invalid setting or usage.\n", ExitOK, ExitFailure, ExitUsage)
+}
+
+func printSettings(w io.Writer) {
+	fmt.Fprintln(w, "\nSettings:")
+	for _, s := range settings() {
+		flagName := "(environment or " + s.Env + "_FILE only)"
+		if s.Flag != "" {
+			flagName = "--" + s.Flag
+		}
+		def := ""
+		if s.Default != "" {
+			def = " [default " + s.Default + "]"
+		}
+		fmt.Fprintf(w, "  %s  %s%s\n      %s\n", s.Env, flagName, def, s.Meaning)
+	}
+}
+
+func printCommandHelp(w io.Writer, c command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usersync %s: %s\n\nUsage:\n  usersync %s [flags] %s\n", c.name, c.summary, c.name, c.args)
+	if c.details != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.details))
+	}
+	settingFlags := map[string]bool{}
+	for _, s := range settings() {
+		settingFlags[s.Flag] = true
+	}
+	var own []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if !settingFlags[f.Name] {
+			own = append(own, f)
+		}
+	})
+	if len(own) > 0 {
+		fmt.Fprintln(w, "\nFlags:")
+		for _, f := range own {
+			def := ""
+			if f.DefValue != "" && f.DefValue != "false" {
+				def = " [default " + f.DefValue + "]"
+			}
+			fmt.Fprintf(w, "  --%s%s\n      %s\n", f.Name, def, f.Usage)
+		}
+	}
+	printSettings(w)
+}

@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/usersync/usersync/schema/schematest"
+)
+
+// run calls Main in-process with the given environment.
+func run(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	getenv := func(k string) string { return env[k] }
+	code = Main(context.Background(), args, getenv, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestHelpListsCommandsAndSettings(t *testing.T) {
+	t.Parallel()
+	code, out, _ := run(t, nil, "help")
+	if code != ExitOK {
+		t.Fatalf("help exit %d", code)
+	}
+	for _, c := range commands() {
+		if !strings.Contains(out, "  "+c.name+" ") {
+			t.Errorf("help does not list %s", c.name)
+		}
+	}
+	for _, s := range settings() {
+		if !strings.Contains(out, s.Env) {
+			t.Errorf("help does not describe %s", s.Env)
+		}
+	}
+	if code, _, _ := run(t, nil); code != ExitUsage {
+		t.Errorf("no arguments: exit %d, want %d", code, ExitUsage)
+	}
+}
+
+func TestCommandHelp(t *testing.T) {
+	t.Parallel()
+	for _, c := range commands() {
+		code, out, _ := run(t, nil, c.name, "-h")
+		if code != ExitOK || !strings.Contains(out, "usersync "+c.name) || !strings.Contains(out, "USERSYNC_SCHEMA") {
+			t.Errorf("%s -h: exit %d, output %q", c.name, code, out)
+		}
+		if code2, out2, _ := run(t, nil, "help", c.name); code2 != ExitOK || out2 != out {
+			t.Errorf("help %s differs from %s -h", c.name, c.name)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	code, out, _ := run(t, nil, "version")
+	if code != ExitOK || !strings.HasPrefix(out, "usersync "+Version()) {
+		t.Errorf("version: %d %q", code, out)
+	}
+}
+
+func TestUnknownCommandAndFlag(t *testing.T) {
+	t.Parallel()
+	if code, _, errs := run(t, nil, "frobnicate"); code != ExitUsage || !strings.Contains(errs, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: %d %q", code, errs)
+	}
+	if code, _, errs := run(t, nil, "version", "--nope"); code != ExitUsage || !strings.Contains(errs, "--nope") && !strings.Contains(errs, "-nope") {
+		t.Errorf("unknown flag: %d %q", code, errs)
+	}
+}
+
+// TestConfigErrors walks every configuration error path: each exits 2 with
+// one line that names the variable or flag and echoes no secret.
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(secretFile, []byte("s3cr3t-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	emptyFile := filepath.Join(dir, "empty")
+	if err := os.WriteFile(emptyFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"schema invalid", map[string]string{"USERSYNC_SCHEMA": "Bad-Name"}, nil, "USERSYNC_SCHEMA"},
+		{"schema too long", map[string]string{"USERSYNC_SCHEMA": strings.Repeat("a", 60)}, nil, "USERSYNC_SCHEMA"},
+		{"schema flag invalid", nil, []string{"--schema", "1x"}, "--schema"},
+		{"reader role invalid", map[string]string{"USERSYNC_READER_ROLE": "x y"}, nil, "USERSYNC_READER_ROLE"},
+		{"page size high", map[string]string{"USERSYNC_PAGE_SIZE": "5000"}, nil, "USERSYNC_PAGE_SIZE must be a whole number between 1 and 1000"},
+		{"page size zero", map[string]string{"USERSYNC_PAGE_SIZE": "0"}, nil, "USERSYNC_PAGE_SIZE"},
+		{"page size text", nil, []string{"--page-size", "many"}, "--page-size"},
+		{"lookback", map[string]string{"USERSYNC_LOOKBACK": "ten minutes"}, nil, "USERSYNC_LOOKBACK"},
+		{"lookback negative", map[string]string{"USERSYNC_LOOKBACK": "-1m"}, nil, "USERSYNC_LOOKBACK"},
+		{"log level", map[string]string{"USERSYNC_LOG_LEVEL": "loud"}, nil, "USERSYNC_LOG_LEVEL"},
+		{"log format", map[string]string{"USERSYNC_LOG_FORMAT": "xml"}, nil, "USERSYNC_LOG_FORMAT"},
+		{"insecure flag", map[string]string{"USERSYNC_ALLOW_INSECURE_HTTP": "maybe"}, nil, "USERSYNC_ALLOW_INSECURE_HTTP"},
+		{"secret and file", map[string]string{"USERSYNC_API_TOKEN": "s3cr3t-env", "USERSYNC_API_TOKEN_FILE": secretFile}, nil, "USERSYNC_API_TOKEN and USERSYNC_API_TOKEN_FILE are both set"},
+		{"secret file missing", map[string]string{"USERSYNC_OAUTH_CLIENT_SECRET_FILE": filepath.Join(dir, "nope")}, nil, "USERSYNC_OAUTH_CLIENT_SECRET_FILE"},
+		{"secret file empty", map[string]string{"USERSYNC_OAUTH_REFRESH_TOKEN_FILE": emptyFile}, nil, "USERSYNC_OAUTH_REFRESH_TOKEN_FILE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, _, errs := run(t, tt.env, append([]string{"version"}, tt.args...)...)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d", code, ExitUsage)
+			}
+			if !strings.Contains(errs, tt.want) {
+				t.Errorf("stderr %q does not contain %q", errs, tt.want)
+			}
+			if strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Errorf("error is not one line: %q", errs)
+			}
+			if strings.Contains(errs, "s3cr3t") {
+				t.Errorf("error echoes a secret: %q", errs)
+			}
+		})
+	}
+}
+
+func TestDatabaseErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		url  string
+		code int
+		want string
+	}{
+		{"unset", "", ExitUsage, "DATABASE_URL is not set"},
+		{"malformed", "postgres://u:s3cr3t@[::1/db", ExitUsage, "DATABASE_URL is not a valid PostgreSQL URL"},
+		{"bad option", "postgres://u:s3cr3t@127.0.0.1/db?sslmode=sometimes", ExitUsage, "DATABASE_URL is not a valid PostgreSQL URL"},
+		{"unreachable", "postgres://u:s3cr3t@127.0.0.1:1/db?connect_timeout=2", ExitFailure, "connecting to the database"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, _, errs := run(t, map[string]string{"DATABASE_URL": tt.url}, "migrate")
+			if code != tt.code || !strings.Contains(errs, tt.want) {
+				t.Errorf("exit %d stderr %q; want exit %d and %q", code, errs, tt.code, tt.want)
+			}
+			if strings.Contains(errs, "s3cr3t") {
+				t.Errorf("password echoed: %q", errs)
+			}
+			if strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Errorf("error is not one line: %q", errs)
+			}
+		})
+	}
+}
+
+func TestEnvironmentThenFlags(t *testing.T) {
+	t.Parallel()
+	fsEnv := map[string]string{"USERSYNC_PAGE_SIZE": "10", "USERSYNC_SCHEMA": "from_env"}
+	// A flag overrides the environment; the environment overrides the default.
+	code, _, errs := run(t, fsEnv, "version", "--page-size", "20")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	cfg, err := configFor(fsEnv, "--page-size", "20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg
+	if got.PageSize != 20 || got.Schema != "from_env" || got.Lookback.String() != "10m0s" {
+		t.Errorf("config = %+v", got)
+	}
+}
+
+func TestSecretFromFileAndString(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "tok")
+	if err := os.WriteFile(path, []byte("tok-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configFor(map[string]string{"USERSYNC_API_TOKEN_FILE": path, "DATABASE_URL": "postgres://u:pw-123@h/db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.APIToken != "tok-from-file" {
+		t.Errorf("token = %q", cfg.APIToken)
+	}
+	s := cfg.String()
+	if strings.Contains(s, "tok-from-file") || strings.Contains(s, "pw-123") {
+		t.Errorf("String() leaks a secret:\n%s", s)
+	}
+	for _, st := range settings() {
+		if !strings.Contains(s, st.Env+"=") {
+			t.Errorf("String() lacks %s", st.Env)
+		}
+	}
+}
+
+func TestRequireAPI(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"USERSYNC_API_TOKEN": "x", "USERSYNC_API_URL": "https://api.example.com"}, ""},
+		{map[string]string{"USERSYNC_API_TOKEN": "x"}, "USERSYNC_API_URL is not set"},
+		{map[string]string{"USERSYNC_API_URL": "https://api.example.com"}, "USERSYNC_API_TOKEN is not set"},
+		{map[string]string{"USERSYNC_API_URL": "http://api.example.com", "USERSYNC_API_TOKEN": "x"}, "USERSYNC_API_URL uses http://"},
+		{map[string]string{"USERSYNC_API_URL": "http://api.example.com", "USERSYNC_API_TOKEN": "x", "USERSYNC_ALLOW_INSECURE_HTTP": "true"}, ""},
+		{map[string]string{"USERSYNC_API_URL": "http://127.0.0.1:8080", "USERSYNC_API_TOKEN": "x"}, ""},
+		{map[string]string{"USERSYNC_API_URL": "https://api.example.com/api/v2", "USERSYNC_API_TOKEN": "x"}, "without /api/v2"},
+		{map[string]string{"USERSYNC_API_URL": "https://u:p@api.example.com", "USERSYNC_API_TOKEN": "x"}, "credentials"},
+		{map[string]string{"USERSYNC_API_URL": "not a url", "USERSYNC_API_TOKEN": "x"}, "USERSYNC_API_URL must be an absolute"},
+		{map[string]string{"USERSYNC_API_TOKEN": "x", "USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_API_URL": "https://api.example.com"}, "both set"},
+		{map[string]string{"USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_API_URL": "https://api.example.com"}, "USERSYNC_OAUTH_TOKEN_URL is not set"},
+		{map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "https://a/oauth/token", "USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_OAUTH_CLIENT_SECRET": "s", "USERSYNC_API_URL": "https://api.example.com"}, "USERSYNC_OAUTH_REFRESH_TOKEN is not set"},
+		{map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "https://a/oauth/token", "USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_OAUTH_CLIENT_SECRET": "s", "USERSYNC_OAUTH_REFRESH_TOKEN": "r", "USERSYNC_API_URL": "https://api.example.com"}, ""},
+	}
+	for _, tt := range tests {
+		cfg, err := configFor(tt.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.requireAPI()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%v: unexpected %v", tt.env, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%v: err %v, want %q", tt.env, err, tt.want)
+		}
+	}
+}
+
+// TestMigrateCommand runs migrate twice in-process against the test database.
+func TestMigrateCommand(t *testing.T) {
+	t.Parallel()
+	pool := schematest.NewPool(t, 2)
+	name := schematest.NewSchemaName(t, pool)
+	env := map[string]string{"DATABASE_URL": schematest.DatabaseURL(t), "USERSYNC_SCHEMA": name, "USERSYNC_READER_ROLE": ""}
+	code, out, errs := run(t, env, "migrate")
+	if code != ExitOK {
+		t.Fatalf("migrate: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"schema " + name + " migrated to version 1", "table " + name + ".users ", "view  " + name + ".users_current", "River schema " + name + "_river: applied"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("migrate output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = run(t, env, "migrate")
+	if code != ExitOK || !strings.Contains(out, "is up to date") {
+		t.Errorf("second migrate: exit %d out %q err %q", code, out, errs)
+	}
+}

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// registerSettingFlags adds a flag for every setting that has one. The flags'
+// values are applied by loadConfig only when given, so the environment stays
+// the base and flags override it.
+func registerSettingFlags(fs *flag.FlagSet) map[string]*string {
+	vals := map[string]*string{}
+	for _, s := range settings() {
+		if s.Flag == "" {
+			continue
+		}
+		usage := s.Meaning + " (env " + s.Env + ")"
+		vals[s.Flag] = fs.String(s.Flag, s.Default, usage)
+	}
+	return vals
+}
+
+// loadConfig builds the Config: defaults, then the environment (and the _FILE
+// variants of secrets), then the flags that were given. Every error names the
+// variable or flag and says what is wrong, on one line.
+func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[string]*string) (Config, error) {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var c Config
+	for _, s := range settings() {
+		v, source := s.Default, s.Env
+		if ev, ok := lookupEnv(getenv, s.Env); ok {
+			v = ev
+		}
+		if s.Secret {
+			fv, ok, err := readSecretFile(getenv, s.Env)
+			if err != nil {
+				return Config{}, err
+			}
+			if ok {
+				v, source = fv, s.Env+"_FILE"
+			}
+		}
+		if s.Flag != "" && given[s.Flag] {
+			v, source = *flagVals[s.Flag], "--"+s.Flag
+		}
+		if err := s.set(&c, v); err != nil {
+			if s.Secret {
+				return Config{}, fmt.Errorf("%s is invalid", source) // never echo a secret
+			}
+			return Config{}, fmt.Errorf("%s %w", source, err)
+		}
+	}
+	return c, nil
+}
+
+// lookupEnv treats an empty variable as unset, the way most deploy tools
+// render an unset value.
+func lookupEnv(getenv func(string) string, name string) (string, bool) {
+	v := getenv(name)
+	return v, v != ""
+}
+
+func readSecretFile(getenv func(string) string, env string) (string, bool, error) {
+	path, ok := lookupEnv(getenv, env+"_FILE")
+	if !ok {
+		return "", false, nil
+	}
+	if _, both := lookupEnv(getenv, env); both {
+		return "", false, fmt.Errorf("%s and %s_FILE are both set; set only one", env, env)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", false, fmt.Errorf("%s_FILE: reading %s: %w", env, path, err)
+	}
+	v := strings.TrimRight(string(b), "\r\n")
+	if v == "" {
+		return "", false, fmt.Errorf("%s_FILE: %s is empty", env, path)
+	}
+	return v, true, nil
+}
+
+// requireDatabase checks the settings every database command needs.
+func (c Config) requireDatabase() error {
+	if c.DatabaseURL == "" {
+		return errors.New("DATABASE_URL is not set: give the warehouse's PostgreSQL URL (make demo and make test start a throwaway one)")
+	}
+	return nil
+}
+
+// requireAPI checks the settings every command that calls the API needs.
+func (c Config) requireAPI() error {
+	if c.APIURL == "" {
+		return errors.New("USERSYNC_API_URL is not set: give the API's base URL, without /api/v2")
+	}
+	if err := validateAPIURL(c.APIURL, c.AllowInsecureHTTP); err != nil {
+		return fmt.Errorf("USERSYNC_API_URL %w", err)
+	}
+	oauth := c.OAuthTokenURL != "" || c.OAuthClientID != "" || c.OAuthClientSecret != "" || c.OAuthRefreshToken != ""
+	switch {
+	case oauth && c.APIToken != "":
+		return errors.New("USERSYNC_API_TOKEN and USERSYNC_OAUTH_* are both set; use one way to authenticate")
+	case oauth:
+		for _, m := range []struct{ name, v string }{
+			{"USERSYNC_OAUTH_TOKEN_URL", c.OAuthTokenURL}, {"USERSYNC_OAUTH_CLIENT_ID", c.OAuthClientID},
+			{"USERSYNC_OAUTH_CLIENT_SECRET", c.OAuthClientSecret}, {"USERSYNC_OAUTH_REFRESH_TOKEN", c.OAuthRefreshToken},
+		} {
+			if m.v == "" {
+				return fmt.Errorf("%s is not set (OAuth needs the token URL, client id, client secret and a refresh token)", m.name)
+			}
+		}
+		if err := validateAPIURL(c.OAuthTokenURL, c.AllowInsecureHTTP); err != nil && !strings.Contains(err.Error(), "/api/v2") {
+			return fmt.Errorf("USERSYNC_OAUTH_TOKEN_URL %w", err)
+		}
+	case c.APIToken == "":
+		return errors.New("USERSYNC_API_TOKEN is not set (or configure OAuth with USERSYNC_OAUTH_TOKEN_URL and friends)")
+	}
+	return nil
+}
+
+// String prints the configuration with secrets masked, one setting a line,
+// in the order of the reference.
+func (c Config) String() string {
+	vals := map[string]string{
+		"DATABASE_URL": redactURL(c.DatabaseURL), "USERSYNC_API_URL": c.APIURL,
+		"USERSYNC_API_TOKEN": mask(c.APIToken), "USERSYNC_OAUTH_TOKEN_URL": c.OAuthTokenURL,
+		"USERSYNC_OAUTH_CLIENT_ID": c.OAuthClientID, "USERSYNC_OAUTH_CLIENT_SECRET": mask(c.OAuthClientSecret),
+		"USERSYNC_OAUTH_REFRESH_TOKEN": mask(c.OAuthRefreshToken), "USERSYNC_ALLOW_INSECURE_HTTP": fmt.Sprint(c.AllowInsecureHTTP),
+		"USERSYNC_SCHEMA": c.Schema, "USERSYNC_READER_ROLE": c.ReaderRole, "USERSYNC_SNAPSHOT_DIR": c.SnapshotDir,
+		"USERSYNC_PAGE_SIZE": fmt.Sprint(c.PageSize), "USERSYNC_LOOKBACK": c.Lookback.String(),
+		"USERSYNC_LOG_LEVEL": c.LogLevel, "USERSYNC_LOG_FORMAT": c.LogFormat,
+	}
+	var b strings.Builder
+	for _, s := range settings() {
+		fmt.Fprintf(&b, "%s=%s\n", s.Env, vals[s.Env])
+	}
+	return b.String()
+}
+
+func mask(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return "(set)"
+}

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// openPool parses DATABASE_URL, opens a pool and checks the database answers.
+// Errors name the setting and never carry the password.
+func openPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error) {
+	if err := e.cfg.requireDatabase(); err != nil {
+		return nil, usageError{err}
+	}
+	pcfg, err := pgxpool.ParseConfig(e.cfg.DatabaseURL)
+	if err != nil {
+		var perr *pgconn.ParseConfigError
+		if errors.As(err, &perr) && perr.Unwrap() != nil {
+			err = perr.Unwrap()
+		}
+		return nil, usageError{fmt.Errorf("DATABASE_URL is not a valid PostgreSQL URL: %s", redactErr(err, e.cfg.DatabaseURL))}
+	}
+	if maxConns > 0 {
+		pcfg.MaxConns = maxConns
+	}
+	pcfg.ConnConfig.RuntimeParams["application_name"] = "usersync"
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening the database pool: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to the database (DATABASE_URL %s): %s", redactURL(e.cfg.DatabaseURL), redactErr(err, e.cfg.DatabaseURL))
+	}
+	return pool, nil
+}
+
+// redactErr removes the password of dsn from an error's text, whatever form
+// the driver echoed it in.
+func redactErr(err error, dsn string) string {
+	msg := err.Error()
+	if pw := passwordOf(dsn); pw != "" {
+		msg = replaceAll(msg, pw, "xxxxx")
+	}
+	return msg
+}

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the generated parts of README.md")
+
+const (
+	beginSettings = "<!-- settings:begin (generated from cmd/usersync/cli/settings.go; go test ./cmd/usersync/cli -run TestREADMESettings -update) -->\n"
+	endSettings   = "<!-- settings:end -->"
+)
+
+// TestREADMESettings keeps the README's configuration table equal to the
+// settings the code reads.
+func TestREADMESettings(t *testing.T) {
+	const path = "../../../README.md"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i, j := strings.Index(s, beginSettings), strings.Index(s, endSettings)
+	if i < 0 || j < i {
+		t.Fatalf("README.md lacks the settings markers")
+	}
+	want := s[:i+len(beginSettings)] + SettingsMarkdown() + s[j:]
+	if want == s {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Error("README.md's settings table is stale: run go test ./cmd/usersync/cli -run TestREADMESettings -update")
+}

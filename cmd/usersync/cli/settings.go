@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/usersync/usersync/schema"
+)
+
+// Config is every setting of usersync, after the environment and then the
+// command line have been applied. Secrets are never printed: see String.
+type Config struct {
+	DatabaseURL       string
+	APIURL            string
+	APIToken          string
+	OAuthTokenURL     string
+	OAuthClientID     string
+	OAuthClientSecret string
+	OAuthRefreshToken string
+	AllowInsecureHTTP bool
+	Schema            string
+	ReaderRole        string
+	SnapshotDir       string
+	PageSize          int
+	Lookback          time.Duration
+	LogLevel          string
+	LogFormat         string
+}
+
+// setting is one configuration setting: its environment variable, its flag
+// (empty for secrets, which only come from the environment or a _FILE), its
+// default, its meaning, and how it is parsed into a Config. The table below is
+// the single source of the configuration reference.
+type setting struct {
+	Env     string
+	Flag    string
+	Default string
+	Meaning string
+	Example string
+	Secret  bool
+	set     func(c *Config, v string) error
+}
+
+func settings() []setting {
+	return []setting{
+		{Env: "DATABASE_URL", Flag: "database-url", Meaning: "PostgreSQL connection URL of the warehouse (and of River's job tables). Its password is never printed.",
+			Example: "postgres://usersync@db:5432/analytics?sslmode=require", Secret: false,
+			set: func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
+		{Env: "USERSYNC_API_URL", Flag: "api-url", Meaning: "base URL of the API, without /api/v2 (e.g. https://api.example.com). http:// is accepted only for loopback hosts unless USERSYNC_ALLOW_INSECURE_HTTP=true.",
+			Example: "https://api.outreach.io",
+			set:     func(c *Config, v string) error { c.APIURL = strings.TrimRight(v, "/"); return nil }},
+		{Env: "USERSYNC_API_TOKEN", Meaning: "static bearer token for the API (instead of OAuth). Also read from USERSYNC_API_TOKEN_FILE.", Secret: true,
+			set: func(c *Config, v string) error { c.APIToken = v; return nil }},
+		{Env: "USERSYNC_OAUTH_TOKEN_URL", Flag: "oauth-token-url", Meaning: "OAuth 2 token endpoint for the refresh-token grant; setting it turns OAuth on.",
+			Example: "https://api.outreach.io/oauth/token",
+			set:     func(c *Config, v string) error { c.OAuthTokenURL = v; return nil }},
+		{Env: "USERSYNC_OAUTH_CLIENT_ID", Flag: "oauth-client-id", Meaning: "OAuth client id of the registered application.",
+			set: func(c *Config, v string) error { c.OAuthClientID = v; return nil }},
+		{Env: "USERSYNC_OAUTH_CLIENT_SECRET", Meaning: "OAuth client secret. Also read from USERSYNC_OAUTH_CLIENT_SECRET_FILE.", Secret: true,
+			set: func(c *Config, v string) error { c.OAuthClientSecret = v; return nil }},
+		{Env: "USERSYNC_OAUTH_REFRESH_TOKEN", Meaning: "initial OAuth refresh token; rotated tokens are kept in the oauth_tokens table and preferred after the first refresh. Also read from USERSYNC_OAUTH_REFRESH_TOKEN_FILE.", Secret: true,
+			set: func(c *Config, v string) error { c.OAuthRefreshToken = v; return nil }},
+		{Env: "USERSYNC_ALLOW_INSECURE_HTTP", Flag: "allow-insecure-http", Default: "false", Meaning: "accept an http:// API URL on a non-loopback host (never do this in production).",
+			set: func(c *Config, v string) error { return parseBool(&c.AllowInsecureHTTP, v) }},
+		{Env: "USERSYNC_SCHEMA", Flag: "schema", Default: "usersync", Meaning: "PostgreSQL schema of the warehouse tables; River's tables go to <schema>_river.",
+			set: func(c *Config, v string) error {
+				if err := schema.ValidateIdentifier(v); err != nil {
+					return err
+				}
+				c.Schema = v
+				return nil
+			}},
+		{Env: "USERSYNC_READER_ROLE", Flag: "reader-role", Default: "usersync_reader", Meaning: "read-only role for analysts, created by migrate when missing (if allowed) and granted SELECT on the warehouse tables; empty to skip.",
+			set: func(c *Config, v string) error {
+				if v != "" {
+					if err := schema.ValidateIdentifier(v); err != nil {
+						return err
+					}
+				}
+				c.ReaderRole = v
+				return nil
+			}},
+		{Env: "USERSYNC_SNAPSHOT_DIR", Flag: "snapshot-dir", Default: "snapshots", Meaning: "where Parquet snapshots are written.",
+			Example: "/var/lib/usersync/snapshots",
+			set:     func(c *Config, v string) error { c.SnapshotDir = v; return nil }},
+		{Env: "USERSYNC_PAGE_SIZE", Flag: "page-size", Default: "1000", Meaning: "page[size] of user requests (the API's maximum is 1000).",
+			set: func(c *Config, v string) error { return parseInt(&c.PageSize, v, 1, 1000) }},
+		{Env: "USERSYNC_LOOKBACK", Flag: "lookback", Default: "10m", Meaning: "how far before the watermark an incremental sync starts, to catch late-visible and out-of-order updates.",
+			set: func(c *Config, v string) error { return parseDuration(&c.Lookback, v, 0, 7*24*time.Hour) }},
+		{Env: "USERSYNC_LOG_LEVEL", Flag: "log-level", Default: "info", Meaning: "log level: debug, info, warn or error.",
+			set: func(c *Config, v string) error { return parseEnum(&c.LogLevel, v, "debug", "info", "warn", "error") }},
+		{Env: "USERSYNC_LOG_FORMAT", Flag: "log-format", Default: "text", Meaning: "log format on stderr: text or json.",
+			set: func(c *Config, v string) error { return parseEnum(&c.LogFormat, v, "text", "json") }},
+	}
+}
+
+func parseBool(dst *bool, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("must be true or false, not %q", v)
+	}
+	*dst = b
+	return nil
+}
+
+func parseInt(dst *int, v string, lo, hi int) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < lo || n > hi {
+		return fmt.Errorf("must be a whole number between %d and %d, not %q", lo, hi, v)
+	}
+	*dst = n
+	return nil
+}
+
+func parseDuration(dst *time.Duration, v string, lo, hi time.Duration) error {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d < lo || d > hi {
+		return fmt.Errorf("must be a duration between %s and %s (like 10m or 1h30m), not %q", lo, hi, v)
+	}
+	*dst = d
+	return nil
+}
+
+func parseEnum(dst *string, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			*dst = v
+			return nil
+		}
+	}
+	return fmt.Errorf("must be one of %s, not %q", strings.Join(allowed, ", "), v)
+}
+
+// validateAPIURL checks the API base URL: absolute, https unless the host is
+// loopback or insecure HTTP was allowed, no credentials in it.
+func validateAPIURL(raw string, allowInsecure bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("must be an absolute http(s) URL like https://api.example.com")
+	}
+	if u.User != nil {
+		return fmt.Errorf("must not carry credentials; use USERSYNC_API_TOKEN or OAuth")
+	}
+	if strings.HasSuffix(u.Path, "/api/v2") {
+		return fmt.Errorf("must be the base URL without /api/v2")
+	}
+	if u.Scheme == "http" && !allowInsecure && !isLoopback(u.Hostname()) {
+		return fmt.Errorf("uses http:// on a non-loopback host; use https:// or set USERSYNC_ALLOW_INSECURE_HTTP=true")
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// redactURL masks the password of a URL for printing; text that is not a URL
+// is returned as a fixed marker, since it may hold a secret in another form.
+func redactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return "(not a URL)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,55 @@
+package schema
+
+import (
+	"strconv"
+
+	"github.com/apache/arrow/go/v15/arrow"
+)
+
+// Arrow metadata keys written by usersync.
+const (
+	MetaMeaning        = "usersync.meaning"         // field metadata: the column's meaning
+	MetaCatalogVersion = "usersync.catalog_version" // schema metadata: Version
+	MetaTable          = "usersync.table"           // schema metadata: the table name
+)
+
+// ArrowType is the Arrow type a Postgres column type is written as in
+// snapshots: bigint → int64, boolean → bool, text → utf8,
+// timestamptz → timestamp[us, UTC], jsonb → utf8 holding JSON,
+// bytea → binary, bigint[] → list<int64>, text[] → list<utf8>.
+func ArrowType(pgType string) arrow.DataType {
+	switch pgType {
+	case "bigint":
+		return arrow.PrimitiveTypes.Int64
+	case "boolean":
+		return arrow.FixedWidthTypes.Boolean
+	case "text", "jsonb":
+		return arrow.BinaryTypes.String
+	case "timestamptz":
+		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	case "bytea":
+		return arrow.BinaryTypes.Binary
+	case "bigint[]":
+		return arrow.ListOf(arrow.PrimitiveTypes.Int64)
+	case "text[]":
+		return arrow.ListOf(arrow.BinaryTypes.String)
+	}
+	panic("schema: no Arrow type for " + pgType) // programmer error: Tables() uses only the types above
+}
+
+// ArrowSchema is the Arrow schema of a table's snapshot: one field per column,
+// named and typed after the column, nullability kept, the meaning in each
+// field's metadata and the catalog version in the schema's.
+func ArrowSchema(t Table) *arrow.Schema {
+	fields := make([]arrow.Field, len(t.Columns))
+	for i, c := range t.Columns {
+		fields[i] = arrow.Field{
+			Name:     c.Name,
+			Type:     ArrowType(c.Type),
+			Nullable: c.Nullable,
+			Metadata: arrow.NewMetadata([]string{MetaMeaning}, []string{c.Meaning}),
+		}
+	}
+	md := arrow.NewMetadata([]string{MetaTable, MetaCatalogVersion}, []string{t.Name, strconv.Itoa(Version)})
+	return arrow.NewSchema(fields, &md)
+}

@@ -1,0 +1,151 @@
+// Package schema is the catalog: one declaration per API resource (its
+// attributes, JSON types, limits and meanings, and its relationships), the
+// column naming rule, the Postgres and Arrow types that follow from it, and the
+// embedded SQL migrations of the warehouse. Everything else derives from, or is
+// tested against, this package. It imports no other package of the project.
+package schema
+
+import "strings"
+
+// Version is the catalog's version. It is written into every Parquet snapshot
+// and bumps whenever a migration changes the warehouse's shape.
+const Version = 1
+
+// JSONType is the JSON type the API documents for an attribute. Every attribute
+// is also nullable.
+type JSONType int
+
+// The JSON types of spec §2.1.
+const (
+	Integer JSONType = iota + 1
+	Boolean
+	String
+	DateTime
+	Object
+)
+
+// String returns the type's name as the spec writes it.
+func (t JSONType) String() string {
+	switch t {
+	case Integer:
+		return "integer"
+	case Boolean:
+		return "boolean"
+	case String:
+		return "string"
+	case DateTime:
+		return "datetime"
+	case Object:
+		return "object"
+	}
+	return "unknown"
+}
+
+// PostgresType is the column type the warehouse stores the JSON type as.
+func (t JSONType) PostgresType() string {
+	switch t {
+	case Integer:
+		return "bigint"
+	case Boolean:
+		return "boolean"
+	case String:
+		return "text"
+	case DateTime:
+		return "timestamptz"
+	case Object:
+		return "jsonb"
+	}
+	panic("schema: unknown JSON type") // programmer error: every type is listed above
+}
+
+// Attribute is one attribute of a resource.
+type Attribute struct {
+	Name      string   // the API's name, e.g. "accountsViewId"
+	Type      JSONType // documented JSON type; every attribute is nullable
+	MaxLength int      // maximum length in characters for strings; 0 = not limited
+	Enum      []string // allowed values, when the spec lists them
+	Format    string   // "email" where the spec names a format
+	Meaning   string   // what the value means, from the spec
+}
+
+// Column is the attribute's column name in the warehouse.
+func (a Attribute) Column() string { return ColumnName(a.Name) }
+
+// Relationship is one relationship of a resource.
+type Relationship struct {
+	Name        string // the API's name, e.g. "teams"
+	ToMany      bool   // an array of identifiers rather than one
+	RelatedType string // the type of the related resources
+	Meaning     string
+	Filterable  bool // filter[<name>][id] is allowed
+}
+
+// Column is the foreign-key column of a to-one relationship (e.g. role_id).
+func (r Relationship) Column() string { return ColumnName(r.Name) + "_id" }
+
+// Resource is one API resource type mirrored into a warehouse table.
+type Resource struct {
+	Type          string // the JSON:API type, e.g. "user"
+	Path          string // the collection path under /api/v2, e.g. "users"
+	Table         string // the warehouse table, e.g. "users"
+	Meaning       string
+	Attributes    []Attribute
+	Relationships []Relationship
+}
+
+// Attribute returns the attribute with the given API name.
+func (r Resource) Attribute(name string) (Attribute, bool) {
+	for _, a := range r.Attributes {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Attribute{}, false
+}
+
+// ToOne returns the to-one relationships that the table stores as foreign-key
+// columns, in declaration order.
+func (r Resource) ToOne() []Relationship {
+	var out []Relationship
+	for _, rel := range r.Relationships {
+		if !rel.ToMany {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// ToMany returns the to-many relationships, in declaration order.
+func (r Resource) ToMany() []Relationship {
+	var out []Relationship
+	for _, rel := range r.Relationships {
+		if rel.ToMany {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// Resources returns the catalog: user, team, role and profile.
+func Resources() []Resource {
+	return []Resource{User(), Team(), Role(), Profile()}
+}
+
+// ColumnName turns an API attribute name into a column name: an underscore
+// before each upper-case letter, then lower case ("accountsViewId" becomes
+// "accounts_view_id", "custom1" stays "custom1").
+func ColumnName(name string) string {
+	var b strings.Builder
+	b.Grow(len(name) + 4)
+	for i, r := range name {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r + ('a' - 'A'))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,119 @@
+package schema
+
+// Table describes a warehouse table or view beyond the catalog's resources:
+// its meaning and the meaning of each column, used for COMMENT ON, for the
+// analysts' grants and for the generated documentation.
+type Table struct {
+	Name    string
+	View    bool
+	Meaning string
+	Columns []Column // every column, in table order
+	// Analysts says whether the read-only analysts' role may read it.
+	Analysts bool
+	// Snapshot says whether Parquet snapshots include it.
+	Snapshot bool
+}
+
+// Column is one column of a Table.
+type Column struct {
+	Name     string
+	Type     string // Postgres type
+	Nullable bool
+	Meaning  string
+}
+
+func resourceColumns(r Resource, withKey bool) []Column {
+	var cols []Column
+	if withKey {
+		cols = append(cols, Column{Name: "id", Type: "bigint", Meaning: "the API's id of the " + r.Type})
+	}
+	for _, a := range r.Attributes {
+		cols = append(cols, Column{Name: a.Column(), Type: a.Type.PostgresType(), Nullable: true, Meaning: attributeComment(a)})
+	}
+	for _, rel := range r.ToOne() {
+		cols = append(cols, Column{Name: rel.Column(), Type: "bigint", Nullable: true,
+			Meaning: "id of the related " + rel.RelatedType + " (relationship " + rel.Name + "): " + rel.Meaning})
+	}
+	return cols
+}
+
+func attributeComment(a Attribute) string {
+	s := a.Meaning + " (API attribute " + a.Name
+	if a.MaxLength > 0 {
+		s += ", at most " + itoa(a.MaxLength) + " characters"
+	}
+	if len(a.Enum) > 0 {
+		s += ", one of"
+		for i, v := range a.Enum {
+			if i > 0 {
+				s += ","
+			}
+			s += " " + v
+		}
+	}
+	return s + ")"
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}
+
+var (
+	rawColumn      = Column{Name: "raw", Type: "jsonb", Meaning: "every attribute exactly as the API sent it, including attributes the catalog does not know yet"}
+	syncedColumn   = Column{Name: "synced_at", Type: "timestamptz", Meaning: "when usersync last wrote this row"}
+	deletedColumn  = Column{Name: "deleted_at", Type: "timestamptz", Nullable: true, Meaning: "when usersync found the id gone from the API (soft delete); null while the API returns it"}
+	hashColumn     = Column{Name: "content_hash", Type: "bytea", Meaning: "SHA-256 of the typed columns and raw attributes; a new value means a new version"}
+	userIDColumn   = Column{Name: "user_id", Type: "bigint", Meaning: "id of the user"}
+	runIDColumn    = Column{Name: "run_id", Type: "bigint", Nullable: true, Meaning: "the sync run (sync_runs.run_id) that wrote the row"}
+	timestampNNull = "timestamptz"
+)
+
+// Tables returns every table and view of the warehouse with its meaning and
+// columns, in migration order. The migration test holds it against the
+// migrated database, so it cannot drift.
+func Tables() []Table {
+	u := User()
+	users := resourceColumns(u, true)
+	users = append(users, rawColumn, hashColumn, syncedColumn, deletedColumn)
+
+	versions := []Column{
+		{Name: "version_id", Type: "bigint", Meaning: "identity of the version row"},
+		userIDColumn, hashColumn,
+	}
+	versions = append(versions, resourceColumns(u, false)...)
+	versions = append(versions, rawColumn,
+		Column{Name: "valid_from", Type: timestampNNull, Meaning: "when usersync first saw this version (warehouse time)"},
+		Column{Name: "valid_to", Type: timestampNNull, Nullable: true, Meaning: "when a newer version replaced it; null for the current version"},
+		runIDColumn)
+
+	out := []Table{
+		{Name: "users", Meaning: u.Meaning, Columns: users, Analysts: true, Snapshot: true},
+		{Name: "user_versions", Meaning: "History of users: one row per distinct version of a user's content, valid from valid_from until valid_to.", Columns: versions, Analysts: true, Snapshot: true},
+	}
+	for _, r := range []Resource{Team(), Role(), Profile()} {
+		cols := append(resourceColumns(r, true), rawColumn, syncedColumn, deletedColumn)
+		out = append(out, Table{Name: r.Table, Meaning: r.Meaning, Columns: cols, Analysts: true, Snapshot: true})
+	}
+	out = append(out, bookkeepingTables()...)
+	return out
+}
+
+// TableNamed returns the table or view with the given name.
+func TableNamed(name string) (Table, bool) {
+	for _, t := range Tables() {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Table{}, false
+}

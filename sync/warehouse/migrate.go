@@ -1,0 +1,224 @@
+package warehouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/schema"
+)
+
+// migrationLockKey is the advisory lock every migrating process takes, so two
+// `usersync migrate` runs (or replicas starting at once) never interleave.
+const migrationLockKey = "usersync:migrate"
+
+// MigrateOptions configures Migrate.
+type MigrateOptions struct {
+	Schema     string // warehouse schema, e.g. "usersync"
+	ReaderRole string // analysts' read-only role; "" skips role handling
+}
+
+// MigrateResult says what a Migrate call did.
+type MigrateResult struct {
+	Applied []string // names of the migrations applied by this call
+	Current int      // the newest version now applied
+	Notices []string // things the operator should know (e.g. the role could not be created)
+}
+
+// WithMigrationLock runs fn while holding the migration advisory lock on a
+// dedicated connection, waiting for any other migrator to finish first.
+func WithMigrationLock(ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context) error) (err error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquiring a connection for the migration lock: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, migrationLockKey); err != nil {
+		return fmt.Errorf("taking the migration lock: %w", err)
+	}
+	defer func() {
+		// Unlock on the same connection, or the lock would stay on the pooled session.
+		_, uerr := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, migrationLockKey)
+		if uerr != nil && err == nil {
+			err = fmt.Errorf("releasing the migration lock: %w", uerr)
+		}
+	}()
+	return fn(ctx)
+}
+
+// Migrate creates the schema if needed, applies every pending versioned
+// migration (each in its own transaction), refreshes the comments from the
+// catalog and grants the analysts' role read access. It is idempotent. Call
+// it inside WithMigrationLock when other processes may migrate at once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions) (MigrateResult, error) {
+	var res MigrateResult
+	migrations, err := schema.Migrations(opts.Schema)
+	if err != nil {
+		return res, fmt.Errorf("loading migrations: %w", err)
+	}
+	s := schema.QuoteIdentifier(opts.Schema)
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+s); err != nil {
+		return res, fmt.Errorf("creating schema %s: %w", opts.Schema, err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s+`.schema_migrations (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return res, fmt.Errorf("creating the migrations table: %w", err)
+	}
+	applied, err := appliedVersions(ctx, pool, opts.Schema)
+	if err != nil {
+		return res, err
+	}
+	for _, m := range migrations {
+		if applied[m.Version] {
+			res.Current = m.Version
+			continue
+		}
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO `+s+`.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
+			return err
+		})
+		if err != nil {
+			return res, fmt.Errorf("applying migration %s: %w", m.Name, err)
+		}
+		res.Applied = append(res.Applied, m.Name)
+		res.Current = m.Version
+	}
+	if err := applyComments(ctx, pool, opts.Schema); err != nil {
+		return res, err
+	}
+	if opts.ReaderRole != "" {
+		notice, err := grantReader(ctx, pool, opts.Schema, opts.ReaderRole)
+		if err != nil {
+			return res, err
+		}
+		if notice != "" {
+			res.Notices = append(res.Notices, notice)
+		}
+	}
+	return res, nil
+}
+
+func appliedVersions(ctx context.Context, db DBTX, schemaName string) (map[int]bool, error) {
+	rows, err := db.Query(ctx, `SELECT version FROM `+schema.QuoteIdentifier(schemaName)+`.schema_migrations`)
+	if err != nil {
+		return nil, fmt.Errorf("reading applied migrations: %w", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, fmt.Errorf("reading applied migrations: %w", err)
+	}
+	out := make(map[int]bool, len(versions))
+	for _, v := range versions {
+		out[v] = true
+	}
+	return out, nil
+}
+
+// MigrationStatus reports the newest applied migration and the newest this
+// binary knows. A missing schema reads as version 0.
+func MigrationStatus(ctx context.Context, db DBTX, schemaName string) (applied, latest int, err error) {
+	migrations, err := schema.Migrations(schemaName)
+	if err != nil {
+		return 0, 0, err
+	}
+	latest = migrations[len(migrations)-1].Version
+	var exists bool
+	if err := db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, schemaName+".schema_migrations").Scan(&exists); err != nil {
+		return 0, latest, fmt.Errorf("checking migrations: %w", err)
+	}
+	if !exists {
+		return 0, latest, nil
+	}
+	err = db.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+schema.QuoteIdentifier(schemaName)+`.schema_migrations`).Scan(&applied)
+	if err != nil {
+		return 0, latest, fmt.Errorf("checking migrations: %w", err)
+	}
+	return applied, latest, nil
+}
+
+func applyComments(ctx context.Context, pool *pgxpool.Pool, schemaName string) error {
+	s := schema.QuoteIdentifier(schemaName)
+	var b strings.Builder
+	comment := func(kind, target, text string) {
+		fmt.Fprintf(&b, "COMMENT ON %s %s IS %s;\n", kind, target, quoteLiteral(text))
+	}
+	comment("SCHEMA", s, "usersync warehouse: users, teams, roles and profiles mirrored from the sales-engagement API.")
+	comment("TABLE", s+".schema_migrations", "Versions of usersync's migrations applied to this schema.")
+	comment("COLUMN", s+".schema_migrations.version", "migration version")
+	comment("COLUMN", s+".schema_migrations.name", "migration file name")
+	comment("COLUMN", s+".schema_migrations.applied_at", "when it was applied")
+	for _, t := range schema.Tables() {
+		kind := "TABLE"
+		if t.View {
+			kind = "VIEW"
+		}
+		target := s + "." + schema.QuoteIdentifier(t.Name)
+		comment(kind, target, t.Meaning)
+		for _, c := range t.Columns {
+			comment("COLUMN", target+"."+schema.QuoteIdentifier(c.Name), c.Meaning)
+		}
+	}
+	if _, err := pool.Exec(ctx, b.String()); err != nil {
+		return fmt.Errorf("commenting tables: %w", err)
+	}
+	return nil
+}
+
+// grantReader makes role able to read the analysts' tables and nothing else.
+// It creates the role only when it is missing and the current user may create
+// roles; otherwise it returns a notice for the operator.
+func grantReader(ctx context.Context, pool *pgxpool.Pool, schemaName, role string) (string, error) {
+	if err := schema.ValidateIdentifier(role); err != nil {
+		return "", fmt.Errorf("reader role: %w", err)
+	}
+	var exists, canCreate bool
+	err := pool.QueryRow(ctx, `SELECT
+		EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1),
+		(SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user)`, role).Scan(&exists, &canCreate)
+	if err != nil {
+		return "", fmt.Errorf("checking reader role %s: %w", role, err)
+	}
+	r := schema.QuoteIdentifier(role)
+	if !exists {
+		if !canCreate {
+			return fmt.Sprintf("reader role %s does not exist and the migrating user may not create roles; create it (CREATE ROLE %s NOLOGIN) and run migrate again to grant it read access", role, role), nil
+		}
+		// Another migrator (of another schema) may create it at the same moment.
+		_, err := pool.Exec(ctx, `DO $$ BEGIN CREATE ROLE `+r+` NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`)
+		if err != nil {
+			return "", fmt.Errorf("creating reader role %s: %w", role, err)
+		}
+	}
+	s := schema.QuoteIdentifier(schemaName)
+	var b strings.Builder
+	fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", s, r)
+	for _, t := range schema.Tables() {
+		verb := "GRANT SELECT ON %s.%s TO %s;\n"
+		if !t.Analysts {
+			verb = "REVOKE ALL ON %s.%s FROM %s;\n"
+		}
+		fmt.Fprintf(&b, verb, s, schema.QuoteIdentifier(t.Name), r)
+	}
+	fmt.Fprintf(&b, "REVOKE ALL ON %s.schema_migrations FROM %s;\n", s, r)
+	if _, err := pool.Exec(ctx, b.String()); err != nil {
+		var nerr interface{ SQLState() string }
+		if errors.As(err, &nerr) && nerr.SQLState() == "42501" {
+			return fmt.Sprintf("the migrating user may not grant read access to %s: %v", role, err), nil
+		}
+		return "", fmt.Errorf("granting %s read access: %w", role, err)
+	}
+	return "", nil
+}
+
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

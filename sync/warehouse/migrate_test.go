@@ -1,0 +1,267 @@
+package warehouse_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+func migrated(t *testing.T, role string) (*pgxpool.Pool, string) {
+	t.Helper()
+	pool := schematest.NewPool(t, 8)
+	name := schematest.NewSchemaName(t, pool)
+	ctx := context.Background()
+	err := warehouse.WithMigrationLock(ctx, pool, func(ctx context.Context) error {
+		_, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name, ReaderRole: role})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	return pool, name
+}
+
+// TestMigratedColumnsMatchCatalog holds every table and view of the migrated
+// schema against schema.Tables(): same tables, same columns in the same order,
+// same types and nullability, and a comment on each.
+func TestMigratedColumnsMatchCatalog(t *testing.T) {
+	t.Parallel()
+	pool, name := migrated(t, "")
+	ctx := context.Background()
+	rows, err := pool.Query(ctx, `
+		SELECT c.table_name, c.column_name,
+		       CASE WHEN c.data_type = 'ARRAY' THEN substr(c.udt_name, 2) || '[]'
+		            WHEN c.data_type = 'timestamp with time zone' THEN 'timestamptz'
+		            ELSE c.data_type END,
+		       c.is_nullable = 'YES',
+		       col_description(format('%I.%I', c.table_schema, c.table_name)::regclass, c.ordinal_position)
+		FROM information_schema.columns c
+		WHERE c.table_schema = $1 AND c.table_name <> 'schema_migrations'
+		ORDER BY c.table_name, c.ordinal_position`, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type col struct {
+		table, name, typ string
+		nullable         bool
+		comment          *string
+	}
+	got := map[string][]col{}
+	for rows.Next() {
+		var c col
+		if err := rows.Scan(&c.table, &c.name, &c.typ, &c.nullable, &c.comment); err != nil {
+			t.Fatal(err)
+		}
+		got[c.table] = append(got[c.table], c)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	pgType := map[string]string{"bigint": "bigint", "boolean": "boolean", "text": "text", "timestamptz": "timestamptz",
+		"jsonb": "jsonb", "bytea": "bytea", "int8[]": "bigint[]", "text[]": "text[]"}
+	tables := schema.Tables()
+	if len(got) != len(tables) {
+		t.Errorf("database has %d tables, catalog %d", len(got), len(tables))
+	}
+	for _, tb := range tables {
+		cols := got[tb.Name]
+		if len(cols) != len(tb.Columns) {
+			t.Errorf("%s: %d columns in the database, %d in the catalog", tb.Name, len(cols), len(tb.Columns))
+			continue
+		}
+		for i, want := range tb.Columns {
+			c := cols[i]
+			typ := c.typ
+			if m, ok := pgType[typ]; ok {
+				typ = m
+			}
+			if c.name != want.Name || typ != want.Type || c.nullable != want.Nullable {
+				t.Errorf("%s column %d: database %s %s null=%v, catalog %s %s null=%v",
+					tb.Name, i+1, c.name, typ, c.nullable, want.Name, want.Type, want.Nullable)
+			}
+			if c.comment == nil || *c.comment != want.Meaning {
+				t.Errorf("%s.%s: comment %v, want %q", tb.Name, c.name, c.comment, want.Meaning)
+			}
+		}
+	}
+	// The user table carries one typed column per catalog attribute.
+	userCols := map[string]string{}
+	for _, c := range got["users"] {
+		userCols[c.name] = c.typ
+	}
+	for _, a := range schema.User().Attributes {
+		if typ, ok := userCols[a.Column()]; !ok || typ != a.Type.PostgresType() {
+			t.Errorf("users.%s is %q, want %s for attribute %s", a.Column(), typ, a.Type.PostgresType(), a.Name)
+		}
+	}
+	var tableComments int
+	err = pool.QueryRow(ctx, `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind IN ('r','v') AND obj_description(c.oid) IS NULL`, name).Scan(&tableComments)
+	if err != nil || tableComments != 0 {
+		t.Errorf("%d tables without a comment (err %v)", tableComments, err)
+	}
+}
+
+func TestMigrateTwiceIsANoOp(t *testing.T) {
+	t.Parallel()
+	pool, name := migrated(t, "")
+	res, err := warehouse.Migrate(context.Background(), pool, warehouse.MigrateOptions{Schema: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Applied) != 0 || res.Current != 1 {
+		t.Errorf("second migrate: %+v", res)
+	}
+	applied, latest, err := warehouse.MigrationStatus(context.Background(), pool, name)
+	if err != nil || applied != latest {
+		t.Errorf("MigrationStatus = %d, %d, %v", applied, latest, err)
+	}
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	pool := schematest.NewPool(t, 16)
+	name := schematest.NewSchemaName(t, pool)
+	ctx := context.Background()
+	const n = 4
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	applied := make([]int, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = warehouse.WithMigrationLock(ctx, pool, func(ctx context.Context) error {
+				res, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name})
+				applied[i] = len(res.Applied)
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("migrator %d: %v", i, errs[i])
+		}
+		total += applied[i]
+	}
+	if total != 1 {
+		t.Errorf("migration applied %d times across %d concurrent migrators, want once", total, n)
+	}
+}
+
+func TestMigrationStatusOfMissingSchema(t *testing.T) {
+	t.Parallel()
+	pool := schematest.NewPool(t, 2)
+	applied, latest, err := warehouse.MigrationStatus(context.Background(), pool, "t_never_created")
+	if err != nil || applied != 0 || latest < 1 {
+		t.Errorf("MigrationStatus = %d, %d, %v", applied, latest, err)
+	}
+}
+
+// TestReaderRole checks the analysts' role: it can read users_current and the
+// other warehouse tables, and cannot read oauth_tokens.
+func TestReaderRole(t *testing.T) {
+	t.Parallel()
+	pool := schematest.NewPool(t, 4)
+	role := schematest.NewSchemaName(t, pool) + "_reader"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		// Schemas are dropped by NewSchemaName's cleanup, which runs after this one.
+		_, _ = pool.Exec(ctx, `DROP OWNED BY "`+role+`"`)
+		_, _ = pool.Exec(ctx, `DROP ROLE IF EXISTS "`+role+`"`)
+	})
+	_, name := migratedWithPool(t, pool, role)
+	ctx := context.Background()
+	asReader := func(sql string) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL ROLE "`+role+`"`); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, sql)
+			return err
+		})
+	}
+	for _, tb := range []string{"users_current", "users", "teams", "user_versions", "sync_runs", "quarantine"} {
+		if err := asReader(fmt.Sprintf(`SELECT * FROM %q.%q LIMIT 1`, name, tb)); err != nil {
+			t.Errorf("reader cannot read %s: %v", tb, err)
+		}
+	}
+	err := asReader(fmt.Sprintf(`SELECT * FROM %q.oauth_tokens`, name))
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Errorf("reader reading oauth_tokens: err = %v, want permission denied", err)
+	}
+	err = asReader(fmt.Sprintf(`SELECT * FROM %q.river_job`, name+"_river"))
+	if err == nil {
+		t.Error("reader can read River's tables")
+	}
+	if err := asReader(fmt.Sprintf(`INSERT INTO %q.teams (id, raw) VALUES (1, '{}')`, name)); err == nil {
+		t.Error("reader can write")
+	}
+}
+
+func migratedWithPool(t *testing.T, pool *pgxpool.Pool, role string) (*pgxpool.Pool, string) {
+	t.Helper()
+	name := schematest.NewSchemaName(t, pool)
+	res, err := warehouse.Migrate(context.Background(), pool, warehouse.MigrateOptions{Schema: name, ReaderRole: role})
+	if err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	if len(res.Notices) != 0 {
+		t.Fatalf("notices: %v", res.Notices)
+	}
+	return pool, name
+}
+
+// TestReaderRoleNotice checks that a migrating user who may not create roles
+// gets a clear notice instead of a failure.
+func TestReaderRoleNotice(t *testing.T) {
+	t.Parallel()
+	pool := schematest.NewPool(t, 4)
+	name := schematest.NewSchemaName(t, pool)
+	owner := name + "_owner"
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE ROLE "`+owner+`" LOGIN NOCREATEROLE`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+name+`" CASCADE`)
+		_, _ = pool.Exec(context.Background(), `DROP OWNED BY "`+owner+`"`)
+		_, _ = pool.Exec(context.Background(), `DROP ROLE IF EXISTS "`+owner+`"`)
+	})
+	var db string
+	if err := pool.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `GRANT CREATE ON DATABASE "`+db+`" TO "`+owner+`"`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := pool.Config().Copy()
+	cfg.ConnConfig.User = owner
+	ownerPool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ownerPool.Close()
+	res, err := warehouse.Migrate(ctx, ownerPool, warehouse.MigrateOptions{Schema: name, ReaderRole: name + "_nobody"})
+	if err != nil {
+		t.Fatalf("migrate as a user who may not create roles: %v", err)
+	}
+	if len(res.Notices) != 1 || !strings.Contains(res.Notices[0], "may not create roles") {
+		t.Errorf("notices = %v", res.Notices)
+	}
+	_, _ = pool.Exec(ctx, `REVOKE CREATE ON DATABASE "`+db+`" FROM "`+owner+`"`)
+}
