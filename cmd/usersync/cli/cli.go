@@ -50,6 +50,9 @@ type command struct {
 func commands() []command {
 	return []command{
 		migrateCommand(),
+		syncCommand(),
+		statusCommand(),
+		simulateCommand(),
 		versionCommand(),
 	}
 }
@@ -101,6 +104,10 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		var ue usageError
 		if errors.As(err, &ue) {
 			return ExitUsage
+		}
+		var qe quarantinedError
+		if errors.As(err, &qe) {
+			return ExitQuarantined
 		}
 		return ExitFailure
 	}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+func statusCommand() command {
+	return command{
+		name:    "status",
+		summary: "show the watermark, recent runs, quarantine and schema drift",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			asJSON := fs.Bool("json", false, "print as JSON")
+			runs := fs.Int("runs", 10, "how many recent runs to show")
+			return func(ctx context.Context, e *env, _ []string) error {
+				pool, err := openPool(ctx, e, 2)
+				if err != nil {
+					return err
+				}
+				defer pool.Close()
+				store, err := warehouse.NewStore(pool, e.cfg.Schema)
+				if err != nil {
+					return usageError{err}
+				}
+				if err := requireMigrated(ctx, store); err != nil {
+					return err
+				}
+				st, err := store.Status(ctx, *runs)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					out := struct {
+						warehouse.Status
+						WatermarkLagSeconds *float64 `json:"watermark_lag_seconds"`
+					}{Status: st}
+					if st.Watermark != nil {
+						lag := time.Since(*st.Watermark).Seconds()
+						out.WatermarkLagSeconds = &lag
+					}
+					enc := json.NewEncoder(e.stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(out)
+				}
+				printStatus(e.stdout, st, time.Now())
+				return nil
+			}
+		},
+	}
+}
+
+func printStatus(w io.Writer, st warehouse.Status, now time.Time) {
+	fmt.Fprintf(w, "schema       %s (%d live users)\n", st.Schema, st.Users)
+	if st.Watermark == nil {
+		fmt.Fprintln(w, "watermark    none yet (no sync has finished)")
+	} else {
+		fmt.Fprintf(w, "watermark    %s (%s behind now)\n", st.Watermark.UTC().Format(time.RFC3339Nano), now.Sub(*st.Watermark).Round(time.Second))
+	}
+	fmt.Fprintf(w, "quarantine   %d unresolved\n", st.Quarantined)
+	if len(st.Drift) > 0 {
+		var parts []string
+		for k, v := range st.Drift {
+			parts = append(parts, fmt.Sprintf("%s (%d)", k, v))
+		}
+		sort.Strings(parts)
+		fmt.Fprintf(w, "drift        %s\n", strings.Join(parts, ", "))
+	} else {
+		fmt.Fprintln(w, "drift        none")
+	}
+	if len(st.Runs) == 0 {
+		fmt.Fprintln(w, "runs         none yet")
+		return
+	}
+	fmt.Fprintln(w, "\n  RUN  KIND         STATUS     STARTED               DURATION   PAGES   USERS  INSERTED  UPDATED  QUARANT.  REQUESTS")
+	for _, r := range st.Runs {
+		end := now
+		if r.FinishedAt != nil {
+			end = *r.FinishedAt
+		}
+		fmt.Fprintf(w, "%5d  %-11s  %-9s  %-20s  %8s  %6d  %6d  %8d  %7d  %8d  %8d\n", r.RunID, r.Kind, r.Status,
+			r.StartedAt.UTC().Format("2006-01-02 15:04:05"), end.Sub(r.StartedAt).Round(time.Millisecond*100),
+			r.Pages, r.Fetched, r.Inserted, r.Updated, r.Quarantined, r.Requests)
+		if r.Error != "" {
+			fmt.Fprintf(w, "       error: %s\n", oneLine(r.Error))
+		}
+	}
+}

@@ -1,0 +1,80 @@
+// Package apisim simulates the sales-engagement API (users, teams, roles and
+// profiles under /api/v2, plus POST /oauth/token) faithfully enough to sync
+// against: it is the fake behind `usersync simulate`, the project's scenario
+// tests and its benchmarks.
+//
+// # Dataset
+//
+// New(Options{Seed, Users}) generates a deterministic dataset: the same
+// seed, user count and clock give byte-identical responses. Users carry every
+// attribute of the catalog (package schema) with realistic values: unicode
+// names (é, ü, 李, emoji, quotes, <b>&), emails, IANA time zones, enum values,
+// strings at exactly their maximum length, many nulls, millisecond
+// timestamps, duties objects, and every relationship (role, profile,
+// creator, updater, mailbox, teams and the other to-many ones). Only ~48
+// bytes of state are kept per user (version, createdAt, updatedAt, role,
+// profile, teams, deleted); attributes are generated on demand from
+// (seed, id, version), so a million users fit in about 70 MB and build in
+// about a second.
+//
+// # HTTP surface
+//
+// GET /api/v2/{users,teams,roles,profiles}[/{id}] speak JSON:API
+// (application/vnd.api+json) and implement the query conventions of the
+// API's documentation (§4.2–4.3): filter[attr]=v, lists a,b, inclusive
+// ranges from..to with inf, the newFilterSyntax=true form
+// filter[attr][gte]=…, filter[id]=1,2,3, filter[rel][id]=… (users: role,
+// profile, teams; roles: parentRole; teams: users), sort=attr or -attr
+// (ties broken by ascending id), include=, fields[type]= (empty: no
+// attributes), count=true|false (absent: counted, after CountDelay),
+// provideDataConnections and provideAuthorizationMeta. Deprecated forms
+// (sort=role.name, filter[role][name]) and anything else invalid get 400
+// with errors[].source.parameter. Pages are cursor-based: page[size]
+// (default 50, capped silently at 1000 or PageSizeCap), and links.next is an
+// absolute URL holding every original parameter plus page[after], an opaque
+// base64 keyset token (sort, sort values, id), so concurrent updates never
+// make a walk skip a row that did not change. page[offset] is the
+// deprecated offset mode.
+//
+// Authentication: a bearer token is required (401 otherwise). Options.Token
+// sets a static token; Options.RefreshToken turns on OAuth, where POST
+// /oauth/token (grant_type=refresh_token) issues access tokens that expire
+// after TokenTTL on the injected clock and rotates the refresh token.
+//
+// # Knobs
+//
+// Every knob is off by default, settable in Options and changeable while
+// serving (SetKnobs, UpdateKnobs, FailNext, FailTokenNext):
+//
+//   - RateLimit: hourly budget, x-ratelimit-* headers, 429 with Retry-After;
+//     RateLimitEvery: 429 on every Nth request.
+//   - FaultRate/FaultStatuses, FailEvery/FailStatus, FailNext: 5xx
+//     failures (502/504 with an HTML body).
+//   - TruncateRate: bodies cut in half under correct-looking headers.
+//   - Latency, CountDelay: slow responses.
+//   - PageSizeCap: a smaller page cap.
+//   - TeamsLinksOnly: users' teams relationship sent with links only.
+//   - StringIDs: ids as numeric strings.
+//   - OutOfOrder: rows shuffled within each page.
+//   - LateVisibility: changes reach filtered or sorted queries late.
+//   - OffsetPagination: links.next with page[offset], which skips rows
+//     under concurrent updates.
+//   - SchemaDrift: unknown attributes (languagePreference, onboardedAt).
+//   - WrongTypeRate: a fraction of users with one wrong-typed member.
+//   - DenyWrite: meta.canWrite false.
+//   - Churn: mutate every K requests (update, create, delete).
+//   - Options.IdenticalTimestamps: hundreds of users sharing one updatedAt.
+//
+// # Ground truth, mutations and counters
+//
+// Tests read what the simulator holds with User, Users, AllUsers, UserIDs,
+// Teams, Roles, Profiles and Memberships (attributes as Go values plus the
+// raw JSON), change it with UpdateUsers, CreateUsers, DeleteUser,
+// DeleteTeam, DeleteRole, DeleteProfile and their Restore counterparts, and
+// read what was served with Stats. Everything is safe for concurrent use.
+//
+//	sim := apisim.New(apisim.Options{Seed: 1, Users: 500})
+//	srv := httptest.NewServer(sim)
+//	defer srv.Close()
+//	sim.UpdateKnobs(func(k *apisim.Knobs) { k.RateLimitEvery = 5 })
+package apisim

@@ -1,0 +1,175 @@
+package apisim
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// authState is the OAuth side of the simulator: the one valid refresh token
+// (it rotates on every grant) and the issued access tokens.
+type authState struct {
+	mu         sync.Mutex
+	rng        rng
+	refresh    string
+	issued     map[string]int64 // access token → expiry, Unix ms
+	grants     int64
+	failNext   int
+	failStatus int
+}
+
+func (a *authState) init(r rng, refresh string) {
+	a.rng, a.refresh, a.issued = r, refresh, map[string]int64{}
+}
+
+func (a *authState) newToken(prefix string) string {
+	b := []byte(prefix)
+	for range 2 {
+		b = strconv.AppendUint(b, a.rng.next(), 36)
+	}
+	return string(b)
+}
+
+func (s *Server) oauthMode() bool { return s.opts.RefreshToken != "" }
+
+// authenticate checks the bearer token of an API request.
+func (s *Server) authenticate(r *http.Request) *apiError {
+	unauthorized := func(detail string) *apiError {
+		return &apiError{status: 401, id: "unauthorized", title: "Unauthorized", detail: detail}
+	}
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	tok = strings.TrimSpace(tok)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return unauthorized("A bearer token is required: send Authorization: Bearer <token>.")
+	}
+	if s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.Token)) == 1 {
+		return nil
+	}
+	if s.opts.Token == "" && !s.oauthMode() {
+		return nil // any token will do
+	}
+	if s.oauthMode() {
+		s.auth.mu.Lock()
+		exp, known := s.auth.issued[tok]
+		s.auth.mu.Unlock()
+		switch {
+		case known && s.nowMs() < exp:
+			return nil
+		case known:
+			return unauthorized("The access token expired.")
+		}
+	}
+	return unauthorized("The access token is invalid.")
+}
+
+// serveToken implements POST /oauth/token for the refresh_token grant.
+func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, endpoint string) {
+	oauthErr := func(status int, code, desc string) {
+		body := appendString([]byte(`{"error":`), code)
+		body = append(body, `,"error_description":`...)
+		body = append(appendString(body, desc), '}')
+		s.write(w, endpoint, nil, status, "application/json", body, false)
+	}
+	if r.Method != http.MethodPost {
+		oauthErr(405, "invalid_request", "use POST")
+		return
+	}
+	if !s.oauthMode() {
+		oauthErr(401, "invalid_client", "OAuth is not configured on this simulator (set Options.RefreshToken)")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		oauthErr(400, "invalid_request", "the body must be application/x-www-form-urlencoded")
+		return
+	}
+	a := &s.auth
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.failNext > 0 {
+		a.failNext--
+		hdr := http.Header{"Retry-After": {"1"}}
+		s.write(w, endpoint, hdr, a.failStatus, "text/plain; charset=utf-8", []byte("Retry later\n"), false)
+		return
+	}
+	id, secret, basic := r.BasicAuth()
+	if !basic {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	switch {
+	case r.PostForm.Get("grant_type") != "refresh_token":
+		oauthErr(400, "unsupported_grant_type", "only grant_type=refresh_token is supported")
+	case s.opts.ClientID != "" && id != s.opts.ClientID,
+		s.opts.ClientSecret != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(s.opts.ClientSecret)) != 1:
+		oauthErr(401, "invalid_client", "client authentication failed")
+	case a.refresh == "" || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("refresh_token")), []byte(a.refresh)) != 1:
+		oauthErr(400, "invalid_grant", "The provided authorization grant is invalid, expired, revoked, or was issued to another client.")
+	default:
+		s.grant(w, endpoint)
+	}
+}
+
+// grant issues an access token and rotates the refresh token; a.mu is held.
+func (s *Server) grant(w http.ResponseWriter, endpoint string) {
+	a := &s.auth
+	now := s.nowMs()
+	for tok, exp := range a.issued {
+		if exp <= now {
+			delete(a.issued, tok)
+		}
+	}
+	access := a.newToken("sim-at-")
+	a.refresh = a.newToken("sim-rt-")
+	a.issued[access] = now + s.opts.TokenTTL.Milliseconds()
+	a.grants++
+	body := appendString([]byte(`{"access_token":`), access)
+	body = append(body, `,"token_type":"bearer","expires_in":`...)
+	body = appendInt(body, int64(s.opts.TokenTTL/time.Second))
+	body = append(body, `,"refresh_token":`...)
+	body = appendString(body, a.refresh)
+	body = append(body, `,"scope":"users.read teams.read roles.read profiles.read","created_at":`...)
+	body = appendInt(body, now/1000)
+	body = append(body, '}')
+	h := http.Header{"Cache-Control": {"no-store"}}
+	s.write(w, endpoint, h, http.StatusOK, "application/json; charset=utf-8", body, false)
+}
+
+// RefreshToken returns the refresh token that the token endpoint accepts
+// now; every grant replaces it.
+func (s *Server) RefreshToken() string {
+	s.auth.mu.Lock()
+	defer s.auth.mu.Unlock()
+	return s.auth.refresh
+}
+
+// TokenGrants returns how many access tokens the token endpoint issued.
+func (s *Server) TokenGrants() int64 {
+	s.auth.mu.Lock()
+	defer s.auth.mu.Unlock()
+	return s.auth.grants
+}
+
+// ExpireTokens makes every issued access token expired at once, as if its
+// lifetime had passed.
+func (s *Server) ExpireTokens() {
+	s.auth.mu.Lock()
+	defer s.auth.mu.Unlock()
+	for tok := range s.auth.issued {
+		s.auth.issued[tok] = 0
+	}
+}
+
+// FailTokenNext makes the next n token requests fail with status (0 means
+// 429, with Retry-After: 1 and the plain-text body "Retry later", as the
+// real token endpoint was seen to answer).
+func (s *Server) FailTokenNext(n, status int) {
+	if status == 0 {
+		status = http.StatusTooManyRequests
+	}
+	s.auth.mu.Lock()
+	defer s.auth.mu.Unlock()
+	s.auth.failNext, s.auth.failStatus = n, status
+}

@@ -1,0 +1,456 @@
+package apisim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configures a Server. The zero value serves 1000 users to any
+// bearer token with every knob off.
+type Options struct {
+	// Seed makes the dataset, the fault draws and the issued tokens
+	// reproducible: the same Seed, Users and clock give the same bytes.
+	Seed int64
+	// Users is the number of users at start (0 means 1000). A million users
+	// cost about 70 MB.
+	Users int
+	// Teams, Roles and Profiles are the numbers of each (0 means
+	// max(3, Users/25), 12 and 6).
+	Teams, Roles, Profiles int
+	// IdenticalTimestamps gives that many users (spread over the id space)
+	// one shared updatedAt an hour before start, so a sort by updatedAt meets
+	// long runs of ties spanning several pages.
+	IdenticalTimestamps int
+
+	// Now is the clock (default time.Now). The dataset is anchored at the
+	// time New reads it: the newest update is two minutes older.
+	Now func() time.Time
+	// Logger receives debug logs of injected faults and mutations (default:
+	// discarded).
+	Logger *slog.Logger
+	// BaseURL ("https://api.example.com") overrides the scheme and host of
+	// the links the simulator sends; by default they follow the request.
+	BaseURL string
+
+	// Token, when set, is a static bearer token that is always accepted.
+	// With neither Token nor RefreshToken set any non-empty bearer token is.
+	Token string
+	// RefreshToken turns on OAuth: POST /oauth/token exchanges it (with
+	// ClientID and ClientSecret, when set) for an access token and a new
+	// refresh token, and API requests then need an issued, unexpired access
+	// token (or Token).
+	RefreshToken string
+	// ClientID and ClientSecret are the OAuth client's credentials.
+	ClientID, ClientSecret string
+	// TokenTTL is the lifetime of issued access tokens (expires_in); 0 means
+	// two hours, as the real service.
+	TokenTTL time.Duration
+
+	// FailNext fails the first FailNext API requests with FailNextStatus
+	// (0 means 503); see Server.FailNext.
+	FailNext, FailNextStatus int
+
+	// Knobs are the adjustable behaviours, all off by default.
+	Knobs
+}
+
+// Validate reports every invalid option, naming each.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Users < 0 || o.Teams < 0 || o.IdenticalTimestamps < 0 || o.FailNext < 0 || o.TokenTTL < 0 {
+		errs = append(errs, errors.New("Users, Teams, IdenticalTimestamps, FailNext and TokenTTL must not be negative"))
+	}
+	if o.Users > 100_000_000 {
+		errs = append(errs, errors.New("Users must be at most 100,000,000"))
+	}
+	if o.Roles < 0 || o.Roles > 65535 || o.Profiles < 0 || o.Profiles > 65535 {
+		errs = append(errs, errors.New("Roles and Profiles must be between 0 and 65535"))
+	}
+	if o.BaseURL != "" {
+		if u, err := url.Parse(o.BaseURL); err != nil || u.Scheme == "" || u.Host == "" {
+			errs = append(errs, errors.New("BaseURL must be an absolute URL such as https://api.example.com"))
+		}
+	}
+	if err := o.Knobs.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Server simulates the API. It is an http.Handler, and its methods read and
+// change the dataset, the knobs and the counters; all are safe for
+// concurrent use.
+type Server struct {
+	opts      Options
+	now       func() time.Time
+	log       *slog.Logger
+	anchor    int64 // Unix ms the dataset is generated around
+	pools     *pools
+	userAttrs []userAttr
+	ix        attrIdx
+	types     [4]*typeDef
+
+	mu          sync.RWMutex // guards data, mutRNG and churnRounds
+	data        dataset
+	mutRNG      rng
+	churnRounds int
+
+	knobMu sync.Mutex // serialises knob writers
+	knobs  atomic.Pointer[Knobs]
+
+	faultMu        sync.Mutex // guards the fields below
+	faultRNG       rng
+	failNext       int
+	failNextStatus int
+	apiRequests    int64
+	rateStart      int64
+	rateUsed       int
+
+	auth  authState
+	stats statsState
+	bufs  sync.Pool
+}
+
+// New builds a simulator. It panics if opts is invalid: call
+// Options.Validate first to report configuration errors.
+func New(opts Options) *Server {
+	if err := opts.Validate(); err != nil {
+		panic("apisim: invalid options: " + err.Error())
+	}
+	if opts.Users == 0 {
+		opts.Users = 1000
+	}
+	if opts.Teams == 0 {
+		opts.Teams = max(3, opts.Users/25)
+	}
+	if opts.Roles == 0 {
+		opts.Roles = 12
+	}
+	if opts.Profiles == 0 {
+		opts.Profiles = 6
+	}
+	if opts.TokenTTL == 0 {
+		opts.TokenTTL = 2 * time.Hour
+	}
+	s := &Server{opts: opts, now: opts.Now, log: opts.Logger}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.anchor = s.now().UnixMilli()
+	s.pools = newPools(225, 1024)
+	s.buildUserAttrs()
+	s.buildTypes()
+	s.buildDataset(&opts)
+	s.mutRNG = s.seeded(saltMutation)
+	s.faultRNG = s.seeded(saltFaults)
+	s.auth.init(s.seeded(saltTokens), opts.RefreshToken)
+	s.failNext, s.failNextStatus = opts.FailNext, opts.FailNextStatus
+	if s.failNextStatus == 0 {
+		s.failNextStatus = 503
+	}
+	k := opts.Knobs
+	k.FaultStatuses = append([]int(nil), k.FaultStatuses...)
+	s.knobs.Store(&k)
+	s.stats.reset()
+	return s
+}
+
+func (s *Server) nowMs() int64 { return s.now().UnixMilli() }
+
+// route is what a request addresses.
+type route struct {
+	endpoint string // for the counters: "GET /api/v2/users/{id}"
+	t        *typeDef
+	id       string // single resource, or ""
+	token    bool   // POST /oauth/token
+}
+
+func (s *Server) route(r *http.Request) (route, bool) {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	if path == "/oauth/token" {
+		return route{endpoint: r.Method + " /oauth/token", token: true}, true
+	}
+	rest, ok := strings.CutPrefix(path, "/api/v2/")
+	if !ok {
+		return route{endpoint: "other"}, false
+	}
+	coll, id, single := strings.Cut(rest, "/")
+	t := s.typeByPath(coll)
+	if t == nil || single && (id == "" || strings.Contains(id, "/")) {
+		return route{endpoint: "other"}, false
+	}
+	rt := route{endpoint: r.Method + " /api/v2/" + t.path, t: t, id: id}
+	if single {
+		rt.endpoint += "/{id}"
+	}
+	return rt, true
+}
+
+// ServeHTTP serves one request: routing, then (for the API) churn,
+// latency, authentication, rate limits, injected faults, and the response.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt, ok := s.route(r)
+	if !ok {
+		s.writeError(w, rt.endpoint, nil, &apiError{status: 404, id: "resourceNotFound", title: "Not Found",
+			detail: "No route matches " + r.Method + " " + r.URL.Path})
+		return
+	}
+	if rt.token {
+		s.serveToken(w, r, rt.endpoint)
+		return
+	}
+	k := s.knobs.Load()
+	seq := s.tick(k)
+	if err := sleepCtx(r.Context(), k.Latency); err != nil {
+		return // the client went away
+	}
+	if aerr := s.authenticate(r); aerr != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="api", error="invalid_token"`)
+		s.writeError(w, rt.endpoint, nil, aerr)
+		return
+	}
+	hdr := make(http.Header)
+	if aerr := s.limit(k, seq, hdr); aerr != nil {
+		s.writeError(w, rt.endpoint, hdr, aerr)
+		return
+	}
+	if status := s.fault(k, seq); status != 0 {
+		s.writeFault(w, rt.endpoint, hdr, status)
+		return
+	}
+	if r.Method != http.MethodGet {
+		s.writeError(w, rt.endpoint, hdr, methodError(r))
+		return
+	}
+	bp := s.getBuf()
+	defer s.putBuf(bp)
+	body, n, aerr := s.serveGET(r, rt, k, (*bp)[:0])
+	*bp = body
+	if aerr != nil {
+		s.writeError(w, rt.endpoint, hdr, aerr)
+		return
+	}
+	s.stats.served(rt.t.name, n)
+	s.write(w, rt.endpoint, hdr, http.StatusOK, "application/vnd.api+json", body, s.truncate(k))
+}
+
+func methodError(r *http.Request) *apiError {
+	if r.ContentLength != 0 && r.Header.Get("Content-Type") != "application/vnd.api+json" {
+		return &apiError{status: 415, id: "unsupportedMediaType", title: "Unsupported Media Type",
+			detail: "Expected Content-Type header to be 'application/vnd.api+json'."}
+	}
+	return &apiError{status: 405, id: "methodNotAllowed", title: "Method Not Allowed",
+		detail: "The simulator serves GET only on " + r.URL.Path}
+}
+
+// serveGET renders a collection or a single resource into dst. It returns
+// the body and the number of primary resources.
+func (s *Server) serveGET(r *http.Request, rt route, k *Knobs, dst []byte) ([]byte, int, *apiError) {
+	if rt.id == "" {
+		return s.serveCollection(r, rt.t, k, dst)
+	}
+	notFound := &apiError{status: 404, id: "resourceNotFound", title: "Not Found",
+		detail: "Could not find '" + rt.t.name + "' with ID '" + rt.id + "'."}
+	id, err := strconv.ParseUint(rt.id, 10, 32)
+	if err != nil {
+		return dst, 0, notFound
+	}
+	q, aerr := s.parseQuery(rt.t, r.URL.Query(), k, false)
+	if aerr != nil {
+		return dst, 0, aerr
+	}
+	rc := s.newRenderCtx(r, k, q)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	dst = append(dst, `{"data":`...)
+	dst, ok := rc.appendResource(dst, rt.t.kind, uint32(id))
+	if !ok {
+		return dst, 0, notFound
+	}
+	dst = rc.appendIncluded(dst)
+	return append(dst, '}'), 1, nil
+}
+
+func (s *Server) newRenderCtx(r *http.Request, k *Knobs, q *query) *renderCtx {
+	rc := &renderCtx{s: s, k: k, q: q, base: s.baseURL(r)}
+	if len(q.include) > 0 {
+		rc.included = &includeSet{seen: map[uint64]bool{}}
+	}
+	return rc
+}
+
+// serveCollection renders one page of a collection (spec §4.2–4.3).
+func (s *Server) serveCollection(r *http.Request, t *typeDef, k *Knobs, dst []byte) ([]byte, int, *apiError) {
+	q, aerr := s.parseQuery(t, r.URL.Query(), k, true)
+	if aerr != nil {
+		return dst, 0, aerr
+	}
+	if q.after != nil {
+		if _, ok := q.afterKeys(); !ok {
+			return dst, 0, badParam("page[after]", "pageParameter.invalid", "page[after] is not a valid cursor")
+		}
+	}
+	if k.OffsetPagination && q.after == nil {
+		q.offsetMode = true
+	}
+	if q.count == countAbsent {
+		if err := sleepCtx(r.Context(), k.countDelay()); err != nil {
+			return dst, 0, &apiError{status: 499, id: "clientClosedRequest", title: "Client Closed Request"}
+		}
+	}
+	rc := s.newRenderCtx(r, k, q)
+	now := s.nowMs()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	res := s.newSelector(q, k, now).selectPage(q.count != countFalse)
+	ids := res.ids
+	if k.OutOfOrder && len(ids) > 1 {
+		ids = s.shuffled(ids)
+	}
+	dst = append(dst, `{"data":[`...)
+	dst = s.appendPrimaries(dst, rc, t.kind, ids)
+	dst = append(dst, ']')
+	dst = rc.appendIncluded(dst)
+	if len(ids) > 0 {
+		dst = append(dst, `,"links":{"first":`...)
+		dst = appendString(dst, pageLink(rc.base, r.URL.Path, r.URL.RawQuery, ""))
+		if res.hasNext {
+			next := afterParam(encodeToken(q, res.lastKeys, res.ids[len(res.ids)-1]))
+			if q.offsetMode {
+				next = offsetParam(q.offset + q.size)
+			}
+			dst = append(dst, `,"next":`...)
+			dst = appendString(dst, pageLink(rc.base, r.URL.Path, r.URL.RawQuery, next))
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `,"meta":{"count":`...)
+	if res.count < 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = appendInt(dst, int64(min(res.count, k.countCap())))
+		dst = append(dst, `,"count_truncated":`...)
+		dst = appendBool(dst, res.count > k.countCap())
+	}
+	return append(dst, "}}"...), len(ids), nil
+}
+
+// write sends a response body; truncate cuts it in half under the same
+// headers, so the client meets an unexpected EOF.
+func (s *Server) write(w http.ResponseWriter, endpoint string, hdr http.Header, status int, ctype string, body []byte, truncate bool) {
+	h := w.Header()
+	for name, v := range hdr {
+		h[name] = v
+	}
+	h.Set("Content-Type", ctype)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	if truncate {
+		body = body[:len(body)/2]
+	}
+	n, _ := w.Write(body) // a failed write means the client went away; nothing to report to
+	s.stats.record(endpoint, status, int64(n), truncate)
+}
+
+// writeError sends a JSON:API error document.
+func (s *Server) writeError(w http.ResponseWriter, endpoint string, hdr http.Header, e *apiError) {
+	s.write(w, endpoint, hdr, e.status, "application/vnd.api+json", appendErrorDoc(nil, e), false)
+}
+
+// appendErrorDoc appends {"errors":[{id,title,detail,source}]}. The 415
+// error says "details", as the real service's documentation shows.
+func appendErrorDoc(dst []byte, e *apiError) []byte {
+	dst = append(dst, `{"errors":[{"id":`...)
+	dst = appendString(dst, e.id)
+	dst = append(dst, `,"title":`...)
+	dst = appendString(dst, e.title)
+	if e.detail != "" {
+		if e.status == 415 {
+			dst = append(dst, `,"details":`...)
+		} else {
+			dst = append(dst, `,"detail":`...)
+		}
+		dst = appendString(dst, e.detail)
+	}
+	if e.param != "" {
+		dst = append(dst, `,"source":{"parameter":`...)
+		dst = appendString(dst, e.param)
+		dst = append(dst, '}')
+	}
+	return append(dst, "}]}"...)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting %v: %w", d, ctx.Err())
+	}
+}
+
+// appendPrimaries appends the comma-separated resources of a page. Large
+// pages are rendered in parallel chunks, each into its own buffer (the
+// caller holds the read lock for all of them), so one client walking
+// 1000-user pages keeps every core busy: serving must not be the
+// bottleneck of a benchmark.
+func (s *Server) appendPrimaries(dst []byte, rc *renderCtx, kind resKind, ids []uint32) []byte {
+	const chunk = 200
+	parts := min(runtime.GOMAXPROCS(0), len(ids)/chunk, 8)
+	if parts < 2 || rc.included != nil {
+		return rc.appendList(dst, kind, ids, false)
+	}
+	per := (len(ids) + parts - 1) / parts
+	bufs := make([]*[]byte, parts)
+	var wg sync.WaitGroup
+	for p := 1; p < parts; p++ {
+		wg.Go(func() {
+			sub := &renderCtx{s: rc.s, k: rc.k, q: rc.q, base: rc.base, canonical: rc.canonical}
+			b := s.getBuf()
+			*b = sub.appendList((*b)[:0], kind, ids[p*per:min((p+1)*per, len(ids))], true)
+			bufs[p] = b
+		})
+	}
+	dst = rc.appendList(dst, kind, ids[:per], false)
+	wg.Wait()
+	for _, b := range bufs[1:] {
+		dst = append(dst, *b...)
+		s.putBuf(b)
+	}
+	return dst
+}
+
+const maxPooledBuf = 8 << 20
+
+func (s *Server) getBuf() *[]byte {
+	if bp, ok := s.bufs.Get().(*[]byte); ok {
+		return bp
+	}
+	b := make([]byte, 0, 64<<10)
+	return &b
+}
+
+func (s *Server) putBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledBuf {
+		*bp = (*bp)[:0]
+		s.bufs.Put(bp)
+	}
+}

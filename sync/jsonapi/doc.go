@@ -1,0 +1,73 @@
+// Package jsonapi is the HTTP client of the JSON:API that usersync mirrors
+// ({base}/api/v2/users, /teams, /roles, /profiles).
+//
+// It decodes documents (data, included, links, meta, errors) into Resource
+// values that keep their attributes as raw JSON, so nothing the API adds is
+// lost; it walks collections by following links.next verbatim; it
+// authenticates with a static bearer token or the OAuth refresh-token grant
+// (persisting each rotated refresh token through a TokenStore); it retries
+// 5xx, network errors and bad bodies with jittered exponential backoff,
+// halving page[size] on 502 and 504; it waits out 429s and slows down when
+// the rate-limit budget runs low; and it turns every other failure into a
+// typed error: *ResponseError, *RateLimitError, *AuthError, *DecodeError,
+// *NextLinkError, *QueryError, *TransportError. URLs in errors are sanitized
+// and tokens never appear in errors or logs.
+//
+// # Usage
+//
+//	c, err := jsonapi.NewClient(jsonapi.Options{
+//		BaseURL:   "https://api.example.com",
+//		Auth:      jsonapi.StaticToken(token),
+//		UserAgent: "usersync/0.1.0",
+//		Logger:    logger,
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	q := jsonapi.Query{}.
+//		Filter("updatedAt", jsonapi.Range(watermark, time.Time{})). // watermark..inf
+//		Sort("updatedAt").
+//		PageSize(1000)
+//	it := c.Collection("users", q) // or c.Resume(checkpointedNextURL)
+//	for {
+//		page, err := it.Next(ctx)
+//		if err != nil {
+//			return fmt.Errorf("syncing users: %w", err)
+//		}
+//		if page == nil {
+//			break // no more pages
+//		}
+//		for _, r := range page.Data {
+//			_ = r.ID            // int64-based ID
+//			_ = r.Attributes    // raw JSON object
+//			role, ok := r.Relationships["role"].Data.One()
+//			_, _ = role, ok
+//		}
+//		checkpoint(page.NextURL) // "" after the last page
+//	}
+//	stats := c.Stats() // requests, by status, 429s, retries, bytes, rate limit
+//
+// To fetch page N+1 while page N is written, read from Prefetch instead:
+//
+//	ctx, cancel := context.WithCancel(ctx)
+//	defer cancel() // stops the prefetching goroutine
+//	for r := range jsonapi.Prefetch(ctx, it, 1) {
+//		if r.Err != nil {
+//			return r.Err
+//		}
+//		write(r.Page)
+//	}
+//
+// With OAuth, build the Authenticator first:
+//
+//	auth, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{
+//		TokenURL:     "https://api.example.com/oauth/token",
+//		ClientID:     id,
+//		ClientSecret: secret,
+//		RefreshToken: configuredRefreshToken,
+//		Store:        store, // keeps the rotated refresh token
+//	})
+//
+// A *RateLimitError means the API asked for a wait longer than
+// Options.MaxRateLimitWait: stop and try again after its RetryAfter.
+package jsonapi

@@ -1,0 +1,421 @@
+package jsonapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	json "github.com/goccy/go-json"
+)
+
+// OAuthConfig configures an OAuth refresh-token Authenticator. TokenURL,
+// ClientID, ClientSecret and RefreshToken are required; the rest defaults.
+type OAuthConfig struct {
+	// TokenURL is the token endpoint, such as "https://api.example.com/oauth/token".
+	TokenURL string
+	// ClientID and ClientSecret identify the OAuth application.
+	ClientID, ClientSecret string
+	// RefreshToken is the configured refresh token. A token in Store is
+	// preferred; this one is the fallback when the store is empty or the
+	// endpoint refuses the stored one.
+	RefreshToken string
+	// RedirectURI is sent as redirect_uri when set (some servers ask for it).
+	RedirectURI string
+	// Store keeps the rotated refresh token. Default: a MemoryTokenStore.
+	Store TokenStore
+	// HTTPClient posts to the token endpoint. Default: a new http.Client.
+	HTTPClient *http.Client
+	// UserAgent is sent as User-Agent. Default "usersync-jsonapi".
+	UserAgent string
+	// Logger receives a record per refresh. Default: discard.
+	Logger *slog.Logger
+	// Clock tells the time and sleeps between retries. Default SystemClock.
+	Clock Clock
+	// MaxAttempts bounds the attempts of one refresh when the endpoint
+	// fails with 429, 5xx or a network error. Default 5.
+	MaxAttempts int
+	// BackoffBase is the first retry delay, doubled per attempt. Default 1s.
+	BackoffBase time.Duration
+	// BackoffMax caps one retry delay, Retry-After included. Default 60s.
+	BackoffMax time.Duration
+	// RequestTimeout bounds each post. Default 30s.
+	RequestTimeout time.Duration
+}
+
+// OAuth is an Authenticator using the OAuth 2 refresh-token grant. It
+// refreshes the access token shortly before it expires (10% of its
+// lifetime, at most 60s, ahead) and when the API answers 401, saves every
+// rotated refresh token to the store, and never runs two refreshes at once:
+// concurrent callers wait for the one in flight. A token response without
+// expires_in is refreshed on 401 only. It is safe for concurrent use.
+type OAuth struct {
+	cfg       OAuthConfig
+	refreshes atomic.Int64
+
+	mu        sync.Mutex
+	access    string
+	refreshAt time.Time // zero: refresh only on 401
+	refresh   string    // current refresh token
+	loaded    bool      // the store was read
+	unsaved   bool      // refresh is newer than the store
+	inflight  *refreshCall
+}
+
+// refreshCall is a refresh in flight, shared by every caller waiting on it.
+type refreshCall struct {
+	done  chan struct{}
+	token string
+	err   error
+}
+
+var _ Authenticator = (*OAuth)(nil)
+
+// tokenResponse is the JSON body of a successful token response.
+type tokenResponse struct {
+	AccessToken  string  `json:"access_token"`
+	TokenType    string  `json:"token_type"`
+	ExpiresIn    flexInt `json:"expires_in"`
+	RefreshToken string  `json:"refresh_token"`
+	Scope        string  `json:"scope"`
+	CreatedAt    flexInt `json:"created_at"`
+}
+
+// tokenErrorResponse is the JSON body of a refused token request (RFC 6749 §5.2).
+type tokenErrorResponse struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+// flexInt is an integer sent as a number or a string.
+type flexInt int64
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (f *flexInt) UnmarshalJSON(b []byte) error {
+	var id ID
+	if firstByte(b) == 'n' {
+		return nil
+	}
+	if err := id.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	*f = flexInt(id)
+	return nil
+}
+
+// NewOAuth checks cfg and returns an OAuth Authenticator. It does not
+// contact the token endpoint until the first Token call.
+func NewOAuth(cfg OAuthConfig) (*OAuth, error) {
+	u, err := url.Parse(cfg.TokenURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("jsonapi: OAuthConfig.TokenURL must be an absolute http or https URL")
+	}
+	if cfg.ClientID == "" || cfg.ClientSecret == "" {
+		return nil, errors.New("jsonapi: OAuthConfig.ClientID and OAuthConfig.ClientSecret are required")
+	}
+	if cfg.RefreshToken == "" && cfg.Store == nil {
+		return nil, errors.New("jsonapi: OAuthConfig.RefreshToken is required when no Store is given")
+	}
+	if cfg.Store == nil {
+		cfg.Store = NewMemoryTokenStore("")
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "usersync-jsonapi"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	setDefault(&cfg.MaxAttempts, 5)
+	setDefault(&cfg.BackoffBase, time.Second)
+	setDefault(&cfg.BackoffMax, 60*time.Second)
+	setDefault(&cfg.RequestTimeout, 30*time.Second)
+	return &OAuth{cfg: cfg}, nil
+}
+
+// Refreshes returns how many refreshes succeeded.
+func (o *OAuth) Refreshes() int64 { return o.refreshes.Load() }
+
+// String hides the secrets from fmt verbs.
+func (o *OAuth) String() string { return "OAuth(" + sanitizeURL(o.cfg.TokenURL) + ")" }
+
+// Invalidate implements Authenticator: the next Token call refreshes unless
+// another caller already replaced token.
+func (o *OAuth) Invalidate(token string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.access == token {
+		o.access = ""
+	}
+	return true
+}
+
+// Token implements Authenticator. It returns the current access token, or
+// refreshes it (once for all concurrent callers) when it is missing,
+// invalidated or about to expire.
+func (o *OAuth) Token(ctx context.Context) (string, error) {
+	for {
+		o.mu.Lock()
+		if o.access != "" && !o.unsaved && (o.refreshAt.IsZero() || o.cfg.Clock.Now().Before(o.refreshAt)) {
+			token := o.access
+			o.mu.Unlock()
+			return token, nil
+		}
+		call := o.inflight
+		if call == nil {
+			call = &refreshCall{done: make(chan struct{})}
+			o.inflight = call
+			o.mu.Unlock()
+			call.token, call.err = o.lead(ctx)
+			o.mu.Lock()
+			o.inflight = nil
+			o.mu.Unlock()
+			close(call.done)
+			return call.token, call.err
+		}
+		o.mu.Unlock()
+		select {
+		case <-call.done:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		// A refresh that died of its leader's cancellation says nothing
+		// about this caller: try again, leading this time if need be.
+		if call.err != nil && isContextError(call.err) && ctx.Err() == nil {
+			continue
+		}
+		return call.token, call.err
+	}
+}
+
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// lead runs the refresh on behalf of every waiting caller. Only one lead
+// runs at a time, so it reads its own fields without racing; it takes the
+// lock to publish them.
+func (o *OAuth) lead(ctx context.Context) (string, error) {
+	if err := o.loadOnce(ctx); err != nil {
+		return "", err
+	}
+	o.mu.Lock()
+	valid := o.access != "" && (o.refreshAt.IsZero() || o.cfg.Clock.Now().Before(o.refreshAt))
+	access, refresh, unsaved := o.access, o.refresh, o.unsaved
+	o.mu.Unlock()
+	if valid && unsaved {
+		// Only the save of the last rotated refresh token failed: redo it.
+		return access, o.save(ctx, refresh)
+	}
+	started := o.cfg.Clock.Now()
+	tr, err := o.exchange(ctx, refresh)
+	if err != nil && isRefused(err) {
+		// Another process sharing the store (a replica) may have rotated the
+		// token since this one read it: the stored one is then the live one.
+		if stored, lerr := o.cfg.Store.Load(ctx); lerr == nil && stored != "" && stored != refresh {
+			o.cfg.Logger.InfoContext(ctx, "refresh token refused; using the one another process stored")
+			refresh = stored
+			tr, err = o.exchange(ctx, refresh)
+		}
+	}
+	if err != nil && isRefused(err) && o.cfg.RefreshToken != "" && o.cfg.RefreshToken != refresh {
+		o.cfg.Logger.WarnContext(ctx, "stored refresh token refused, falling back to the configured one")
+		refresh = o.cfg.RefreshToken
+		o.mu.Lock()
+		o.refresh = refresh
+		o.mu.Unlock()
+		tr, err = o.exchange(ctx, refresh)
+	}
+	if err != nil {
+		return "", fmt.Errorf("refreshing OAuth token: %w", err)
+	}
+	o.refreshes.Add(1)
+	o.publish(tr, started)
+	o.cfg.Logger.DebugContext(ctx, "oauth token refreshed", "expires_in_s", int64(tr.ExpiresIn),
+		"rotated", tr.RefreshToken != "" && tr.RefreshToken != refresh)
+	if tr.RefreshToken != "" && tr.RefreshToken != refresh {
+		return tr.AccessToken, o.save(ctx, tr.RefreshToken)
+	}
+	return tr.AccessToken, nil
+}
+
+// loadOnce reads the store on the first refresh: a stored refresh token
+// is preferred to the configured one.
+func (o *OAuth) loadOnce(ctx context.Context) error {
+	if o.loaded {
+		return nil
+	}
+	stored, err := o.cfg.Store.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("loading refresh token: %w", err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.loaded = true
+	o.refresh = o.cfg.RefreshToken
+	if stored != "" {
+		o.refresh = stored
+	}
+	if o.refresh == "" {
+		return errors.New("no refresh token: the store is empty and OAuthConfig.RefreshToken is unset")
+	}
+	return nil
+}
+
+// publish stores a new access token and, if rotated, refresh token.
+func (o *OAuth) publish(tr tokenResponse, started time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.access = tr.AccessToken
+	o.refreshAt = time.Time{}
+	if life := time.Duration(tr.ExpiresIn) * time.Second; life > 0 {
+		margin := min(life/10, 60*time.Second)
+		o.refreshAt = started.Add(life - margin)
+	}
+	if tr.RefreshToken != "" && tr.RefreshToken != o.refresh {
+		o.refresh, o.unsaved = tr.RefreshToken, true
+	}
+}
+
+// save writes the rotated refresh token to the store. On failure the token
+// stays in memory and marked unsaved, so the next Token call saves again.
+func (o *OAuth) save(ctx context.Context, refresh string) error {
+	if err := o.cfg.Store.Save(ctx, refresh); err != nil {
+		return fmt.Errorf("saving rotated refresh token: %w", err)
+	}
+	o.mu.Lock()
+	if o.refresh == refresh {
+		o.unsaved = false
+	}
+	o.mu.Unlock()
+	return nil
+}
+
+// isRefused reports whether err is the token endpoint refusing the grant.
+func isRefused(err error) bool {
+	var ae *AuthError
+	return errors.As(err, &ae)
+}
+
+// exchange posts the refresh-token grant, retrying 429, 5xx, network errors
+// and unreadable bodies with backoff. A refusal (400, 401 and other 4xx) is
+// an *AuthError and is not retried.
+func (o *OAuth) exchange(ctx context.Context, refresh string) (tokenResponse, error) {
+	for attempt := 1; ; attempt++ {
+		tr, retryAfter, err := o.post(ctx, refresh)
+		if err == nil || !isRetryableTokenError(err) || ctx.Err() != nil {
+			return tr, err
+		}
+		if attempt >= o.cfg.MaxAttempts {
+			return tr, fmt.Errorf("giving up after %d attempts: %w", attempt, err)
+		}
+		delay := o.delay(attempt)
+		if retryAfter > 0 {
+			delay = min(retryAfter, o.cfg.BackoffMax)
+		}
+		o.cfg.Logger.InfoContext(ctx, "retrying token refresh", "attempt", attempt+1,
+			"delay_ms", delay.Milliseconds(), "reason", err.Error())
+		if err := o.cfg.Clock.Sleep(ctx, delay); err != nil {
+			return tr, fmt.Errorf("waiting to retry: %w", err)
+		}
+	}
+}
+
+func (o *OAuth) delay(attempt int) time.Duration {
+	d := o.cfg.BackoffBase
+	for i := 1; i < attempt && d < o.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, o.cfg.BackoffMax)
+}
+
+// retryableTokenError marks a token endpoint failure worth retrying.
+type retryableTokenError struct{ err error }
+
+func (e retryableTokenError) Error() string { return e.err.Error() }
+func (e retryableTokenError) Unwrap() error { return e.err }
+
+func isRetryableTokenError(err error) bool {
+	var r retryableTokenError
+	return errors.As(err, &r)
+}
+
+// post sends one refresh-token grant. It returns the Retry-After of a 429 or
+// 503, if any.
+func (o *OAuth) post(ctx context.Context, refresh string) (tokenResponse, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.cfg.RequestTimeout)
+	defer cancel()
+	form := url.Values{
+		"grant_type":    {"refresh_token"},
+		"refresh_token": {refresh},
+		"client_id":     {o.cfg.ClientID},
+		"client_secret": {o.cfg.ClientSecret},
+	}
+	if o.cfg.RedirectURI != "" {
+		form.Set("redirect_uri", o.cfg.RedirectURI)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.cfg.TokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return tokenResponse{}, 0, errors.New("building token request: invalid token URL")
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", o.cfg.UserAgent)
+	resp, err := o.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return tokenResponse{}, 0, retryableTokenError{&TransportError{Method: http.MethodPost,
+			URL: sanitizeURL(o.cfg.TokenURL), Err: stripURLError(err)}}
+	}
+	defer resp.Body.Close()
+	body, err := readBody(resp, 1<<20)
+	if err != nil {
+		return tokenResponse{}, 0, retryableTokenError{&TransportError{Method: http.MethodPost,
+			URL: sanitizeURL(o.cfg.TokenURL), Err: fmt.Errorf("reading body: %w", err)}}
+	}
+	return o.parseTokenResponse(resp, body, refresh)
+}
+
+// parseTokenResponse turns a token endpoint response into a token or a
+// typed error.
+func (o *OAuth) parseTokenResponse(resp *http.Response, body []byte, refresh string) (tokenResponse, time.Duration, error) {
+	status := resp.StatusCode
+	switch {
+	case status == http.StatusOK:
+		var tr tokenResponse
+		if err := json.Unmarshal(body, &tr); err != nil || tr.AccessToken == "" {
+			return tokenResponse{}, 0, retryableTokenError{&ResponseError{Method: http.MethodPost,
+				URL: sanitizeURL(o.cfg.TokenURL), StatusCode: status}}
+		}
+		return tr, 0, nil
+	case status == http.StatusTooManyRequests || status >= 500:
+		wait, _ := parseRetryAfter(resp.Header.Get("Retry-After"), o.cfg.Clock.Now())
+		return tokenResponse{}, wait, retryableTokenError{&ResponseError{Method: http.MethodPost,
+			URL: sanitizeURL(o.cfg.TokenURL), StatusCode: status}}
+	}
+	var te tokenErrorResponse
+	_ = json.Unmarshal(body, &te) // a refusal without a JSON body is still a refusal
+	return tokenResponse{}, 0, &AuthError{StatusCode: status, Code: oneLine(te.Error),
+		Description: o.redact(te.Description, refresh)}
+}
+
+// redact removes the secrets of this OAuth from s, in case the endpoint
+// echoes them in an error description.
+func (o *OAuth) redact(s, refresh string) string {
+	for _, secret := range []string{refresh, o.cfg.RefreshToken, o.cfg.ClientSecret} {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "REDACTED")
+		}
+	}
+	return oneLine(s)
+}

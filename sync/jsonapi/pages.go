@@ -1,0 +1,163 @@
+package jsonapi
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+)
+
+// Page is one page of a collection.
+type Page struct {
+	// Document is the decoded page: Data, Included, Links, Meta.
+	Document
+	// Number counts the pages of this iterator from 1.
+	Number int
+	// URL is the URL the page was fetched from (page[size] possibly halved
+	// after a 502 or 504).
+	URL string
+	// NextURL is the next link of the page, verbatim (resolved only if it
+	// was relative), or "" on the last page. Checkpoint it and pass it to
+	// Client.Resume to continue later. It is not sanitized: store it as
+	// carefully as the data.
+	NextURL string
+}
+
+// Pages iterates over the pages of a collection by following links.next.
+// Only the first request is built from the Query; every later one is the
+// server's next link, as sent. A Pages is not safe for concurrent use; use
+// Prefetch to fetch ahead from another goroutine.
+type Pages struct {
+	c        *Client
+	resource string
+	next     string // URL of the next request; "" when done
+	built    bool   // next was built by the client from a Query
+	err      error  // a permanent error, returned by every later call
+	number   int
+}
+
+// Collection returns an iterator over a collection ("users", "teams",
+// "roles", "profiles") filtered and sorted by q. An invalid q is reported by
+// the first Next.
+func (c *Client) Collection(resource string, q Query) *Pages {
+	p := &Pages{c: c, resource: resource, built: true}
+	p.next, p.err = c.CollectionURL(resource, q)
+	if p.err != nil {
+		p.err = fmt.Errorf("building %s query: %w", resource, p.err)
+	}
+	return p
+}
+
+// Resume returns an iterator that continues from nextURL, a Page.NextURL
+// stored earlier. The URL is checked as a next link is (same scheme and host
+// as the base URL). An empty nextURL means the walk had ended: Next returns
+// no page.
+func (c *Client) Resume(nextURL string) *Pages {
+	p := &Pages{c: c, resource: "resumed", next: nextURL}
+	if nextURL != "" {
+		if u, err := url.Parse(nextURL); err == nil {
+			p.resource = c.endpoint(u)
+		}
+	}
+	return p
+}
+
+// NextURL returns the URL the next call to Next will fetch, "" when the
+// walk is over.
+func (p *Pages) NextURL() string { return p.next }
+
+// Next fetches the next page. It returns (nil, nil) once the last page has
+// been returned. After an error from the server, calling Next again retries
+// the same page; errors about the query or a refused next link are final.
+func (p *Pages) Next(ctx context.Context) (*Page, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	if p.next == "" {
+		return nil, nil
+	}
+	reqURL := p.next
+	if !p.built {
+		checked, err := p.c.checkLink(reqURL, nil)
+		if err != nil {
+			p.err = fmt.Errorf("fetching %s page %d: %w", p.resource, p.number+1, err)
+			return nil, p.err
+		}
+		reqURL = checked
+	}
+	doc, fetched, err := p.c.fetch(ctx, reqURL)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s page %d: %w", p.resource, p.number+1, err)
+	}
+	next, err := p.resolveNext(string(doc.Links.Next), fetched)
+	if err != nil {
+		p.err = fmt.Errorf("fetching %s page %d: %w", p.resource, p.number+2, err)
+	}
+	p.number++
+	p.next, p.built = next, false
+	return &Page{Document: *doc, Number: p.number, URL: fetched, NextURL: next}, nil
+}
+
+// resolveNext returns the next link of a page, resolved against the page's
+// URL when relative. A link that repeats the page just fetched is refused,
+// as following it would loop forever.
+func (p *Pages) resolveNext(link, fetched string) (string, error) {
+	if link == "" {
+		return "", nil
+	}
+	ref, err := url.Parse(fetched)
+	if err != nil {
+		return "", &NextLinkError{URL: "(unparsable URL)", Reason: "the page URL does not parse"}
+	}
+	u, err := url.Parse(link)
+	if err != nil {
+		return link, &NextLinkError{URL: "(unparsable URL)", Reason: "not a valid URL"}
+	}
+	if !u.IsAbs() {
+		link = ref.ResolveReference(u).String()
+	}
+	if link == fetched {
+		return link, &NextLinkError{URL: sanitizeURL(link), Reason: "it repeats the page just fetched"}
+	}
+	return link, nil
+}
+
+// PageResult is one value sent by Prefetch: a page or the error that ended
+// the walk.
+type PageResult struct {
+	// Page is the page, nil when Err is set.
+	Page *Page
+	// Err is the error that ended the walk.
+	Err error
+}
+
+// Prefetch walks it in a new goroutine, fetching up to depth pages ahead of
+// the consumer (depth < 1 means 1), so page N+1 downloads while page N is
+// being written. The channel yields the pages in order, then at most one
+// result with Err set, and is closed when the walk ends. Cancel ctx to stop
+// early: the goroutine then exits without blocking, so nothing leaks as long
+// as the caller either drains the channel or cancels ctx. it must not be
+// used by anyone else meanwhile.
+func Prefetch(ctx context.Context, it *Pages, depth int) <-chan PageResult {
+	depth = max(depth, 1)
+	// The goroutine holds one page while it waits to send, so a buffer of
+	// depth-1 keeps at most depth pages fetched ahead.
+	out := make(chan PageResult, depth-1)
+	go func() {
+		defer close(out)
+		for {
+			page, err := it.Next(ctx)
+			if page == nil && err == nil {
+				return
+			}
+			select {
+			case out <- PageResult{Page: page, Err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
+}

@@ -1,0 +1,170 @@
+package jsonapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// resetMargin is added to waits derived from x-ratelimit-reset: it is a
+// server clock reading in whole seconds, so waiting to the exact second can
+// land just before the window turns over.
+const resetMargin = time.Second
+
+// epochThreshold tells an x-ratelimit-reset holding epoch seconds (the real
+// service) from one holding seconds-to-wait (some proxies): no wait is ten
+// years long.
+const epochThreshold = 10 * 365 * 24 * 3600
+
+// RateLimit holds the rate-limit headers of the last response that had them.
+type RateLimit struct {
+	// Limit is x-ratelimit-limit, or -1 if never seen.
+	Limit int
+	// Remaining is the first number of x-ratelimit-remaining (the hourly
+	// per-user remainder), or -1 if never seen.
+	Remaining int
+	// RemainingAll holds every number of x-ratelimit-remaining; the real
+	// service sends two, as in "9999, 19988".
+	RemainingAll []int
+	// Reset is when the window resets (x-ratelimit-reset), zero if unknown.
+	Reset time.Time
+}
+
+// rateState keeps the last RateLimit seen. It is swapped as a whole so a
+// reader never sees half of an update.
+type rateState struct {
+	last atomic.Pointer[RateLimit]
+}
+
+func (r *rateState) snapshot() RateLimit {
+	if p := r.last.Load(); p != nil {
+		return *p
+	}
+	return RateLimit{Limit: -1, Remaining: -1}
+}
+
+// observe records the rate-limit headers of h, keeping earlier values for
+// the headers h lacks.
+func (r *rateState) observe(h http.Header, now time.Time) {
+	limit, hasLimit := parseInt(h.Get("X-Ratelimit-Limit"))
+	all := parseRemaining(h.Get("X-Ratelimit-Remaining"))
+	reset, hasReset := parseReset(h.Get("X-Ratelimit-Reset"), now)
+	if !hasLimit && all == nil && !hasReset {
+		return
+	}
+	next := r.snapshot()
+	if hasLimit {
+		next.Limit = limit
+	}
+	if all != nil {
+		next.Remaining, next.RemainingAll = all[0], all
+	}
+	if hasReset {
+		next.Reset = reset
+	}
+	r.last.Store(&next)
+}
+
+// parseRemaining parses "9999" or "9999, 19988"; nil if absent or invalid.
+func parseRemaining(v string) []int {
+	if v == "" {
+		return nil
+	}
+	fields := strings.Split(v, ",")
+	out := make([]int, 0, len(fields))
+	for _, f := range fields {
+		n, ok := parseInt(f)
+		if !ok {
+			return nil
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// parseReset parses x-ratelimit-reset: epoch seconds, or, for a small value,
+// seconds from now.
+func parseReset(v string, now time.Time) (time.Time, bool) {
+	n, ok := parseInt(v)
+	if !ok {
+		return time.Time{}, false
+	}
+	if n < epochThreshold {
+		return now.Add(time.Duration(n) * time.Second), true
+	}
+	return time.Unix(int64(n), 0), true
+}
+
+// parseRetryAfter parses Retry-After: delay seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, ok := parseInt(v); ok {
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
+}
+
+func parseInt(v string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// rateLimitWait returns how long a 429 asks to wait: Retry-After when
+// present, else until x-ratelimit-reset; false when neither is usable.
+func rateLimitWait(h http.Header, now time.Time) (time.Duration, bool) {
+	if d, ok := parseRetryAfter(h.Get("Retry-After"), now); ok {
+		return d, true
+	}
+	if reset, ok := parseReset(h.Get("X-Ratelimit-Reset"), now); ok {
+		return max(reset.Sub(now), 0) + resetMargin, true
+	}
+	return 0, false
+}
+
+// pacingWait returns how long to wait before the next request so that the
+// remaining budget lasts until the window resets: nothing while more than
+// reserve requests remain, then the time to reset spread over what remains,
+// and the whole time to reset once nothing remains.
+func pacingWait(rl RateLimit, reserve int, now time.Time) time.Duration {
+	if rl.Remaining < 0 || rl.Remaining > reserve || rl.Reset.IsZero() {
+		return 0
+	}
+	untilReset := rl.Reset.Sub(now)
+	if untilReset <= 0 {
+		return 0
+	}
+	if rl.Remaining == 0 {
+		return untilReset + resetMargin
+	}
+	return untilReset / time.Duration(rl.Remaining+1)
+}
+
+// pace sleeps before a request when the rate-limit budget is low, or
+// returns a *RateLimitError when the wait exceeds MaxRateLimitWait.
+func (c *Client) pace(ctx context.Context, reqURL string) error {
+	rl := c.rate.snapshot()
+	wait := pacingWait(rl, c.opts.RateLimitReserve, c.clock.Now())
+	if wait <= 0 {
+		return nil
+	}
+	if wait > c.opts.MaxRateLimitWait {
+		return &RateLimitError{Method: http.MethodGet, URL: sanitizeURL(reqURL), RetryAfter: wait,
+			Limit: rl.Limit, Remaining: rl.Remaining}
+	}
+	c.stats.paced.Add(1)
+	c.log.DebugContext(ctx, "pacing request", "remaining", rl.Remaining, "wait_ms", wait.Milliseconds())
+	return c.clock.Sleep(ctx, wait)
+}

@@ -1,0 +1,103 @@
+package jsonapi
+
+// dataShape finds the top-level "data" member of a document and returns its
+// shape, reading only up to it: servers send "data" first, so this costs
+// next to nothing, and it spares the decoder a copy of the whole array. The
+// full decoder checks the syntax afterwards; this scan only needs to find
+// its way.
+func dataShape(body []byte) (Shape, error) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return 0, &DecodeError{Reason: "document is not a JSON object"}
+	}
+	i = skipSpace(body, i+1)
+	for i < len(body) && body[i] == '"' {
+		keyEnd, ok := skipString(body, i)
+		if !ok {
+			break
+		}
+		key := body[i+1 : keyEnd-1]
+		i = skipSpace(body, keyEnd)
+		if i >= len(body) || body[i] != ':' {
+			break
+		}
+		i = skipSpace(body, i+1)
+		if string(key) == "data" {
+			return shapeAt(body, i)
+		}
+		end, ok := skipJSONValue(body, i)
+		if !ok {
+			break
+		}
+		i = skipSpace(body, end)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
+	}
+	// No "data" member found (or the scan got lost in bad syntax, which
+	// the decoder will then report).
+	return ShapeAbsent, nil
+}
+
+func shapeAt(body []byte, i int) (Shape, error) {
+	if i < len(body) {
+		switch body[i] {
+		case '[':
+			return ShapeMany, nil
+		case '{':
+			return ShapeOne, nil
+		case 'n':
+			return ShapeNull, nil
+		}
+	}
+	return 0, &DecodeError{Reason: "data is neither an object, an array nor null"}
+}
+
+// skipString returns the index after the string starting at b[i] == '"'.
+func skipString(b []byte, i int) (int, bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, true
+		}
+	}
+	return 0, false
+}
+
+// skipJSONValue returns the index after the value starting at b[i], counting
+// brackets outside strings. It does not validate.
+func skipJSONValue(b []byte, i int) (int, bool) {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			end, ok := skipString(b, i)
+			if !ok {
+				return 0, false
+			}
+			i = end
+			if depth == 0 {
+				return i, true
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i, true // the end of the object holding a scalar
+			}
+			depth--
+			if depth == 0 {
+				return i + 1, true
+			}
+		case ',':
+			if depth == 0 {
+				return i, true
+			}
+		}
+		i++
+	}
+	return i, depth == 0
+}

@@ -1,0 +1,159 @@
+// Package normalize turns API resources into typed warehouse rows, following
+// the catalog. It is pure: no I/O, no clock, no logging. A value that cannot
+// be typed is a *FieldError naming the attribute and the reason, never the
+// value itself (values may be personal data).
+package normalize
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/usersync/usersync/schema"
+)
+
+// FieldError says which member of a resource could not be typed and why.
+type FieldError struct {
+	Field  string // the attribute or member, e.g. "locked" or "id"
+	Reason string // e.g. "expected boolean, got string"
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// Attributes types the attributes of one resource type.
+type Attributes struct {
+	res   schema.Resource
+	index map[string]int // API name → position in res.Attributes
+}
+
+// NewAttributes prepares typing for the resource's catalog attributes.
+func NewAttributes(res schema.Resource) *Attributes {
+	idx := make(map[string]int, len(res.Attributes))
+	for i, a := range res.Attributes {
+		idx[a.Name] = i
+	}
+	return &Attributes{res: res, index: idx}
+}
+
+// Typed is the result of typing an attributes object.
+type Typed struct {
+	// Values holds one value per catalog attribute, in catalog order, ready
+	// for COPY: int64, bool, string, time.Time, []byte (JSON, for jsonb), or
+	// nil for null and for attributes the API did not send.
+	Values []any
+	// Unknown lists the attributes the catalog does not know (schema drift);
+	// they stay in the raw JSON.
+	Unknown []string
+}
+
+// Type types raw, a JSON attributes object (or null/absent: all values nil).
+// It returns a *FieldError for the first value of the wrong JSON type.
+func (a *Attributes) Type(raw []byte) (Typed, error) {
+	t := Typed{Values: make([]any, len(a.res.Attributes))}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return t, nil
+	}
+	if raw[0] != '{' {
+		return t, &FieldError{Field: "attributes", Reason: "expected an object"}
+	}
+	if bytes.Contains(raw, []byte(`\u0000`)) {
+		return t, &FieldError{Field: "attributes", Reason: `contains a NUL character (\u0000), which PostgreSQL cannot store`}
+	}
+	var ferr error
+	gjson.ParseBytes(raw).ForEach(func(key, value gjson.Result) bool {
+		i, ok := a.index[key.Str]
+		if !ok {
+			t.Unknown = append(t.Unknown, key.Str)
+			return true
+		}
+		attr := a.res.Attributes[i]
+		v, err := typeValue(attr, value)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		t.Values[i] = v
+		return true
+	})
+	return t, ferr
+}
+
+func typeValue(attr schema.Attribute, v gjson.Result) (any, error) {
+	if v.Type == gjson.Null {
+		return nil, nil
+	}
+	wrong := func() error {
+		return &FieldError{Field: attr.Name, Reason: "expected " + attr.Type.String() + ", got " + jsonKind(v)}
+	}
+	switch attr.Type {
+	case schema.Integer:
+		if v.Type != gjson.Number {
+			return nil, wrong()
+		}
+		n, err := strconv.ParseInt(v.Raw, 10, 64)
+		if err != nil {
+			return nil, &FieldError{Field: attr.Name, Reason: "expected integer, got a number that is not a 64-bit integer"}
+		}
+		return n, nil
+	case schema.Boolean:
+		switch v.Type {
+		case gjson.True:
+			return true, nil
+		case gjson.False:
+			return false, nil
+		}
+		return nil, wrong()
+	case schema.String:
+		if v.Type != gjson.String {
+			return nil, wrong()
+		}
+		return v.Str, nil
+	case schema.DateTime:
+		if v.Type != gjson.String {
+			return nil, wrong()
+		}
+		ts, err := ParseTime(v.Str)
+		if err != nil {
+			return nil, &FieldError{Field: attr.Name, Reason: "expected an ISO 8601 date-time"}
+		}
+		return ts, nil
+	case schema.Object:
+		// The API documents an object; a collection sent as an array is kept as is.
+		if v.Type != gjson.JSON {
+			return nil, wrong()
+		}
+		return []byte(v.Raw), nil
+	}
+	return nil, fmt.Errorf("normalize: attribute %s has unknown type %v", attr.Name, attr.Type)
+}
+
+func jsonKind(v gjson.Result) string {
+	switch v.Type {
+	case gjson.String:
+		return "string"
+	case gjson.Number:
+		return "number"
+	case gjson.True, gjson.False:
+		return "boolean"
+	case gjson.JSON:
+		if len(v.Raw) > 0 && v.Raw[0] == '[' {
+			return "array"
+		}
+		return "object"
+	}
+	return "null"
+}
+
+// ParseTime parses an API date-time (RFC 3339, with or without fractional
+// seconds) into UTC, truncated to the microsecond PostgreSQL keeps.
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC().Truncate(time.Microsecond), nil
+}

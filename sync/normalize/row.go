@@ -1,0 +1,159 @@
+package normalize
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"sort"
+	"time"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/jsonapi"
+)
+
+// MembershipRelationship is the to-many relationship of a user stored in
+// user_teams; every other linkage goes to user_relationships.
+const MembershipRelationship = "teams"
+
+// ToOne is a to-one relationship's value.
+type ToOne struct {
+	ID    int64 // the related id, when Valid
+	Valid bool  // the linkage held an identifier ("data": {...})
+	Sent  bool  // the linkage was sent at all; false keeps the stored value
+}
+
+// Link is one element of a to-many (or unknown) relationship.
+type Link struct {
+	Relationship string
+	Type         string
+	ID           int64
+}
+
+// Row is one resource, typed for the warehouse.
+type Row struct {
+	ID        int64
+	Values    []any    // catalog attributes, in catalog order (see Typed.Values)
+	Unknown   []string // attribute names the catalog does not know
+	ToOne     []ToOne  // the catalog's to-one relationships, in catalog order
+	TeamsSent bool     // the membership linkage was sent (else: fetch per team)
+	Teams     []int64  // team ids, when TeamsSent
+	LinksSent []string // relationships (other than teams and catalog to-ones) whose linkage was sent
+	Links     []Link   // their elements
+	Raw       []byte   // the attributes object as sent ({} when absent)
+	UpdatedAt time.Time
+}
+
+// Normalizer maps resources of one catalog type to rows.
+type Normalizer struct {
+	res     schema.Resource
+	attrs   *Attributes
+	toOne   map[string]int // relationship name → index in ToOne
+	updated int            // index of updatedAt in the attributes, or -1
+}
+
+// New returns a Normalizer for the catalog resource res.
+func New(res schema.Resource) *Normalizer {
+	n := &Normalizer{res: res, attrs: NewAttributes(res), toOne: map[string]int{}, updated: -1}
+	for i, rel := range res.ToOne() {
+		n.toOne[rel.Name] = i
+	}
+	for i, a := range res.Attributes {
+		if a.Name == "updatedAt" {
+			n.updated = i
+		}
+	}
+	return n
+}
+
+// Resource returns the catalog resource the Normalizer maps.
+func (n *Normalizer) Resource() schema.Resource { return n.res }
+
+// Row types r. A *FieldError says what could not be typed; the caller
+// quarantines the resource and goes on.
+func (n *Normalizer) Row(r jsonapi.Resource) (Row, error) {
+	if r.Type != "" && r.Type != n.res.Type {
+		return Row{}, &FieldError{Field: "type", Reason: "expected " + n.res.Type + ", got another type"}
+	}
+	if member, bad := r.HasInvalidID(); bad {
+		if member == "id" {
+			return Row{}, &FieldError{Field: "id", Reason: "id is not an integer"}
+		}
+		return Row{}, &FieldError{Field: member, Reason: "a related id is not an integer"}
+	}
+	typed, err := n.attrs.Type(r.Attributes)
+	if err != nil {
+		return Row{}, err
+	}
+	row := Row{ID: int64(r.ID), Values: typed.Values, Unknown: typed.Unknown, Raw: r.Attributes,
+		ToOne: make([]ToOne, len(n.toOne))}
+	if len(row.Raw) == 0 || string(row.Raw) == "null" {
+		row.Raw = []byte("{}")
+	}
+	if n.updated >= 0 {
+		if t, ok := row.Values[n.updated].(time.Time); ok {
+			row.UpdatedAt = t
+		}
+	}
+	names := make([]string, 0, len(r.Relationships))
+	for name := range r.Relationships {
+		names = append(names, name)
+	}
+	sort.Strings(names) // deterministic Links order
+	for _, name := range names {
+		if err := n.relationship(&row, name, r.Relationships[name]); err != nil {
+			return Row{}, err
+		}
+	}
+	return row, nil
+}
+
+func (n *Normalizer) relationship(row *Row, name string, rel jsonapi.Relationship) error {
+	data := rel.Data
+	if i, ok := n.toOne[name]; ok {
+		switch data.Shape {
+		case jsonapi.ShapeAbsent:
+		case jsonapi.ShapeNull:
+			row.ToOne[i] = ToOne{Sent: true}
+		case jsonapi.ShapeOne:
+			row.ToOne[i] = ToOne{ID: int64(data.IDs[0].ID), Valid: true, Sent: true}
+		default:
+			return &FieldError{Field: "relationships." + name, Reason: "expected one identifier or null, got an array"}
+		}
+		return nil
+	}
+	if data.Shape == jsonapi.ShapeAbsent {
+		return nil // linkage not sent: the stored one stays
+	}
+	if name == MembershipRelationship && n.res.Type == "user" {
+		if data.Shape == jsonapi.ShapeOne {
+			return &FieldError{Field: "relationships.teams", Reason: "expected an array of identifiers, got one"}
+		}
+		row.TeamsSent = true
+		row.Teams = make([]int64, 0, len(data.IDs))
+		for _, id := range data.IDs {
+			row.Teams = append(row.Teams, int64(id.ID))
+		}
+		return nil
+	}
+	row.LinksSent = append(row.LinksSent, name)
+	for _, id := range data.IDs {
+		row.Links = append(row.Links, Link{Relationship: name, Type: id.Type, ID: int64(id.ID)})
+	}
+	return nil
+}
+
+// Hash is the content hash of a row: the raw attributes as sent and the
+// to-one ids. Two rows with the same hash are the same version.
+func (r *Row) Hash() []byte {
+	h := sha256.New()
+	h.Write(r.Raw)
+	var b [9]byte
+	for _, t := range r.ToOne {
+		b[0] = 0
+		if t.Valid {
+			b[0] = 1
+		}
+		binary.BigEndian.PutUint64(b[1:], uint64(t.ID))
+		h.Write(b[:])
+	}
+	return h.Sum(nil)
+}

@@ -1,0 +1,85 @@
+package syncer_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/syncer/syncertest"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// testEnv is a simulator over real HTTP, a client, and a migrated schema.
+type testEnv struct {
+	sim    *apisim.Server
+	srv    *httptest.Server
+	client *jsonapi.Client
+	store  *warehouse.Store
+}
+
+func newEnv(t *testing.T, opts apisim.Options) *testEnv {
+	t.Helper()
+	if opts.Seed == 0 {
+		opts.Seed = 7
+	}
+	sim := apisim.New(opts)
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	pool := schematest.NewPool(t, 8)
+	name := schematest.NewSchemaName(t, pool)
+	ctx := context.Background()
+	if _, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name}); err != nil {
+		t.Fatal(err)
+	}
+	store, err := warehouse.NewStore(pool, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testEnv{sim: sim, srv: srv, client: newClient(t, srv.URL, jsonapi.StaticToken("test-token")), store: store}
+}
+
+func newClient(t *testing.T, url string, auth jsonapi.Authenticator) *jsonapi.Client {
+	t.Helper()
+	c, err := jsonapi.NewClient(jsonapi.Options{BaseURL: url, Auth: auth, UserAgent: "usersync-test",
+		BackoffBase: time.Millisecond, BackoffMax: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (e *testEnv) syncer(cfg syncer.Config) *syncer.Syncer {
+	return syncer.New(e.client, e.store, cfg)
+}
+
+func (e *testEnv) run(t *testing.T, cfg syncer.Config, req syncer.Request) syncer.Summary {
+	t.Helper()
+	sum, err := e.syncer(cfg).Run(context.Background(), req)
+	if err != nil {
+		t.Fatalf("%s run: %v", req.Kind, err)
+	}
+	return sum
+}
+
+func (e *testEnv) count(t *testing.T, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	q := fmt.Sprintf(sql, pgx.Identifier{e.store.Schema()}.Sanitize())
+	if err := e.store.Pool().QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+func (e *testEnv) assertMirrors(t *testing.T) {
+	t.Helper()
+	syncertest.AssertMirrors(t, e.sim, e.store)
+}

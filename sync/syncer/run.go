@@ -1,0 +1,150 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// run is the state of one Run.
+type run struct {
+	s           *Syncer
+	req         Request
+	runID       int64
+	started     time.Time
+	statsBefore jsonapi.Stats
+	resumed     bool
+	cp          warehouse.Checkpoint
+	from, until *time.Time // the users range requested
+	dims        map[string]warehouse.Counts
+	noTeamsData int64 // users whose teams linkage came without data
+	membership  *MembershipSummary
+	canWrite    *bool
+	startPages  int64               // pages committed when the current walk began
+	base        *warehouse.Progress // counters of the resumed run, before this process
+}
+
+func (r *run) execute(ctx context.Context) (Summary, error) {
+	if err := r.plan(ctx); err != nil {
+		return Summary{}, err
+	}
+	log := r.s.cfg.Logger.With("run_id", r.runID, "kind", r.req.Kind)
+	log.InfoContext(ctx, "run started", "resumed", r.resumed, "from", fmtTime(r.from), "until", fmtTime(r.until))
+	var err error
+	if r.dims, err = r.s.syncDimensions(ctx, r.runID); err != nil {
+		return Summary{}, fmt.Errorf("syncing dimensions: %w", err)
+	}
+	if err := r.syncUsers(ctx); err != nil {
+		return Summary{}, fmt.Errorf("syncing users: %w", err)
+	}
+	if r.noTeamsData > 0 {
+		m, err := r.s.syncMembership(ctx)
+		if err != nil {
+			return Summary{}, fmt.Errorf("syncing team membership: %w", err)
+		}
+		r.membership = &m
+	}
+	sum := r.summary()
+	if err := r.s.store.FinishRun(ctx, r.runID, sum, r.canWrite, r.advancesWatermark()); err != nil {
+		return sum, err
+	}
+	if wm, err := r.s.store.Watermark(ctx); err == nil && !wm.IsZero() {
+		sum.Watermark = &wm
+	}
+	log.InfoContext(ctx, "run finished", "pages", sum.Pages, "inserted", sum.Inserted, "updated", sum.Updated,
+		"quarantined", sum.Quarantined, "requests", sum.Requests, "duration_ms", sum.Duration.Milliseconds())
+	return sum, nil
+}
+
+// advancesWatermark says whether the run's success moves the watermark: a
+// backfill of a range that does not start at the beginning must not, or
+// the next incremental sync would skip what lies before its range.
+func (r *run) advancesWatermark() bool {
+	return r.req.Kind != warehouse.KindBackfill || r.req.Since == nil
+}
+
+// plan resumes an unfinished or failed run of the same kind, or starts a
+// new one with its range.
+func (r *run) plan(ctx context.Context) error {
+	store := r.s.store
+	prev, err := store.UnfinishedRun(ctx, r.req.Kind)
+	if err != nil {
+		return err
+	}
+	if prev == nil {
+		if prev, err = store.FailedRunToResume(ctx, r.req.Kind); err != nil {
+			return err
+		}
+	}
+	if prev != nil && r.sameRange(prev) {
+		if err := store.Reopen(ctx, prev.ID); err != nil {
+			return err
+		}
+		r.runID, r.resumed = prev.ID, true
+		r.from, r.until = prev.RangeFrom, prev.RangeUntil
+		r.cp = warehouse.Checkpoint{RunID: prev.ID, NextURL: prev.NextURL, Progress: prev.Progress}
+		if prev.MaxUpdatedAt != nil {
+			r.cp.MaxUpdatedAt = *prev.MaxUpdatedAt
+		}
+		return nil
+	}
+	if prev != nil {
+		if err := store.Abandon(ctx, prev.ID); err != nil {
+			return err
+		}
+	}
+	switch r.req.Kind {
+	case warehouse.KindIncremental:
+		wm, err := store.Watermark(ctx)
+		if err != nil {
+			return err
+		}
+		if !wm.IsZero() {
+			from := wm.Add(-r.s.cfg.Lookback).Truncate(time.Millisecond)
+			r.from = &from
+		}
+	case warehouse.KindBackfill:
+		r.from, r.until = r.req.Since, r.req.Until
+	}
+	if r.runID, err = store.StartRun(ctx, r.req.Kind, r.from, r.until, r.req.JobID); err != nil {
+		return err
+	}
+	r.cp = warehouse.Checkpoint{RunID: r.runID}
+	return nil
+}
+
+// sameRange says whether a previous run can be resumed by this request: an
+// incremental or full run always can; a backfill only with the same range.
+func (r *run) sameRange(prev *warehouse.Run) bool {
+	if r.req.Kind != warehouse.KindBackfill {
+		return true
+	}
+	return sameTime(prev.RangeFrom, r.req.Since) && sameTime(prev.RangeUntil, r.req.Until)
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Truncate(time.Millisecond).Equal(b.Truncate(time.Millisecond))
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return jsonapi.FormatTime(*t)
+}
+
+// isStaleCursor says whether resuming from a stored next link failed because
+// the API no longer accepts it (a 4xx other than auth and rate limits), in
+// which case the run restarts its range from the checkpointed updatedAt.
+func isStaleCursor(err error) bool {
+	var re *jsonapi.ResponseError
+	return errors.As(err, &re) && re.StatusCode >= 400 && re.StatusCode < 500 &&
+		re.StatusCode != 401 && re.StatusCode != 403 && re.StatusCode != 429
+}

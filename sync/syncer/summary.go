@@ -1,0 +1,47 @@
+package syncer
+
+import (
+	"time"
+
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// Summary is the outcome of a run, printed by `usersync sync` and stored in
+// sync_runs.summary.
+type Summary struct {
+	RunID       int64                       `json:"run_id"`
+	Kind        string                      `json:"kind"`
+	Resumed     bool                        `json:"resumed"`
+	From        *time.Time                  `json:"from,omitempty"`
+	Until       *time.Time                  `json:"until,omitempty"`
+	Pages       int64                       `json:"pages"`
+	Fetched     int64                       `json:"fetched"`
+	Inserted    int64                       `json:"inserted"`
+	Updated     int64                       `json:"updated"`
+	Unchanged   int64                       `json:"unchanged"`
+	Quarantined int64                       `json:"quarantined"`
+	Versions    int64                       `json:"versions"`
+	Unknown     map[string]int              `json:"unknown_attributes"`
+	Dimensions  map[string]warehouse.Counts `json:"dimensions"`
+	Membership  *MembershipSummary          `json:"membership,omitempty"`
+	Requests    int64                       `json:"requests"`
+	RateLimited int64                       `json:"rate_limited"`
+	Retries     int64                       `json:"retries"`
+	Duration    time.Duration               `json:"duration_ns"`
+	Watermark   *time.Time                  `json:"watermark,omitempty"`
+}
+
+func (r *run) summary() Summary {
+	r.fillRequestCounters()
+	p := r.cp.Progress
+	unknown := p.Unknown
+	if unknown == nil {
+		unknown = map[string]int{}
+	}
+	return Summary{
+		RunID: r.runID, Kind: r.req.Kind, Resumed: r.resumed, From: r.from, Until: r.until,
+		Pages: p.Pages, Fetched: p.Fetched, Inserted: p.Inserted, Updated: p.Updated, Unchanged: p.Unchanged,
+		Quarantined: p.Quarantined, Versions: p.Versions, Unknown: unknown, Dimensions: r.dims, Membership: r.membership,
+		Requests: p.Requests, RateLimited: p.RateLimited, Retries: p.Retries, Duration: r.s.cfg.Now().Sub(r.started),
+	}
+}

@@ -1,0 +1,225 @@
+package syncer_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// TestFullThenIncremental: a full sync, then mutations, then an incremental
+// sync: the warehouse equals the simulator, attribute by attribute.
+func TestFullThenIncremental(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 2500})
+	sum := e.run(t, syncer.Config{PageSize: 1000}, syncer.Request{Kind: warehouse.KindFull})
+	if sum.Inserted != 2500 || sum.Pages != 3 || sum.Quarantined != 0 {
+		t.Errorf("full sync summary: %+v", sum)
+	}
+	e.assertMirrors(t)
+
+	e.sim.UpdateUsers(40)
+	e.sim.CreateUsers(10)
+	sum = e.run(t, syncer.Config{PageSize: 1000}, syncer.Request{Kind: warehouse.KindIncremental})
+	if sum.Inserted != 10 || sum.Updated != 40 {
+		t.Errorf("incremental summary: inserted %d updated %d (want 10, 40): %+v", sum.Inserted, sum.Updated, sum)
+	}
+	if sum.Versions != 50 {
+		t.Errorf("versions written = %d, want 50", sum.Versions)
+	}
+	e.assertMirrors(t)
+	if n := e.count(t, `SELECT count(*) FROM %s.user_versions`); n != 2510+40 {
+		t.Errorf("user_versions rows = %d, want %d", n, 2510+40)
+	}
+}
+
+// TestNoOpIncremental: with nothing changed, an incremental sync sends the
+// dimension lists plus one users page, and writes no row and no version.
+func TestNoOpIncremental(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 1200})
+	e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
+	before := e.count(t, `SELECT count(*) FROM %s.user_versions`)
+	syncedAt := e.count(t, `SELECT count(*) FROM %s.users WHERE synced_at < now()`)
+	sum := e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
+	// 3 dimension lists (one page each) + 1 users page.
+	if sum.Requests != 4 {
+		t.Errorf("no-op incremental sent %d requests, want 4", sum.Requests)
+	}
+	if sum.Inserted != 0 || sum.Updated != 0 || sum.Versions != 0 {
+		t.Errorf("no-op incremental wrote: %+v", sum)
+	}
+	for name, c := range sum.Dimensions {
+		if c.Inserted+c.Updated+c.Deleted != 0 {
+			t.Errorf("%s written: %+v", name, c)
+		}
+	}
+	if after := e.count(t, `SELECT count(*) FROM %s.user_versions`); after != before {
+		t.Errorf("versions %d → %d", before, after)
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.users WHERE synced_at < now()`); n != syncedAt {
+		t.Errorf("rows rewritten: %d of %d kept their synced_at", n, syncedAt)
+	}
+}
+
+// TestTiesAcrossPages: hundreds of users share one updatedAt, spanning
+// pages; some of them change between runs at that same instant's neighbours.
+func TestTiesAcrossPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 1500, IdenticalTimestamps: 700})
+	e.run(t, syncer.Config{PageSize: 200}, syncer.Request{Kind: warehouse.KindFull})
+	e.assertMirrors(t)
+	e.sim.UpdateUsers(30)
+	e.run(t, syncer.Config{PageSize: 200}, syncer.Request{Kind: warehouse.KindIncremental})
+	e.assertMirrors(t)
+}
+
+// TestOutOfOrderAndLateVisibility: results out of order within pages and
+// changes visible only seconds after their updatedAt; the lookback catches
+// them and nothing is missed.
+func TestOutOfOrderAndLateVisibility(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 1500, Knobs: apisim.Knobs{OutOfOrder: true, LateVisibility: 2 * time.Second}})
+	cfg := syncer.Config{PageSize: 250, Lookback: time.Minute}
+	e.run(t, cfg, syncer.Request{Kind: warehouse.KindFull})
+	for round := 0; round < 3; round++ {
+		e.sim.UpdateUsers(25)
+		e.sim.CreateUsers(5)
+		e.run(t, cfg, syncer.Request{Kind: warehouse.KindIncremental}) // some changes not yet visible
+		waitVisible(t, 2*time.Second)
+		e.run(t, cfg, syncer.Request{Kind: warehouse.KindIncremental})
+		e.assertMirrors(t)
+	}
+}
+
+// waitVisible waits out the simulator's late-visibility delay. The delay is
+// the simulator's own clock rule, so polling cannot observe it; a bounded
+// timer is the honest wait here.
+func waitVisible(t *testing.T, d time.Duration) {
+	t.Helper()
+	<-time.After(d + 100*time.Millisecond)
+}
+
+// TestFaultsConverge: rate limits, 5xx and truncated bodies during a sync:
+// the run converges to an exact mirror.
+func TestFaultsConverge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 3000, Knobs: apisim.Knobs{
+		RateLimitEvery: 4, RetryAfter: time.Second, FaultRate: 0.15, TruncateRate: 0.1,
+	}})
+	sum := e.run(t, syncer.Config{PageSize: 500}, syncer.Request{Kind: warehouse.KindFull})
+	if sum.RateLimited == 0 || sum.Retries == 0 {
+		t.Errorf("faults were not exercised: %+v", sum)
+	}
+	e.assertMirrors(t)
+	e.sim.UpdateUsers(100)
+	e.run(t, syncer.Config{PageSize: 500}, syncer.Request{Kind: warehouse.KindIncremental})
+	e.assertMirrors(t)
+}
+
+// TestTokenExpiryWithRotation: OAuth access tokens expire mid-sync and every
+// refresh rotates the refresh token; the run converges and the rotated
+// token is stored in the warehouse.
+func TestTokenExpiryWithRotation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 2000, RefreshToken: "initial-refresh", ClientID: "cid", ClientSecret: "csecret",
+		Knobs: apisim.Knobs{Churn: apisim.Churn{}}})
+	store := e.store.TokenStore(e.srv.URL+"/oauth/token", "cid")
+	auth, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{TokenURL: e.srv.URL + "/oauth/token", ClientID: "cid",
+		ClientSecret: "csecret", RefreshToken: "initial-refresh", Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.client = newClient(t, e.srv.URL, auth)
+	s := e.syncer(syncer.Config{PageSize: 200, Progress: func(p syncer.Progress) {
+		if p.Pages%3 == 0 {
+			e.sim.ExpireTokens()
+		}
+	}})
+	if _, err := s.Run(context.Background(), syncer.Request{Kind: warehouse.KindFull}); err != nil {
+		t.Fatal(err)
+	}
+	e.assertMirrors(t)
+	if e.sim.TokenGrants() < 3 {
+		t.Errorf("only %d token grants: expiry was not exercised", e.sim.TokenGrants())
+	}
+	stored, err := store.Load(context.Background())
+	if err != nil || stored != e.sim.RefreshToken() {
+		t.Errorf("stored refresh token is not the current one (err %v)", err)
+	}
+	// A second process started with the original, since-rotated refresh
+	// token still authenticates: it prefers the stored one.
+	auth2, _ := jsonapi.NewOAuth(jsonapi.OAuthConfig{TokenURL: e.srv.URL + "/oauth/token", ClientID: "cid",
+		ClientSecret: "csecret", RefreshToken: "initial-refresh", Store: e.store.TokenStore(e.srv.URL+"/oauth/token", "cid")})
+	e.client = newClient(t, e.srv.URL, auth2)
+	e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
+}
+
+// TestQuarantineAndDrift: wrong-typed values send the resource to
+// quarantine with its error; unknown attributes stay in raw and are
+// reported; the run goes on.
+func TestQuarantineAndDrift(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 1000, Knobs: apisim.Knobs{WrongTypeRate: 0.02, SchemaDrift: true}})
+	sum := e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
+	wrong := 0
+	for _, u := range e.sim.Users() {
+		if u.WrongType != "" {
+			wrong++
+		}
+	}
+	if wrong == 0 || sum.Quarantined != int64(wrong) {
+		t.Errorf("quarantined %d, simulator sent %d wrong-typed users", sum.Quarantined, wrong)
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.quarantine WHERE resource_type = 'user' AND error <> '' AND raw ? 'attributes' AND resolved_at IS NULL`); n != int64(wrong) {
+		t.Errorf("quarantine rows = %d, want %d", n, wrong)
+	}
+	if len(sum.Unknown) == 0 {
+		t.Error("schema drift not reported")
+	}
+	for attr := range sum.Unknown {
+		if n := e.count(t, `SELECT count(*) FROM %s.users WHERE raw ? $1`, attr); n == 0 {
+			t.Errorf("unknown attribute %s not kept in raw", attr)
+		}
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.users`); n != int64(1000-wrong) {
+		t.Errorf("users = %d, want %d", n, 1000-wrong)
+	}
+}
+
+// TestConcurrentSyncs: a second sync exits with ErrLocked, or waits with
+// WaitLock; the data is right either way.
+func TestConcurrentSyncs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 2000, Knobs: apisim.Knobs{Latency: 30 * time.Millisecond}})
+	started := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.syncer(syncer.Config{PageSize: 200, Progress: func(syncer.Progress) { once.Do(func() { close(started) }) }}).
+			Run(context.Background(), syncer.Request{Kind: warehouse.KindFull})
+		done <- err
+	}()
+	<-started
+	_, err := e.syncer(syncer.Config{}).Run(context.Background(), syncer.Request{Kind: warehouse.KindIncremental})
+	if !errors.Is(err, warehouse.ErrLocked) {
+		t.Errorf("second sync: %v, want ErrLocked", err)
+	}
+	waited, err := e.syncer(syncer.Config{}).Run(context.Background(), syncer.Request{Kind: warehouse.KindIncremental, WaitLock: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if waited.Kind != warehouse.KindIncremental || waited.Inserted != 0 {
+		t.Errorf("waiting sync ran before the first finished: %+v", waited)
+	}
+	e.assertMirrors(t)
+}

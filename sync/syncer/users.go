@@ -1,0 +1,142 @@
+package syncer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// usersQuery is the first request of a users walk over [from, until]:
+// sorted by updatedAt, count=false (the client's default), page[size].
+func (s *Syncer) usersQuery(from, until *time.Time) jsonapi.Query {
+	q := jsonapi.Query{}.Sort("updatedAt").PageSize(s.cfg.PageSize)
+	if from != nil || until != nil {
+		var f, u time.Time
+		if from != nil {
+			f = *from
+		}
+		if until != nil {
+			u = *until
+		}
+		q = q.Filter("updatedAt", jsonapi.Range(f, u))
+	}
+	return q
+}
+
+// syncUsers walks the users of the run's range (or resumes the walk from the
+// checkpointed next link) and writes each page in one transaction.
+func (r *run) syncUsers(ctx context.Context) error {
+	var pages *jsonapi.Pages
+	fromLink := false
+	switch {
+	case r.resumed && r.cp.NextURL != "":
+		pages, fromLink = r.s.client.Resume(r.cp.NextURL), true
+	case r.resumed && r.cp.Progress.Pages > 0:
+		return nil // the walk had ended; only finishing the run was left
+	default:
+		pages = r.s.client.Collection("users", r.s.usersQuery(r.from, r.until))
+	}
+	err := r.walk(ctx, pages)
+	if err != nil && fromLink && r.cp.Progress.Pages == r.pagesAtStart() && isStaleCursor(err) {
+		// The stored next link no longer works: walk again from just before
+		// the greatest updatedAt committed (or from the range's start).
+		from := r.from
+		if !r.cp.MaxUpdatedAt.IsZero() {
+			f := r.cp.MaxUpdatedAt.Add(-r.s.cfg.Lookback).Truncate(time.Millisecond)
+			if from == nil || f.After(*from) {
+				from = &f
+			}
+		}
+		r.s.cfg.Logger.WarnContext(ctx, "stored next link refused; restarting the walk from the checkpoint", "run_id", r.runID, "from", fmtTime(from))
+		err = r.walk(ctx, r.s.client.Collection("users", r.s.usersQuery(from, r.until)))
+	}
+	return err
+}
+
+func (r *run) pagesAtStart() int64 { return r.startPages }
+
+// walk consumes pages through a bounded prefetch: page N+1 is fetched and
+// decoded while page N is normalized and written.
+func (r *run) walk(ctx context.Context, pages *jsonapi.Pages) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the prefetch goroutine on an early return
+	r.startPages = r.cp.Progress.Pages
+	for res := range jsonapi.Prefetch(ctx, pages, r.s.cfg.Prefetch) {
+		if res.Err != nil {
+			return res.Err // the client names the page and request
+		}
+		if err := r.loadPage(ctx, res.Page); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func (r *run) loadPage(ctx context.Context, page *jsonapi.Page) error {
+	rows, bad := r.s.normalizeAll("user", page.Data)
+	for i := range rows {
+		if !rows[i].TeamsSent {
+			r.noTeamsData++
+		}
+	}
+	r.cp.NextURL = page.NextURL
+	r.fillRequestCounters()
+	if _, err := r.s.store.LoadUsers(ctx, rows, bad, &r.cp); err != nil {
+		return fmt.Errorf("writing page %d: %w", r.cp.Progress.Pages+1, err)
+	}
+	if r.s.cfg.Progress != nil {
+		r.s.cfg.Progress(Progress{RunID: r.runID, Kind: r.req.Kind, Pages: r.cp.Progress.Pages,
+			Rows: r.cp.Progress.Fetched, Elapsed: r.s.cfg.Now().Sub(r.started)})
+	}
+	return nil
+}
+
+// fillRequestCounters brings the checkpoint's request counters up to date:
+// those of the resumed run plus this process's since the run began.
+func (r *run) fillRequestCounters() {
+	now := r.s.client.Stats()
+	if r.base == nil {
+		b := r.cp.Progress
+		r.base = &b
+	}
+	r.cp.Progress.Requests = r.base.Requests + now.Requests - r.statsBefore.Requests
+	r.cp.Progress.RateLimited = r.base.RateLimited + now.RateLimited - r.statsBefore.RateLimited
+	r.cp.Progress.Retries = r.base.Retries + now.Retries - r.statsBefore.Retries
+}
+
+// normalizeAll types resources; those that cannot be typed are returned as
+// quarantine records with their error and the whole resource.
+func (s *Syncer) normalizeAll(typ string, data []jsonapi.Resource) ([]normalize.Row, []warehouse.Quarantined) {
+	n := s.norm[typ]
+	rows := make([]normalize.Row, 0, len(data))
+	var bad []warehouse.Quarantined
+	for i := range data {
+		row, err := n.Row(data[i])
+		if err != nil {
+			bad = append(bad, quarantine(typ, data[i], err))
+			continue
+		}
+		rows = append(rows, row)
+	}
+	return rows, bad
+}
+
+func quarantine(typ string, r jsonapi.Resource, err error) warehouse.Quarantined {
+	q := warehouse.Quarantined{Type: typ, ID: fmt.Sprint(int64(r.ID)), Error: err.Error(), Raw: r.Raw}
+	if len(q.Raw) == 0 {
+		q.Raw = resourceJSON(r)
+	}
+	if !r.ID.Valid() {
+		q.ID = gjson.GetBytes(r.Raw, "id").String() // the id as sent
+	}
+	if fe, ok := err.(*normalize.FieldError); ok {
+		q.Field = fe.Field
+	}
+	return q
+}

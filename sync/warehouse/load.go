@@ -1,0 +1,335 @@
+package warehouse
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/usersync/usersync/sync/normalize"
+)
+
+// Quarantined is a resource that could not be typed, kept whole.
+type Quarantined struct {
+	Type  string // JSON:API type
+	ID    string // the id as sent
+	Field string // what could not be typed
+	Error string // why
+	Raw   []byte // the whole resource as JSON
+}
+
+// Counts are what a load did.
+type Counts struct {
+	Inserted    int64
+	Updated     int64
+	Unchanged   int64
+	Quarantined int64
+	Versions    int64 // user_versions rows written
+	Deleted     int64 // dimension ids marked deleted
+}
+
+// Add adds o to c.
+func (c *Counts) Add(o Counts) {
+	c.Inserted += o.Inserted
+	c.Updated += o.Updated
+	c.Unchanged += o.Unchanged
+	c.Quarantined += o.Quarantined
+	c.Versions += o.Versions
+	c.Deleted += o.Deleted
+}
+
+// Checkpoint is a run's progress, written in the same transaction as the
+// page it follows, so a crashed run resumes exactly after its last page.
+type Checkpoint struct {
+	RunID        int64
+	NextURL      string    // "" when the run has read its last page
+	MaxUpdatedAt time.Time // greatest updatedAt committed so far (zero: none)
+	Progress     Progress  // cumulative counters of the run
+}
+
+// Progress is a run's cumulative counters.
+type Progress struct {
+	Pages       int64          `json:"pages"`
+	Fetched     int64          `json:"fetched"`
+	Inserted    int64          `json:"inserted"`
+	Updated     int64          `json:"updated"`
+	Unchanged   int64          `json:"unchanged"`
+	Quarantined int64          `json:"quarantined"`
+	Versions    int64          `json:"versions"`
+	Requests    int64          `json:"requests"`
+	RateLimited int64          `json:"rate_limited"`
+	Retries     int64          `json:"retries"`
+	Unknown     map[string]int `json:"unknown_attributes"`
+}
+
+// LoadUsers writes one page of users in one transaction: the rows (upserted
+// by id, unchanged rows untouched), a version for each user whose content
+// changed, the team and other linkage of users whose linkage was sent, the
+// quarantined resources, and the checkpoint. It issues a fixed number of
+// statements whatever the page size.
+func (s *Store) LoadUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, cp *Checkpoint) (Counts, error) {
+	var c Counts
+	rows = dedupe(rows)
+	var next Checkpoint // cp as it will be once this page commits
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		c, err = s.loadRows(ctx, tx, "user", rows)
+		if err != nil {
+			return err
+		}
+		runID := int64(0)
+		if cp != nil {
+			runID = cp.RunID
+		}
+		b := &pgx.Batch{}
+		if len(rows) > 0 {
+			b.Queue(s.users.closeVersions)
+			b.Queue(s.users.insertVersions, nullID(runID)).Exec(func(tag pgconnTag) error {
+				c.Versions = tag.RowsAffected()
+				return nil
+			})
+			s.queueLinkage(b, rows)
+		}
+		s.queueQuarantine(b, "user", rows, bad, runID)
+		c.Quarantined = int64(len(bad))
+		if cp != nil {
+			next = advance(*cp, rows, c)
+			s.queueCheckpoint(b, &next)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return Counts{}, fmt.Errorf("loading %d users: %w", len(rows), err)
+	}
+	if cp != nil {
+		next.Progress.Versions += c.Versions // known once the batch has run
+		*cp = next
+	}
+	return c, nil
+}
+
+// advance returns the checkpoint after a page: counters added, the greatest
+// updatedAt seen, unknown attributes counted.
+func advance(cp Checkpoint, rows []normalize.Row, c Counts) Checkpoint {
+	p := &cp.Progress
+	p.Pages++
+	p.Fetched += int64(len(rows)) + c.Quarantined
+	p.Inserted += c.Inserted
+	p.Updated += c.Updated
+	p.Unchanged += c.Unchanged
+	p.Quarantined += c.Quarantined
+	unknown := make(map[string]int, len(p.Unknown))
+	for k, v := range p.Unknown {
+		unknown[k] = v
+	}
+	for _, r := range rows {
+		for _, u := range r.Unknown {
+			unknown[u]++
+		}
+		if r.UpdatedAt.After(cp.MaxUpdatedAt) {
+			cp.MaxUpdatedAt = r.UpdatedAt
+		}
+	}
+	p.Unknown = unknown
+	return cp
+}
+
+// dedupe keeps one row per id, the one with the greatest updatedAt (the last
+// one on ties), in first-seen order: a page may repeat an id.
+func dedupe(rows []normalize.Row) []normalize.Row {
+	seen := make(map[int64]int, len(rows))
+	out := rows[:0:0]
+	for _, r := range rows {
+		if i, ok := seen[r.ID]; ok {
+			if !r.UpdatedAt.Before(out[i].UpdatedAt) {
+				out[i] = r
+			}
+			continue
+		}
+		seen[r.ID] = len(out)
+		out = append(out, r)
+	}
+	return out
+}
+
+// loadRows copies rows into the table's staging table and upserts them.
+func (s *Store) loadRows(ctx context.Context, tx pgx.Tx, typ string, rows []normalize.Row) (Counts, error) {
+	var c Counts
+	if len(rows) == 0 {
+		return c, nil
+	}
+	t := s.tables[typ]
+	if err := s.fillUnsentToOne(ctx, tx, t, rows); err != nil {
+		return c, err
+	}
+	if _, err := tx.Exec(ctx, t.createStage); err != nil {
+		return c, fmt.Errorf("creating staging table: %w", err)
+	}
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{unquote(t.stage)}, t.columns, &rowSource{rows: rows, hashed: t.hashed, idx: -1})
+	if err != nil {
+		return c, fmt.Errorf("copying into staging: %w", err)
+	}
+	if err := tx.QueryRow(ctx, t.upsert).Scan(&c.Inserted, &c.Updated); err != nil {
+		return c, fmt.Errorf("upserting %s: %w", t.res.Table, err)
+	}
+	c.Unchanged = n - c.Inserted - c.Updated
+	return c, nil
+}
+
+// fillUnsentToOne gives rows whose to-one linkage was not sent the value the
+// warehouse holds, so "not sent" keeps the stored value. It costs a query
+// only for pages that have such rows.
+func (s *Store) fillUnsentToOne(ctx context.Context, tx pgx.Tx, t tableSQL, rows []normalize.Row) error {
+	if t.currentOne == "" {
+		return nil
+	}
+	var ids []int64
+	for _, r := range rows {
+		for _, o := range r.ToOne {
+			if !o.Sent {
+				ids = append(ids, r.ID)
+				break
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	dbRows, err := tx.Query(ctx, t.currentOne, ids)
+	if err != nil {
+		return fmt.Errorf("reading stored relationships: %w", err)
+	}
+	current := map[int64][]*int64{}
+	for dbRows.Next() {
+		vals := make([]*int64, len(t.toOneCols))
+		var id int64
+		dest := []any{&id}
+		for i := range vals {
+			dest = append(dest, &vals[i])
+		}
+		if err := dbRows.Scan(dest...); err != nil {
+			dbRows.Close()
+			return fmt.Errorf("reading stored relationships: %w", err)
+		}
+		current[id] = vals
+	}
+	if err := dbRows.Err(); err != nil {
+		return fmt.Errorf("reading stored relationships: %w", err)
+	}
+	for i := range rows {
+		stored := current[rows[i].ID]
+		for j, o := range rows[i].ToOne {
+			if o.Sent || stored == nil || stored[j] == nil {
+				continue
+			}
+			rows[i].ToOne[j] = normalize.ToOne{ID: *stored[j], Valid: true}
+		}
+	}
+	return nil
+}
+
+// rowSource feeds rows to COPY without building a [][]any first.
+type rowSource struct {
+	rows   []normalize.Row
+	hashed bool
+	idx    int
+	buf    []any
+}
+
+func (r *rowSource) Next() bool { r.idx++; return r.idx < len(r.rows) }
+func (r *rowSource) Err() error { return nil }
+
+func (r *rowSource) Values() ([]any, error) {
+	row := &r.rows[r.idx]
+	r.buf = r.buf[:0]
+	r.buf = append(r.buf, row.ID)
+	r.buf = append(r.buf, row.Values...)
+	for _, o := range row.ToOne {
+		if o.Valid {
+			r.buf = append(r.buf, o.ID)
+		} else {
+			r.buf = append(r.buf, nil)
+		}
+	}
+	r.buf = append(r.buf, row.Raw)
+	if r.hashed {
+		r.buf = append(r.buf, row.Hash())
+	}
+	return r.buf, nil
+}
+
+func (s *Store) queueLinkage(b *pgx.Batch, rows []normalize.Row) {
+	var teamUsers, tu, tt []int64
+	var sentU []int64
+	var sentR []string
+	var lu []int64
+	var lr, lty []string
+	var lid []int64
+	for _, r := range rows {
+		if r.TeamsSent {
+			teamUsers = append(teamUsers, r.ID)
+			for _, team := range r.Teams {
+				tu, tt = append(tu, r.ID), append(tt, team)
+			}
+		}
+		for _, name := range r.LinksSent {
+			sentU, sentR = append(sentU, r.ID), append(sentR, name)
+		}
+		for _, l := range r.Links {
+			lu, lr, lty, lid = append(lu, r.ID), append(lr, l.Relationship), append(lty, l.Type), append(lid, l.ID)
+		}
+	}
+	if len(teamUsers) > 0 {
+		b.Queue(s.users.deleteTeams, teamUsers, tu, tt)
+		if len(tu) > 0 {
+			b.Queue(s.users.insertTeams, tu, tt)
+		}
+	}
+	if len(sentU) > 0 {
+		b.Queue(s.users.deleteLinks, sentU, sentR, lu, lr, lty, lid)
+		if len(lu) > 0 {
+			b.Queue(s.users.insertLinks, lu, lr, lty, lid)
+		}
+	}
+}
+
+func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, bad []Quarantined, runID int64) {
+	if len(rows) > 0 {
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i] = fmt.Sprint(r.ID)
+		}
+		b.Queue(s.users.resolveQuarant, typ, ids)
+	}
+	for _, q := range bad {
+		b.Queue(`INSERT INTO `+s.q+`.quarantine (run_id, resource_type, resource_id, field, error, raw)
+			VALUES ($1, $2, $3, $4, $5, $6)`, nullID(runID), q.Type, q.ID, q.Field, q.Error, sanitizeJSON(q.Raw))
+	}
+}
+
+func (s *Store) queueCheckpoint(b *pgx.Batch, cp *Checkpoint) {
+	p := cp.Progress
+	unknown := p.Unknown
+	if unknown == nil {
+		unknown = map[string]int{}
+	}
+	var next, maxAt any
+	if cp.NextURL != "" {
+		next = cp.NextURL
+	}
+	if !cp.MaxUpdatedAt.IsZero() {
+		maxAt = cp.MaxUpdatedAt
+	}
+	b.Queue(s.users.checkpoint, cp.RunID, next, maxAt, p.Pages, p.Fetched, p.Inserted, p.Updated, p.Unchanged,
+		p.Quarantined, p.Requests, p.RateLimited, p.Retries, unknown)
+}
+
+func nullID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}
+
+func unquote(ident string) string { return ident[1 : len(ident)-1] }

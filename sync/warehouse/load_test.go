@@ -1,0 +1,266 @@
+package warehouse_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+func newStore(t *testing.T) *warehouse.Store {
+	t.Helper()
+	pool, name := migrated(t, "")
+	s, err := warehouse.NewStore(pool, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func rows(t *testing.T, res schema.Resource, body string) []normalize.Row {
+	t.Helper()
+	doc, err := jsonapi.DecodeDocument([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := normalize.New(res)
+	var out []normalize.Row
+	for _, r := range doc.Data {
+		row, err := n.Row(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func user(id int, title string, teams string, role string) string {
+	return fmt.Sprintf(`{"id": %d, "type": "user", "attributes": {"title": %q, "updatedAt": "2024-01-0%dT00:00:00.000Z", "locked": false},
+		"relationships": {"role": %s, "teams": %s, "mailboxes": {"data": [{"id": %d, "type": "mailbox"}]}}}`, id, title, id, role, teams, 100+id)
+}
+
+func count(t *testing.T, s *warehouse.Store, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := s.Pool().QueryRow(context.Background(), fmt.Sprintf(sql, `"`+s.Schema()+`"`), args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func TestLoadUsers(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	runID, err := s.StartRun(ctx, warehouse.KindFull, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &warehouse.Checkpoint{RunID: runID, NextURL: "http://x/next"}
+	page := `{"data": [` + user(1, "CEO", `{"data": [{"id": 10, "type": "team"}, {"id": 11, "type": "team"}]}`, `{"data": {"id": 5, "type": "role"}}`) + `,` +
+		user(2, "CTO", `{"data": []}`, `{"data": null}`) + `]}`
+	c, err := s.LoadUsers(ctx, rows(t, schema.User(), page), nil, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Inserted != 2 || c.Updated != 0 || c.Versions != 2 {
+		t.Errorf("first load: %+v", c)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.user_teams`); n != 2 {
+		t.Errorf("user_teams = %d", n)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE next_url = 'http://x/next' AND pages = 1 AND fetched = 2 AND max_updated_at = '2024-01-02T00:00:00Z'`); n != 1 {
+		t.Error("checkpoint not written")
+	}
+
+	// The same page again: nothing written, no version.
+	c, err = s.LoadUsers(ctx, rows(t, schema.User(), page), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Inserted != 0 || c.Updated != 0 || c.Unchanged != 2 || c.Versions != 0 {
+		t.Errorf("unchanged load: %+v", c)
+	}
+
+	// User 1 changes title and teams; its role linkage is not sent this time.
+	page2 := `{"data": [` + user(1, "Chair", `{"data": [{"id": 11, "type": "team"}, {"id": 12, "type": "team"}]}`, `{"links": {"related": "x"}}`) + `]}`
+	c, err = s.LoadUsers(ctx, rows(t, schema.User(), page2), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Updated != 1 || c.Versions != 1 {
+		t.Errorf("changed load: %+v", c)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.users WHERE id = 1 AND title = 'Chair' AND role_id = 5`); n != 1 {
+		t.Error("title not updated or role_id not kept when the linkage was not sent")
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.user_teams WHERE user_id = 1 AND team_id IN (11, 12)`); n != 2 {
+		t.Error("teams not replaced")
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.user_teams WHERE user_id = 1`); n != 2 {
+		t.Error("old team kept")
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.user_versions WHERE user_id = 1`); n != 2 {
+		t.Errorf("versions of user 1 = %d", n)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.user_versions WHERE user_id = 1 AND valid_to IS NULL AND title = 'Chair'`); n != 1 {
+		t.Error("current version wrong")
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.user_versions a JOIN %[1]s.user_versions b ON a.user_id = b.user_id AND a.version_id < b.version_id AND a.valid_to > b.valid_from`); n != 0 {
+		t.Error("overlapping versions")
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.user_relationships WHERE relationship = 'mailboxes'`); n != 2 {
+		t.Errorf("mailbox links = %d", n)
+	}
+	teams := `{"data": [{"id": 11, "type": "team", "attributes": {"name": "b"}}, {"id": 12, "type": "team", "attributes": {"name": "a"}}]}`
+	if _, err := s.LoadDimension(ctx, "team", rows(t, schema.Team(), teams), nil, []int64{11, 12}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.users_current WHERE id = 1 AND team_ids = '{12,11}' AND team_names = '{a,b}'`); n != 1 {
+		t.Error("users_current team_ids wrong")
+	}
+}
+
+func TestLoadUsersQuarantine(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	bad := []warehouse.Quarantined{{Type: "user", ID: "abc", Field: "id", Error: "id is not an integer", Raw: []byte(`{"id": "abc", "x": "\u0000"}`)}}
+	c, err := s.LoadUsers(ctx, rows(t, schema.User(), `{"data": [`+user(3, "x", `{"data": []}`, `{"data": null}`)+`]}`), bad, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Quarantined != 1 || c.Inserted != 1 {
+		t.Errorf("counts %+v", c)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_id = 'abc' AND field = 'id' AND resolved_at IS NULL`); n != 1 {
+		t.Error("quarantine row missing")
+	}
+	// A later successful load of the same id resolves its quarantine record.
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO "`+s.Schema()+`".quarantine (resource_type, resource_id, error, raw) VALUES ('user', '3', 'x', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LoadUsers(ctx, rows(t, schema.User(), `{"data": [`+user(3, "y", `{"data": []}`, `{"data": null}`)+`]}`), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_id = '3' AND resolved_at IS NOT NULL`); n != 1 {
+		t.Error("quarantine not resolved")
+	}
+}
+
+func TestLoadDimension(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	team := func(id int, name string) string {
+		return fmt.Sprintf(`{"id": %d, "type": "team", "attributes": {"name": %q, "updatedAt": "2024-01-01T00:00:00Z"}}`, id, name)
+	}
+	load := func(present []int64, items ...string) warehouse.Counts {
+		t.Helper()
+		body := `{"data": [`
+		for i, it := range items {
+			if i > 0 {
+				body += ","
+			}
+			body += it
+		}
+		c, err := s.LoadDimension(ctx, "team", rows(t, schema.Team(), body+`]}`), nil, present, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := load([]int64{1, 2}, team(1, "a"), team(2, "b")); c.Inserted != 2 {
+		t.Errorf("insert %+v", c)
+	}
+	if c := load([]int64{1}, team(1, "a")); c.Deleted != 1 || c.Unchanged != 1 {
+		t.Errorf("delete %+v", c)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.teams WHERE id = 2 AND deleted_at IS NOT NULL`); n != 1 {
+		t.Error("team 2 not marked deleted")
+	}
+	if c := load([]int64{1, 2}, team(1, "a"), team(2, "b")); c.Updated != 1 || c.Deleted != 0 {
+		t.Errorf("undelete %+v", c)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NULL`); n != 2 {
+		t.Error("team 2 not undeleted")
+	}
+	_, err := s.LoadDimension(ctx, "team", nil, nil, nil, 0)
+	var empty *warehouse.EmptyListError
+	if !errors.As(err, &empty) || empty.Live != 2 {
+		t.Errorf("empty list: %v", err)
+	}
+}
+
+func TestRunsAndWatermark(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	if w, err := s.Watermark(ctx); err != nil || !w.IsZero() {
+		t.Fatalf("fresh watermark %v %v", w, err)
+	}
+	id, _ := s.StartRun(ctx, warehouse.KindIncremental, nil, nil, nil)
+	cp := &warehouse.Checkpoint{RunID: id, NextURL: "n"}
+	if _, err := s.LoadUsers(ctx, rows(t, schema.User(), `{"data": [`+user(4, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp); err != nil {
+		t.Fatal(err)
+	}
+	// The run dies: the watermark has not moved, the run is resumable.
+	if w, _ := s.Watermark(ctx); !w.IsZero() {
+		t.Error("watermark moved before the run finished")
+	}
+	r, err := s.UnfinishedRun(ctx, warehouse.KindIncremental)
+	if err != nil || r == nil || r.ID != id || r.NextURL != "n" || r.Progress.Pages != 1 {
+		t.Fatalf("unfinished run %+v %v", r, err)
+	}
+	if err := s.FinishRun(ctx, id, map[string]int{"pages": 1}, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := s.Watermark(ctx)
+	if !w.Equal(time.Date(2024, 1, 4, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("watermark %v", w)
+	}
+	// A later run with older data never moves it back.
+	id2, _ := s.StartRun(ctx, warehouse.KindBackfill, nil, nil, nil)
+	cp2 := &warehouse.Checkpoint{RunID: id2}
+	if _, err := s.LoadUsers(ctx, rows(t, schema.User(), `{"data": [`+user(1, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRun(ctx, id2, nil, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if w2, _ := s.Watermark(ctx); !w2.Equal(w) {
+		t.Errorf("watermark moved back to %v", w2)
+	}
+}
+
+func TestSyncLock(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	l1, err := s.Lock(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lock(ctx, false); !errors.Is(err, warehouse.ErrLocked) {
+		t.Errorf("second lock: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		l, err := s.Lock(ctx, true)
+		if err == nil {
+			l.Release()
+		}
+		done <- err
+	}()
+	l1.Release()
+	if err := <-done; err != nil {
+		t.Errorf("waiting lock: %v", err)
+	}
+}

@@ -1,0 +1,65 @@
+package warehouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrLocked is returned by TryLock when another process holds the sync lock.
+var ErrLocked = errors.New("another sync, backfill or reconcile is running against this schema")
+
+// SyncLock is a held sync lock. Release gives it back.
+type SyncLock struct{ release func() }
+
+// Release releases the lock; safe to call more than once.
+func (l *SyncLock) Release() {
+	if l != nil && l.release != nil {
+		l.release()
+		l.release = nil
+	}
+}
+
+// lockKey is the advisory lock every run against one schema shares: inline
+// `usersync sync`, the worker's jobs, backfills and reconciles.
+func (s *Store) lockKey() string { return "usersync:sync:" + s.schema }
+
+// Lock takes the sync lock, waiting for it when wait is set (polling, so
+// ctx cancels the wait) and returning ErrLocked at once otherwise. The lock
+// is held on a dedicated connection until Release.
+func (s *Store) Lock(ctx context.Context, wait bool) (*SyncLock, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("acquiring a connection for the sync lock: %w", err)
+	}
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, s.lockKey()).Scan(&ok); err != nil {
+			conn.Release()
+			return nil, fmt.Errorf("taking the sync lock: %w", err)
+		}
+		if ok {
+			break
+		}
+		if !wait {
+			conn.Release()
+			return nil, ErrLocked
+		}
+		select {
+		case <-ctx.Done():
+			conn.Release()
+			return nil, fmt.Errorf("waiting for the sync lock: %w", ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return &SyncLock{release: func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, s.lockKey()); err != nil {
+			// The session may be gone; closing the connection releases the lock either way.
+			_ = conn.Conn().Close(ctx)
+		}
+		conn.Release()
+	}}, nil
+}

@@ -1,0 +1,194 @@
+package warehouse
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Run kinds recorded in sync_runs.
+const (
+	KindIncremental = "incremental"
+	KindFull        = "full"
+	KindBackfill    = "backfill"
+	KindReconcile   = "reconcile"
+)
+
+// UsersStream is the sync_state stream of users.
+const UsersStream = "users"
+
+// Run is a row of sync_runs.
+type Run struct {
+	ID           int64
+	Kind         string
+	Status       string
+	StartedAt    time.Time
+	FinishedAt   *time.Time
+	RangeFrom    *time.Time
+	RangeUntil   *time.Time
+	NextURL      string
+	MaxUpdatedAt *time.Time
+	Progress     Progress
+	Error        string
+	JobID        *int64
+}
+
+// StartRun records a new run and returns its id.
+func (s *Store) StartRun(ctx context.Context, kind string, from, until *time.Time, jobID *int64) (int64, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO `+s.q+`.sync_runs (kind, range_from, range_until, job_id)
+		VALUES ($1, $2, $3, $4) RETURNING run_id`, kind, from, until, jobID).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("recording the run: %w", err)
+	}
+	return id, nil
+}
+
+// UnfinishedRun returns the newest run of kind still marked running (its
+// process died: the caller holds the sync lock, so no live process owns it),
+// or nil. Older unfinished runs are marked abandoned.
+func (s *Store) UnfinishedRun(ctx context.Context, kind string) (*Run, error) {
+	rows, err := s.pool.Query(ctx, `SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
+		coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
+		requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id
+		FROM `+s.q+`.sync_runs WHERE kind = $1 AND status = 'running' ORDER BY run_id DESC`, kind)
+	if err != nil {
+		return nil, fmt.Errorf("finding unfinished runs: %w", err)
+	}
+	runs, err := pgx.CollectRows(rows, scanRun)
+	if err != nil {
+		return nil, fmt.Errorf("finding unfinished runs: %w", err)
+	}
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	if len(runs) > 1 {
+		var old []int64
+		for _, r := range runs[1:] {
+			old = append(old, r.ID)
+		}
+		if _, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'abandoned', finished_at = now()
+			WHERE run_id = ANY($1)`, old); err != nil {
+			return nil, fmt.Errorf("abandoning old runs: %w", err)
+		}
+	}
+	return &runs[0], nil
+}
+
+func scanRun(row pgx.CollectableRow) (Run, error) {
+	var r Run
+	var unknown []byte
+	err := row.Scan(&r.ID, &r.Kind, &r.Status, &r.StartedAt, &r.FinishedAt, &r.RangeFrom, &r.RangeUntil,
+		&r.NextURL, &r.MaxUpdatedAt, &r.Progress.Pages, &r.Progress.Fetched, &r.Progress.Inserted,
+		&r.Progress.Updated, &r.Progress.Unchanged, &r.Progress.Quarantined, &r.Progress.Requests,
+		&r.Progress.RateLimited, &r.Progress.Retries, &unknown, &r.Error, &r.JobID)
+	if err != nil {
+		return r, err
+	}
+	if len(unknown) > 0 {
+		if err := json.Unmarshal(unknown, &r.Progress.Unknown); err != nil {
+			return r, fmt.Errorf("decoding unknown_attributes: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// Abandon marks a run abandoned (a resumed or superseded run).
+func (s *Store) Abandon(ctx context.Context, runID int64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'abandoned', finished_at = now() WHERE run_id = $1 AND status = 'running'`, runID)
+	if err != nil {
+		return fmt.Errorf("abandoning run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// FinishRun marks the run succeeded with its summary and, when advance is
+// set and the run committed any updatedAt, moves the users watermark to the
+// greatest updatedAt committed, never backwards. One transaction: the
+// watermark moves only with the run's success.
+func (s *Store) FinishRun(ctx context.Context, runID int64, summary any, canWrite *bool, advance bool) error {
+	sum, err := json.Marshal(summary)
+	if err != nil {
+		return fmt.Errorf("encoding the run summary: %w", err)
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var maxAt *time.Time
+		err := tx.QueryRow(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
+			summary = $2, can_write = $3 WHERE run_id = $1 RETURNING max_updated_at`, runID, sum, canWrite).Scan(&maxAt)
+		if err != nil {
+			return fmt.Errorf("finishing run %d: %w", runID, err)
+		}
+		if !advance || maxAt == nil {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO `+s.q+`.sync_state (stream, watermark, run_id) VALUES ($1, $2, $3)
+			ON CONFLICT (stream) DO UPDATE SET watermark = greatest(sync_state.watermark, EXCLUDED.watermark),
+			run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.watermark IS NULL THEN EXCLUDED.run_id ELSE sync_state.run_id END,
+			updated_at = now()`, UsersStream, *maxAt, runID)
+		if err != nil {
+			return fmt.Errorf("advancing the watermark: %w", err)
+		}
+		return nil
+	})
+}
+
+// FailRun marks the run failed with its error. The checkpoint stays, so the
+// next run resumes from it.
+func (s *Store) FailRun(ctx context.Context, runID int64, runErr error) error {
+	msg := "unknown error"
+	if runErr != nil {
+		msg = runErr.Error()
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'failed', finished_at = now(), error = $2 WHERE run_id = $1`, runID, msg)
+	if err != nil {
+		return fmt.Errorf("recording the failure of run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// FailedRunToResume returns the newest failed run of kind that stopped with a
+// checkpoint and was not followed by a success, or nil: a failed run resumes
+// like a crashed one.
+func (s *Store) FailedRunToResume(ctx context.Context, kind string) (*Run, error) {
+	rows, err := s.pool.Query(ctx, `SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
+		coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
+		requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id
+		FROM `+s.q+`.sync_runs r WHERE kind = $1 AND status = 'failed' AND next_url IS NOT NULL
+		AND NOT EXISTS (SELECT 1 FROM `+s.q+`.sync_runs n WHERE n.kind = r.kind AND n.run_id > r.run_id AND n.status IN ('succeeded', 'running'))
+		ORDER BY run_id DESC LIMIT 1`, kind)
+	if err != nil {
+		return nil, fmt.Errorf("finding a failed run to resume: %w", err)
+	}
+	runs, err := pgx.CollectRows(rows, scanRun)
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	return &runs[0], nil
+}
+
+// Watermark returns the users watermark, or the zero time when none.
+func (s *Store) Watermark(ctx context.Context) (time.Time, error) {
+	var w *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT watermark FROM `+s.q+`.sync_state WHERE stream = $1`, UsersStream).Scan(&w)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && w == nil) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading the watermark: %w", err)
+	}
+	return w.UTC(), nil
+}
+
+// Reopen marks a failed or unfinished run running again (a resumed run keeps
+// its id, counters and checkpoint).
+func (s *Store) Reopen(ctx context.Context, runID int64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'running', finished_at = NULL, error = NULL, heartbeat_at = now() WHERE run_id = $1`, runID)
+	if err != nil {
+		return fmt.Errorf("reopening run %d: %w", runID, err)
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package warehouse
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/usersync/usersync/schema"
+)
+
+// tableSQL holds the statements of one resource table, built once from the
+// catalog for a schema, so the hot path only binds parameters.
+type tableSQL struct {
+	res       schema.Resource
+	table     string   // qualified table name
+	stage     string   // per-connection temp staging table name (unqualified: pg_temp)
+	columns   []string // COPY columns, in order: id, attributes, to-one ids, raw[, content_hash]
+	toOneCols []string
+	hashed    bool // the table has content_hash (users)
+
+	createStage string
+	upsert      string // returns (inserted, updated)
+	currentOne  string // current to-one ids of a set of ids
+	softDelete  string // marks live ids not in $1 deleted (dimensions)
+	liveCount   string
+}
+
+func newTableSQL(schemaName string, res schema.Resource) tableSQL {
+	s := schema.QuoteIdentifier(schemaName)
+	t := tableSQL{res: res, table: s + "." + schema.QuoteIdentifier(res.Table), hashed: res.Type == "user"}
+	t.stage = schema.QuoteIdentifier("usersync_stage_" + schemaName + "_" + res.Table)
+	t.columns = append(t.columns, "id")
+	for _, a := range res.Attributes {
+		t.columns = append(t.columns, a.Column())
+	}
+	for _, rel := range res.ToOne() {
+		t.columns = append(t.columns, rel.Column())
+		t.toOneCols = append(t.toOneCols, rel.Column())
+	}
+	t.columns = append(t.columns, "raw")
+	if t.hashed {
+		t.columns = append(t.columns, "content_hash")
+	}
+	quoted := quoteAll(t.columns)
+	t.createStage = fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`, t.stage, t.table)
+
+	var set []string
+	for _, c := range quoted[1:] {
+		set = append(set, c+" = EXCLUDED."+c)
+	}
+	changed := "t.content_hash <> EXCLUDED.content_hash"
+	if !t.hashed {
+		cmp := []string{"raw"}
+		cmp = append(cmp, t.toOneCols...)
+		changed = fmt.Sprintf("(%s) IS DISTINCT FROM (%s)", prefixAll("t.", quoteAll(cmp)), prefixAll("EXCLUDED.", quoteAll(cmp)))
+	}
+	t.upsert = fmt.Sprintf(`WITH up AS (
+	INSERT INTO %[1]s AS t (%[2]s) SELECT %[2]s FROM %[3]s
+	ON CONFLICT (id) DO UPDATE SET %[4]s, synced_at = now(), deleted_at = NULL
+	WHERE %[5]s OR t.deleted_at IS NOT NULL
+	RETURNING (xmax = 0) AS inserted)
+SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`,
+		t.table, strings.Join(quoted, ", "), t.stage, strings.Join(set, ", "), changed)
+	if len(t.toOneCols) > 0 {
+		t.currentOne = fmt.Sprintf(`SELECT id, %s FROM %s WHERE id = ANY($1::bigint[])`, strings.Join(quoteAll(t.toOneCols), ", "), t.table)
+	}
+	t.softDelete = fmt.Sprintf(`UPDATE %s SET deleted_at = now() WHERE deleted_at IS NULL AND NOT (id = ANY($1::bigint[]))`, t.table)
+	t.liveCount = fmt.Sprintf(`SELECT count(*) FROM %s WHERE deleted_at IS NULL`, t.table)
+	return t
+}
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = schema.QuoteIdentifier(n)
+	}
+	return out
+}
+
+func prefixAll(prefix string, names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return strings.Join(out, ", ")
+}
+
+// userSQL holds the statements specific to users: history and linkage.
+type userSQL struct {
+	closeVersions  string
+	insertVersions string
+	deleteTeams    string
+	insertTeams    string
+	deleteLinks    string
+	insertLinks    string
+	resolveQuarant string
+	checkpoint     string
+}
+
+func newUserSQL(schemaName string, users tableSQL) userSQL {
+	s := schema.QuoteIdentifier(schemaName)
+	versionCols := []string{}
+	for _, c := range users.columns {
+		if c != "id" && c != "content_hash" {
+			versionCols = append(versionCols, schema.QuoteIdentifier(c))
+		}
+	}
+	vc := strings.Join(versionCols, ", ")
+	return userSQL{
+		closeVersions: fmt.Sprintf(`UPDATE %[1]s.user_versions v SET valid_to = now()
+FROM %[2]s st WHERE v.user_id = st.id AND v.valid_to IS NULL AND v.content_hash <> st.content_hash`, s, users.stage),
+		insertVersions: fmt.Sprintf(`INSERT INTO %[1]s.user_versions (user_id, content_hash, %[3]s, valid_from, run_id)
+SELECT st.id, st.content_hash, %[4]s, now(), $1 FROM %[2]s st
+WHERE NOT EXISTS (SELECT 1 FROM %[1]s.user_versions v WHERE v.user_id = st.id AND v.valid_to IS NULL)`,
+			s, users.stage, vc, prefixAll("st.", versionCols)),
+		// The diff deletes use NOT IN over a subquery, which PostgreSQL runs as a
+		// hashed subplan; a correlated NOT EXISTS over unnest() was planned as a
+		// nested loop and grew with the square of the page.
+		deleteTeams: fmt.Sprintf(`DELETE FROM %[1]s.user_teams ut WHERE ut.user_id = ANY($1::bigint[])
+AND (ut.user_id, ut.team_id) NOT IN (SELECT u, t FROM unnest($2::bigint[], $3::bigint[]) AS n(u, t))`, s),
+		insertTeams: fmt.Sprintf(`INSERT INTO %[1]s.user_teams (user_id, team_id)
+SELECT u, t FROM unnest($1::bigint[], $2::bigint[]) AS n(u, t) ON CONFLICT DO NOTHING`, s),
+		deleteLinks: fmt.Sprintf(`DELETE FROM %[1]s.user_relationships ur
+WHERE (ur.user_id, ur.relationship) IN (SELECT u, r FROM unnest($1::bigint[], $2::text[]) AS sent(u, r))
+AND (ur.user_id, ur.relationship, ur.related_type, ur.related_id) NOT IN
+	(SELECT u, r, ty, id FROM unnest($3::bigint[], $4::text[], $5::text[], $6::bigint[]) AS n(u, r, ty, id))`, s),
+		insertLinks: fmt.Sprintf(`INSERT INTO %[1]s.user_relationships (user_id, relationship, related_type, related_id)
+SELECT u, r, ty, id FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) AS n(u, r, ty, id) ON CONFLICT DO NOTHING`, s),
+		resolveQuarant: fmt.Sprintf(`UPDATE %[1]s.quarantine SET resolved_at = now()
+WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id = ANY($2::text[])`, s),
+		checkpoint: fmt.Sprintf(`UPDATE %[1]s.sync_runs SET next_url = $2, max_updated_at = $3, pages = $4, fetched = $5,
+inserted = $6, updated = $7, unchanged = $8, quarantined = $9, requests = $10, rate_limited = $11, retries = $12,
+unknown_attributes = $13, heartbeat_at = now() WHERE run_id = $1`, s),
+	}
+}

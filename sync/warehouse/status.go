@@ -1,0 +1,78 @@
+package warehouse
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Status is what `usersync status` shows of the warehouse.
+type Status struct {
+	Schema      string         `json:"schema"`
+	Watermark   *time.Time     `json:"watermark"`
+	Quarantined int64          `json:"quarantined_unresolved"`
+	Drift       map[string]int `json:"unknown_attributes"`
+	Users       int64          `json:"users_live"`
+	Runs        []RunStatus    `json:"runs"`
+}
+
+// RunStatus is one run as `status` shows it.
+type RunStatus struct {
+	RunID       int64      `json:"run_id"`
+	Kind        string     `json:"kind"`
+	Status      string     `json:"status"`
+	StartedAt   time.Time  `json:"started_at"`
+	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+	Pages       int64      `json:"pages"`
+	Fetched     int64      `json:"fetched"`
+	Inserted    int64      `json:"inserted"`
+	Updated     int64      `json:"updated"`
+	Quarantined int64      `json:"quarantined"`
+	Requests    int64      `json:"requests"`
+	Error       string     `json:"error,omitempty"`
+}
+
+// Status reads the watermark, the last runs, the quarantine and the drift.
+func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
+	st := Status{Schema: s.schema, Drift: map[string]int{}}
+	var err error
+	wm, err := s.Watermark(ctx)
+	if err != nil {
+		return st, err
+	}
+	if !wm.IsZero() {
+		st.Watermark = &wm
+	}
+	var drift []byte
+	err = s.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM `+s.q+`.quarantine WHERE resolved_at IS NULL),
+		(SELECT count(*) FROM `+s.q+`.users WHERE deleted_at IS NULL),
+		(SELECT unknown_attributes FROM `+s.q+`.sync_runs WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1)`).
+		Scan(&st.Quarantined, &st.Users, &drift)
+	if err != nil {
+		return st, fmt.Errorf("reading status: %w", err)
+	}
+	if len(drift) > 0 {
+		if err := json.Unmarshal(drift, &st.Drift); err != nil {
+			return st, fmt.Errorf("decoding drift: %w", err)
+		}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT run_id, kind, status, started_at, finished_at, pages, fetched, inserted,
+		updated, quarantined, requests, coalesce(error, '') FROM `+s.q+`.sync_runs ORDER BY run_id DESC LIMIT $1`, lastRuns)
+	if err != nil {
+		return st, fmt.Errorf("reading runs: %w", err)
+	}
+	st.Runs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (RunStatus, error) {
+		var r RunStatus
+		err := row.Scan(&r.RunID, &r.Kind, &r.Status, &r.StartedAt, &r.FinishedAt, &r.Pages, &r.Fetched,
+			&r.Inserted, &r.Updated, &r.Quarantined, &r.Requests, &r.Error)
+		return r, err
+	})
+	if err != nil {
+		return st, fmt.Errorf("reading runs: %w", err)
+	}
+	return st, nil
+}

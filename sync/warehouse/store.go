@@ -1,0 +1,35 @@
+package warehouse
+
+import (
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/schema"
+)
+
+// Store reads and writes one warehouse schema.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string
+	q      string // the quoted schema name, for statements
+	tables map[string]tableSQL
+	users  userSQL
+}
+
+// NewStore returns a Store for the warehouse in schemaName.
+func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
+	if err := schema.ValidateIdentifier(schemaName); err != nil {
+		return nil, err
+	}
+	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName), tables: map[string]tableSQL{}}
+	for _, r := range schema.Resources() {
+		s.tables[r.Type] = newTableSQL(schemaName, r)
+	}
+	s.users = newUserSQL(schemaName, s.tables["user"])
+	return s, nil
+}
+
+// Schema returns the warehouse schema's name.
+func (s *Store) Schema() string { return s.schema }
+
+// Pool returns the store's pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }

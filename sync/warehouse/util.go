@@ -1,0 +1,19 @@
+package warehouse
+
+import (
+	"bytes"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+type pgconnTag = pgconn.CommandTag
+
+// sanitizeJSON makes a raw resource storable in jsonb: PostgreSQL refuses the
+// escape \u0000, so it becomes the replacement character (the quarantine
+// error says the original held a NUL).
+func sanitizeJSON(raw []byte) []byte {
+	if len(raw) == 0 {
+		return []byte("null")
+	}
+	return bytes.ReplaceAll(raw, []byte(`\u0000`), []byte(`\ufffd`))
+}
