@@ -32,10 +32,8 @@ test: ## go vet and go test (race detector on) against a throwaway PostgreSQL
 	$(GO) test -race -timeout 40m -count=1 $(RACE_PKGS)
 
 .PHONY: demo
-demo: build ## throwaway PostgreSQL, migrate, and show what was created
-	@export DATABASE_URL="$$($(PG) up)"; \
-	echo "== usersync migrate (database $$DATABASE_URL)"; \
-	$(BIN) migrate
+demo: build ## end to end: throwaway PostgreSQL, simulated API, full and incremental sync, example queries
+	@deploy/dev/demo.sh
 
 .PHONY: lint
 lint: ## gofmt, go vet and golangci-lint (installed into .dev/tools on first use)

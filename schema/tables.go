@@ -69,10 +69,11 @@ func itoa(n int) string {
 }
 
 var (
-	rawColumn      = Column{Name: "raw", Type: "jsonb", Meaning: "every attribute exactly as the API sent it, including attributes the catalog does not know yet"}
+	rawColumn      = Column{Name: "raw", Type: "jsonb", Meaning: "the attributes the API sent that the catalog does not know (schema drift), exactly as sent; {} when none. With the typed columns it holds every attribute the API sent"}
 	syncedColumn   = Column{Name: "synced_at", Type: "timestamptz", Meaning: "when usersync last wrote this row"}
 	deletedColumn  = Column{Name: "deleted_at", Type: "timestamptz", Nullable: true, Meaning: "when usersync found the id gone from the API (soft delete); null while the API returns it"}
-	hashColumn     = Column{Name: "content_hash", Type: "bytea", Meaning: "SHA-256 of the typed columns and raw attributes; a new value means a new version"}
+	hashColumn     = Column{Name: "content_hash", Type: "bytea", Meaning: "SHA-256 of the attributes as sent and the to-one relationship ids; a new value means a new version"}
+	linkageColumn  = Column{Name: "linkage_hash", Type: "bytea", Nullable: true, Meaning: "SHA-256 of the to-many linkage last written (user_teams, user_relationships); lets unchanged linkage be skipped"}
 	userIDColumn   = Column{Name: "user_id", Type: "bigint", Meaning: "id of the user"}
 	runIDColumn    = Column{Name: "run_id", Type: "bigint", Nullable: true, Meaning: "the sync run (sync_runs.run_id) that wrote the row"}
 	timestampNNull = "timestamptz"
@@ -84,7 +85,7 @@ var (
 func Tables() []Table {
 	u := User()
 	users := resourceColumns(u, true)
-	users = append(users, rawColumn, hashColumn, syncedColumn, deletedColumn)
+	users = append(users, rawColumn, hashColumn, linkageColumn, syncedColumn, deletedColumn)
 
 	versions := []Column{
 		{Name: "version_id", Type: "bigint", Meaning: "identity of the version row"},

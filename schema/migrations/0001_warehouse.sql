@@ -84,6 +84,7 @@ CREATE TABLE {{schema}}.users (
     mailbox_id                               bigint,
     raw                                      jsonb NOT NULL,
     content_hash                             bytea NOT NULL,
+    linkage_hash                             bytea,
     synced_at                                timestamptz NOT NULL DEFAULT now(),
     deleted_at                               timestamptz
 );
@@ -171,7 +172,7 @@ CREATE TABLE {{schema}}.user_versions (
     updater_id                               bigint,
     mailbox_id                               bigint,
     raw                                      jsonb NOT NULL,
-    valid_from                               timestamptz NOT NULL,
+    valid_from                               timestamptz NOT NULL DEFAULT now(),
     valid_to                                 timestamptz,
     run_id                                   bigint
 );

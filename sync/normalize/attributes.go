@@ -44,19 +44,23 @@ type Typed struct {
 	// for COPY: int64, bool, string, time.Time, []byte (JSON, for jsonb), or
 	// nil for null and for attributes the API did not send.
 	Values []any
-	// Unknown lists the attributes the catalog does not know (schema drift);
-	// they stay in the raw JSON.
+	// Unknown lists the attributes the catalog does not know (schema drift).
 	Unknown []string
+	// Rest is a JSON object of the attributes the catalog does not know,
+	// exactly as sent ({} when none): with the typed values it holds every
+	// attribute the API sent.
+	Rest []byte
 }
 
 // Type types raw, a JSON attributes object (or null/absent: all values nil).
 // It returns a *FieldError for the first value of the wrong JSON type.
 func (a *Attributes) Type(raw []byte) (Typed, error) {
-	t := Typed{Values: make([]any, len(a.res.Attributes))}
+	t := Typed{Values: make([]any, len(a.res.Attributes)), Rest: []byte("{}")}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return t, nil
 	}
+	t.Rest = nil
 	if raw[0] != '{' {
 		return t, &FieldError{Field: "attributes", Reason: "expected an object"}
 	}
@@ -68,6 +72,12 @@ func (a *Attributes) Type(raw []byte) (Typed, error) {
 		i, ok := a.index[key.Str]
 		if !ok {
 			t.Unknown = append(t.Unknown, key.Str)
+			if len(t.Rest) == 0 {
+				t.Rest = append(t.Rest, '{')
+			} else {
+				t.Rest = append(t.Rest, ',')
+			}
+			t.Rest = append(append(append(t.Rest, key.Raw...), ':'), value.Raw...)
 			return true
 		}
 		attr := a.res.Attributes[i]
@@ -79,6 +89,11 @@ func (a *Attributes) Type(raw []byte) (Typed, error) {
 		t.Values[i] = v
 		return true
 	})
+	if len(t.Rest) == 0 {
+		t.Rest = []byte("{}")
+	} else {
+		t.Rest = append(t.Rest, '}')
+	}
 	return t, ferr
 }
 

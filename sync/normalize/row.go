@@ -3,6 +3,7 @@ package normalize
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"slices"
 	"sort"
 	"time"
 
@@ -38,8 +39,10 @@ type Row struct {
 	Teams     []int64  // team ids, when TeamsSent
 	LinksSent []string // relationships (other than teams and catalog to-ones) whose linkage was sent
 	Links     []Link   // their elements
-	Raw       []byte   // the attributes object as sent ({} when absent)
+	Raw       []byte   // the attributes the catalog does not know, as sent ({} when none)
 	UpdatedAt time.Time
+
+	attrs []byte // the attributes object as sent, for the hash
 }
 
 // Normalizer maps resources of one catalog type to rows.
@@ -83,11 +86,8 @@ func (n *Normalizer) Row(r jsonapi.Resource) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	row := Row{ID: int64(r.ID), Values: typed.Values, Unknown: typed.Unknown, Raw: r.Attributes,
-		ToOne: make([]ToOne, len(n.toOne))}
-	if len(row.Raw) == 0 || string(row.Raw) == "null" {
-		row.Raw = []byte("{}")
-	}
+	row := Row{ID: int64(r.ID), Values: typed.Values, Unknown: typed.Unknown, Raw: typed.Rest,
+		attrs: r.Attributes, ToOne: make([]ToOne, len(n.toOne))}
 	if n.updated >= 0 {
 		if t, ok := row.Values[n.updated].(time.Time); ok {
 			row.UpdatedAt = t
@@ -141,11 +141,11 @@ func (n *Normalizer) relationship(row *Row, name string, rel jsonapi.Relationshi
 	return nil
 }
 
-// Hash is the content hash of a row: the raw attributes as sent and the
+// Hash is the content hash of a row: the attributes object as sent and the
 // to-one ids. Two rows with the same hash are the same version.
 func (r *Row) Hash() []byte {
 	h := sha256.New()
-	h.Write(r.Raw)
+	h.Write(r.attrs)
 	var b [9]byte
 	for _, t := range r.ToOne {
 		b[0] = 0
@@ -153,6 +153,37 @@ func (r *Row) Hash() []byte {
 			b[0] = 1
 		}
 		binary.BigEndian.PutUint64(b[1:], uint64(t.ID))
+		h.Write(b[:])
+	}
+	return h.Sum(nil)
+}
+
+// LinkageHash is the hash of the to-many linkage the row carries: teams
+// (whether sent, and the set), and every other relationship sent with its
+// elements. The warehouse skips the linkage of users whose hash it already
+// holds.
+func (r *Row) LinkageHash() []byte {
+	h := sha256.New()
+	var b [8]byte
+	if r.TeamsSent {
+		teams := append([]int64(nil), r.Teams...)
+		slices.Sort(teams)
+		h.Write([]byte("teams"))
+		for _, t := range teams {
+			binary.BigEndian.PutUint64(b[:], uint64(t))
+			h.Write(b[:])
+		}
+	}
+	for _, name := range r.LinksSent {
+		h.Write([]byte{0})
+		h.Write([]byte(name))
+	}
+	for _, l := range r.Links {
+		h.Write([]byte{1})
+		h.Write([]byte(l.Relationship))
+		h.Write([]byte{0})
+		h.Write([]byte(l.Type))
+		binary.BigEndian.PutUint64(b[:], uint64(l.ID))
 		h.Write(b[:])
 	}
 	return h.Sum(nil)

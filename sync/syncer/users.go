@@ -67,13 +67,18 @@ func (r *run) walk(ctx context.Context, pages *jsonapi.Pages) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the prefetch goroutine on an early return
 	r.startPages = r.cp.Progress.Pages
+	waitStart := time.Now()
 	for res := range jsonapi.Prefetch(ctx, pages, r.s.cfg.Prefetch) {
 		if res.Err != nil {
 			return res.Err // the client names the page and request
 		}
+		wait := time.Since(waitStart)
 		if err := r.loadPage(ctx, res.Page); err != nil {
 			return err
 		}
+		r.s.cfg.Logger.DebugContext(ctx, "page committed", "run_id", r.runID, "page", r.cp.Progress.Pages,
+			"rows", len(res.Page.Data), "fetch_wait_ms", wait.Milliseconds(), "write_ms", time.Since(waitStart.Add(wait)).Milliseconds())
+		waitStart = time.Now()
 	}
 	return ctx.Err()
 }

@@ -27,14 +27,19 @@ func (s *Store) ReplaceTeamMembers(ctx context.Context, team int64, members []in
 		members = []int64{}
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM `+s.q+`.user_teams WHERE team_id = $1 AND NOT (user_id = ANY($2::bigint[]))`, team, members)
-		if err != nil {
-			return err
-		}
-		removed = tag.RowsAffected()
-		tag, err = tx.Exec(ctx, `INSERT INTO `+s.q+`.user_teams (user_id, team_id) SELECT u, $1 FROM unnest($2::bigint[]) AS u ON CONFLICT DO NOTHING`, team, members)
-		added = tag.RowsAffected()
-		return err
+		// Users whose membership changes here lose their linkage hash, so the
+		// next page that carries their teams diffs them again.
+		row := tx.QueryRow(ctx, `WITH gone AS (
+			DELETE FROM `+s.q+`.user_teams WHERE team_id = $1 AND NOT (user_id = ANY($2::bigint[])) RETURNING user_id
+		), added AS (
+			INSERT INTO `+s.q+`.user_teams (user_id, team_id) SELECT u, $1 FROM unnest($2::bigint[]) AS u
+			ON CONFLICT DO NOTHING RETURNING user_id
+		), touched AS (
+			UPDATE `+s.q+`.users SET linkage_hash = NULL
+			WHERE id IN (SELECT user_id FROM gone UNION SELECT user_id FROM added) AND linkage_hash IS NOT NULL
+		)
+		SELECT (SELECT count(*) FROM added), (SELECT count(*) FROM gone)`, team, members)
+		return row.Scan(&added, &removed)
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("replacing members of team %d: %w", team, err)

@@ -19,6 +19,7 @@ type tableSQL struct {
 
 	createStage string
 	upsert      string // returns (inserted, updated)
+	current     string // users only: (id, content_hash, linkage_hash, deleted) of a set of ids
 	currentOne  string // current to-one ids of a set of ids
 	softDelete  string // marks live ids not in $1 deleted (dimensions)
 	liveCount   string
@@ -38,7 +39,7 @@ func newTableSQL(schemaName string, res schema.Resource) tableSQL {
 	}
 	t.columns = append(t.columns, "raw")
 	if t.hashed {
-		t.columns = append(t.columns, "content_hash")
+		t.columns = append(t.columns, "content_hash", "linkage_hash")
 	}
 	quoted := quoteAll(t.columns)
 	t.createStage = fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`, t.stage, t.table)
@@ -47,7 +48,7 @@ func newTableSQL(schemaName string, res schema.Resource) tableSQL {
 	for _, c := range quoted[1:] {
 		set = append(set, c+" = EXCLUDED."+c)
 	}
-	changed := "t.content_hash <> EXCLUDED.content_hash"
+	changed := "t.content_hash <> EXCLUDED.content_hash OR t.linkage_hash IS DISTINCT FROM EXCLUDED.linkage_hash"
 	if !t.hashed {
 		cmp := []string{"raw"}
 		cmp = append(cmp, t.toOneCols...)
@@ -60,6 +61,9 @@ func newTableSQL(schemaName string, res schema.Resource) tableSQL {
 	RETURNING (xmax = 0) AS inserted)
 SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`,
 		t.table, strings.Join(quoted, ", "), t.stage, strings.Join(set, ", "), changed)
+	if t.hashed {
+		t.current = fmt.Sprintf(`SELECT id, content_hash, linkage_hash, deleted_at IS NOT NULL FROM %s WHERE id = ANY($1::bigint[])`, t.table)
+	}
 	if len(t.toOneCols) > 0 {
 		t.currentOne = fmt.Sprintf(`SELECT id, %s FROM %s WHERE id = ANY($1::bigint[])`, strings.Join(quoteAll(t.toOneCols), ", "), t.table)
 	}
@@ -86,6 +90,7 @@ func prefixAll(prefix string, names []string) string {
 
 // userSQL holds the statements specific to users: history and linkage.
 type userSQL struct {
+	firstVersions  string // first versions of new users, from their rows
 	closeVersions  string
 	insertVersions string
 	deleteTeams    string
@@ -100,12 +105,15 @@ func newUserSQL(schemaName string, users tableSQL) userSQL {
 	s := schema.QuoteIdentifier(schemaName)
 	versionCols := []string{}
 	for _, c := range users.columns {
-		if c != "id" && c != "content_hash" {
+		if c != "id" && c != "content_hash" && c != "linkage_hash" {
 			versionCols = append(versionCols, schema.QuoteIdentifier(c))
 		}
 	}
 	vc := strings.Join(versionCols, ", ")
 	return userSQL{
+		firstVersions: fmt.Sprintf(`INSERT INTO %[1]s.user_versions (user_id, content_hash, %[3]s, valid_from, run_id)
+SELECT u.id, u.content_hash, %[4]s, now(), $1 FROM %[2]s u WHERE u.id = ANY($2::bigint[])`,
+			s, users.table, vc, prefixAll("u.", versionCols)),
 		closeVersions: fmt.Sprintf(`UPDATE %[1]s.user_versions v SET valid_to = now()
 FROM %[2]s st WHERE v.user_id = st.id AND v.valid_to IS NULL AND v.content_hash <> st.content_hash`, s, users.stage),
 		insertVersions: fmt.Sprintf(`INSERT INTO %[1]s.user_versions (user_id, content_hash, %[3]s, valid_from, run_id)

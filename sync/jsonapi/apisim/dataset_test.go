@@ -265,4 +265,18 @@ func TestSingleResource(t *testing.T) {
 	if !strings.Contains(string(e.getDoc("/api/v2/users/1", 200).Data), `"type":"user"`) {
 		t.Error("no type in single resource")
 	}
+	// A body of the wrong media type gets 415, whose error says "details".
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/v2/users", strings.NewReader(`{"data":{}}`))
+	req.Header.Set("Authorization", "Bearer x")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var d415 doc
+	if err := json.NewDecoder(resp.Body).Decode(&d415); err != nil || resp.StatusCode != http.StatusUnsupportedMediaType ||
+		d415.Errors[0].ID != "unsupportedMediaType" || d415.Errors[0].Details == "" || d415.Errors[0].Detail != "" {
+		t.Errorf("415: %d %+v %v", resp.StatusCode, d415.Errors, err)
+	}
 }

@@ -63,7 +63,8 @@
 //   - WrongTypeRate: a fraction of users with one wrong-typed member.
 //   - DenyWrite: meta.canWrite false.
 //   - Churn: mutate every K requests (update, create, delete).
-//   - Options.IdenticalTimestamps: hundreds of users sharing one updatedAt.
+//   - Options.IdenticalTimestamps: hundreds of users sharing one updatedAt
+//     (at runtime, UpdateUsers(n) gives n users one shared updatedAt).
 //
 // # Ground truth, mutations and counters
 //
@@ -72,6 +73,18 @@
 // raw JSON), change it with UpdateUsers, CreateUsers, DeleteUser,
 // DeleteTeam, DeleteRole, DeleteProfile and their Restore counterparts, and
 // read what was served with Stats. Everything is safe for concurrent use.
+// Deletes and restores leave updatedAt alone (theirs and their users'), so
+// only a full reconcile notices them.
+//
+// # Performance
+//
+// Responses are encoded by hand into pooled append buffers, users sorted by
+// id or updatedAt are found through the id space or a sorted (updatedAt, id)
+// index with binary search, and pages of 1000 users are rendered in parallel
+// chunks. BenchmarkServeUsersPages measures pages/s and users/s through a
+// real httptest server:
+//
+//	go test -run='^$' -bench=ServeUsersPages -benchtime=3x ./sync/jsonapi/apisim/
 //
 //	sim := apisim.New(apisim.Options{Seed: 1, Users: 500})
 //	srv := httptest.NewServer(sim)

@@ -81,6 +81,9 @@ type userCtx struct {
 	id   uint32
 	st   userState
 	base uint64
+	// first and last cache the name draws (index+1; 0 = not drawn yet):
+	// email, username and name all derive from them.
+	first, last int
 }
 
 func (s *Server) userCtx(id uint32, st *userState) userCtx {
@@ -133,13 +136,19 @@ func (s *Server) attrRNG(u *userCtx, i int) (rng, bool) {
 }
 
 func (s *Server) firstName(u *userCtx) text {
-	r, _ := s.attrRNG(u, s.ix.firstName)
-	return s.pools.firstNames[r.intn(len(s.pools.firstNames))]
+	if u.first == 0 {
+		r, _ := s.attrRNG(u, s.ix.firstName)
+		u.first = 1 + r.intn(len(s.pools.firstNames))
+	}
+	return s.pools.firstNames[u.first-1]
 }
 
 func (s *Server) lastName(u *userCtx) text {
-	r, _ := s.attrRNG(u, s.ix.lastName)
-	return s.pools.lastNames[r.intn(len(s.pools.lastNames))]
+	if u.last == 0 {
+		r, _ := s.attrRNG(u, s.ix.lastName)
+		u.last = 1 + r.intn(len(s.pools.lastNames))
+	}
+	return s.pools.lastNames[u.last-1]
 }
 
 // appendEmail appends the (ASCII, escape-free) email of u.
@@ -267,7 +276,9 @@ func (a *userAttr) choose(h uint64) int {
 	return int(uint64(uint32(h)) * uint64(len(a.choices)) >> 32)
 }
 
-// customizeAttr sets the realistic rule of each known attribute.
+// customizeAttr sets the realistic rule of each known attribute. It is one
+// long switch on purpose: every attribute's null rate, stability and value
+// rule reads in one place, next to its neighbours.
 func (s *Server) customizeAttr(ua *userAttr, a schema.Attribute) {
 	p := s.pools
 	stable := func(nullP float64) { ua.stable, ua.nullP = true, nullP }

@@ -110,7 +110,7 @@ func (s *Server) setUserDeleted(id int64, deleted bool) error {
 	defer s.mu.Unlock()
 	uid, err := s.userID(id)
 	if err != nil {
-		return fmt.Errorf("changing user: %w", err)
+		return fmt.Errorf("%s: %w", deletionVerb(deleted), err)
 	}
 	s.data.user(uid).deleted = deleted
 	s.log.Debug("apisim user deletion changed", "user_id", id, "deleted", deleted)
@@ -162,7 +162,7 @@ func (s *Server) setSmallDeleted(kind resKind, id int64, deleted bool) error {
 	defer s.mu.Unlock()
 	rec, err := s.smallByID(kind, id)
 	if err != nil {
-		return fmt.Errorf("changing deletion: %w", err)
+		return fmt.Errorf("%s: %w", deletionVerb(deleted), err)
 	}
 	rec.deleted = deleted
 	s.log.Debug("apisim deletion changed", "type", s.types[kind].name, "id", id, "deleted", deleted)
@@ -181,6 +181,13 @@ func (s *Server) updateSmall(kind resKind, id int64) error {
 	rec.updatedAt = max(now, rec.updatedAt+1)
 	s.encodeSmall(kind, rec)
 	return nil
+}
+
+func deletionVerb(deleted bool) string {
+	if deleted {
+		return "deleting"
+	}
+	return "restoring"
 }
 
 // churn runs one round of the Churn knob.

@@ -52,6 +52,7 @@ type pools struct {
 	maxCustomLen, maxVoicemailLen   int // rune counts, from the schema
 }
 
+// newPools builds the value lists. It is long because it is data.
 func newPools(maxCustomLen, maxVoicemailLen int) *pools {
 	p := &pools{maxCustomLen: maxCustomLen, maxVoicemailLen: maxVoicemailLen}
 	p.firstNames = names(
@@ -78,7 +79,7 @@ func newPools(maxCustomLen, maxVoicemailLen int) *pools {
 		"VP, Sales & Marketing", "Directeur général", "Vertriebsleiter", "销售经理",
 		`Head of "Growth"`, "Account Executive <EMEA>", "Customer Success Manager",
 		"Solutions Engineer 🚀", "Team Lead — Nord", "Chief Revenue Officer",
-		"Sales Ops\nPart-time", "Responsable des ventes", "Representante de ventas",
+		"Sales Ops\nPart-time", "Chargée de clientèle", "Representante de ventas",
 	)
 	p.jobRoles = texts("SDR", "BDR", "AE", "Sales Manager", "CSM", "Sales Engineer", "RevOps", "Directeur commercial")
 	p.customs = texts(

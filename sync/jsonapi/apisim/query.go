@@ -132,7 +132,8 @@ func (q *query) filteredOrSorted() bool { return len(q.conds) > 0 || q.sortGiven
 
 // parseQuery parses and validates the query string of a request on type t.
 // collection is false for GET /{type}/{id}, where only include, fields and
-// the meta flags apply.
+// the meta flags apply. It is one loop over the parameters with a case per
+// family, so the accepted parameters read as a table.
 func (s *Server) parseQuery(t *typeDef, values url.Values, k *Knobs, collection bool) (*query, *apiError) {
 	q := &query{t: t, size: DefaultPageSize, sortParam: "id"}
 	for i := range q.fields {

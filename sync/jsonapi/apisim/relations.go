@@ -4,7 +4,8 @@ package apisim
 // state (and hide deleted targets); the others are drawn from
 // (seed, id, version) like attributes.
 
-// userRelGen returns the generator of the user relationship name.
+// userRelGen returns the generator of the user relationship name. One switch
+// holds every relationship's rule, like customizeAttr for attributes.
 func (s *Server) userRelGen(name string) func(dst []uint32, u *userCtx) []uint32 {
 	draw := func(salt uint64, u *userCtx, period uint32) rng {
 		v := uint64(0)

@@ -306,7 +306,9 @@ func (sel *selector) fastPage(wantCount bool) pageResult {
 }
 
 // walk calls fn for each matching user in sort order after the cursor
-// (afterKeys nil: from the start) until fn returns false.
+// (afterKeys nil: from the start) until fn returns false. Its four cases
+// (id or updatedAt, ascending or descending) share the cursor logic, which
+// is why they stay in one function.
 func (sel *selector) walk(afterKeys []key, afterID uint32, fn func(id uint32) bool) {
 	d := &sel.s.data
 	sk := sel.q.sorts[0]

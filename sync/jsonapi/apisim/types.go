@@ -41,6 +41,7 @@ type relDef struct {
 	target     resKind                                 // the served type, or kindNone (include refused)
 	rendered   bool                                    // false for filter-only relationships (teams' users)
 	key        string                                  // `"name":`
+	dataKey    string                                  // `"name":{"data":`
 	ident      string                                  // `{"type":"relType","id":`
 	gen        func(dst []uint32, u *userCtx) []uint32 // users only
 }
@@ -101,7 +102,7 @@ func newRel(r schema.Relationship) relDef {
 	return relDef{
 		name: r.Name, relType: r.RelatedType, toMany: r.ToMany, filterable: r.Filterable,
 		target: kindOfType(r.RelatedType), rendered: true,
-		key: `"` + r.Name + `":`, ident: `{"type":"` + r.RelatedType + `","id":`,
+		key: `"` + r.Name + `":`, dataKey: `"` + r.Name + `":{"data":`, ident: `{"type":"` + r.RelatedType + `","id":`,
 	}
 }
 

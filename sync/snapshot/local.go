@@ -1,0 +1,245 @@
+package snapshot
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Local is a Destination in a local folder. Each object is written to a
+// temporary file next to its final name (".part-00000.parquet.tmp-<random>"),
+// flushed, fsynced, closed and renamed into place, and the folder is fsynced,
+// so a crash or a full disk never leaves a partial file under a final name.
+type Local struct {
+	root string // absolute
+}
+
+var _ Destination = (*Local)(nil)
+
+// localBufferSize is the write buffer in front of each file. It also keeps
+// the *os.File out of reach of pqarrow, whose Close would close the file
+// before it can be fsynced.
+const localBufferSize = 1 << 20
+
+// tempMarker separates a final name from the random suffix of its temporary
+// file.
+const tempMarker = ".tmp-"
+
+// NewLocal returns a Destination rooted at dir, creating dir if needed.
+func NewLocal(dir string) (*Local, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolving snapshot folder %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("creating snapshot folder: %w", err)
+	}
+	return &Local{root: abs}, nil
+}
+
+// String returns the folder's absolute path.
+func (l *Local) String() string { return l.root }
+
+// Create opens a temporary file in name's folder, creating folders as needed.
+func (l *Local) Create(_ context.Context, name string) (Object, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	dir, base := filepath.Split(filepath.Join(l.root, filepath.FromSlash(name)))
+	if err := l.mkdirAll(dir); err != nil {
+		return nil, err
+	}
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, fmt.Errorf("drawing a temporary name: %w", err)
+	}
+	tmp := filepath.Join(dir, "."+base+tempMarker+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", tmp, err)
+	}
+	return &localObject{f: f, buf: bufio.NewWriterSize(f, localBufferSize), tmp: tmp, final: filepath.Join(dir, base)}, nil
+}
+
+// mkdirAll creates dir and its missing parents under the root, fsyncing each
+// parent of a created folder so the new folder survives a crash.
+func (l *Local) mkdirAll(dir string) error {
+	rel, err := filepath.Rel(l.root, filepath.Clean(dir))
+	if err != nil {
+		return fmt.Errorf("locating %s: %w", dir, err)
+	}
+	cur := l.root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		if part == "." || part == "" {
+			continue
+		}
+		next := filepath.Join(cur, part)
+		err := os.Mkdir(next, 0o755)
+		switch {
+		case err == nil:
+			if err := syncDir(cur); err != nil {
+				return err
+			}
+		case !errors.Is(err, fs.ErrExist):
+			return fmt.Errorf("creating folder: %w", err)
+		}
+		cur = next
+	}
+	return nil
+}
+
+// Open opens a committed file.
+func (l *Local) Open(_ context.Context, name string) (io.ReadCloser, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(filepath.Join(l.root, filepath.FromSlash(name)))
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", name, err)
+	}
+	return f, nil
+}
+
+// List walks the folder under prefix. Temporary files are reported with
+// Partial set. A prefix ending in "/" lists that folder; otherwise entries
+// are matched by name prefix.
+func (l *Local) List(ctx context.Context, prefix string) ([]Entry, error) {
+	start := l.root
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		start = filepath.Join(l.root, filepath.FromSlash(prefix[:i]))
+	}
+	var out []Entry
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(l.root, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		if !strings.HasPrefix(name, prefix) {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		base := d.Name()
+		partial := strings.HasPrefix(base, ".") && strings.Contains(base, tempMarker)
+		out = append(out, Entry{Name: name, Size: info.Size(), Partial: partial})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", l.root, err)
+	}
+	return out, nil
+}
+
+// Remove deletes a file, fsyncs its folder, and removes the folders it
+// leaves empty up to the root.
+func (l *Local) Remove(_ context.Context, e Entry) error {
+	if err := checkName(e.Name); err != nil {
+		return err
+	}
+	p := filepath.Join(l.root, filepath.FromSlash(e.Name))
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", e.Name, err)
+	}
+	dir := filepath.Dir(p)
+	if err := syncDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for dir != l.root && strings.HasPrefix(dir, l.root) {
+		if os.Remove(dir) != nil { // not empty (or gone): stop climbing
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	return nil
+}
+
+// localObject is a file being written under a temporary name.
+type localObject struct {
+	f     *os.File
+	buf   *bufio.Writer
+	tmp   string
+	final string
+	done  bool
+}
+
+func (o *localObject) Write(p []byte) (int, error) { return o.buf.Write(p) }
+
+// Commit flushes, fsyncs and closes the temporary file, renames it to its
+// final name and fsyncs the folder.
+func (o *localObject) Commit(_ context.Context) error {
+	if o.done {
+		return errors.New("object already committed or aborted")
+	}
+	o.done = true
+	err := o.buf.Flush()
+	if err == nil {
+		err = o.f.Sync()
+	}
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(o.tmp, o.final)
+	}
+	if err != nil {
+		_ = os.Remove(o.tmp) // best effort: a leftover is cleaned up by the next Write
+		return fmt.Errorf("committing %s: %w", o.final, err)
+	}
+	return syncDir(filepath.Dir(o.final))
+}
+
+// Abort closes and removes the temporary file.
+func (o *localObject) Abort(_ context.Context) error {
+	if o.done {
+		return nil
+	}
+	o.done = true
+	_ = o.f.Close() // the file is being discarded; its close error does not matter
+	if err := os.Remove(o.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", o.tmp, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a folder so that entries created, renamed or removed in it
+// are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("opening folder %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("syncing folder %s: %w", dir, err)
+	}
+	return nil
+}

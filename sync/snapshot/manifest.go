@@ -1,0 +1,141 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+)
+
+// ManifestFormat is the version of the manifest's JSON layout.
+const ManifestFormat = 1
+
+// Manifest describes one complete snapshot. It is stored as
+// _manifests/<id>.json and written last: a snapshot without a manifest is
+// incomplete and readers ignore it.
+type Manifest struct {
+	Format         int             `json:"format"`          // ManifestFormat
+	ID             string          `json:"id"`              // e.g. 20261122T101500Z
+	Schema         string          `json:"schema"`          // the warehouse schema that was read
+	CatalogVersion int             `json:"catalog_version"` // schema.Version of the writer
+	Watermark      *time.Time      `json:"watermark"`       // the users stream's watermark; null if none yet
+	StartedAt      time.Time       `json:"started_at"`
+	FinishedAt     time.Time       `json:"finished_at"`
+	Compression    Compression     `json:"compression"`
+	Tables         []TableManifest `json:"tables"`
+}
+
+// TableManifest is one table of a snapshot.
+type TableManifest struct {
+	Name  string         `json:"name"`
+	Rows  int64          `json:"rows"`
+	Bytes int64          `json:"bytes"`
+	Files []FileManifest `json:"files"`
+}
+
+// FileManifest is one Parquet file of a table.
+type FileManifest struct {
+	Path  string `json:"path"` // relative to the destination's root
+	Rows  int64  `json:"rows"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Table returns the named table of the snapshot.
+func (m Manifest) Table(name string) (TableManifest, bool) {
+	for _, t := range m.Tables {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return TableManifest{}, false
+}
+
+// Rows is the number of rows of every table together.
+func (m Manifest) Rows() int64 {
+	var n int64
+	for _, t := range m.Tables {
+		n += t.Rows
+	}
+	return n
+}
+
+// Manifests returns the ids of the complete snapshots at dest, oldest first.
+func Manifests(ctx context.Context, dest Destination) ([]string, error) {
+	entries, err := dest.List(ctx, manifestDir+"/")
+	if err != nil {
+		return nil, err
+	}
+	return completeIDs(entries), nil
+}
+
+// completeIDs returns the ids of the committed manifests among entries,
+// oldest first.
+func completeIDs(entries []Entry) []string {
+	var ids []string
+	for _, e := range entries {
+		if id, manifest, ok := entryID(e.Name); ok && manifest && !e.Partial && e.Name == manifestName(id) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Latest returns the manifest of the newest complete snapshot at dest, or
+// ErrNoSnapshot.
+func Latest(ctx context.Context, dest Destination) (Manifest, error) {
+	ids, err := Manifests(ctx, dest)
+	if err != nil {
+		return Manifest{}, err
+	}
+	if len(ids) == 0 {
+		return Manifest{}, ErrNoSnapshot
+	}
+	return ReadManifest(ctx, dest, ids[len(ids)-1])
+}
+
+// ReadManifest reads the manifest of snapshot id.
+func ReadManifest(ctx context.Context, dest Destination, id string) (Manifest, error) {
+	if !validID(id) {
+		return Manifest{}, fmt.Errorf("invalid snapshot id %q", id)
+	}
+	r, err := dest.Open(ctx, manifestName(id))
+	if err != nil {
+		return Manifest{}, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("reading manifest %s: %w", id, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Manifest{}, fmt.Errorf("decoding manifest %s: %w", id, err)
+	}
+	if m.Format != ManifestFormat {
+		return Manifest{}, fmt.Errorf("manifest %s has format %d; this build reads format %d", id, m.Format, ManifestFormat)
+	}
+	return m, nil
+}
+
+// writeManifest stores m, which publishes the snapshot.
+func writeManifest(ctx context.Context, dest Destination, m Manifest) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding manifest: %w", err)
+	}
+	obj, err := dest.Create(ctx, manifestName(m.ID))
+	if err != nil {
+		return fmt.Errorf("creating manifest: %w", err)
+	}
+	if _, err := obj.Write(append(data, '\n')); err != nil {
+		_ = obj.Abort(ctx) // the write error is the one worth reporting
+		return fmt.Errorf("writing manifest: %w", err)
+	}
+	if err := obj.Commit(ctx); err != nil {
+		return fmt.Errorf("committing manifest: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package snapshot
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/flight"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow/go/v15/parquet"
+	"github.com/apache/arrow/go/v15/parquet/compress"
+	"github.com/apache/arrow/go/v15/parquet/file"
+	"github.com/apache/arrow/go/v15/parquet/metadata"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+	pqschema "github.com/apache/arrow/go/v15/parquet/schema"
+)
+
+// parquetBufferSize is the write buffer between the Parquet writer, which
+// writes page headers and pages in many small pieces, and the destination.
+const parquetBufferSize = 1 << 20
+
+// fileFormat is what every file of one table shares: the Arrow schema (with
+// the snapshot's metadata), the Parquet writer properties and schema.
+type fileFormat struct {
+	arrow    *arrow.Schema
+	props    *parquet.WriterProperties
+	arrProps pqarrow.ArrowWriterProperties
+	root     *pqschema.GroupNode
+	kv       metadata.KeyValueMetadata
+}
+
+// newFileFormat derives the Parquet layout of sch. dict says, per field,
+// whether the column is dictionary encoded.
+func newFileFormat(sch *arrow.Schema, opts Options, dict []bool, mem memory.Allocator) (*fileFormat, error) {
+	wp := []parquet.WriterProperty{
+		parquet.WithAllocator(mem),
+		parquet.WithCreatedBy("usersync"),
+		parquet.WithDataPageSize(int64(opts.PageBytes)),
+		parquet.WithMaxRowGroupLength(math.MaxInt64), // row groups are cut by the writer
+		parquet.WithDictionaryDefault(false),
+	}
+	switch opts.Compression {
+	case CompressionZstd:
+		wp = append(wp, parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(opts.CompressionLevel))
+	case CompressionSnappy:
+		wp = append(wp, parquet.WithCompression(compress.Codecs.Snappy))
+	default:
+		wp = append(wp, parquet.WithCompression(compress.Codecs.Uncompressed))
+	}
+	for i, f := range sch.Fields() {
+		if dict[i] {
+			wp = append(wp, parquet.WithDictionaryFor(f.Name, true))
+		}
+	}
+	props := parquet.NewWriterProperties(wp...)
+	arrProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem))
+	ps, err := pqarrow.ToParquet(sch, props, arrProps)
+	if err != nil {
+		return nil, fmt.Errorf("deriving the Parquet schema: %w", err)
+	}
+	if ps.NumColumns() != sch.NumFields() {
+		// Every catalog type maps to exactly one leaf column; the encoder relies on it.
+		return nil, fmt.Errorf("the Parquet schema has %d leaf columns for %d fields", ps.NumColumns(), sch.NumFields())
+	}
+	md := sch.Metadata()
+	kv := make(metadata.KeyValueMetadata, 0, md.Len()+1)
+	for i, k := range md.Keys() {
+		if err := kv.Append(k, md.Values()[i]); err != nil {
+			return nil, err
+		}
+	}
+	// What pqarrow.WithStoreSchema writes: the Arrow schema, so that readers
+	// get timestamp[us, tz=UTC] and the field metadata back.
+	if err := kv.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(sch, mem))); err != nil {
+		return nil, err
+	}
+	return &fileFormat{arrow: sch, props: props, arrProps: arrProps, root: ps.Root(), kv: kv}, nil
+}
+
+// parquetFile is one Parquet file being written to a destination object:
+// buffered row groups of up to rowGroupRows rows whose columns are encoded by
+// the encoder's workers in parallel.
+type parquetFile struct {
+	name         string
+	obj          Object
+	count        *countingWriter
+	buf          *bufio.Writer
+	fw           *file.Writer
+	rg           file.BufferedRowGroupWriter
+	rgRows       int64
+	rows         int64
+	rowGroupRows int64
+	enc          *columnEncoder
+}
+
+// createParquetFile starts a Parquet file at name.
+func createParquetFile(ctx context.Context, dest Destination, name string, f *fileFormat, enc *columnEncoder, rowGroupRows int) (*parquetFile, error) {
+	obj, err := dest.Create(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", name, err)
+	}
+	count := &countingWriter{w: obj}
+	// bufio.Writer is not an io.Closer, so file.Writer.Close leaves the object open.
+	buf := bufio.NewWriterSize(count, parquetBufferSize)
+	pf := &parquetFile{name: name, obj: obj, count: count, buf: buf, rowGroupRows: int64(rowGroupRows), enc: enc}
+	err = guard(func() error {
+		pf.fw = file.NewParquetWriter(buf, f.root, file.WithWriterProps(f.props), file.WithWriteMetadata(f.kv))
+		return nil
+	})
+	if err != nil {
+		_ = obj.Abort(ctx) // the writer's error is the one worth reporting
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	return pf, nil
+}
+
+// write appends rec's rows, cutting row groups at rowGroupRows.
+func (pf *parquetFile) write(ctx context.Context, rec arrow.Record) error {
+	for off := int64(0); off < rec.NumRows(); {
+		if pf.rg == nil {
+			pf.rg = pf.fw.AppendBufferedRowGroup()
+			pf.rgRows = 0
+		}
+		n := min(rec.NumRows()-off, pf.rowGroupRows-pf.rgRows)
+		part := rec
+		if off != 0 || n != rec.NumRows() {
+			part = rec.NewSlice(off, off+n)
+		}
+		err := pf.enc.write(ctx, pf.rg, part)
+		if part != rec {
+			part.Release()
+		}
+		if err != nil {
+			return fmt.Errorf("encoding %s: %w", pf.name, err)
+		}
+		pf.rgRows += n
+		pf.rows += n
+		off += n
+		if pf.rgRows == pf.rowGroupRows {
+			if err := pf.closeRowGroup(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// closeRowGroup flushes the buffered row group to the destination.
+func (pf *parquetFile) closeRowGroup() error {
+	if pf.rg == nil {
+		return nil
+	}
+	rg := pf.rg
+	pf.rg = nil
+	if err := guard(rg.Close); err != nil {
+		return fmt.Errorf("writing a row group of %s: %w", pf.name, err)
+	}
+	if pf.count.err != nil {
+		return fmt.Errorf("writing a row group of %s: %w", pf.name, pf.count.err)
+	}
+	return nil
+}
+
+// commit writes the footer and commits the object. It returns the file's
+// size in bytes.
+func (pf *parquetFile) commit(ctx context.Context) (int64, error) {
+	err := pf.closeRowGroup()
+	if err == nil {
+		err = guard(pf.fw.Close)
+	}
+	if err == nil {
+		err = pf.buf.Flush()
+	}
+	if err == nil {
+		err = pf.count.err
+	}
+	if err != nil {
+		_ = pf.obj.Abort(ctx) // the write error is the one worth reporting
+		return 0, fmt.Errorf("finishing %s: %w", pf.name, err)
+	}
+	if err := pf.obj.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("committing %s: %w", pf.name, err)
+	}
+	return pf.count.n, nil
+}
+
+// abort discards the file.
+func (pf *parquetFile) abort(ctx context.Context) error {
+	if err := pf.obj.Abort(ctx); err != nil {
+		return fmt.Errorf("discarding %s: %w", pf.name, err)
+	}
+	return nil
+}
+
+// guard runs fn, turning a panic into an error: the Parquet writer panics on
+// some write failures (e.g. "failed to write magic number") instead of
+// returning them.
+func guard(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = fmt.Errorf("parquet writer panicked: %w", e)
+				return
+			}
+			err = fmt.Errorf("parquet writer panicked: %v", r)
+		}
+	}()
+	return fn()
+}
