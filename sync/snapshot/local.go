@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,18 +15,13 @@ import (
 
 // Local is a Destination in a local folder. Each object is written to a
 // temporary file next to its final name (".part-00000.parquet.tmp-<random>"),
-// flushed, fsynced, closed and renamed into place, and the folder is fsynced,
+// fsynced, closed and renamed into place, and the folder is fsynced,
 // so a crash or a full disk never leaves a partial file under a final name.
 type Local struct {
 	root string // absolute
 }
 
 var _ Destination = (*Local)(nil)
-
-// localBufferSize is the write buffer in front of each file. It also keeps
-// the *os.File out of reach of pqarrow, whose Close would close the file
-// before it can be fsynced.
-const localBufferSize = 1 << 20
 
 // tempMarker separates a final name from the random suffix of its temporary
 // file.
@@ -66,7 +60,7 @@ func (l *Local) Create(_ context.Context, name string) (Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", tmp, err)
 	}
-	return &localObject{f: f, buf: bufio.NewWriterSize(f, localBufferSize), tmp: tmp, final: filepath.Join(dir, base)}, nil
+	return &localObject{f: f, tmp: tmp, final: filepath.Join(dir, base)}, nil
 }
 
 // mkdirAll creates dir and its missing parents under the root, fsyncing each
@@ -179,28 +173,26 @@ func (l *Local) Remove(_ context.Context, e Entry) error {
 	return nil
 }
 
-// localObject is a file being written under a temporary name.
+// localObject is a file being written under a temporary name. It is not an
+// io.Closer, so a Parquet writer's Close cannot close the file before it is
+// fsynced; the Parquet writer buffers in front of it.
 type localObject struct {
 	f     *os.File
-	buf   *bufio.Writer
 	tmp   string
 	final string
 	done  bool
 }
 
-func (o *localObject) Write(p []byte) (int, error) { return o.buf.Write(p) }
+func (o *localObject) Write(p []byte) (int, error) { return o.f.Write(p) }
 
-// Commit flushes, fsyncs and closes the temporary file, renames it to its
-// final name and fsyncs the folder.
+// Commit fsyncs and closes the temporary file, renames it to its final name
+// and fsyncs the folder.
 func (o *localObject) Commit(_ context.Context) error {
 	if o.done {
 		return errors.New("object already committed or aborted")
 	}
 	o.done = true
-	err := o.buf.Flush()
-	if err == nil {
-		err = o.f.Sync()
-	}
+	err := o.f.Sync()
 	if cerr := o.f.Close(); err == nil {
 		err = cerr
 	}

@@ -33,6 +33,9 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		return Summary{}, err
 	}
 	log := r.s.cfg.Logger.With("run_id", r.runID, "kind", r.req.Kind)
+	if r.req.JobID != nil {
+		log = log.With("job_id", *r.req.JobID)
+	}
 	log.InfoContext(ctx, "run started", "resumed", r.resumed, "from", fmtTime(r.from), "until", fmtTime(r.until))
 	var err error
 	if r.dims, err = r.s.syncDimensions(ctx, r.runID); err != nil {
@@ -81,7 +84,7 @@ func (r *run) plan(ctx context.Context) error {
 		}
 	}
 	if prev != nil && r.sameRange(prev) {
-		if err := store.Reopen(ctx, prev.ID); err != nil {
+		if err := store.Reopen(ctx, prev.ID, r.req.JobID); err != nil {
 			return err
 		}
 		r.runID, r.resumed = prev.ID, true

@@ -81,9 +81,19 @@ type Request struct {
 	// WaitLock waits for a running sync to finish instead of failing with
 	// warehouse.ErrLocked.
 	WaitLock bool
+	// LockTimeout, when set, waits that long for the lock before failing
+	// with warehouse.ErrLocked (a queued job then snoozes).
+	LockTimeout time.Duration
 	// JobID is the River job running this, if any.
 	JobID *int64
+	// Drain, when closed, ends the run after the page in flight commits,
+	// with ErrDrained: the run keeps its checkpoint and the next one resumes.
+	Drain <-chan struct{}
 }
+
+// ErrDrained ends a run whose Request.Drain was closed (the process is
+// stopping). Nothing is lost: the next run resumes from the checkpoint.
+var ErrDrained = errors.New("stopped after the last committed page because the process is shutting down; the next run resumes")
 
 // Run performs one run under the sync lock and returns its summary. A
 // failed run is recorded with its error and checkpoint, and the next run of
@@ -97,7 +107,7 @@ func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 	if req.Since != nil && req.Until != nil && req.Until.Before(*req.Since) {
 		return Summary{}, errors.New("syncing: --until is before --since")
 	}
-	lock, err := s.store.Lock(ctx, req.WaitLock)
+	lock, err := s.lock(ctx, req)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -112,4 +122,17 @@ func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 		err = errors.Join(err, ferr)
 	}
 	return sum, err
+}
+
+func (s *Syncer) lock(ctx context.Context, req Request) (*warehouse.SyncLock, error) {
+	if req.LockTimeout <= 0 || req.WaitLock {
+		return s.store.Lock(ctx, req.WaitLock)
+	}
+	lctx, cancel := context.WithTimeout(ctx, req.LockTimeout)
+	defer cancel()
+	lock, err := s.store.Lock(lctx, true)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, warehouse.ErrLocked
+	}
+	return lock, err
 }

@@ -61,6 +61,15 @@ func (r *run) syncUsers(ctx context.Context) error {
 
 func (r *run) pagesAtStart() int64 { return r.startPages }
 
+func (r *run) draining() bool {
+	select {
+	case <-r.req.Drain:
+		return true
+	default:
+		return false
+	}
+}
+
 // walk consumes pages through a bounded prefetch: page N+1 is fetched and
 // decoded while page N is normalized and written.
 func (r *run) walk(ctx context.Context, pages *jsonapi.Pages) error {
@@ -78,6 +87,9 @@ func (r *run) walk(ctx context.Context, pages *jsonapi.Pages) error {
 		}
 		r.s.cfg.Logger.DebugContext(ctx, "page committed", "run_id", r.runID, "page", r.cp.Progress.Pages,
 			"rows", len(res.Page.Data), "fetch_wait_ms", wait.Milliseconds(), "write_ms", time.Since(waitStart.Add(wait)).Milliseconds())
+		if r.draining() && res.Page.NextURL != "" {
+			return ErrDrained
+		}
 		waitStart = time.Now()
 	}
 	return ctx.Err()

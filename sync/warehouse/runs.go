@@ -35,6 +35,7 @@ type Run struct {
 	Progress     Progress
 	Error        string
 	JobID        *int64
+	Summary      []byte // the summary JSON of a finished run
 }
 
 // StartRun records a new run and returns its id.
@@ -184,11 +185,40 @@ func (s *Store) Watermark(ctx context.Context) (time.Time, error) {
 }
 
 // Reopen marks a failed or unfinished run running again (a resumed run keeps
-// its id, counters and checkpoint).
-func (s *Store) Reopen(ctx context.Context, runID int64) error {
-	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'running', finished_at = NULL, error = NULL, heartbeat_at = now() WHERE run_id = $1`, runID)
+// its id, counters and checkpoint). A run resumed by another job takes that
+// job's id.
+func (s *Store) Reopen(ctx context.Context, runID int64, jobID *int64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'running', finished_at = NULL, error = NULL,
+		heartbeat_at = now(), job_id = coalesce($2, job_id) WHERE run_id = $1`, runID, jobID)
 	if err != nil {
 		return fmt.Errorf("reopening run %d: %w", runID, err)
 	}
 	return nil
+}
+
+// RunOfJob returns the newest run started by the River job id, or nil.
+func (s *Store) RunOfJob(ctx context.Context, jobID int64) (*Run, error) {
+	rows, err := s.pool.Query(ctx, `SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
+		coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
+		requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary
+		FROM `+s.q+`.sync_runs WHERE job_id = $1 ORDER BY run_id DESC LIMIT 1`, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("reading the run of job %d: %w", jobID, err)
+	}
+	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Run, error) {
+		var r Run
+		var unknown []byte
+		err := row.Scan(&r.ID, &r.Kind, &r.Status, &r.StartedAt, &r.FinishedAt, &r.RangeFrom, &r.RangeUntil,
+			&r.NextURL, &r.MaxUpdatedAt, &r.Progress.Pages, &r.Progress.Fetched, &r.Progress.Inserted,
+			&r.Progress.Updated, &r.Progress.Unchanged, &r.Progress.Quarantined, &r.Progress.Requests,
+			&r.Progress.RateLimited, &r.Progress.Retries, &unknown, &r.Error, &r.JobID, &r.Summary)
+		return r, err
+	})
+	if err != nil || len(runs) == 0 {
+		if err != nil {
+			err = fmt.Errorf("reading the run of job %d: %w", jobID, err)
+		}
+		return nil, err
+	}
+	return &runs[0], nil
 }

@@ -53,6 +53,8 @@ func commands() []command {
 		syncCommand(),
 		statusCommand(),
 		simulateCommand(),
+		workerCommand(),
+		backfillCommand(),
 		versionCommand(),
 	}
 }
@@ -98,7 +100,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
 		return ExitUsage
 	}
-	e := &env{cfg: cfg, getenv: getenv, stdout: stdout, stderr: stderr, logger: newLogger(stderr, cfg)}
+	e := &env{cfg: cfg, getenv: getenv, stdout: stdout, stderr: stderr, logger: newLogger(stderr, cfg, cmd.name == "worker")}
 	if err := run(ctx, e, fs.Args()); err != nil {
 		fmt.Fprintf(stderr, "usersync %s: %s\n", cmd.name, oneLine(err.Error()))
 		var ue usageError
@@ -114,11 +116,11 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	return ExitOK
 }
 
-func newLogger(w io.Writer, cfg Config) *slog.Logger {
+func newLogger(w io.Writer, cfg Config, json bool) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by loadConfig
 	opts := &slog.HandlerOptions{Level: level}
-	if cfg.LogFormat == "json" {
+	if cfg.LogFormat == "json" || (cfg.LogFormat == "auto" && json) {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))

@@ -136,6 +136,11 @@ func (c Config) String() string {
 		"USERSYNC_SCHEMA": c.Schema, "USERSYNC_READER_ROLE": c.ReaderRole, "USERSYNC_SNAPSHOT_DIR": c.SnapshotDir,
 		"USERSYNC_PAGE_SIZE": fmt.Sprint(c.PageSize), "USERSYNC_LOOKBACK": c.Lookback.String(),
 		"USERSYNC_LOG_LEVEL": c.LogLevel, "USERSYNC_LOG_FORMAT": c.LogFormat,
+		"USERSYNC_HTTP_ADDR": c.HTTPAddr, "USERSYNC_HTTP_TOKEN": mask(c.HTTPToken), "USERSYNC_HTTP_BASIC_AUTH": mask(c.HTTPBasicAuth),
+		"USERSYNC_SYNC_SCHEDULE": c.SyncSchedule, "USERSYNC_RECONCILE_SCHEDULE": c.ReconcileSchedule,
+		"USERSYNC_SNAPSHOT_SCHEDULE": c.SnapshotSchedule, "USERSYNC_SNAPSHOT_AFTER_SYNC": fmt.Sprint(c.SnapshotAfterSync),
+		"USERSYNC_JOB_TIMEOUT": c.JobTimeout.String(), "USERSYNC_SHUTDOWN_TIMEOUT": c.ShutdownTimeout.String(),
+		"USERSYNC_WORKERS": fmt.Sprint(c.Workers),
 	}
 	var b strings.Builder
 	for _, s := range settings() {

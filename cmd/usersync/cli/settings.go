@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/schema"
 )
 
@@ -29,6 +31,17 @@ type Config struct {
 	Lookback          time.Duration
 	LogLevel          string
 	LogFormat         string
+
+	HTTPAddr          string
+	HTTPToken         string
+	HTTPBasicAuth     string
+	SyncSchedule      string
+	ReconcileSchedule string
+	SnapshotSchedule  string
+	SnapshotAfterSync bool
+	JobTimeout        time.Duration
+	ShutdownTimeout   time.Duration
+	Workers           int
 }
 
 // setting is one configuration setting: its environment variable, its flag
@@ -93,9 +106,53 @@ func settings() []setting {
 			set: func(c *Config, v string) error { return parseDuration(&c.Lookback, v, 0, 7*24*time.Hour) }},
 		{Env: "USERSYNC_LOG_LEVEL", Flag: "log-level", Default: "info", Meaning: "log level: debug, info, warn or error.",
 			set: func(c *Config, v string) error { return parseEnum(&c.LogLevel, v, "debug", "info", "warn", "error") }},
-		{Env: "USERSYNC_LOG_FORMAT", Flag: "log-format", Default: "text", Meaning: "log format on stderr: text or json.",
-			set: func(c *Config, v string) error { return parseEnum(&c.LogFormat, v, "text", "json") }},
+		{Env: "USERSYNC_LOG_FORMAT", Flag: "log-format", Default: "auto", Meaning: "log format on stderr: json, text, or auto (json for the worker, text for other commands).",
+			set: func(c *Config, v string) error { return parseEnum(&c.LogFormat, v, "auto", "text", "json") }},
+		{Env: "USERSYNC_HTTP_ADDR", Flag: "http-addr", Default: "127.0.0.1:9090", Meaning: "address of the worker's HTTP server: /healthz, /readyz, /metrics and the job UI at /riverui/; off disables it.",
+			Example: "0.0.0.0:9090",
+			set:     func(c *Config, v string) error { c.HTTPAddr = v; return validateAddr(v) }},
+		{Env: "USERSYNC_HTTP_TOKEN", Meaning: "bearer token that guards the job UI (/riverui/). Also read from USERSYNC_HTTP_TOKEN_FILE.", Secret: true,
+			set: func(c *Config, v string) error { c.HTTPToken = v; return nil }},
+		{Env: "USERSYNC_HTTP_BASIC_AUTH", Meaning: "user:password that guards the job UI (/riverui/) with basic auth. Also read from USERSYNC_HTTP_BASIC_AUTH_FILE.", Secret: true,
+			set: func(c *Config, v string) error {
+				if v != "" && !strings.Contains(v, ":") {
+					return errors.New("must be user:password")
+				}
+				c.HTTPBasicAuth = v
+				return nil
+			}},
+		{Env: "USERSYNC_SYNC_SCHEDULE", Flag: "sync-schedule", Default: "*/15 * * * *", Meaning: "when the worker runs incremental syncs: a cron expression (UTC unless CRON_TZ= is given), a descriptor like @every 15m, or off.",
+			set: func(c *Config, v string) error { c.SyncSchedule = v; return checkSchedule(v) }},
+		{Env: "USERSYNC_RECONCILE_SCHEDULE", Flag: "reconcile-schedule", Default: "0 3 * * *", Meaning: "when the worker runs reconciles (every id checked against the warehouse); a cron expression, descriptor, or off.",
+			set: func(c *Config, v string) error { c.ReconcileSchedule = v; return checkSchedule(v) }},
+		{Env: "USERSYNC_SNAPSHOT_SCHEDULE", Flag: "snapshot-schedule", Default: "@hourly", Meaning: "when the worker writes Parquet snapshots besides after each sync; a cron expression, descriptor, or off.",
+			set: func(c *Config, v string) error { c.SnapshotSchedule = v; return checkSchedule(v) }},
+		{Env: "USERSYNC_SNAPSHOT_AFTER_SYNC", Flag: "snapshot-after-sync", Default: "true", Meaning: "write a snapshot after each successful sync, backfill or reconcile of the worker.",
+			set: func(c *Config, v string) error { return parseBool(&c.SnapshotAfterSync, v) }},
+		{Env: "USERSYNC_JOB_TIMEOUT", Flag: "job-timeout", Default: "6h", Meaning: "longest a worker's run may take (0 for no bound); stuck jobs are rescued an hour after it. Size it above your longest full backfill.",
+			set: func(c *Config, v string) error { return parseDuration(&c.JobTimeout, v, 0, 7*24*time.Hour) }},
+		{Env: "USERSYNC_SHUTDOWN_TIMEOUT", Flag: "shutdown-timeout", Default: "10s", Meaning: "how long a stopping worker lets running jobs commit their page in flight before cancelling them; deploy grace periods must exceed it.",
+			set: func(c *Config, v string) error { return parseDuration(&c.ShutdownTimeout, v, time.Second, time.Hour) }},
+		{Env: "USERSYNC_WORKERS", Flag: "workers", Default: "2", Meaning: "jobs a worker process runs at once (runs share one sync lock per schema).",
+			set: func(c *Config, v string) error { return parseInt(&c.Workers, v, 1, 16) }},
 	}
+}
+
+func checkSchedule(v string) error {
+	if _, err := jobs.ParseSchedule("", v); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), " "))
+	}
+	return nil
+}
+
+func validateAddr(v string) error {
+	if v == "off" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		return fmt.Errorf("must be host:port (like 127.0.0.1:9090) or off, not %q", v)
+	}
+	return nil
 }
 
 func parseBool(dst *bool, v string) error {

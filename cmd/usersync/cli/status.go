@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -37,11 +38,16 @@ func statusCommand() command {
 				if err != nil {
 					return err
 				}
+				jobCounts, err := jobs.JobCounts(ctx, pool, jobs.RiverSchema(e.cfg.Schema))
+				if err != nil {
+					return fmt.Errorf("reading the job queue: %w", err)
+				}
 				if *asJSON {
 					out := struct {
 						warehouse.Status
-						WatermarkLagSeconds *float64 `json:"watermark_lag_seconds"`
-					}{Status: st}
+						WatermarkLagSeconds *float64        `json:"watermark_lag_seconds"`
+						Jobs                []jobs.JobCount `json:"jobs"`
+					}{Status: st, Jobs: jobCounts}
 					if st.Watermark != nil {
 						lag := time.Since(*st.Watermark).Seconds()
 						out.WatermarkLagSeconds = &lag
@@ -51,6 +57,7 @@ func statusCommand() command {
 					return enc.Encode(out)
 				}
 				printStatus(e.stdout, st, time.Now())
+				printJobs(e.stdout, jobCounts)
 				return nil
 			}
 		},
@@ -92,4 +99,19 @@ func printStatus(w io.Writer, st warehouse.Status, now time.Time) {
 			fmt.Fprintf(w, "       error: %s\n", oneLine(r.Error))
 		}
 	}
+}
+
+func printJobs(w io.Writer, counts []jobs.JobCount) {
+	active := map[string]bool{"available": true, "running": true, "retryable": true, "scheduled": true, "pending": true}
+	var parts []string
+	for _, c := range counts {
+		if active[c.State] {
+			parts = append(parts, fmt.Sprintf("%s %s: %d", strings.TrimPrefix(c.Kind, "usersync_"), c.State, c.Count))
+		}
+	}
+	if len(parts) == 0 {
+		fmt.Fprintln(w, "\njobs         none queued or running")
+		return
+	}
+	fmt.Fprintf(w, "\njobs         %s\n", strings.Join(parts, ", "))
 }

@@ -1,0 +1,333 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/syncer/syncertest"
+)
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+type inProcessWorker struct {
+	cancel context.CancelFunc
+	done   chan int
+	logs   *syncBuffer
+}
+
+// startWorker runs `usersync worker` in-process until stop.
+func startWorker(t *testing.T, env map[string]string) *inProcessWorker {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &inProcessWorker{cancel: cancel, done: make(chan int, 1), logs: &syncBuffer{}}
+	getenv := func(k string) string { return env[k] }
+	go func() { w.done <- Main(ctx, []string{"worker"}, getenv, io.Discard, w.logs) }()
+	t.Cleanup(func() { w.stop(t) })
+	return w
+}
+
+func (w *inProcessWorker) stop(t *testing.T) int {
+	t.Helper()
+	w.cancel()
+	select {
+	case code := <-w.done:
+		w.done <- code
+		return code
+	case <-time.After(30 * time.Second):
+		t.Fatalf("worker did not stop; logs:\n%s", w.logs.String())
+		return -1
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// workerEnv turns the schedules off unless the test sets them.
+func workerEnv(c *cliEnv, extra map[string]string) map[string]string {
+	env := map[string]string{"USERSYNC_SYNC_SCHEDULE": "off", "USERSYNC_RECONCILE_SCHEDULE": "off",
+		"USERSYNC_SNAPSHOT_SCHEDULE": "off", "USERSYNC_HTTP_ADDR": "off", "USERSYNC_LOOKBACK": "1m",
+		"USERSYNC_SHUTDOWN_TIMEOUT": "5s"}
+	for k, v := range c.env {
+		env[k] = v
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		<-time.After(50 * time.Millisecond)
+	}
+}
+
+func (c *cliEnv) query(t *testing.T, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	q := strings.ReplaceAll(sql, "$schema", `"`+c.store.Schema()+`"`)
+	q = strings.ReplaceAll(q, "$river", `"`+c.store.Schema()+`_river"`)
+	if err := c.store.Pool().QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestWorkerScheduleFollowsMutations: a worker with a schedule of two
+// seconds runs cycles; the warehouse follows the simulator's changes; the
+// HTTP endpoints answer and the metrics move.
+func TestWorkerScheduleFollowsMutations(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 11, Users: 800})
+	addr := freeAddr(t)
+	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 2s", "USERSYNC_HTTP_ADDR": addr,
+		"USERSYNC_HTTP_TOKEN": "ui-secret-7"}))
+	succeeded := func(n int64) func() bool {
+		return func() bool { return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded'`) >= n }
+	}
+	waitFor(t, "the first scheduled sync", 30*time.Second, succeeded(1))
+	syncertest.AssertMirrors(t, c.sim, c.store)
+	c.sim.UpdateUsers(20)
+	c.sim.CreateUsers(5)
+	before := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded'`)
+	waitFor(t, "two more scheduled syncs", 30*time.Second, succeeded(before+2))
+	syncertest.AssertMirrors(t, c.sim, c.store)
+
+	base := "http://" + addr
+	if code, body := get(t, base+"/healthz", ""); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	if code, body := get(t, base+"/readyz", ""); code != 200 {
+		t.Errorf("/readyz: %d %q", code, body)
+	}
+	code, metrics := get(t, base+"/metrics", "")
+	for _, want := range []string{`usersync_runs_total{kind="incremental",status="succeeded"}`, "usersync_watermark_lag_seconds",
+		`usersync_rows_total{kind="incremental",outcome="updated"}`, "usersync_api_requests_total{status=\"200\"}",
+		"usersync_quarantine_unresolved 0", `usersync_jobs{kind="usersync_sync",state="completed"}`} {
+		if code != 200 || !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(metrics, "cli-test-token") || strings.Contains(metrics, "ui-secret-7") {
+		t.Error("/metrics shows a secret")
+	}
+	if code, _ := get(t, base+"/riverui/", ""); code != http.StatusUnauthorized {
+		t.Errorf("/riverui/ without the token: %d", code)
+	}
+	if code, body := get(t, base+"/riverui/", "ui-secret-7"); code != 200 || !strings.Contains(body, "<html") {
+		t.Errorf("/riverui/ with the token: %d", code)
+	}
+	if code := w.stop(t); code != ExitOK {
+		t.Errorf("worker exit %d; logs:\n%s", code, w.logs.String())
+	}
+	if strings.Contains(w.logs.String(), "cli-test-token") {
+		t.Error("worker logs show the API token")
+	}
+	if !strings.Contains(w.logs.String(), `"job_id"`) || !strings.Contains(w.logs.String(), `"run_id"`) {
+		t.Errorf("worker logs lack job and run ids:\n%s", w.logs.String())
+	}
+}
+
+// TestBackfillWaitFromAnotherProcess: `usersync backfill --wait` in its own
+// process queues a job that the worker runs, and returns its outcome.
+func TestBackfillWaitFromAnotherProcess(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 12, Users: 2500})
+	startWorker(t, workerEnv(c, nil))
+	cmd := exec.Command(binary(t), "backfill", "--full", "--wait", "--poll", "200ms")
+	for k, v := range c.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("backfill --wait: %v\n%s", err, out)
+	}
+	for _, want := range []string{"backfill of every user queued: job", "completed after 1 attempt", "2500 received"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	syncertest.AssertMirrors(t, c.sim, c.store)
+	// A second identical backfill while none is active is a new job.
+	code, stdout, _ := run(t, c.env, "backfill", "--since", "2020-01-01")
+	if code != ExitOK || !strings.Contains(stdout, "queued: job") {
+		t.Errorf("second backfill: %d %s", code, stdout)
+	}
+}
+
+// TestJobOutcomes: a 429 that asks for a long wait snoozes the job without
+// using an attempt; a 401 that no refresh can fix cancels it with the reason.
+func TestJobOutcomes(t *testing.T) {
+	t.Parallel()
+	t.Run("long rate limit snoozes", func(t *testing.T) {
+		t.Parallel()
+		c := newCLIEnv(t, apisim.Options{Seed: 13, Users: 300, Knobs: apisim.Knobs{RateLimitEvery: 1, RetryAfter: 10 * time.Minute}})
+		startWorker(t, workerEnv(c, nil))
+		if code, _, errs := run(t, c.env, "backfill", "--full"); code != ExitOK {
+			t.Fatal(errs)
+		}
+		waitFor(t, "the job to snooze", 30*time.Second, func() bool {
+			return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'scheduled'
+				AND attempt = 0 AND (metadata->>'snoozes')::int >= 1 AND scheduled_at > now() + interval '5 minutes'`) == 1
+		})
+	})
+	t.Run("refused token cancels", func(t *testing.T) {
+		t.Parallel()
+		c := newCLIEnv(t, apisim.Options{Seed: 14, Users: 300, Token: "the-right-token"})
+		startWorker(t, workerEnv(c, nil))
+		if code, _, errs := run(t, c.env, "backfill", "--full"); code != ExitOK {
+			t.Fatal(errs)
+		}
+		waitFor(t, "the job to be cancelled", 30*time.Second, func() bool {
+			return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'cancelled'
+				AND errors[1]->>'error' LIKE '%401%'`) == 1
+		})
+		code, out, _ := run(t, c.env, "status")
+		if code != ExitOK || !strings.Contains(out, "failed") || !strings.Contains(out, "401") {
+			t.Errorf("status does not show the failed run and its error:\n%s", out)
+		}
+		if strings.Contains(out, "cli-test-token") {
+			t.Error("status shows the token")
+		}
+	})
+}
+
+// TestTwoWorkers: two worker processes on one database: the schedule fires
+// once per tick (no run overlaps another), and both take jobs from the queue.
+func TestTwoWorkers(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 15, Users: 500})
+	env := workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 1s", "USERSYNC_LOG_LEVEL": "warn"})
+	var procs []*exec.Cmd
+	for range 2 {
+		cmd := exec.Command(binary(t), "worker")
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		var logs bytes.Buffer
+		cmd.Stderr = &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, cmd)
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+	}
+	// Distinct backfill ranges are distinct jobs: both workers take some.
+	for i := range 8 {
+		day := fmt.Sprintf("2001-01-%02d", i+1)
+		if code, _, errs := run(t, c.env, "backfill", "--since", day, "--until", day); code != ExitOK {
+			t.Fatal(errs)
+		}
+	}
+	waitFor(t, "the backfills and several scheduled syncs", 60*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 8 &&
+			c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_sync' AND state = 'completed'`) >= 3
+	})
+	for _, p := range procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range procs {
+		if err := p.Wait(); err != nil {
+			t.Errorf("worker exit: %v", err)
+		}
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs a JOIN $schema.sync_runs b ON a.run_id < b.run_id
+		AND a.started_at < coalesce(b.finished_at, now()) AND b.started_at < coalesce(a.finished_at, now())`); n != 0 {
+		t.Errorf("%d pairs of runs overlapped", n)
+	}
+	if n := c.query(t, `SELECT count(DISTINCT attempted_by[1]) FROM $river.river_job WHERE state = 'completed'`); n != 2 {
+		t.Errorf("jobs were worked by %d worker(s), want both", n)
+	}
+	// One periodic sync job at a time: never two active at once.
+	if n := c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_sync' AND state IN ('running', 'available', 'retryable')`); n > 1 {
+		t.Errorf("%d sync jobs active at once", n)
+	}
+}
+
+// TestSIGTERMDuringSync: SIGTERM while a backfill runs: the worker exits 0
+// within the shutdown bound, the job is picked up by the next worker, which
+// resumes the run, and nothing is lost.
+func TestSIGTERMDuringSync(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 16, Users: 6000, Knobs: apisim.Knobs{Latency: 20 * time.Millisecond}})
+	env := workerEnv(c, map[string]string{"USERSYNC_PAGE_SIZE": "100", "USERSYNC_SHUTDOWN_TIMEOUT": "4s"})
+	cmd := exec.Command(binary(t), "worker")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	if code, _, errs := run(t, c.env, "backfill", "--full"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	waitFor(t, "the backfill to commit 10 pages", 60*time.Second, func() bool {
+		return c.query(t, `SELECT coalesce(max(pages), 0) FROM $schema.sync_runs`) >= 10
+	})
+	start := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("worker exit after SIGTERM: %v", err)
+	}
+	if d := time.Since(start); d > 4*time.Second+3*time.Second {
+		t.Errorf("worker took %s to stop; the bound is 4s", d)
+	}
+	if n := c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state IN ('scheduled', 'available') AND attempt = 0`); n != 1 {
+		t.Errorf("the interrupted job is not waiting to run again without a used attempt (%d)", n)
+	}
+	startWorker(t, env)
+	waitFor(t, "the resumed backfill", 90*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 1
+	})
+	syncertest.AssertMirrors(t, c.sim, c.store)
+	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE kind = 'full' AND status = 'succeeded' AND pages = 60`); n != 1 {
+		t.Error("the backfill was not resumed as one run of 60 pages")
+	}
+}

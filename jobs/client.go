@@ -1,0 +1,98 @@
+package jobs
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+)
+
+// Schedules are the periodic jobs: a nil Schedule is off.
+type Schedules struct {
+	Sync      Schedule
+	Reconcile Schedule
+	Snapshot  Schedule
+}
+
+// ClientConfig configures the worker's River client.
+type ClientConfig struct {
+	Pool        *pgxpool.Pool
+	RiverSchema string
+	Deps        *Deps
+	Schedules   Schedules
+	// MaxWorkers is how many jobs run at once in this process. Runs share
+	// the sync lock, so more than two rarely helps.
+	MaxWorkers int
+	// SoftStop is how long a stopping worker lets running jobs finish
+	// before cancelling them.
+	SoftStop time.Duration
+	// Reconcile, when set, runs reconcile jobs (registered by the reconcile
+	// feature); nil leaves reconcile jobs to other workers.
+	Reconcile func(d *Deps, workers *river.Workers)
+	Logger    *slog.Logger
+}
+
+// NewClient returns the worker's River client: every job kind registered
+// (every replica registers the same kinds, so whichever is leader can run
+// every schedule), the periodic jobs from the schedules, unique so that N
+// replicas and restarts never duplicate one, and the rescue of stuck jobs
+// set above the job timeout.
+func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &SyncWorker{d: cfg.Deps})
+	river.AddWorker(workers, &BackfillWorker{d: cfg.Deps})
+	river.AddWorker(workers, &SnapshotWorker{d: cfg.Deps})
+	if cfg.Reconcile != nil {
+		cfg.Reconcile(cfg.Deps, workers)
+	}
+	var periodic []*river.PeriodicJob
+	add := func(id string, s Schedule, args river.JobArgs) {
+		if s == nil {
+			return
+		}
+		periodic = append(periodic, river.NewPeriodicJob(s, func() (river.JobArgs, *river.InsertOpts) { return args, nil },
+			&river.PeriodicJobOpts{ID: id, RunOnStart: true}))
+	}
+	add(KindSync, cfg.Schedules.Sync, SyncArgs{})
+	if cfg.Reconcile != nil {
+		add(KindReconcile, cfg.Schedules.Reconcile, ReconcileArgs{})
+	}
+	if cfg.Deps.Snapshot != nil {
+		add(KindSnapshot, cfg.Schedules.Snapshot, SnapshotArgs{})
+	}
+	maxWorkers := max(cfg.MaxWorkers, 1)
+	rcfg := &river.Config{
+		Schema:          cfg.RiverSchema,
+		Workers:         workers,
+		PeriodicJobs:    periodic,
+		Queues:          map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}},
+		SoftStopTimeout: cfg.SoftStop,
+		MaxAttempts:     MaxAttempts,
+		Logger:          cfg.Logger,
+		JobTimeout:      -1,
+	}
+	if cfg.Deps.JobTimeout > 0 {
+		rcfg.JobTimeout = cfg.Deps.JobTimeout
+		rcfg.RescueStuckJobsAfter = cfg.Deps.JobTimeout + time.Hour
+	}
+	c, err := river.NewClient(riverpgxv5.New(cfg.Pool), rcfg)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the job queue: %w", err)
+	}
+	return c, nil
+}
+
+// NewInsertClient returns a River client that only inserts and reads jobs
+// (for `usersync backfill`): it runs no workers, elects no leader, and needs
+// no worker in the same process.
+func NewInsertClient(pool *pgxpool.Pool, riverSchema string, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: riverSchema, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("configuring the job queue: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,177 @@
+package jobs
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// Metrics are the worker's Prometheus metrics. Counters and histograms are
+// fed by Observe after each run; gauges (watermark lag, quarantine size, job
+// counts) and the API client's counters are read when Prometheus scrapes.
+type Metrics struct {
+	reg      *prometheus.Registry
+	rows     *prometheus.CounterVec
+	runs     *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewMetrics registers the metrics. client may be nil (no API counters).
+func NewMetrics(pool *pgxpool.Pool, store *warehouse.Store, riverSchema string, client *jsonapi.Client, logger *slog.Logger) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_rows_total",
+			Help: "Users received by runs, by outcome (inserted, updated, unchanged, quarantined)."}, []string{"kind", "outcome"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_runs_total",
+			Help: "Runs finished, by kind and status (succeeded, failed)."}, []string{"kind", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "usersync_run_duration_seconds",
+			Help:    "Duration of runs, by kind.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200}}, []string{"kind"}),
+	}
+	m.reg.MustRegister(m.rows, m.runs, m.duration, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&stateCollector{pool: pool, store: store, riverSchema: riverSchema, logger: logger})
+	if client != nil {
+		m.reg.MustRegister(&apiCollector{client: client})
+	}
+	return m
+}
+
+// Observe records a finished run.
+func (m *Metrics) Observe(kind string, sum syncer.Summary, err error, d time.Duration) {
+	status := "succeeded"
+	if err != nil {
+		status = "failed"
+	}
+	m.runs.WithLabelValues(kind, status).Inc()
+	m.duration.WithLabelValues(kind).Observe(d.Seconds())
+	for outcome, n := range map[string]int64{"inserted": sum.Inserted, "updated": sum.Updated, "unchanged": sum.Unchanged, "quarantined": sum.Quarantined} {
+		m.rows.WithLabelValues(kind, outcome).Add(float64(n))
+	}
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+var (
+	lagDesc = prometheus.NewDesc("usersync_watermark_lag_seconds",
+		"How far the users watermark is behind now; grows when syncs stop succeeding.", nil, nil)
+	quarantineDesc = prometheus.NewDesc("usersync_quarantine_unresolved",
+		"Resources in quarantine not yet resolved by a later sync.", nil, nil)
+	liveDesc = prometheus.NewDesc("usersync_users_live", "Live (not deleted) users in the warehouse.", nil, nil)
+	jobsDesc = prometheus.NewDesc("usersync_jobs", "River jobs of usersync by kind and state.", []string{"kind", "state"}, nil)
+	upDesc   = prometheus.NewDesc("usersync_database_up", "1 when the last scrape could read the database.", nil, nil)
+)
+
+// stateCollector reads the warehouse and the queue at scrape time.
+type stateCollector struct {
+	pool        *pgxpool.Pool
+	store       *warehouse.Store
+	riverSchema string
+	logger      *slog.Logger
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- lagDesc
+	ch <- quarantineDesc
+	ch <- liveDesc
+	ch <- jobsDesc
+	ch <- upDesc
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := c.store.Status(ctx, 0)
+	if err != nil {
+		c.logger.Warn("metrics could not read the warehouse", "error", err.Error())
+		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
+	if st.Watermark != nil {
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, time.Since(*st.Watermark).Seconds())
+	}
+	ch <- prometheus.MustNewConstMetric(quarantineDesc, prometheus.GaugeValue, float64(st.Quarantined))
+	ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(st.Users))
+	counts, err := JobCounts(ctx, c.pool, c.riverSchema)
+	if err != nil {
+		c.logger.Warn("metrics could not read the job queue", "error", err.Error())
+		return
+	}
+	for _, jc := range counts {
+		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(jc.Count), jc.Kind, jc.State)
+	}
+}
+
+var (
+	requestsDesc = prometheus.NewDesc("usersync_api_requests_total", "API requests sent, by HTTP status (0: no response).", []string{"status"}, nil)
+	limitedDesc  = prometheus.NewDesc("usersync_api_rate_limited_total", "API responses with status 429.", nil, nil)
+	retriesDesc  = prometheus.NewDesc("usersync_api_retries_total", "API requests retried after a fault.", nil, nil)
+	budgetDesc   = prometheus.NewDesc("usersync_api_ratelimit_remaining", "Requests left in the API's rate-limit window, as last reported.", nil, nil)
+)
+
+// apiCollector exposes the API client's own counters.
+type apiCollector struct{ client *jsonapi.Client }
+
+func (c *apiCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- requestsDesc
+	ch <- limitedDesc
+	ch <- retriesDesc
+	ch <- budgetDesc
+}
+
+func (c *apiCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.client.Stats()
+	for status, n := range st.ByStatus {
+		ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(n), strconv.Itoa(status))
+	}
+	ch <- prometheus.MustNewConstMetric(limitedDesc, prometheus.CounterValue, float64(st.RateLimited))
+	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(st.Retries))
+	if st.RateLimit.Remaining >= 0 {
+		ch <- prometheus.MustNewConstMetric(budgetDesc, prometheus.GaugeValue, float64(st.RateLimit.Remaining))
+	}
+}
+
+// JobCount is the number of usersync jobs of a kind in a state.
+type JobCount struct {
+	Kind, State string
+	Count       int64
+}
+
+// JobCounts counts River's jobs by kind and state. A missing River schema
+// reads as no jobs.
+func JobCounts(ctx context.Context, pool *pgxpool.Pool, riverSchema string) ([]JobCount, error) {
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, riverSchema+".river_job").Scan(&exists); err != nil || !exists {
+		return nil, err
+	}
+	rows, err := pool.Query(ctx, `SELECT kind, state::text, count(*) FROM `+schema.QuoteIdentifier(riverSchema)+`.river_job
+		WHERE kind LIKE 'usersync\_%' GROUP BY 1, 2 ORDER BY 1, 2`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []JobCount
+	for rows.Next() {
+		var jc JobCount
+		if err := rows.Scan(&jc.Kind, &jc.State, &jc.Count); err != nil {
+			return nil, err
+		}
+		out = append(out, jc)
+	}
+	return out, rows.Err()
+}

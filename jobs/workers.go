@@ -1,0 +1,130 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// Deps are what the workers call. Workers are thin: they run the syncer or
+// the snapshot writer and map the outcome for River.
+type Deps struct {
+	Syncer *syncer.Syncer
+	Store  *warehouse.Store
+	// Snapshot writes a Parquet snapshot; nil disables snapshot jobs.
+	Snapshot func(ctx context.Context) error
+	// SnapshotAfterSync enqueues a snapshot after each successful sync,
+	// backfill or reconcile.
+	SnapshotAfterSync bool
+	// JobTimeout bounds one run (0: no bound). River's stuck-job rescue is
+	// set above it, so a running job is never rescued while it may still run.
+	JobTimeout time.Duration
+	// Drain is closed when the process starts stopping: runs end after the
+	// page in flight commits and snooze, to resume on the next worker.
+	Drain <-chan struct{}
+	// Observe, when set, is told of every finished run.
+	Observe func(kind string, sum syncer.Summary, err error, d time.Duration)
+	Logger  *slog.Logger
+}
+
+func (d *Deps) timeout() time.Duration {
+	if d.JobTimeout <= 0 {
+		return -1 // River: no timeout
+	}
+	return d.JobTimeout
+}
+
+// lockWait is how long a job waits for another run to release the sync lock
+// before snoozing.
+const lockWait = 20 * time.Second
+
+// runSync runs one sync of req for job and maps its outcome.
+func (d *Deps) runSync(ctx context.Context, job *rivertype.JobRow, req syncer.Request) error {
+	req.JobID, req.Drain, req.LockTimeout = &job.ID, d.Drain, lockWait
+	start := time.Now()
+	sum, err := d.Syncer.Run(ctx, req)
+	if d.Observe != nil {
+		d.Observe(req.Kind, sum, err, time.Since(start))
+	}
+	if err != nil {
+		d.Logger.WarnContext(ctx, "run did not finish", "job_id", job.ID, "kind", req.Kind, "attempt", job.Attempt, "error", err.Error())
+		return outcome(err)
+	}
+	d.afterRun(ctx)
+	return nil
+}
+
+// errSnapshotsOff cancels a snapshot job on a worker without a destination.
+var errSnapshotsOff = errors.New("snapshots are not configured on this worker (USERSYNC_SNAPSHOT_DIR)")
+
+// afterRun enqueues a snapshot when snapshots follow runs. The snapshot is
+// a job of its own, so a failing destination never fails the sync.
+func (d *Deps) afterRun(ctx context.Context) {
+	if !d.SnapshotAfterSync || d.Snapshot == nil {
+		return
+	}
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return // not run by a River client (tests calling Work directly)
+	}
+	if _, err := client.Insert(ctx, SnapshotArgs{}, nil); err != nil {
+		d.Logger.WarnContext(ctx, "could not enqueue the snapshot after the run", "error", err.Error())
+	}
+}
+
+// SyncWorker runs incremental syncs.
+type SyncWorker struct {
+	river.WorkerDefaults[SyncArgs]
+	d *Deps
+}
+
+// Timeout implements river.Worker.
+func (w *SyncWorker) Timeout(*river.Job[SyncArgs]) time.Duration { return w.d.timeout() }
+
+// Work implements river.Worker.
+func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
+	return w.d.runSync(ctx, job.JobRow, syncer.Request{Kind: warehouse.KindIncremental})
+}
+
+// BackfillWorker runs backfills: a full sync, or a closed updatedAt range.
+type BackfillWorker struct {
+	river.WorkerDefaults[BackfillArgs]
+	d *Deps
+}
+
+// Timeout implements river.Worker.
+func (w *BackfillWorker) Timeout(*river.Job[BackfillArgs]) time.Duration { return w.d.timeout() }
+
+// Work implements river.Worker.
+func (w *BackfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs]) error {
+	req := syncer.Request{Kind: warehouse.KindBackfill, Since: job.Args.Since, Until: job.Args.Until}
+	if job.Args.Full || (job.Args.Since == nil && job.Args.Until == nil) {
+		req = syncer.Request{Kind: warehouse.KindFull}
+	}
+	return w.d.runSync(ctx, job.JobRow, req)
+}
+
+// SnapshotWorker writes Parquet snapshots.
+type SnapshotWorker struct {
+	river.WorkerDefaults[SnapshotArgs]
+	d *Deps
+}
+
+// Timeout implements river.Worker.
+func (w *SnapshotWorker) Timeout(*river.Job[SnapshotArgs]) time.Duration { return w.d.timeout() }
+
+// Work implements river.Worker.
+func (w *SnapshotWorker) Work(ctx context.Context, job *river.Job[SnapshotArgs]) error {
+	if w.d.Snapshot == nil {
+		return river.JobCancel(errSnapshotsOff)
+	}
+	return w.d.Snapshot(ctx)
+}

@@ -1,0 +1,62 @@
+package snapshot
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+)
+
+// tidy runs after snapshot id is published. It removes, from the entries
+// listed before the snapshot started:
+//
+//  1. the manifests of complete snapshots beyond the newest Options.Keep,
+//     so that readers stop seeing them first;
+//  2. their files, and every other entry of the layout that no kept
+//     manifest lists: folders of snapshots that failed or crashed before
+//     their manifest, temporary files, unfinished uploads.
+//
+// The newest complete snapshot (id) is always kept. A snapshot whose
+// manifest could not be removed keeps its files. Failures are logged, not
+// returned: the snapshot is published, and the next Write tries again. The
+// Write's lock guarantees that no other writer owns what is removed.
+func (w *Writer) tidy(ctx context.Context, existing []Entry, id string, log *slog.Logger) {
+	complete := append(completeIDs(existing), id)
+	slices.Sort(complete)
+	complete = slices.Compact(complete)
+	kept := map[string]bool{}
+	for _, k := range complete[max(0, len(complete)-w.opts.Keep):] {
+		kept[k] = true
+	}
+	stuck := map[string]bool{} // pruned snapshots whose manifest is still there
+	pruned, cleaned := 0, 0
+	for _, e := range existing {
+		if sid, ok := committedManifest(e); ok && !kept[sid] {
+			if err := w.dest.Remove(ctx, e); err != nil {
+				log.WarnContext(ctx, "removing an old snapshot's manifest", "file", e.Name, "error", err)
+				stuck[sid] = true
+				continue
+			}
+			pruned++
+		}
+	}
+	for _, e := range existing {
+		sid, _, ok := entryID(e.Name)
+		if _, manifest := committedManifest(e); !ok || manifest || stuck[sid] || (kept[sid] && !e.Partial) {
+			continue
+		}
+		if err := w.dest.Remove(ctx, e); err != nil {
+			log.WarnContext(ctx, "removing an old snapshot's file", "file", e.Name, "error", err)
+			continue
+		}
+		cleaned++
+	}
+	if pruned > 0 || cleaned > 0 {
+		log.InfoContext(ctx, "old snapshots removed", "snapshots", pruned, "files", cleaned, "keep", w.opts.Keep)
+	}
+}
+
+// committedManifest reports whether e is a committed manifest, and its id.
+func committedManifest(e Entry) (string, bool) {
+	id, manifest, ok := entryID(e.Name)
+	return id, ok && manifest && !e.Partial && e.Name == manifestName(id)
+}

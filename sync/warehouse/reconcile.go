@@ -1,0 +1,489 @@
+package warehouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/schema"
+)
+
+// A reconcile compares every user id the API lists with the warehouse. The
+// ids stream, page by page, into temporary tables on one dedicated
+// connection (COPY, so a million ids cost the Go process nothing), and the
+// comparisons run in SQL:
+//
+//	scan    every (id, updatedAt) the API listed, and every id it returned
+//	        when asked by id later in the run
+//	fetch   the ids to fetch by id, each with why: missing, stale, relinked
+//	        (pointing at a team, role or profile that was deleted or came
+//	        back) or gone (live here, not listed: confirmed before marking)
+//	linked  members of dimensions that came back, as the API lists them
+//
+// Nothing is ever deleted: users the API no longer returns get deleted_at,
+// users that come back lose it.
+
+// Why an id is queued for fetching.
+const (
+	FetchMissing  = "missing"
+	FetchStale    = "stale"
+	FetchRelinked = "relinked"
+	FetchGone     = "gone"
+)
+
+// ScannedUser is one user as a reconcile's scan (or a fetch by id) saw it.
+type ScannedUser struct {
+	ID int64
+	// UpdatedAt is the user's updatedAt; nil when the API sent none or an
+	// unreadable one.
+	UpdatedAt *time.Time
+	// UpdatedText is updatedAt as sent, to recognise a quarantined resource
+	// that has not changed since ("" when not a string).
+	UpdatedText string
+}
+
+// ReconcileComparison is what a scan found, before anything is written.
+type ReconcileComparison struct {
+	Scanned int64 // distinct ids the API listed
+	Live    int64 // users not marked deleted in the warehouse
+	Gone    int64 // live users the API did not list
+}
+
+// ReconcileQueued counts the ids queued by QueueChanged.
+type ReconcileQueued struct {
+	Missing int64 // listed by the API, absent from users
+	Stale   int64 // stored with an older updated_at than the API's
+	// QuarantineSkipped counts missing or stale ids left alone because an
+	// unresolved quarantine record holds the same updatedAt: fetching them
+	// would only quarantine them again.
+	QuarantineSkipped int64
+}
+
+// Reconciliation is one reconcile's working set in the warehouse. It holds a
+// pool connection until Close; it is not safe for concurrent use.
+type Reconciliation struct {
+	s    *Store
+	conn *pgxpool.Conn
+	sql  reconcileSQL
+}
+
+// BeginReconciliation acquires a dedicated connection and creates the
+// reconcile's temporary tables on it (emptied if a previous reconcile left
+// them behind). The caller holds the sync lock and must Close it.
+func (s *Store) BeginReconciliation(ctx context.Context) (*Reconciliation, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("acquiring a connection for the reconcile: %w", err)
+	}
+	r := &Reconciliation{s: s, conn: conn, sql: newReconcileSQL(s)}
+	if _, err := conn.Exec(ctx, r.sql.create); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("creating the reconcile tables: %w", err)
+	}
+	return r, nil
+}
+
+// Close drops the temporary tables and gives the connection back. A
+// connection whose tables cannot be dropped is closed instead, which drops
+// them too.
+func (r *Reconciliation) Close() {
+	if r == nil || r.conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := r.conn.Exec(ctx, r.sql.drop); err != nil {
+		_ = r.conn.Conn().Close(ctx)
+	}
+	r.conn.Release()
+	r.conn = nil
+}
+
+// AddScanned records users the API listed (or returned by id), with COPY.
+func (r *Reconciliation) AddScanned(ctx context.Context, users []ScannedUser) error {
+	if len(users) == 0 {
+		return nil
+	}
+	src := pgx.CopyFromSlice(len(users), func(i int) ([]any, error) {
+		u := users[i]
+		var at, text any
+		if u.UpdatedAt != nil {
+			at = *u.UpdatedAt
+		}
+		if u.UpdatedText != "" {
+			text = u.UpdatedText
+		}
+		return []any{u.ID, at, text}, nil
+	})
+	if _, err := r.conn.CopyFrom(ctx, pgx.Identifier{"pg_temp", reconcileScanTable}, []string{"id", "updated_at", "updated_text"}, src); err != nil {
+		return fmt.Errorf("copying %d scanned ids: %w", len(users), err)
+	}
+	return nil
+}
+
+// Compare indexes the scan and counts what it would change: the distinct ids
+// listed, the live users, and the live users the API did not list. It writes
+// nothing, so the caller can refuse a suspicious scan first.
+func (r *Reconciliation) Compare(ctx context.Context) (ReconcileComparison, error) {
+	var c ReconcileComparison
+	if _, err := r.conn.Exec(ctx, r.sql.index); err != nil {
+		return c, fmt.Errorf("indexing the scan: %w", err)
+	}
+	if err := r.conn.QueryRow(ctx, r.sql.compare).Scan(&c.Scanned, &c.Live, &c.Gone); err != nil {
+		return c, fmt.Errorf("comparing the scan with the warehouse: %w", err)
+	}
+	return c, nil
+}
+
+// Undelete clears deleted_at of every user the scan listed, whether or not
+// it changed, and adds the count to the run's undeleted counter.
+func (r *Reconciliation) Undelete(ctx context.Context, runID int64) (int64, error) {
+	var n int64
+	if err := r.conn.QueryRow(ctx, r.sql.undelete, runID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("undeleting users that came back: %w", err)
+	}
+	return n, nil
+}
+
+// QueueChanged queues the ids the warehouse lacks and those it holds with an
+// older updated_at than the API's.
+func (r *Reconciliation) QueueChanged(ctx context.Context) (ReconcileQueued, error) {
+	var q ReconcileQueued
+	if err := r.conn.QueryRow(ctx, r.sql.queueChanged).Scan(&q.Missing, &q.Stale, &q.QuarantineSkipped); err != nil {
+		return q, fmt.Errorf("queueing missing and stale users: %w", err)
+	}
+	return q, nil
+}
+
+// QueueDeletedLinks queues live users whose stored linkage points at a team,
+// role or profile marked deleted (deleted maps a type to its deleted ids):
+// the API shows those relationships without the deleted resource, and
+// without moving the users' updatedAt.
+func (r *Reconciliation) QueueDeletedLinks(ctx context.Context, deleted map[string][]int64) (int64, error) {
+	args := make([]any, len(r.sql.dims))
+	some := false
+	for i, typ := range r.sql.dims {
+		ids := deleted[typ]
+		if ids == nil {
+			ids = []int64{}
+		}
+		some = some || len(ids) > 0
+		args[i] = ids
+	}
+	if !some {
+		return 0, nil
+	}
+	var n int64
+	if err := r.conn.QueryRow(ctx, r.sql.queueDeletedLinks, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("queueing users linked to deleted dimensions: %w", err)
+	}
+	return n, nil
+}
+
+// AddLinked records the users the API lists as related to the dimension
+// typ's id target (for a dimension that came back).
+func (r *Reconciliation) AddLinked(ctx context.Context, typ string, target int64, users []int64) error {
+	if len(users) == 0 {
+		return nil
+	}
+	src := pgx.CopyFromSlice(len(users), func(i int) ([]any, error) { return []any{users[i], typ, target}, nil })
+	if _, err := r.conn.CopyFrom(ctx, pgx.Identifier{"pg_temp", reconcileLinkedTable}, []string{"user_id", "related_type", "target"}, src); err != nil {
+		return fmt.Errorf("copying members of %s %d: %w", typ, target, err)
+	}
+	return nil
+}
+
+// QueueLinked queues the users recorded by AddLinked whose stored linkage
+// does not point at the dimension the API relates them to.
+func (r *Reconciliation) QueueLinked(ctx context.Context) (int64, error) {
+	var n int64
+	if err := r.conn.QueryRow(ctx, r.sql.queueLinked).Scan(&n); err != nil {
+		return 0, fmt.Errorf("queueing users linked to restored dimensions: %w", err)
+	}
+	return n, nil
+}
+
+// QueueGone queues the live users the scan did not list, to be confirmed by
+// id before they are marked deleted.
+func (r *Reconciliation) QueueGone(ctx context.Context) (int64, error) {
+	var n int64
+	if err := r.conn.QueryRow(ctx, r.sql.queueGone).Scan(&n); err != nil {
+		return 0, fmt.Errorf("queueing users the API did not list: %w", err)
+	}
+	return n, nil
+}
+
+// FetchBatch returns up to limit queued ids greater than after, ascending.
+func (r *Reconciliation) FetchBatch(ctx context.Context, after int64, limit int) ([]int64, error) {
+	rows, err := r.conn.Query(ctx, r.sql.fetchBatch, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("reading queued ids: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("reading queued ids: %w", err)
+	}
+	return ids, nil
+}
+
+// Queued counts the queued ids by reason.
+func (r *Reconciliation) Queued(ctx context.Context) (map[string]int64, error) {
+	rows, err := r.conn.Query(ctx, r.sql.queued)
+	if err != nil {
+		return nil, fmt.Errorf("counting queued ids: %w", err)
+	}
+	out := map[string]int64{}
+	var reason string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&reason, &n}, func() error { out[reason] = n; return nil })
+	if err != nil {
+		return nil, fmt.Errorf("counting queued ids: %w", err)
+	}
+	return out, nil
+}
+
+// MarkDeleted sets deleted_at on the live users that neither the scan nor a
+// fetch by id returned, and adds the count to the run's deleted counter, in
+// one transaction. It refuses, writing nothing, to mark more than limit: the
+// caller checked that many against its safety valve.
+func (r *Reconciliation) MarkDeleted(ctx context.Context, runID, limit int64) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, r.sql.markDeleted, runID).Scan(&n); err != nil {
+			return err
+		}
+		if n > limit {
+			return &TooManyDeletionsError{Would: n, Limit: limit}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("marking users deleted: %w", err)
+	}
+	return n, nil
+}
+
+// TooManyDeletionsError refuses to mark more users deleted than the
+// reconcile's safety valve allowed.
+type TooManyDeletionsError struct {
+	Would, Limit int64
+}
+
+func (e *TooManyDeletionsError) Error() string {
+	return fmt.Sprintf("%d users would be marked deleted, more than the %d allowed; nothing was marked", e.Would, e.Limit)
+}
+
+// DeletedDimensionIDs returns the ids of the teams, roles and profiles
+// marked deleted, by type ("team", "role", "profile").
+func (s *Store) DeletedDimensionIDs(ctx context.Context) (map[string][]int64, error) {
+	out := map[string][]int64{}
+	for _, typ := range dimensionTypes() {
+		t := s.tables[typ]
+		rows, err := s.pool.Query(ctx, `SELECT id FROM `+t.table+` WHERE deleted_at IS NOT NULL ORDER BY id`)
+		if err != nil {
+			return nil, fmt.Errorf("listing deleted %s: %w", t.res.Table, err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return nil, fmt.Errorf("listing deleted %s: %w", t.res.Table, err)
+		}
+		if len(ids) > 0 {
+			out[typ] = ids
+		}
+	}
+	return out, nil
+}
+
+// TouchRun records a run's request counters and heartbeat, for a run that
+// works between page commits (a reconcile's scan) and before it finishes.
+func (s *Store) TouchRun(ctx context.Context, runID int64, p Progress) error {
+	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET heartbeat_at = now(), requests = $2, rate_limited = $3, retries = $4
+		WHERE run_id = $1`, runID, p.Requests, p.RateLimited, p.Retries)
+	if err != nil {
+		return fmt.Errorf("recording the progress of run %d: %w", runID, err)
+	}
+	return nil
+}
+
+func dimensionTypes() []string {
+	return []string{schema.Team().Type, schema.Role().Type, schema.Profile().Type}
+}
+
+// errNoConn guards against a Reconciliation used after Close.
+var errNoConn = errors.New("reconciliation closed")
+
+func (r *Reconciliation) check() error {
+	if r == nil || r.conn == nil {
+		return errNoConn
+	}
+	return nil
+}
+
+// Temporary tables of a reconcile, in pg_temp of its dedicated connection.
+const (
+	reconcileScanTable   = "usersync_reconcile_scan"
+	reconcileFetchTable  = "usersync_reconcile_fetch"
+	reconcileLinkedTable = "usersync_reconcile_linked"
+)
+
+// reconcileSQL holds a reconcile's statements, built from the catalog for
+// one schema.
+type reconcileSQL struct {
+	dims              []string // dimension types, in the order of queueDeletedLinks' parameters
+	create, drop      string
+	index             string
+	compare           string
+	undelete          string
+	queueChanged      string
+	queueDeletedLinks string
+	queueLinked       string
+	queueGone         string
+	fetchBatch        string
+	queued            string
+	markDeleted       string
+}
+
+func newReconcileSQL(s *Store) reconcileSQL {
+	const (
+		scan   = "pg_temp." + reconcileScanTable
+		fetch  = "pg_temp." + reconcileFetchTable
+		linked = "pg_temp." + reconcileLinkedTable
+	)
+	users := s.tables["user"].table
+	q := reconcileSQL{dims: dimensionTypes()}
+	q.drop = `DROP TABLE IF EXISTS ` + scan + `, ` + fetch + `, ` + linked
+	q.create = q.drop + `;
+CREATE TEMP TABLE ` + reconcileScanTable + ` (id bigint NOT NULL, updated_at timestamptz, updated_text text);
+CREATE TEMP TABLE ` + reconcileFetchTable + ` (id bigint PRIMARY KEY, reason text NOT NULL);
+CREATE TEMP TABLE ` + reconcileLinkedTable + ` (user_id bigint NOT NULL, related_type text NOT NULL, target bigint NOT NULL)`
+	// The index is built once the scan is complete: COPY into an unindexed
+	// table is faster, and the table is analyzed with its final contents.
+	q.index = `CREATE INDEX IF NOT EXISTS usersync_reconcile_scan_id ON ` + scan + ` (id); ANALYZE ` + scan
+	q.compare = `SELECT (SELECT count(DISTINCT id) FROM ` + scan + `),
+	(SELECT count(*) FROM ` + users + ` WHERE deleted_at IS NULL),
+	(SELECT count(*) FROM ` + users + ` u WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM ` + scan + ` s WHERE s.id = u.id))`
+	q.undelete = `WITH back AS (
+	UPDATE ` + users + ` u SET deleted_at = NULL
+	WHERE u.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM ` + scan + ` s WHERE s.id = u.id) RETURNING 1
+), counted AS (
+	UPDATE ` + s.q + `.sync_runs SET undeleted = undeleted + (SELECT count(*) FROM back) WHERE run_id = $1
+)
+SELECT count(*) FROM back`
+	// A missing or stale id is left alone when the quarantine holds it,
+	// unresolved, with the updatedAt the scan saw: fetching it again would
+	// only add a second quarantine record.
+	q.queueChanged = `WITH listed AS (
+	SELECT DISTINCT ON (id) id, updated_at, updated_text FROM ` + scan + ` ORDER BY id, updated_at DESC NULLS LAST
+), cand AS (
+	SELECT l.id, l.updated_text, CASE WHEN u.id IS NULL THEN '` + FetchMissing + `' ELSE '` + FetchStale + `' END AS reason
+	FROM listed l LEFT JOIN ` + users + ` u ON u.id = l.id
+	WHERE u.id IS NULL OR l.updated_at > u.updated_at OR (u.updated_at IS NULL AND l.updated_at IS NOT NULL)
+), skipped AS (
+	SELECT c.id FROM cand c WHERE c.updated_text IS NOT NULL AND EXISTS (
+		SELECT 1 FROM ` + s.q + `.quarantine q WHERE q.resolved_at IS NULL AND q.resource_type = 'user'
+		AND q.resource_id = c.id::text AND q.raw->'attributes'->>'updatedAt' = c.updated_text)
+), ins AS (
+	INSERT INTO ` + fetch + ` (id, reason) SELECT id, reason FROM cand WHERE id NOT IN (SELECT id FROM skipped)
+	ON CONFLICT (id) DO NOTHING RETURNING reason
+)
+SELECT count(*) FILTER (WHERE reason = '` + FetchMissing + `'), count(*) FILTER (WHERE reason = '` + FetchStale + `'),
+	(SELECT count(*) FROM skipped) FROM ins`
+	q.queueDeletedLinks, q.queueLinked = linkStatements(s, q.dims, fetch, linked)
+	q.queueGone = `WITH ins AS (
+	INSERT INTO ` + fetch + ` (id, reason)
+	SELECT u.id, '` + FetchGone + `' FROM ` + users + ` u
+	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM ` + scan + ` s WHERE s.id = u.id)
+	ON CONFLICT (id) DO NOTHING RETURNING 1
+)
+SELECT count(*) FROM ins`
+	q.fetchBatch = `SELECT id FROM ` + fetch + ` WHERE id > $1 ORDER BY id LIMIT $2`
+	q.queued = `SELECT reason, count(*) FROM ` + fetch + ` GROUP BY reason`
+	q.markDeleted = `WITH gone AS (
+	UPDATE ` + users + ` u SET deleted_at = now()
+	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM ` + scan + ` s WHERE s.id = u.id) RETURNING 1
+), counted AS (
+	UPDATE ` + s.q + `.sync_runs SET deleted = deleted + (SELECT count(*) FROM gone) WHERE run_id = $1
+)
+SELECT count(*) FROM gone`
+	return q
+}
+
+// linkStatements builds, from the catalog, the statements that queue users
+// whose linkage to a dimension disagrees with the API: a to-one column
+// (role_id, profile_id) or a user_relationships row (directAssignedTeams...)
+// of a related type that is a dimension. user_teams is left to the
+// membership pass.
+func linkStatements(s *Store, dims []string, fetch, linked string) (deletedLinks, restoredLinks string) {
+	users := s.tables["user"].table
+	param := map[string]int{}
+	for i, typ := range dims {
+		param[typ] = i + 1
+	}
+	var toOne, toOneDiff, rel []string
+	for _, r := range schema.User().Relationships {
+		n, ok := param[r.RelatedType]
+		if !ok {
+			continue
+		}
+		col := "u." + schema.QuoteIdentifier(r.Column())
+		if !r.ToMany {
+			toOne = append(toOne, fmt.Sprintf("%s = ANY($%d::bigint[])", col, n))
+			toOneDiff = append(toOneDiff, fmt.Sprintf("(l.related_type = '%s' AND %s IS DISTINCT FROM l.target)", r.RelatedType, col))
+		}
+	}
+	for _, typ := range dims {
+		rel = append(rel, fmt.Sprintf("(ur.related_type = '%s' AND ur.related_id = ANY($%d::bigint[]))", typ, param[typ]))
+	}
+	hit := `SELECT ur.user_id AS id FROM ` + s.q + `.user_relationships ur
+	JOIN ` + users + ` u ON u.id = ur.user_id AND u.deleted_at IS NULL
+	WHERE ` + strings.Join(rel, " OR ")
+	if len(toOne) > 0 {
+		hit = `SELECT u.id FROM ` + users + ` u WHERE u.deleted_at IS NULL AND (` + strings.Join(toOne, " OR ") + `)
+	UNION ` + hit
+	}
+	deletedLinks = `WITH hit AS (` + hit + `), ins AS (
+	INSERT INTO ` + fetch + ` (id, reason) SELECT id, '` + FetchRelinked + `' FROM hit ON CONFLICT (id) DO NOTHING RETURNING 1
+)
+SELECT count(*) FROM ins`
+	// A member of a restored dimension is out of date when its to-one column
+	// does not point at it, or, for a type it only relates to through
+	// to-many linkage, when no user_relationships row does.
+	diff := append(toOneDiff, `(l.related_type NOT IN (`+quoteList(toOneTypes(param))+`) AND NOT EXISTS (
+		SELECT 1 FROM `+s.q+`.user_relationships ur WHERE ur.user_id = l.user_id AND ur.related_type = l.related_type AND ur.related_id = l.target))`)
+	restoredLinks = `WITH hit AS (
+	SELECT DISTINCT l.user_id AS id FROM ` + linked + ` l JOIN ` + users + ` u ON u.id = l.user_id
+	WHERE ` + strings.Join(diff, " OR ") + `
+), ins AS (
+	INSERT INTO ` + fetch + ` (id, reason) SELECT id, '` + FetchRelinked + `' FROM hit ON CONFLICT (id) DO NOTHING RETURNING 1
+)
+SELECT count(*) FROM ins`
+	return deletedLinks, restoredLinks
+}
+
+// toOneTypes returns the dimension types users relate to with a to-one
+// relationship (role, profile).
+func toOneTypes(dims map[string]int) []string {
+	var out []string
+	for _, r := range schema.User().ToOne() {
+		if _, ok := dims[r.RelatedType]; ok {
+			out = append(out, r.RelatedType)
+		}
+	}
+	return out
+}
+
+func quoteList(vals []string) string {
+	if len(vals) == 0 {
+		return "NULL"
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	}
+	return strings.Join(out, ", ")
+}
