@@ -35,6 +35,10 @@ test: ## go vet and go test (race detector on) against a throwaway PostgreSQL
 demo: build ## end to end: throwaway PostgreSQL, simulated API, full and incremental sync, example queries
 	@deploy/dev/demo.sh
 
+.PHONY: demo-worker
+demo-worker: build ## the daemon: a worker syncing a changing simulated API every 10s, with live status
+	@deploy/dev/demo-worker.sh
+
 .PHONY: lint
 lint: ## gofmt, go vet and golangci-lint (installed into .dev/tools on first use)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -136,14 +136,21 @@ func assertOnly(t *testing.T, dest *hookDestination, dir string, snaps ...Manife
 	}
 	slices.Sort(want)
 	if got := files(t, dir); !slices.Equal(got, want) {
-		t.Errorf("files after the failure:\n got %q\nwant %q", got, want)
+		t.Errorf("files:\n got %q\nwant %q", got, want)
 	}
+	assertLatest(t, dest, snaps[len(snaps)-1])
+}
+
+// assertLatest checks that Latest is want and that every file it lists
+// reads back with the rows it claims.
+func assertLatest(t *testing.T, dest Destination, want Manifest) {
+	t.Helper()
 	latest, err := Latest(context.Background(), dest)
 	if err != nil {
 		t.Fatalf("Latest: %v", err)
 	}
-	if latest.ID != snaps[len(snaps)-1].ID {
-		t.Errorf("Latest is %s, want %s", latest.ID, snaps[len(snaps)-1].ID)
+	if latest.ID != want.ID {
+		t.Errorf("Latest is %s, want %s", latest.ID, want.ID)
 	}
 	for _, tm := range latest.Tables {
 		snapshotRows(t, dest, tm)

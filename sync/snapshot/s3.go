@@ -271,6 +271,12 @@ func (d *S3) List(ctx context.Context, prefix string) ([]Entry, error) {
 	}
 	for u := range d.client.ListIncompleteUploads(ctx, d.bucket, d.key(prefix), true) {
 		if u.Err != nil {
+			switch minio.ToErrorResponse(u.Err).Code {
+			case "NoSuchUpload", "NotImplemented":
+				// Some S3-compatible servers answer so when there are no
+				// uploads to list, or cannot list them.
+				return out, nil
+			}
 			return nil, fmt.Errorf("listing unfinished uploads of %s: %w", d, u.Err)
 		}
 		out = append(out, Entry{Name: d.name(u.Key), Size: u.Size, Partial: true})

@@ -2,7 +2,6 @@ package warehouse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -314,16 +313,6 @@ func dimensionTypes() []string {
 	return []string{schema.Team().Type, schema.Role().Type, schema.Profile().Type}
 }
 
-// errNoConn guards against a Reconciliation used after Close.
-var errNoConn = errors.New("reconciliation closed")
-
-func (r *Reconciliation) check() error {
-	if r == nil || r.conn == nil {
-		return errNoConn
-	}
-	return nil
-}
-
 // Temporary tables of a reconcile, in pg_temp of its dedicated connection.
 const (
 	reconcileScanTable   = "usersync_reconcile_scan"
@@ -453,8 +442,12 @@ SELECT count(*) FROM ins`
 	// A member of a restored dimension is out of date when its to-one column
 	// does not point at it, or, for a type it only relates to through
 	// to-many linkage, when no user_relationships row does.
-	diff := append(toOneDiff, `(l.related_type NOT IN (`+quoteList(toOneTypes(param))+`) AND NOT EXISTS (
-		SELECT 1 FROM `+s.q+`.user_relationships ur WHERE ur.user_id = l.user_id AND ur.related_type = l.related_type AND ur.related_id = l.target))`)
+	manyOnly := `NOT EXISTS (
+		SELECT 1 FROM ` + s.q + `.user_relationships ur WHERE ur.user_id = l.user_id AND ur.related_type = l.related_type AND ur.related_id = l.target)`
+	if types := toOneTypes(param); len(types) > 0 {
+		manyOnly = `l.related_type NOT IN (` + quoteList(types) + `) AND ` + manyOnly
+	}
+	diff := append(toOneDiff, "("+manyOnly+")")
 	restoredLinks = `WITH hit AS (
 	SELECT DISTINCT l.user_id AS id FROM ` + linked + ` l JOIN ` + users + ` u ON u.id = l.user_id
 	WHERE ` + strings.Join(diff, " OR ") + `
@@ -478,9 +471,6 @@ func toOneTypes(dims map[string]int) []string {
 }
 
 func quoteList(vals []string) string {
-	if len(vals) == 0 {
-		return "NULL"
-	}
 	out := make([]string, len(vals))
 	for i, v := range vals {
 		out[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"

@@ -24,8 +24,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 type inProcessWorker struct {
 	cancel context.CancelFunc
@@ -129,7 +133,9 @@ func TestWorkerScheduleFollowsMutations(t *testing.T) {
 	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 2s", "USERSYNC_HTTP_ADDR": addr,
 		"USERSYNC_HTTP_TOKEN": "ui-secret-7"}))
 	succeeded := func(n int64) func() bool {
-		return func() bool { return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded'`) >= n }
+		return func() bool {
+			return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded'`) >= n
+		}
 	}
 	waitFor(t, "the first scheduled sync", 30*time.Second, succeeded(1))
 	syncertest.AssertMirrors(t, c.sim, c.store)

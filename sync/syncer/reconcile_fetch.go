@@ -1,0 +1,286 @@
+package syncer
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// reconcilePageSize is the page[size] of a reconcile's requests (the API's
+// maximum) and the largest filter[id] batch, so a batch is one page.
+const reconcilePageSize = 1000
+
+// heartbeatEvery is how many scan pages pass between two heartbeats.
+const heartbeatEvery = 100
+
+// scanQuery lists every user with its updatedAt only, in id order: the id
+// order does not change under concurrent updates, unlike updatedAt's.
+func scanQuery() jsonapi.Query {
+	return jsonapi.Query{}.Fields("user", "updatedAt").Sort("id").PageSize(reconcilePageSize)
+}
+
+// fetchQuery fetches users by id, with every attribute and relationship.
+func fetchQuery(ids []int64) jsonapi.Query {
+	return jsonapi.Query{}.Filter("id", jsonapi.IDs(ids...)).PageSize(reconcilePageSize)
+}
+
+// scan streams the (id, updatedAt) pairs of every user into the working
+// set, one COPY per page, while the next page downloads: memory stays at a
+// few pages whatever the number of users.
+func (r *reconciler) scan(ctx context.Context, work *warehouse.Reconciliation) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the prefetch goroutine on an early return
+	buf := make([]warehouse.ScannedUser, 0, reconcilePageSize)
+	for res := range jsonapi.Prefetch(ctx, r.s.client.Collection("users", scanQuery()), r.s.cfg.Prefetch) {
+		if res.Err != nil {
+			return res.Err // the client names the page and request
+		}
+		buf = scannedUsers(buf[:0], res.Page.Data, &r.sum.Unreadable)
+		if err := work.AddScanned(ctx, buf); err != nil {
+			return fmt.Errorf("recording scan page %d: %w", res.Page.Number, err)
+		}
+		r.sum.ScanPages++
+		r.progress(len(res.Page.Data))
+		if r.sum.ScanPages%heartbeatEvery == 0 {
+			r.fillRequestCounters()
+			if err := r.s.store.TouchRun(ctx, r.runID, r.cp.Progress); err != nil {
+				return err
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// scannedUsers appends the id and updatedAt of each resource to dst,
+// counting in unreadable the resources without a usable id.
+func scannedUsers(dst []warehouse.ScannedUser, data []jsonapi.Resource, unreadable *int64) []warehouse.ScannedUser {
+	for i := range data {
+		if !data[i].ID.Valid() {
+			*unreadable++
+			continue
+		}
+		u := warehouse.ScannedUser{ID: int64(data[i].ID)}
+		if v := gjson.GetBytes(data[i].Attributes, "updatedAt"); v.Type == gjson.String {
+			u.UpdatedText = v.Str
+			if t, err := time.Parse(time.RFC3339Nano, v.Str); err == nil {
+				t = t.UTC()
+				u.UpdatedAt = &t
+			}
+		}
+		dst = append(dst, u)
+	}
+	return dst
+}
+
+// listRestoredMembers lists, ids only, the users the API relates to each
+// team, role and profile that came back, for the warehouse to compare with
+// the linkage it holds.
+func (r *reconciler) listRestoredMembers(ctx context.Context, work *warehouse.Reconciliation) error {
+	types := make([]string, 0, len(r.restoredDims))
+	for typ := range r.restoredDims {
+		types = append(types, typ)
+	}
+	slices.Sort(types)
+	for _, typ := range types {
+		rel, ok := filterableRelationship(typ)
+		if !ok {
+			continue
+		}
+		for _, id := range r.restoredDims[typ] {
+			q := jsonapi.Query{}.FilterRelationship(rel, id).Fields("user").PageSize(reconcilePageSize)
+			pages := r.s.client.Collection("users", q)
+			for {
+				page, err := pages.Next(ctx)
+				if err != nil {
+					return fmt.Errorf("listing users of restored %s %d: %w", typ, id, err)
+				}
+				if page == nil {
+					break
+				}
+				ids := make([]int64, 0, len(page.Data))
+				for _, u := range page.Data {
+					if u.ID.Valid() {
+						ids = append(ids, int64(u.ID))
+					}
+				}
+				if err := work.AddLinked(ctx, typ, id, ids); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// filterableRelationship returns the user relationship the API filters by
+// to list the users related to a resource of type typ (teams, role,
+// profile).
+func filterableRelationship(typ string) (string, bool) {
+	for _, rel := range schema.User().Relationships {
+		if rel.Filterable && rel.RelatedType == typ {
+			return rel.Name, true
+		}
+	}
+	return "", false
+}
+
+// fetchQueued fetches the queued ids by id, in batches read from the
+// warehouse in id order and split to fit the request-line budget, and loads
+// each page through the sync's page transaction (history, linkage,
+// quarantine, checkpoint).
+func (r *reconciler) fetchQueued(ctx context.Context, work *warehouse.Reconciliation) error {
+	after := int64(math.MinInt64)
+	for {
+		ids, err := work.FetchBatch(ctx, after, reconcilePageSize)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		after = ids[len(ids)-1]
+		batches, err := r.s.idBatches(ids, r.req.MaxRequestLine)
+		if err != nil {
+			return err
+		}
+		for _, b := range batches {
+			if err := r.fetchIDs(ctx, work, b); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// fetchIDs fetches one batch and loads it. The ids returned join the scan,
+// so a live user the scan missed is not marked deleted.
+func (r *reconciler) fetchIDs(ctx context.Context, work *warehouse.Reconciliation, ids []int64) error {
+	asked := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		asked[id] = true
+	}
+	pages := r.s.client.Collection("users", fetchQuery(ids))
+	var seen []warehouse.ScannedUser
+	var unreadable int64 // quarantined by LoadUsers; counted as not returned
+	for {
+		page, err := pages.Next(ctx)
+		if err != nil {
+			return fmt.Errorf("fetching %d users from id %d: %w", len(ids), ids[0], err)
+		}
+		if page == nil {
+			break
+		}
+		r.sum.FetchPages++
+		rows, bad := r.s.normalizeAll("user", page.Data)
+		r.fillRequestCounters()
+		if _, err := r.s.store.LoadUsers(ctx, rows, bad, &r.cp); err != nil {
+			return fmt.Errorf("writing fetched page %d: %w", r.cp.Progress.Pages+1, err)
+		}
+		seen = scannedUsers(seen[:0], page.Data, &unreadable)
+		if err := work.AddScanned(ctx, seen); err != nil {
+			return err
+		}
+		for _, u := range seen {
+			delete(asked, u.ID)
+		}
+		r.progress(len(page.Data))
+	}
+	r.sum.NotReturned += int64(len(asked))
+	return nil
+}
+
+// idBatches splits ids into filter[id] batches of at most
+// reconcilePageSize ids whose request line, as the client encodes it, stays
+// within maxLine bytes.
+func (s *Syncer) idBatches(ids []int64, maxLine int) ([][]int64, error) {
+	var out [][]int64
+	for len(ids) > 0 {
+		n, err := s.fitIDs(ids, maxLine)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ids[:n:n])
+		ids = ids[n:]
+	}
+	return out, nil
+}
+
+// fitIDs returns how many of the first ids fit in one request line. It
+// estimates from the encoded length of one id (each further id adds its
+// digits and an encoded comma), then checks the estimate against the URL
+// actually encoded, shrinking the batch until it fits.
+func (s *Syncer) fitIDs(ids []int64, maxLine int) (int, error) {
+	line, err := s.fetchRequestLine(ids[:1])
+	if err != nil {
+		return 0, err
+	}
+	if line > maxLine {
+		return 0, fmt.Errorf("fetching user %d by id: the request line alone is %d bytes, over the %d allowed", ids[0], line, maxLine)
+	}
+	comma := len(url.QueryEscape(","))
+	n, est := 1, line
+	for n < len(ids) && n < reconcilePageSize {
+		add := len(url.QueryEscape(strconv.FormatInt(ids[n], 10))) + comma
+		if est+add > maxLine {
+			break
+		}
+		est += add
+		n++
+	}
+	for n > 1 {
+		if line, err = s.fetchRequestLine(ids[:n]); err != nil {
+			return 0, err
+		}
+		if line <= maxLine {
+			break
+		}
+		n-- // the estimate was short: the encoding changed
+	}
+	return n, nil
+}
+
+// fetchRequestLine is the length of "GET <path>?<query> HTTP/1.1" for a
+// fetch of ids, from the URL the client would send.
+func (s *Syncer) fetchRequestLine(ids []int64) (int, error) {
+	raw, err := s.client.CollectionURL("users", fetchQuery(ids))
+	if err != nil {
+		return 0, fmt.Errorf("building a fetch by id: %w", err)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 0, fmt.Errorf("building a fetch by id: %w", err)
+	}
+	return len("GET ") + len(u.RequestURI()) + len(" HTTP/1.1"), nil
+}
+
+// restored returns, by type, the ids deleted before and not after.
+func restored(before, after map[string][]int64) map[string][]int64 {
+	out := map[string][]int64{}
+	for typ, ids := range before {
+		for _, id := range ids {
+			if !slices.Contains(after[typ], id) {
+				out[typ] = append(out[typ], id)
+			}
+		}
+	}
+	return out
+}
+
+// tableOf returns the table of a catalog type ("team" → "teams").
+func tableOf(typ string) string {
+	for _, res := range schema.Resources() {
+		if res.Type == typ {
+			return res.Table
+		}
+	}
+	return typ
+}
