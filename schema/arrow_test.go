@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -13,7 +14,7 @@ func TestArrowSchemaFollowsTables(t *testing.T) {
 		if s.NumFields() != len(tb.Columns) {
 			t.Fatalf("%s: %d fields, %d columns", tb.Name, s.NumFields(), len(tb.Columns))
 		}
-		if v, _ := s.Metadata().GetValue(MetaCatalogVersion); v != "1" {
+		if v, _ := s.Metadata().GetValue(MetaCatalogVersion); v != strconv.Itoa(Version) {
 			t.Errorf("%s: catalog version metadata %q", tb.Name, v)
 		}
 		for i, c := range tb.Columns {

@@ -9,7 +9,7 @@ func bookkeepingTables() []Table {
 		Column{Name: "profile_name", Type: "text", Nullable: true, Meaning: "name of the user's profile"},
 		Column{Name: "team_ids", Type: "bigint[]", Nullable: true, Meaning: "ids of the live teams the user belongs to, ordered like team_names"},
 		Column{Name: "team_names", Type: "text[]", Nullable: true, Meaning: "names of the live teams the user belongs to, in name order"},
-		syncedColumn)
+		syncedColumn, dataConnectionsColumn)
 	for i := range userView {
 		userView[i].Nullable = true // a view's columns are always reported nullable
 	}

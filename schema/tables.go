@@ -69,10 +69,12 @@ func itoa(n int) string {
 }
 
 var (
-	rawColumn      = Column{Name: "raw", Type: "jsonb", Meaning: "the attributes the API sent that the catalog does not know (schema drift), exactly as sent; {} when none. With the typed columns it holds every attribute the API sent"}
-	syncedColumn   = Column{Name: "synced_at", Type: "timestamptz", Meaning: "when usersync last wrote this row"}
-	deletedColumn  = Column{Name: "deleted_at", Type: "timestamptz", Nullable: true, Meaning: "when usersync found the id gone from the API (soft delete); null while the API returns it"}
-	hashColumn     = Column{Name: "content_hash", Type: "bytea", Meaning: "SHA-256 of the attributes as sent and the to-one relationship ids; a new value means a new version"}
+	rawColumn             = Column{Name: "raw", Type: "jsonb", Meaning: "the attributes the API sent that the catalog does not know (schema drift), exactly as sent; {} when none. With the typed columns it holds every attribute the API sent"}
+	syncedColumn          = Column{Name: "synced_at", Type: "timestamptz", Meaning: "when usersync last wrote this row"}
+	deletedColumn         = Column{Name: "deleted_at", Type: "timestamptz", Nullable: true, Meaning: "when usersync found the id gone from the API (soft delete); null while the API returns it"}
+	hashColumn            = Column{Name: "content_hash", Type: "bytea", Meaning: "SHA-256 of the attributes as sent and the to-one relationship ids; a new value means a new version"}
+	dataConnectionsColumn = Column{Name: "data_connections", Type: "jsonb", Nullable: true,
+		Meaning: "the user's connections to external systems (the API's meta.dataConnections), as last sent; null until a sync requested them"}
 	linkageColumn  = Column{Name: "linkage_hash", Type: "bytea", Nullable: true, Meaning: "SHA-256 of the to-many linkage last written (user_teams, user_relationships); lets unchanged linkage be skipped"}
 	userIDColumn   = Column{Name: "user_id", Type: "bigint", Meaning: "id of the user"}
 	runIDColumn    = Column{Name: "run_id", Type: "bigint", Nullable: true, Meaning: "the sync run (sync_runs.run_id) that wrote the row"}
@@ -85,7 +87,7 @@ var (
 func Tables() []Table {
 	u := User()
 	users := resourceColumns(u, true)
-	users = append(users, rawColumn, hashColumn, linkageColumn, syncedColumn, deletedColumn)
+	users = append(users, rawColumn, hashColumn, linkageColumn, syncedColumn, deletedColumn, dataConnectionsColumn)
 
 	versions := []Column{
 		{Name: "version_id", Type: "bigint", Meaning: "identity of the version row"},
@@ -95,7 +97,7 @@ func Tables() []Table {
 	versions = append(versions, rawColumn,
 		Column{Name: "valid_from", Type: timestampNNull, Meaning: "when usersync first saw this version (warehouse time)"},
 		Column{Name: "valid_to", Type: timestampNNull, Nullable: true, Meaning: "when a newer version replaced it; null for the current version"},
-		runIDColumn)
+		runIDColumn, dataConnectionsColumn)
 
 	out := []Table{
 		{Name: "users", Meaning: u.Meaning, Columns: users, Analysts: true, Snapshot: true},

@@ -3,9 +3,12 @@ package normalize
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/jsonapi"
@@ -41,6 +44,14 @@ type Row struct {
 	Links     []Link   // their elements
 	Raw       []byte   // the attributes the catalog does not know, as sent ({} when none)
 	UpdatedAt time.Time
+
+	// DataConnections is meta.dataConnections as sent (JSON), when
+	// DataConnectionsSent; otherwise the stored value is kept.
+	DataConnections     []byte
+	DataConnectionsSent bool
+	// CanWrite is meta.canWrite: whether the API user may write this
+	// resource; nil when not sent.
+	CanWrite *bool
 
 	attrs []byte // the attributes object as sent, for the hash
 }
@@ -93,6 +104,9 @@ func (n *Normalizer) Row(r jsonapi.Resource) (Row, error) {
 			row.UpdatedAt = t
 		}
 	}
+	if err := readMeta(&row, r.Meta); err != nil {
+		return Row{}, err
+	}
 	names := make([]string, 0, len(r.Relationships))
 	for name := range r.Relationships {
 		names = append(names, name)
@@ -141,11 +155,57 @@ func (n *Normalizer) relationship(row *Row, name string, rel jsonapi.Relationshi
 	return nil
 }
 
-// Hash is the content hash of a row: the attributes object as sent and the
-// to-one ids. Two rows with the same hash are the same version.
+// readMeta takes dataConnections and canWrite from a resource's meta.
+func readMeta(row *Row, meta []byte) error {
+	if len(meta) == 0 {
+		return nil
+	}
+	m := gjson.ParseBytes(meta)
+	if !m.IsObject() {
+		return &FieldError{Field: "meta", Reason: "expected an object"}
+	}
+	if dc := m.Get("dataConnections"); dc.Exists() {
+		row.DataConnectionsSent = true
+		if dc.Type != gjson.Null {
+			row.DataConnections = []byte(dc.Raw)
+		}
+	}
+	switch cw := m.Get("canWrite"); cw.Type {
+	case gjson.True, gjson.False:
+		b := cw.Bool()
+		row.CanWrite = &b
+	case gjson.Null:
+	default:
+		return &FieldError{Field: "meta.canWrite", Reason: "expected boolean, got another type"}
+	}
+	return nil
+}
+
+// CanonicalJSON re-encodes a JSON value with sorted keys and no spaces, so
+// the same value hashes the same whether it came from the API or from
+// PostgreSQL's jsonb output. Invalid JSON is returned as is.
+func CanonicalJSON(b []byte) []byte {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// Hash is the content hash of a row: the attributes object as sent, the
+// to-one ids and the data connections. Two rows with the same hash are the
+// same version.
 func (r *Row) Hash() []byte {
 	h := sha256.New()
 	h.Write(r.attrs)
+	if r.DataConnections != nil {
+		h.Write([]byte{2})
+		h.Write(CanonicalJSON(r.DataConnections))
+	}
 	var b [9]byte
 	for _, t := range r.ToOne {
 		b[0] = 0

@@ -29,6 +29,7 @@ type Summary struct {
 	Retries     int64                       `json:"retries"`
 	Duration    time.Duration               `json:"duration_ns"`
 	Watermark   *time.Time                  `json:"watermark,omitempty"`
+	CanWrite    *bool                       `json:"can_write,omitempty"`
 }
 
 func (r *run) summary() Summary {
@@ -43,5 +44,6 @@ func (r *run) summary() Summary {
 		Pages: p.Pages, Fetched: p.Fetched, Inserted: p.Inserted, Updated: p.Updated, Unchanged: p.Unchanged,
 		Quarantined: p.Quarantined, Versions: p.Versions, Unknown: unknown, Dimensions: r.dims, Membership: r.membership,
 		Requests: p.Requests, RateLimited: p.RateLimited, Retries: p.Retries, Duration: r.s.cfg.Now().Sub(r.started),
+		CanWrite: r.canWrite,
 	}
 }

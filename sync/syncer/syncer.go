@@ -24,8 +24,11 @@ type Config struct {
 	PageSize int           // page[size] of user requests (default 1000)
 	Lookback time.Duration // how far before the watermark incremental runs start (default 10m)
 	Prefetch int           // pages fetched ahead of the one being written (default 2)
-	Logger   *slog.Logger
-	Now      func() time.Time // the clock (default time.Now)
+	// NoDataConnections stops asking for users' meta.dataConnections
+	// (provideDataConnections); the stored values are then left alone.
+	NoDataConnections bool
+	Logger            *slog.Logger
+	Now               func() time.Time // the clock (default time.Now)
 	// Progress, when set, is called after each committed page.
 	Progress func(Progress)
 }

@@ -15,7 +15,7 @@ import (
 // usersQuery is the first request of a users walk over [from, until]:
 // sorted by updatedAt, count=false (the client's default), page[size].
 func (s *Syncer) usersQuery(from, until *time.Time) jsonapi.Query {
-	q := jsonapi.Query{}.Sort("updatedAt").PageSize(s.cfg.PageSize)
+	q := s.UserQuery().Sort("updatedAt").PageSize(s.cfg.PageSize)
 	if from != nil || until != nil {
 		var f, u time.Time
 		if from != nil {
@@ -25,6 +25,17 @@ func (s *Syncer) usersQuery(from, until *time.Time) jsonapi.Query {
 			u = *until
 		}
 		q = q.Filter("updatedAt", jsonapi.Range(f, u))
+	}
+	return q
+}
+
+// UserQuery is the base of every users request that loads users (syncs,
+// backfills, reconcile fetches): write access always, data connections
+// unless turned off.
+func (s *Syncer) UserQuery() jsonapi.Query {
+	q := jsonapi.Query{}.ProvideAuthorizationMeta()
+	if !s.cfg.NoDataConnections {
+		q = q.ProvideDataConnections()
 	}
 	return q
 }
@@ -100,6 +111,9 @@ func (r *run) loadPage(ctx context.Context, page *jsonapi.Page) error {
 	for i := range rows {
 		if !rows[i].TeamsSent {
 			r.noTeamsData++
+		}
+		if rows[i].CanWrite != nil {
+			r.canWrite = rows[i].CanWrite // the API user's write access, as last seen
 		}
 	}
 	r.cp.NextURL = page.NextURL

@@ -130,7 +130,7 @@ type current struct {
 func (s *Store) writeUsers(ctx context.Context, tx pgx.Tx, rows []normalize.Row, runID int64) (classified, error) {
 	cls := classified{inserted: map[int64]bool{}, relinked: map[int64]bool{}}
 	t := s.tables["user"]
-	if err := s.fillUnsentToOne(ctx, tx, t, rows); err != nil {
+	if err := s.fillUnsent(ctx, tx, t, rows); err != nil {
 		return cls, err
 	}
 	ids := make([]int64, len(rows))
@@ -336,7 +336,7 @@ func (s *Store) loadRows(ctx context.Context, tx pgx.Tx, typ string, rows []norm
 		return c, nil
 	}
 	t := s.tables[typ]
-	if err := s.fillUnsentToOne(ctx, tx, t, rows); err != nil {
+	if err := s.fillUnsent(ctx, tx, t, rows); err != nil {
 		return c, err
 	}
 	if _, err := tx.Exec(ctx, t.createStage); err != nil {
@@ -353,15 +353,20 @@ func (s *Store) loadRows(ctx context.Context, tx pgx.Tx, typ string, rows []norm
 	return c, nil
 }
 
-// fillUnsentToOne gives rows whose to-one linkage was not sent the value the
-// warehouse holds, so "not sent" keeps the stored value. It costs a query
+// fillUnsent gives rows whose to-one linkage or data connections were not
+// sent the values the warehouse holds, so "not sent" keeps what is stored
+// (and the content hash stays that of the stored version). It costs a query
 // only for pages that have such rows.
-func (s *Store) fillUnsentToOne(ctx context.Context, tx pgx.Tx, t tableSQL, rows []normalize.Row) error {
+func (s *Store) fillUnsent(ctx context.Context, tx pgx.Tx, t tableSQL, rows []normalize.Row) error {
 	if t.currentOne == "" {
 		return nil
 	}
 	var ids []int64
 	for _, r := range rows {
+		if t.hashed && !r.DataConnectionsSent {
+			ids = append(ids, r.ID)
+			continue
+		}
 		for _, o := range r.ToOne {
 			if !o.Sent {
 				ids = append(ids, r.ID)
@@ -376,30 +381,42 @@ func (s *Store) fillUnsentToOne(ctx context.Context, tx pgx.Tx, t tableSQL, rows
 	if err != nil {
 		return fmt.Errorf("reading stored relationships: %w", err)
 	}
-	current := map[int64][]*int64{}
+	type stored struct {
+		toOne []*int64
+		dc    *string
+	}
+	current := map[int64]stored{}
 	for dbRows.Next() {
-		vals := make([]*int64, len(t.toOneCols))
+		st := stored{toOne: make([]*int64, len(t.toOneCols))}
 		var id int64
 		dest := []any{&id}
-		for i := range vals {
-			dest = append(dest, &vals[i])
+		for i := range st.toOne {
+			dest = append(dest, &st.toOne[i])
+		}
+		if t.hashed {
+			dest = append(dest, &st.dc)
 		}
 		if err := dbRows.Scan(dest...); err != nil {
 			dbRows.Close()
 			return fmt.Errorf("reading stored relationships: %w", err)
 		}
-		current[id] = vals
+		current[id] = st
 	}
 	if err := dbRows.Err(); err != nil {
 		return fmt.Errorf("reading stored relationships: %w", err)
 	}
 	for i := range rows {
-		stored := current[rows[i].ID]
+		st, ok := current[rows[i].ID]
+		if !ok {
+			continue
+		}
 		for j, o := range rows[i].ToOne {
-			if o.Sent || stored == nil || stored[j] == nil {
-				continue
+			if !o.Sent && st.toOne[j] != nil {
+				rows[i].ToOne[j] = normalize.ToOne{ID: *st.toOne[j], Valid: true}
 			}
-			rows[i].ToOne[j] = normalize.ToOne{ID: *stored[j], Valid: true}
+		}
+		if t.hashed && !rows[i].DataConnectionsSent && st.dc != nil {
+			rows[i].DataConnections = []byte(*st.dc)
 		}
 	}
 	return nil
@@ -449,7 +466,11 @@ func (r *rowSource) Values() ([]any, error) {
 	}
 	r.buf = append(r.buf, row.Raw)
 	if r.mode == copyUsers {
-		r.buf = append(r.buf, r.hashes[r.idx][0], r.hashes[r.idx][1])
+		var dc any
+		if row.DataConnections != nil {
+			dc = row.DataConnections
+		}
+		r.buf = append(r.buf, r.hashes[r.idx][0], r.hashes[r.idx][1], dc)
 	}
 	return r.buf, nil
 }

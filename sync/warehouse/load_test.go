@@ -264,3 +264,41 @@ func TestSyncLock(t *testing.T) {
 		t.Errorf("waiting lock: %v", err)
 	}
 }
+
+// TestDataConnectionsVersioned: a change in a user's data connections alone
+// is a new version; a page without them leaves the stored value.
+func TestDataConnectionsVersioned(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	page := func(meta string) string {
+		return `{"data": [{"id": 9, "type": "user", "attributes": {"title": "x", "updatedAt": "2024-01-01T00:00:00Z"}` + meta + `}]}`
+	}
+	load := func(body string) warehouse.Counts {
+		t.Helper()
+		c, err := s.LoadUsers(ctx, rows(t, schema.User(), body), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	load(page(`, "meta": {"dataConnections": [{"provider": "salesforce", "connected": true}]}`))
+	if c := load(page(`, "meta": {"dataConnections": [{"connected": true,   "provider": "salesforce"}]}`)); c.Versions != 0 || c.Updated != 0 {
+		t.Errorf("same connections, other formatting: %+v", c)
+	}
+	if c := load(page(`, "meta": {"dataConnections": [{"provider": "salesforce", "connected": false}]}`)); c.Versions != 1 || c.Updated != 1 {
+		t.Errorf("changed connections: %+v", c)
+	}
+	if c := load(page(``)); c.Versions != 0 || c.Updated != 0 {
+		t.Errorf("connections not sent: %+v", c)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.users WHERE data_connections @> '[{"connected": false}]'`); n != 1 {
+		t.Error("stored connections nulled or wrong")
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.user_versions WHERE user_id = 9`); n != 2 {
+		t.Errorf("versions = %d, want 2", n)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.users_current WHERE data_connections IS NOT NULL`); n != 1 {
+		t.Error("users_current lacks data_connections")
+	}
+}

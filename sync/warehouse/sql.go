@@ -39,7 +39,7 @@ func newTableSQL(schemaName string, res schema.Resource) tableSQL {
 	}
 	t.columns = append(t.columns, "raw")
 	if t.hashed {
-		t.columns = append(t.columns, "content_hash", "linkage_hash")
+		t.columns = append(t.columns, "content_hash", "linkage_hash", "data_connections")
 	}
 	quoted := quoteAll(t.columns)
 	t.createStage = fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`, t.stage, t.table)
@@ -65,7 +65,11 @@ SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FR
 		t.current = fmt.Sprintf(`SELECT id, content_hash, linkage_hash, deleted_at IS NOT NULL FROM %s WHERE id = ANY($1::bigint[])`, t.table)
 	}
 	if len(t.toOneCols) > 0 {
-		t.currentOne = fmt.Sprintf(`SELECT id, %s FROM %s WHERE id = ANY($1::bigint[])`, strings.Join(quoteAll(t.toOneCols), ", "), t.table)
+		extra := ""
+		if t.hashed {
+			extra = ", data_connections::text"
+		}
+		t.currentOne = fmt.Sprintf(`SELECT id, %s%s FROM %s WHERE id = ANY($1::bigint[])`, strings.Join(quoteAll(t.toOneCols), ", "), extra, t.table)
 	}
 	t.softDelete = fmt.Sprintf(`UPDATE %s SET deleted_at = now() WHERE deleted_at IS NULL AND NOT (id = ANY($1::bigint[]))`, t.table)
 	t.liveCount = fmt.Sprintf(`SELECT count(*) FROM %s WHERE deleted_at IS NULL`, t.table)

@@ -16,6 +16,7 @@ type Status struct {
 	Quarantined int64          `json:"quarantined_unresolved"`
 	Drift       map[string]int `json:"unknown_attributes"`
 	Users       int64          `json:"users_live"`
+	CanWrite    *bool          `json:"can_write"` // the API user's write access to users, as last seen by a run
 	Runs        []RunStatus    `json:"runs"`
 }
 
@@ -50,8 +51,9 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 	err = s.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM `+s.q+`.quarantine WHERE resolved_at IS NULL),
 		(SELECT count(*) FROM `+s.q+`.users WHERE deleted_at IS NULL),
-		(SELECT unknown_attributes FROM `+s.q+`.sync_runs WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1)`).
-		Scan(&st.Quarantined, &st.Users, &drift)
+		(SELECT unknown_attributes FROM `+s.q+`.sync_runs WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1),
+		(SELECT can_write FROM `+s.q+`.sync_runs WHERE can_write IS NOT NULL ORDER BY run_id DESC LIMIT 1)`).
+		Scan(&st.Quarantined, &st.Users, &drift, &st.CanWrite)
 	if err != nil {
 		return st, fmt.Errorf("reading status: %w", err)
 	}

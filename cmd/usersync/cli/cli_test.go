@@ -244,7 +244,7 @@ func TestMigrateCommand(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("migrate: exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"schema " + name + " migrated to version 1", "table " + name + ".users ", "view  " + name + ".users_current", "River schema " + name + "_river: applied"} {
+	for _, want := range []string{"schema " + name + " migrated to version 2", "table " + name + ".users ", "view  " + name + ".users_current", "River schema " + name + "_river: applied"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("migrate output lacks %q:\n%s", want, out)
 		}

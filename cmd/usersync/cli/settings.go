@@ -42,6 +42,7 @@ type Config struct {
 	JobTimeout        time.Duration
 	ShutdownTimeout   time.Duration
 	Workers           int
+	DataConnections   bool
 }
 
 // setting is one configuration setting: its environment variable, its flag
@@ -104,6 +105,8 @@ func settings() []setting {
 			set: func(c *Config, v string) error { return parseInt(&c.PageSize, v, 1, 1000) }},
 		{Env: "USERSYNC_LOOKBACK", Flag: "lookback", Default: "10m", Meaning: "how far before the watermark an incremental sync starts, to catch late-visible and out-of-order updates.",
 			set: func(c *Config, v string) error { return parseDuration(&c.Lookback, v, 0, 7*24*time.Hour) }},
+		{Env: "USERSYNC_DATA_CONNECTIONS", Flag: "data-connections", Default: "true", Meaning: "ask for each user's connections to external systems (provideDataConnections) and keep them in users.data_connections; false leaves stored values alone.",
+			set: func(c *Config, v string) error { return parseBool(&c.DataConnections, v) }},
 		{Env: "USERSYNC_LOG_LEVEL", Flag: "log-level", Default: "info", Meaning: "log level: debug, info, warn or error.",
 			set: func(c *Config, v string) error { return parseEnum(&c.LogLevel, v, "debug", "info", "warn", "error") }},
 		{Env: "USERSYNC_LOG_FORMAT", Flag: "log-format", Default: "auto", Meaning: "log format on stderr: json, text, or auto (json for the worker, text for other commands).",

@@ -72,6 +72,7 @@ func printStatus(w io.Writer, st warehouse.Status, now time.Time) {
 		fmt.Fprintf(w, "watermark    %s (%s behind now)\n", st.Watermark.UTC().Format(time.RFC3339Nano), now.Sub(*st.Watermark).Round(time.Second))
 	}
 	fmt.Fprintf(w, "quarantine   %d unresolved\n", st.Quarantined)
+	fmt.Fprintf(w, "api access   %s\n", writeAccess(st.CanWrite))
 	if len(st.Drift) > 0 {
 		var parts []string
 		for k, v := range st.Drift {
@@ -114,4 +115,15 @@ func printJobs(w io.Writer, counts []jobs.JobCount) {
 		return
 	}
 	fmt.Fprintf(w, "\njobs         %s\n", strings.Join(parts, ", "))
+}
+
+func writeAccess(canWrite *bool) string {
+	switch {
+	case canWrite == nil:
+		return "write access unknown (not reported yet)"
+	case *canWrite:
+		return "the token can write users (read access is all usersync needs)"
+	default:
+		return "read-only token"
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -114,7 +115,7 @@ func runSync(ctx context.Context, e *env, req syncer.Request, live bool) (syncer
 	if err != nil {
 		return syncer.Summary{}, err
 	}
-	cfg := syncer.Config{PageSize: e.cfg.PageSize, Lookback: e.cfg.Lookback, Logger: e.logger}
+	cfg := e.cfg.syncerConfig(e.logger)
 	if live && isTerminal(e.stderr) {
 		cfg.Progress = func(p syncer.Progress) {
 			rate := float64(p.Rows) / max(p.Elapsed.Seconds(), 0.001)
@@ -184,7 +185,7 @@ func printSummary(w io.Writer, s syncer.Summary) {
 		sort.Strings(parts)
 		fmt.Fprintf(w, "  drift        attributes not in the catalog, kept in raw: %s\n", strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(w, "  api          %d requests, %d rate-limited, %d retried\n", s.Requests, s.RateLimited, s.Retries)
+	fmt.Fprintf(w, "  api          %d requests, %d rate-limited, %d retried; %s\n", s.Requests, s.RateLimited, s.Retries, writeAccess(s.CanWrite))
 	if s.Watermark != nil {
 		fmt.Fprintf(w, "  watermark    %s\n", s.Watermark.UTC().Format(time.RFC3339Nano))
 	}
@@ -195,4 +196,9 @@ func timeOrInf(t *time.Time) string {
 		return "inf"
 	}
 	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// syncerConfig is the syncer's configuration from the settings.
+func (c Config) syncerConfig(logger *slog.Logger) syncer.Config {
+	return syncer.Config{PageSize: c.PageSize, Lookback: c.Lookback, NoDataConnections: !c.DataConnections, Logger: logger}
 }

@@ -70,7 +70,7 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	metrics := jobs.NewMetrics(pool, store, riverSchema, api, e.logger)
 	drain := make(chan struct{})
 	deps := &jobs.Deps{
-		Syncer:            syncer.New(api, store, syncer.Config{PageSize: cfg.PageSize, Lookback: cfg.Lookback, Logger: e.logger}),
+		Syncer:            syncer.New(api, store, cfg.syncerConfig(e.logger)),
 		Store:             store,
 		SnapshotAfterSync: cfg.SnapshotAfterSync,
 		JobTimeout:        cfg.JobTimeout,
