@@ -46,6 +46,10 @@ lint: ## gofmt, go vet and golangci-lint (installed into .dev/tools on first use
 	@test -x $(TOOLS)/golangci-lint || GOBIN=$(TOOLS) GOFLAGS= $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI)
 	$(TOOLS)/golangci-lint run ./...
 
+.PHONY: docs
+docs: ## regenerate docs/configuration.md, the README's settings table and docs/analysts.md's table reference
+	$(GO) test ./cmd/usersync/cli -run 'TestDocs|TestREADMESettings' -count=1 -update
+
 .PHONY: db-up
 db-up: ## start (or reuse) the throwaway PostgreSQL and print its URL
 	@$(PG) up

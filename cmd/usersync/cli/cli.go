@@ -55,6 +55,8 @@ func commands() []command {
 		simulateCommand(),
 		workerCommand(),
 		backfillCommand(),
+		schemaCommand(),
+		healthcheckCommand(),
 		versionCommand(),
 	}
 }

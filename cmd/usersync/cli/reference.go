@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 )
@@ -27,4 +28,103 @@ func SettingsMarkdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", env, flagName, def, strings.ReplaceAll(s.Meaning, "|", `\|`))
 	}
 	return b.String()
+}
+
+// Setting describes one configuration setting, for documentation and for the
+// deploy checks.
+type Setting struct {
+	Env, Flag, Default, Meaning, Example string
+	Secret                               bool
+}
+
+// Settings lists every setting usersync reads.
+func Settings() []Setting {
+	var out []Setting
+	for _, s := range settings() {
+		out = append(out, Setting{Env: s.Env, Flag: s.Flag, Default: s.Default, Meaning: s.Meaning, Example: s.Example, Secret: s.Secret})
+	}
+	return out
+}
+
+// EnvNames lists every environment variable usersync reads, _FILE variants
+// of secrets included.
+func EnvNames() []string {
+	var out []string
+	for _, s := range settings() {
+		out = append(out, s.Env)
+		if s.Secret {
+			out = append(out, s.Env+"_FILE")
+		}
+	}
+	return out
+}
+
+// CommandFlags maps every command to the flags it accepts (its own and the
+// settings' flags).
+func CommandFlags() map[string][]string {
+	out := map[string][]string{}
+	for _, c := range commands() {
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		c.setup(fs)
+		registerSettingFlags(fs)
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		out[c.name] = names
+	}
+	return out
+}
+
+// ConfigurationMarkdown is docs/configuration.md: every setting with its
+// variable, flag, default, meaning and example, and every command's flags.
+func ConfigurationMarkdown() string {
+	var b strings.Builder
+	b.WriteString("# Configuration reference\n\n")
+	b.WriteString("Generated from `cmd/usersync/cli/settings.go` by `make docs`; a test fails when it is stale.\n\n")
+	b.WriteString("Settings come from the environment; a flag of the same name overrides it. Secrets come only from the\n")
+	b.WriteString("environment or from a file named by `<VARIABLE>_FILE` (Docker and Kubernetes secrets), and are never\n")
+	b.WriteString("printed. An invalid value stops the command at start with one line naming the setting.\n\n")
+	for _, s := range settings() {
+		fmt.Fprintf(&b, "## `%s`\n\n", s.Env)
+		if s.Flag != "" {
+			fmt.Fprintf(&b, "- Flag: `--%s`\n", s.Flag)
+		} else {
+			fmt.Fprintf(&b, "- Flag: none (secret: environment or `%s_FILE` only)\n", s.Env)
+		}
+		def := "none"
+		if s.Default != "" {
+			def = "`" + s.Default + "`"
+		}
+		fmt.Fprintf(&b, "- Default: %s\n", def)
+		if s.Example != "" {
+			fmt.Fprintf(&b, "- Example: `%s=%s`\n", s.Env, s.Example)
+		}
+		fmt.Fprintf(&b, "\n%s\n\n", upperFirst(s.Meaning))
+	}
+	b.WriteString("## Commands and their flags\n\n")
+	flags := CommandFlags()
+	settingFlags := map[string]bool{}
+	for _, s := range settings() {
+		settingFlags[s.Flag] = true
+	}
+	for _, c := range commands() {
+		var own []string
+		for _, f := range flags[c.name] {
+			if !settingFlags[f] {
+				own = append(own, "`--"+f+"`")
+			}
+		}
+		list := "no flags of its own"
+		if len(own) > 0 {
+			list = strings.Join(own, ", ")
+		}
+		fmt.Fprintf(&b, "- `usersync %s`: %s (%s)\n", c.name, c.summary, list)
+	}
+	return b.String()
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -39,3 +39,24 @@ func TestREADMESettings(t *testing.T) {
 	}
 	t.Error("README.md's settings table is stale: run go test ./cmd/usersync/cli -run TestREADMESettings -update")
 }
+
+// TestDocsConfiguration keeps docs/configuration.md equal to the settings
+// the code reads (make docs rewrites it).
+func TestDocsConfiguration(t *testing.T) {
+	checkGenerated(t, "../../../docs/configuration.md", ConfigurationMarkdown())
+}
+
+func checkGenerated(t *testing.T, path, want string) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err == nil && string(got) == want {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s is stale: run make docs", path)
+}

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/usersync/usersync/schema"
+)
+
+func schemaCommand() command {
+	return command{
+		name:    "schema",
+		summary: "print the warehouse's tables and columns with their meanings, as text or Markdown",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			format := fs.String("format", "text", "text or markdown")
+			return func(_ context.Context, e *env, _ []string) error {
+				switch *format {
+				case "text":
+					printSchemaText(e.stdout, e.cfg.Schema)
+				case "markdown":
+					fmt.Fprint(e.stdout, SchemaMarkdown(e.cfg.Schema))
+				default:
+					return usageError{fmt.Errorf("--format must be text or markdown, not %q", *format)}
+				}
+				return nil
+			}
+		},
+	}
+}
+
+func printSchemaText(w io.Writer, schemaName string) {
+	for _, t := range schema.Tables() {
+		kind := "table"
+		if t.View {
+			kind = "view"
+		}
+		fmt.Fprintf(w, "%s %s.%s: %s\n", kind, schemaName, t.Name, t.Meaning)
+		for _, c := range t.Columns {
+			null := ""
+			if !c.Nullable {
+				null = " not null"
+			}
+			fmt.Fprintf(w, "  %-40s %-12s%s\n      %s\n", c.Name, c.Type, null, c.Meaning)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// SchemaMarkdown renders every table and view of the warehouse, with each
+// column's type, nullability and meaning, from the catalog.
+func SchemaMarkdown(schemaName string) string {
+	var b strings.Builder
+	for _, t := range schema.Tables() {
+		kind := "table"
+		if t.View {
+			kind = "view"
+		}
+		fmt.Fprintf(&b, "### `%s.%s` (%s)\n\n%s\n\n| Column | Type | Null | Meaning |\n|---|---|---|---|\n", schemaName, t.Name, kind, t.Meaning)
+		for _, c := range t.Columns {
+			null := "no"
+			if c.Nullable {
+				null = "yes"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", c.Name, c.Type, null, strings.ReplaceAll(c.Meaning, "|", `\|`))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
