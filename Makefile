@@ -11,9 +11,13 @@ BIN          := bin/usersync
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS      := -s -w -X github.com/usersync/usersync/cmd/usersync/cli.version=$(VERSION)
 GOLANGCI     := v2.15.0
+GOVULNCHECK  := v1.9.0
 TOOLS        := $(CURDIR)/.dev/tools
 # The race detector costs 5-10x; these packages are cheap enough to run under it.
 RACE_PKGS    := ./...
+# Fuzz targets: package and name. make test runs each briefly; make fuzz longer.
+FUZZ_TARGETS := ./sync/jsonapi:FuzzDecodeDocument ./sync/normalize:FuzzTypeAttributes ./cmd/usersync/cli:FuzzLoadConfig
+FUZZTIME     ?= 60s
 
 .DEFAULT_GOAL := help
 
@@ -29,7 +33,8 @@ build: ## build bin/usersync (static, version-stamped)
 test: ## go vet and go test (race detector on) against a throwaway PostgreSQL
 	@export DATABASE_URL="$$($(PG) up)"; \
 	$(GO) vet ./... && \
-	$(GO) test -race -timeout 40m -count=1 $(RACE_PKGS)
+	$(GO) test -race -timeout 40m -count=1 $(RACE_PKGS) && \
+	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 .PHONY: demo
 demo: build ## end to end: throwaway PostgreSQL, simulated API, full and incremental sync, example queries
@@ -39,12 +44,30 @@ demo: build ## end to end: throwaway PostgreSQL, simulated API, full and increme
 demo-worker: build ## the daemon: a worker syncing a changing simulated API every 10s, with live status
 	@deploy/dev/demo-worker.sh
 
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME each (default 60s; make test runs 5s each)
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzzing $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
 .PHONY: lint
 lint: ## gofmt, go vet and golangci-lint (installed into .dev/tools on first use)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	@test -x $(TOOLS)/golangci-lint || GOBIN=$(TOOLS) GOFLAGS= $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI)
 	$(TOOLS)/golangci-lint run ./...
+	@$(MAKE) --no-print-directory vulncheck
+
+.PHONY: vulncheck
+vulncheck: ## govulncheck (installed into .dev/tools); needs vuln.go.dev, and says so when it cannot reach it
+	@test -x $(TOOLS)/govulncheck || GOBIN=$(TOOLS) GOFLAGS= $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK)
+	@if curl -fsS -m 10 -o /dev/null https://vuln.go.dev/index/db.json 2>/dev/null; then \
+		$(TOOLS)/govulncheck ./...; \
+	else \
+		echo "vulncheck: vuln.go.dev is unreachable from this machine; govulncheck was not run (the dependencies are pinned in go.mod)"; \
+	fi
 
 .PHONY: docs
 docs: ## regenerate docs/configuration.md, the README's settings table and docs/analysts.md's table reference
