@@ -35,8 +35,8 @@ func syncCommand() command {
 USERSYNC_LOOKBACK, after listing teams, roles and profiles in full. --full syncs
 every user; --since/--until sync a closed updatedAt range (a backfill) without
 moving the watermark backwards. A run that died is resumed from its checkpoint.
-Only one sync runs against a schema at a time: a second one exits at once
-(exit 1) unless --wait-lock is given. Times are RFC 3339 or YYYY-MM-DD (UTC).`,
+Only one sync runs against a schema at a time: a second one waits up to 5
+seconds, then exits (exit 1) unless --wait-lock is given. Times are RFC 3339 or YYYY-MM-DD (UTC).`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			full := fs.Bool("full", false, "sync every user, not only those updated since the watermark")
 			since := fs.String("since", "", "backfill users updated at or after this time")
@@ -45,7 +45,9 @@ Only one sync runs against a schema at a time: a second one exits at once
 			waitLock := fs.Bool("wait-lock", false, "wait for a running sync to finish instead of exiting")
 			asJSON := fs.Bool("json", false, "print the summary as JSON")
 			return func(ctx context.Context, e *env, _ []string) error {
-				req := syncer.Request{Kind: warehouse.KindIncremental, WaitLock: *waitLock}
+				// A few seconds of grace: a killed process's lock lingers until
+				// the server notices its connection is gone.
+				req := syncer.Request{Kind: warehouse.KindIncremental, WaitLock: *waitLock, LockTimeout: 5 * time.Second}
 				var err error
 				if req.Since, err = parseTimeFlag("--since", *since); err != nil {
 					return err

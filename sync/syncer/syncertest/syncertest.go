@@ -24,7 +24,35 @@ import (
 // team, role and profile equal, deleted ones marked, memberships equal.
 func AssertMirrors(t testing.TB, sim *apisim.Server, store *warehouse.Store) {
 	t.Helper()
-	ctx := context.Background()
+	for _, m := range Compare(context.Background(), sim, store) {
+		t.Error(m)
+	}
+}
+
+// Compare returns every difference between the warehouse and the
+// simulator's ground truth (at most a few per table), or nothing.
+func Compare(ctx context.Context, sim *apisim.Server, store *warehouse.Store) []string {
+	r := &reporter{}
+	compareAll(ctx, r, sim, store)
+	return r.msgs
+}
+
+// reporter collects mismatches.
+type reporter struct{ msgs []string }
+
+func (r *reporter) Errorf(format string, args ...any) {
+	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
+}
+func (r *reporter) Fatal(args ...any) { r.msgs = append(r.msgs, fmt.Sprint(args...)) }
+func (r *reporter) Helper()           {}
+
+type failer interface {
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Helper()
+}
+
+func compareAll(ctx context.Context, t failer, sim *apisim.Server, store *warehouse.Store) {
 	compareTable(t, ctx, store, schema.User(), sim.Users())
 	compareTable(t, ctx, store, schema.Team(), sim.Teams())
 	compareTable(t, ctx, store, schema.Role(), sim.Roles())
@@ -39,12 +67,14 @@ func AssertMirrors(t testing.TB, sim *apisim.Server, store *warehouse.Store) {
 		JOIN %[1]s.teams t ON t.id = ut.team_id AND t.deleted_at IS NULL`, pgx.Identifier{store.Schema()}.Sanitize()))
 	if err != nil {
 		t.Fatal(err)
+		return
 	}
 	got := map[[2]int64]bool{}
 	for rows.Next() {
 		var u, tm int64
 		if err := rows.Scan(&u, &tm); err != nil {
 			t.Fatal(err)
+			return
 		}
 		got[[2]int64{u, tm}] = true
 	}
@@ -67,6 +97,7 @@ func AssertMirrors(t testing.TB, sim *apisim.Server, store *warehouse.Store) {
 		JOIN %[1]s.users u ON u.id = r.user_id AND u.deleted_at IS NULL`, pgx.Identifier{store.Schema()}.Sanitize()))
 	if err != nil {
 		t.Fatal(err)
+		return
 	}
 	gotLinks := map[string]bool{}
 	for rows.Next() {
@@ -74,6 +105,7 @@ func AssertMirrors(t testing.TB, sim *apisim.Server, store *warehouse.Store) {
 		var rel string
 		if err := rows.Scan(&u, &rel, &id); err != nil {
 			t.Fatal(err)
+			return
 		}
 		gotLinks[fmt.Sprintf("%d/%s/%d", u, rel, id)] = true
 	}
@@ -82,12 +114,13 @@ func AssertMirrors(t testing.TB, sim *apisim.Server, store *warehouse.Store) {
 	}
 }
 
-func compareTable(t testing.TB, ctx context.Context, store *warehouse.Store, res schema.Resource, truth []apisim.Resource) {
+func compareTable(t failer, ctx context.Context, store *warehouse.Store, res schema.Resource, truth []apisim.Resource) {
 	t.Helper()
 	rows, err := store.Pool().Query(ctx, fmt.Sprintf(`SELECT id, to_jsonb(x) FROM %s.%s x WHERE deleted_at IS NULL`,
 		pgx.Identifier{store.Schema()}.Sanitize(), pgx.Identifier{res.Table}.Sanitize()))
 	if err != nil {
 		t.Fatal(err)
+		return
 	}
 	got := map[int64]map[string]any{}
 	for rows.Next() {
@@ -95,12 +128,14 @@ func compareTable(t testing.TB, ctx context.Context, store *warehouse.Store, res
 		var doc []byte
 		if err := rows.Scan(&id, &doc); err != nil {
 			t.Fatal(err)
+			return
 		}
 		m := map[string]any{}
 		dec := json.NewDecoder(bytes.NewReader(doc))
 		dec.UseNumber()
 		if err := dec.Decode(&m); err != nil {
 			t.Fatal(err)
+			return
 		}
 		got[id] = m
 	}
