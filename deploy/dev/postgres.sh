@@ -7,7 +7,8 @@
 #   deploy/dev/postgres.sh wipe   stop it and delete its data
 #
 # When DATABASE_URL is set, `up` and `url` print it and start nothing: everything
-# then uses that database. The cluster lives in .dev/postgres (ignored by git) on a
+# then uses that database. USERSYNC_DEV_PG_NAME=<name> manages a second, separate
+# cluster (the chaos driver stops and restarts its own without disturbing tests). The cluster lives in .dev/postgres (ignored by git) on a
 # free loopback port with its own socket folder. As root, initdb and the server
 # run as the `postgres` user (initdb refuses root) with the data under /tmp,
 # where that user can reach it; as an ordinary user they run directly. When no
@@ -15,7 +16,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
-state="$here/.dev/postgres"
+name=${USERSYNC_DEV_PG_NAME:-}
+state="$here/.dev/postgres${name:+-$name}"
 log() { echo "postgres.sh: $*" >&2; }
 
 find_bindir() {
@@ -49,7 +51,7 @@ as_pg() {
 datadir() {
 	if [ "$(id -u)" -eq 0 ]; then
 		# The postgres user cannot always traverse the checkout (e.g. under /root).
-		echo "/tmp/usersync-pg-$(echo -n "$here" | cksum | cut -d' ' -f1)"
+		echo "/tmp/usersync-pg-$(echo -n "$here" | cksum | cut -d' ' -f1)${name:+-$name}"
 	else
 		echo "$state/data"
 	fi
@@ -96,8 +98,14 @@ up() {
 			|| as_pg "$bindir/initdb" -D "$dd" -U postgres --auth=trust -E UTF8 --no-locale >"$state/initdb.log" 2>&1 \
 			|| { cat "$state/initdb.log" >&2; exit 1; }
 	fi
-	port=$(free_port)
+	# Reuse the last port when it is free, so a restarted cluster keeps its URL.
+	port=""
+	if [ -f "$state/last_port" ] && ! (exec 3<>"/dev/tcp/127.0.0.1/$(cat "$state/last_port")") 2>/dev/null; then
+		port=$(cat "$state/last_port")
+	fi
+	[ -n "$port" ] || port=$(free_port)
 	echo "$port" >"$state/port"
+	echo "$port" >"$state/last_port"
 	log "starting PostgreSQL on 127.0.0.1:$port"
 	as_pg "$bindir/pg_ctl" -D "$dd" -l "$dd/server.log" -w -t 60 start -o \
 		"-p $port -k $sock -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB -c max_wal_size=2GB" >/dev/null \
@@ -116,7 +124,7 @@ down() {
 	dd=$(datadir)
 	bindir=$(find_bindir) || return 0
 	if [ -f "$dd/postmaster.pid" ]; then
-		as_pg "$bindir/pg_ctl" -D "$dd" -m fast -w stop >/dev/null 2>&1 && log "stopped the cluster in $dd" || true
+		as_pg "$bindir/pg_ctl" -D "$dd" -m "${PG_STOP_MODE:-fast}" -w stop >/dev/null 2>&1 && log "stopped the cluster in $dd" || true
 	fi
 	rm -f "$state/port"
 }

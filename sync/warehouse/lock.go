@@ -63,3 +63,17 @@ func (s *Store) Lock(ctx context.Context, wait bool) (*SyncLock, error) {
 		conn.Release()
 	}}, nil
 }
+
+// LockHeld reports whether some session holds the sync lock, without
+// waiting: it takes the lock and gives it back at once when free.
+func (s *Store) LockHeld(ctx context.Context) (bool, error) {
+	l, err := s.Lock(ctx, false)
+	if errors.Is(err, ErrLocked) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	l.Release()
+	return false, nil
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/jsonapi/apisim"
 	"github.com/usersync/usersync/sync/syncer/syncertest"
 )
@@ -335,5 +336,50 @@ func TestSIGTERMDuringSync(t *testing.T) {
 	syncertest.AssertMirrors(t, c.sim, c.store)
 	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE kind = 'full' AND status = 'succeeded' AND pages = 60`); n != 1 {
 		t.Error("the backfill was not resumed as one run of 60 pages")
+	}
+}
+
+// TestKilledWorkerJobIsSwept: a worker killed with SIGKILL mid-backfill
+// leaves its job "running"; the sweeper sees that no session holds the sync
+// lock and makes the job available, and the next worker resumes the run.
+func TestKilledWorkerJobIsSwept(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 17, Users: 4000, Knobs: apisim.Knobs{Latency: 20 * time.Millisecond}})
+	env := workerEnv(c, map[string]string{"USERSYNC_PAGE_SIZE": "100"})
+	cmd := exec.Command(binary(t), "worker")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := run(t, c.env, "backfill", "--full"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	waitFor(t, "the backfill to commit 8 pages", 60*time.Second, func() bool {
+		return c.query(t, `SELECT coalesce(max(pages), 0) FROM $schema.sync_runs`) >= 8
+	})
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if n := c.query(t, `SELECT count(*) FROM $river.river_job WHERE state = 'running'`); n != 1 {
+		t.Fatalf("%d running jobs after the kill, want the orphan", n)
+	}
+	sw := &jobs.Sweeper{Pool: c.store.Pool(), Store: c.store, RiverSchema: c.store.Schema() + "_river", OrphanAge: time.Millisecond}
+	var swept int64
+	waitFor(t, "the dead session's lock to go", 10*time.Second, func() bool {
+		n, err := sw.Sweep(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		swept += n
+		return swept == 1
+	})
+	startWorker(t, env)
+	waitFor(t, "the resumed backfill", 90*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 1
+	})
+	syncertest.AssertMirrors(t, c.sim, c.store)
+	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE kind = 'full' AND status = 'succeeded' AND pages = 40`); n != 1 {
+		t.Error("the backfill was not resumed as one run")
 	}
 }

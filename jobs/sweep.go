@@ -1,0 +1,74 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// orphanAge is how long a sync-type job must have been running, without
+// anyone holding the sync lock, before it is taken for a dead worker's. A
+// live run takes the lock within lockWait of starting and keeps it to the end.
+const orphanAge = 2 * time.Minute
+
+// Sweeper finds jobs left "running" by a worker that died (kill -9, OOM,
+// lost host) and makes them available again, so the next worker resumes
+// their run from its checkpoint at once instead of after River's stuck-job
+// rescue (an hour past the job timeout). Sync, backfill and reconcile jobs
+// hold the schema's sync lock for their whole run; when none holds it, a job
+// marked running for more than orphanAge has no live worker.
+type Sweeper struct {
+	Pool        *pgxpool.Pool
+	Store       *warehouse.Store
+	RiverSchema string
+	Every       time.Duration // default 30s
+	OrphanAge   time.Duration // default orphanAge
+	Logger      *slog.Logger
+}
+
+// Run sweeps until ctx ends.
+func (s *Sweeper) Run(ctx context.Context) {
+	every := s.Every
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if n, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			s.Logger.Warn("sweeping orphaned jobs failed", "error", err.Error())
+		} else if n > 0 {
+			s.Logger.Info("made orphaned jobs available again", "jobs", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep makes orphaned sync-type jobs available and returns how many.
+func (s *Sweeper) Sweep(ctx context.Context) (int64, error) {
+	held, err := s.Store.LockHeld(ctx)
+	if err != nil || held {
+		return 0, err
+	}
+	tag, err := s.Pool.Exec(ctx, `UPDATE `+schema.QuoteIdentifier(s.RiverSchema)+`.river_job
+		SET state = 'available', scheduled_at = now(),
+		    errors = errors || jsonb_build_object('at', now(), 'attempt', attempt,
+		        'error', 'the worker running this job stopped without finishing it (no session holds the sync lock); made available again to resume')
+		WHERE state = 'running' AND kind IN ($1, $2, $3) AND attempted_at < now() - make_interval(secs => $4)`,
+		KindSync, KindBackfill, KindReconcile, cmp.Or(s.OrphanAge, orphanAge).Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("releasing orphaned jobs: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
