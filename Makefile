@@ -44,6 +44,12 @@ demo: build ## end to end: throwaway PostgreSQL, simulated API, full and increme
 demo-worker: build ## the daemon: a worker syncing a changing simulated API every 10s, with live status
 	@deploy/dev/demo-worker.sh
 
+.PHONY: chaos
+chaos: ## fault injection: 30 faults (20 kill -9) with seed 1, then with three random seeds (CHAOS_ARGS to change)
+	@for seed in 1 0 0 0; do \
+		$(GO) run ./cmd/usersync-chaos -seed $$seed -faults 30 -kills 20 $(CHAOS_ARGS) || exit 1; \
+	done
+
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 60s; make test runs 5s each)
 	@for t in $(FUZZ_TARGETS); do \

@@ -43,6 +43,7 @@ type Config struct {
 	ShutdownTimeout   time.Duration
 	Workers           int
 	DataConnections   bool
+	OrphanAge         time.Duration
 }
 
 // setting is one configuration setting: its environment variable, its flag
@@ -136,6 +137,8 @@ func settings() []setting {
 			set: func(c *Config, v string) error { return parseDuration(&c.JobTimeout, v, 0, 7*24*time.Hour) }},
 		{Env: "USERSYNC_SHUTDOWN_TIMEOUT", Flag: "shutdown-timeout", Default: "10s", Meaning: "how long a stopping worker lets running jobs commit their page in flight before cancelling them; deploy grace periods must exceed it.",
 			set: func(c *Config, v string) error { return parseDuration(&c.ShutdownTimeout, v, time.Second, time.Hour) }},
+		{Env: "USERSYNC_ORPHAN_AGE", Flag: "orphan-age", Default: "2m", Meaning: "a sync, backfill or reconcile job marked running this long while no session holds the sync lock is taken for a dead worker's (kill -9, OOM) and made available again, to resume at once.",
+			set: func(c *Config, v string) error { return parseDuration(&c.OrphanAge, v, time.Second, 24*time.Hour) }},
 		{Env: "USERSYNC_WORKERS", Flag: "workers", Default: "2", Meaning: "jobs a worker process runs at once (runs share one sync lock per schema).",
 			set: func(c *Config, v string) error { return parseInt(&c.Workers, v, 1, 16) }},
 	}

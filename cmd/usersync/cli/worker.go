@@ -93,7 +93,8 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	if err := rc.Start(runCtx); err != nil {
 		return fmt.Errorf("starting the job queue: %w", err)
 	}
-	go (&jobs.Sweeper{Pool: pool, Store: store, RiverSchema: riverSchema, Logger: e.logger}).Run(runCtx)
+	go (&jobs.Sweeper{Pool: pool, Store: store, RiverSchema: riverSchema, OrphanAge: cfg.OrphanAge,
+		Every: min(30*time.Second, cfg.OrphanAge), Logger: e.logger}).Run(runCtx)
 	e.logger.Info("worker started", "schema", cfg.Schema, "river_schema", riverSchema, "workers", cfg.Workers,
 		"sync_schedule", cfg.SyncSchedule, "reconcile_schedule", cfg.ReconcileSchedule, "snapshot_schedule", cfg.SnapshotSchedule,
 		"http_addr", cfg.HTTPAddr)

@@ -1,0 +1,19 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestChaosShort is the short form of make chaos that make test runs: a few
+// faults of every kind, kills included, on a small dataset.
+func TestChaosShort(t *testing.T) {
+	var out bytes.Buffer
+	code := run(context.Background(), []string{"-seed", "1", "-faults", "10", "-kills", "3", "-users", "1500"}, &out, &out)
+	t.Log("\n" + out.String())
+	if code != 0 || !strings.Contains(out.String(), "10 passed, 0 failed") {
+		t.Fatalf("chaos: exit %d", code)
+	}
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// driver holds the system under test: its own PostgreSQL cluster (so it
+// can stop it), the simulator in this process, and worker processes.
+type driver struct {
+	o       options
+	out     io.Writer
+	rng     *rand.Rand
+	root    string // the repository
+	bin     string
+	tmp     string
+	pgURL   string
+	pool    *pgxpool.Pool
+	store   *warehouse.Store
+	sim     *apisim.Server
+	srv     *httptest.Server
+	env     []string
+	primary *proc
+	churn   apisim.Churn
+}
+
+const schemaName = "chaos"
+
+func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
+	d := &driver{o: o, out: out, rng: rand.New(rand.NewPCG(uint64(o.seed), 7))}
+	var err error
+	if d.root, err = repoRoot(); err != nil {
+		return nil, err
+	}
+	if d.tmp, err = os.MkdirTemp("", "usersync-chaos"); err != nil {
+		return nil, err
+	}
+	d.bin = o.bin
+	if d.bin == "" {
+		d.bin = filepath.Join(d.tmp, "usersync")
+		build := exec.CommandContext(ctx, "go", "build", "-o", d.bin, "./cmd/usersync")
+		build.Dir = d.root
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building usersync: %v: %s", err, out)
+		}
+	}
+	if d.pgURL, err = d.postgres(ctx, "up"); err != nil {
+		return nil, err
+	}
+	if d.pool, err = pgxpool.New(ctx, d.pgURL); err != nil {
+		return nil, fmt.Errorf("connecting to the chaos cluster: %w", err)
+	}
+	for _, s := range []string{schemaName, schemaName + "_river"} {
+		if _, err := d.pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+s+`" CASCADE`); err != nil {
+			return nil, fmt.Errorf("clearing schema %s: %w", s, err)
+		}
+	}
+	if d.store, err = warehouse.NewStore(d.pool, schemaName); err != nil {
+		return nil, err
+	}
+	d.churn = apisim.Churn{Every: 4, Update: 12, Create: 2, DeleteEvery: 9}
+	d.sim = apisim.New(apisim.Options{Seed: o.seed, Users: o.users, RefreshToken: "chaos-refresh-0",
+		ClientID: "chaos-client", ClientSecret: "chaos-client-secret", TokenTTL: 20 * time.Second,
+		Knobs: apisim.Knobs{Churn: d.churn}})
+	d.srv = httptest.NewServer(d.sim)
+	d.env = append(os.Environ(),
+		"DATABASE_URL="+d.pgURL, "USERSYNC_SCHEMA="+schemaName, "USERSYNC_READER_ROLE=",
+		"USERSYNC_API_URL="+d.srv.URL, "USERSYNC_OAUTH_TOKEN_URL="+d.srv.URL+"/oauth/token",
+		"USERSYNC_OAUTH_CLIENT_ID=chaos-client", "USERSYNC_OAUTH_CLIENT_SECRET=chaos-client-secret",
+		"USERSYNC_OAUTH_REFRESH_TOKEN=chaos-refresh-0",
+		"USERSYNC_SYNC_SCHEDULE=@every 2s", "USERSYNC_RECONCILE_SCHEDULE=off", "USERSYNC_SNAPSHOT_SCHEDULE=off",
+		"USERSYNC_SNAPSHOT_AFTER_SYNC=false", "USERSYNC_HTTP_ADDR=off", "USERSYNC_SHUTDOWN_TIMEOUT=3s",
+		"USERSYNC_PAGE_SIZE=200", "USERSYNC_LOOKBACK=1m", "USERSYNC_ORPHAN_AGE=5s", "USERSYNC_JOB_TIMEOUT=10m",
+		"USERSYNC_LOG_LEVEL=warn")
+	if out, err := d.usersync(ctx, "migrate"); err != nil {
+		return nil, fmt.Errorf("migrating: %v: %s", err, out)
+	}
+	fmt.Fprintf(d.out, "chaos: seed %d, %d faults (%d kill -9), %d users, database %s\n", o.seed, o.faults, o.kills, o.users, d.pgURL)
+	return d, nil
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run from inside the usersync repository")
+		}
+		dir = parent
+	}
+}
+
+// postgres runs deploy/dev/postgres.sh on the driver's own cluster.
+func (d *driver) postgres(ctx context.Context, verb string, extraEnv ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(d.root, "deploy/dev/postgres.sh"), verb)
+	cmd.Env = append(os.Environ(), "USERSYNC_DEV_PG_NAME=chaos", "PG_PORT_FIRST=56500", "DATABASE_URL=")
+	cmd.Env = append(cmd.Env, extraEnv...)
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("postgres.sh %s: %w", verb, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func (d *driver) usersync(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, d.bin, args...)
+	cmd.Env = d.env
+	return cmd.CombinedOutput()
+}
+
+// proc is a worker process.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // the exit, once done is closed
+}
+
+// startWorker starts a worker process, logging to a file in the temp folder.
+func (d *driver) startWorker() (*proc, error) {
+	cmd := exec.Command(d.bin, "worker")
+	cmd.Env = d.env
+	logs, err := os.Create(filepath.Join(d.tmp, fmt.Sprintf("worker-%d.log", time.Now().UnixNano())))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		logs.Close()
+		return nil, fmt.Errorf("starting a worker: %w", err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); logs.Close(); close(p.done) }()
+	return p, nil
+}
+
+func (p *proc) alive() bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *proc) stop(within time.Duration) error {
+	if !p.alive() {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(within):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("worker still running %s after SIGTERM", within)
+	}
+	if p.err != nil {
+		return fmt.Errorf("worker exited with %v after SIGTERM", p.err)
+	}
+	return nil
+}
+
+// kill sends SIGKILL and waits for the exit.
+func (p *proc) kill() {
+	if p.alive() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (d *driver) close() {
+	_ = d.primary.stop(10 * time.Second)
+	if d.srv != nil {
+		d.srv.Close()
+	}
+	if d.pool != nil {
+		d.pool.Close()
+	}
+	if !d.o.keep {
+		_, _ = d.postgres(context.Background(), "wipe")
+	}
+	_ = os.RemoveAll(d.tmp)
+}
