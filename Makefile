@@ -44,6 +44,10 @@ demo: build ## end to end: throwaway PostgreSQL, simulated API, full and increme
 demo-worker: build ## the daemon: a worker syncing a changing simulated API every 10s, with live status
 	@deploy/dev/demo-worker.sh
 
+.PHONY: bench
+bench: ## measure limits, backfill, incremental, reconcile and snapshot at 10k, 100k and 1M users (BENCH_USERS to change)
+	$(GO) run ./bench -users $(or $(BENCH_USERS),10000,100000,1000000)
+
 .PHONY: chaos
 chaos: ## fault injection: 30 faults (20 kill -9) with seed 1, then with three random seeds (CHAOS_ARGS to change)
 	@for seed in 1 0 0 0; do \

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+type bench struct {
+	root, bin, tmp, pgURL string
+	pool                  *pgxpool.Pool
+	log                   io.Writer
+	commands              string // usersync help, to know which commands exist
+}
+
+func newBench(ctx context.Context, log io.Writer) (*bench, error) {
+	b := &bench{log: log}
+	var err error
+	if b.root, err = repoRoot(); err != nil {
+		return nil, err
+	}
+	if b.tmp, err = os.MkdirTemp("", "usersync-bench"); err != nil {
+		return nil, err
+	}
+	b.bin = filepath.Join(b.tmp, "usersync")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", b.bin, "./cmd/usersync")
+	build.Dir = b.root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building usersync: %v: %s", err, out)
+	}
+	help, _ := exec.CommandContext(ctx, b.bin, "help").Output()
+	b.commands = string(help)
+	pg := exec.CommandContext(ctx, filepath.Join(b.root, "deploy/dev/postgres.sh"), "up")
+	pg.Env = append(os.Environ(), "USERSYNC_DEV_PG_NAME=bench", "PG_PORT_FIRST=56700", "DATABASE_URL=")
+	out, err := pg.Output()
+	if err != nil {
+		return nil, fmt.Errorf("starting the bench database: %w", err)
+	}
+	b.pgURL = strings.TrimSpace(string(out))
+	if b.pool, err = pgxpool.New(ctx, b.pgURL); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *bench) close(keep bool) {
+	b.pool.Close()
+	if !keep {
+		pg := exec.Command(filepath.Join(b.root, "deploy/dev/postgres.sh"), "wipe")
+		pg.Env = append(os.Environ(), "USERSYNC_DEV_PG_NAME=bench")
+		_ = pg.Run()
+	}
+	_ = os.RemoveAll(b.tmp)
+}
+
+// result holds one dataset size's figures; rates are rows per second.
+type result struct {
+	users                                  int
+	serveRate, decodeRate, copyRate        float64
+	fullRate, fullRSS                      float64
+	fullRequests, minRequests              int64
+	incrRequests, incrVersions             int64
+	incrRate                               float64
+	noopRequests                           int64
+	noopTime                               time.Duration
+	reconcileRequests                      int64
+	reconcileTime                          time.Duration
+	reconcileRSS                           float64
+	snapshotRate, snapshotRSS, snapshotMiB float64
+	haveReconcile, haveSnapshot            bool
+}
+
+func (b *bench) measure(ctx context.Context, n int) (result, error) {
+	r := result{users: n}
+	name := fmt.Sprintf("bench_%d", n)
+	for _, s := range []string{name, name + "_river"} {
+		if _, err := b.pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+s+`" CASCADE`); err != nil {
+			return r, err
+		}
+	}
+	fmt.Fprintf(b.log, "bench: %d users: building the simulated dataset\n", n)
+	sim := apisim.New(apisim.Options{Seed: 1, Users: n})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	env := append(os.Environ(), "DATABASE_URL="+b.pgURL, "USERSYNC_SCHEMA="+name, "USERSYNC_READER_ROLE=",
+		"USERSYNC_API_URL="+srv.URL, "USERSYNC_API_TOKEN=bench", "USERSYNC_PAGE_SIZE=1000", "USERSYNC_LOG_LEVEL=warn")
+	if _, _, _, err := b.command(ctx, env, "migrate"); err != nil {
+		return r, err
+	}
+	fmt.Fprintf(b.log, "bench: %d users: limits (serve, decode, raw COPY)\n", n)
+	if err := b.limits(ctx, &r, srv.URL, name); err != nil {
+		return r, err
+	}
+	teams := len(sim.Teams())
+	r.minRequests = int64(ceilDiv(n, 1000) + ceilDiv(teams, 1000) + 1 + 1)
+
+	fmt.Fprintf(b.log, "bench: %d users: full backfill\n", n)
+	out, d, rss, err := b.command(ctx, env, "sync", "--full", "--json")
+	if err != nil {
+		return r, err
+	}
+	var sum syncer.Summary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		return r, fmt.Errorf("reading the sync summary: %w", err)
+	}
+	r.fullRate, r.fullRSS, r.fullRequests = float64(sum.Fetched)/d.Seconds(), rss, sum.Requests
+
+	sim.UpdateUsers(n / 100)
+	fmt.Fprintf(b.log, "bench: %d users: incremental after 1%% changed\n", n)
+	if out, d, _, err = b.command(ctx, env, "sync", "--json"); err != nil {
+		return r, err
+	}
+	sum = syncer.Summary{}
+	_ = json.Unmarshal([]byte(out), &sum)
+	r.incrRequests, r.incrVersions, r.incrRate = sum.Requests, sum.Versions, float64(sum.Fetched)/d.Seconds()
+
+	if out, d, _, err = b.command(ctx, env, "sync", "--json"); err != nil {
+		return r, err
+	}
+	sum = syncer.Summary{}
+	_ = json.Unmarshal([]byte(out), &sum)
+	r.noopRequests, r.noopTime = sum.Requests, d
+
+	if strings.Contains(b.commands, "  reconcile ") {
+		fmt.Fprintf(b.log, "bench: %d users: reconcile\n", n)
+		if out, d, rss, err = b.command(ctx, env, "reconcile", "--json"); err != nil {
+			return r, err
+		}
+		var rec struct {
+			Requests int64 `json:"requests"`
+		}
+		_ = json.Unmarshal([]byte(out), &rec)
+		r.haveReconcile, r.reconcileRequests, r.reconcileTime, r.reconcileRSS = true, rec.Requests, d, rss
+	}
+	if strings.Contains(b.commands, "  snapshot ") {
+		fmt.Fprintf(b.log, "bench: %d users: snapshot\n", n)
+		dir := filepath.Join(b.tmp, name+"-snapshots")
+		if _, d, rss, err = b.command(ctx, env, "snapshot", "--out", dir); err != nil {
+			return r, err
+		}
+		size := dirSize(filepath.Join(dir, "users"))
+		r.haveSnapshot, r.snapshotRate, r.snapshotRSS, r.snapshotMiB = true, float64(n)/d.Seconds(), rss, float64(size)/(1<<20)
+		_ = os.RemoveAll(dir)
+	}
+	_, _ = b.pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+name+`" CASCADE`)
+	_, _ = b.pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+name+`_river" CASCADE`)
+	return r, nil
+}
+
+// limits walks every page of users once: it times reading the bodies only
+// (the simulator's serving rate), decoding them, and a raw COPY of the typed
+// rows into an empty copy of the users table, one transaction per page.
+func (b *bench) limits(ctx context.Context, r *result, base, name string) error {
+	if _, err := b.pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %[1]s.users_raw (LIKE %[1]s.users INCLUDING DEFAULTS)`, schema.QuoteIdentifier(name))); err != nil {
+		return err
+	}
+	store, err := warehouse.NewStore(b.pool, name)
+	if err != nil {
+		return err
+	}
+	norm := normalize.New(schema.User())
+	var serve, decode, copying time.Duration
+	next := base + "/api/v2/users?count=false&page%5Bsize%5D=1000&sort=updatedAt"
+	for next != "" {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, next, nil)
+		req.Header.Set("Authorization", "Bearer bench")
+		t0 := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		t1 := time.Now()
+		doc, err := jsonapi.DecodeDocument(body)
+		if err != nil {
+			return err
+		}
+		t2 := time.Now()
+		rows := make([]normalize.Row, 0, len(doc.Data))
+		for _, res := range doc.Data {
+			row, err := norm.Row(res)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, row)
+		}
+		t3 := time.Now()
+		if err := store.CopyUsersRaw(ctx, "users_raw", rows, 1000); err != nil {
+			return err
+		}
+		serve, decode, copying = serve+t1.Sub(t0), decode+t2.Sub(t1), copying+time.Since(t3)
+		next = string(doc.Links.Next)
+	}
+	n := float64(r.users)
+	r.serveRate, r.decodeRate, r.copyRate = n/serve.Seconds(), n/decode.Seconds(), n/copying.Seconds()
+	return nil
+}
+
+func ceilDiv(a, b int) int { return int(math.Ceil(float64(a) / float64(b))) }
+
+func dirSize(dir string) int64 {
+	var total int64
+	_ = filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			total += info.Size()
+		}
+		return nil
+	})
+	return total
+}
+
+func printTable(w io.Writer, rs []result) {
+	k := func(v float64) string { return fmt.Sprintf("%.1fk", v/1000) }
+	fmt.Fprintln(w, "| users | serve (rows/s) | decode (rows/s) | raw COPY (rows/s) | full backfill (rows/s) | backfill / raw COPY | requests (min) | peak RSS | incremental 1%: requests, versions, rows/s | no-op: requests, time | reconcile: requests, time, RSS | snapshot: rows/s, MiB, RSS |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|")
+	for _, r := range rs {
+		rec, snap := "n/a", "n/a"
+		if r.haveReconcile {
+			rec = fmt.Sprintf("%d, %.1fs, %.0f MiB", r.reconcileRequests, r.reconcileTime.Seconds(), r.reconcileRSS)
+		}
+		if r.haveSnapshot {
+			snap = fmt.Sprintf("%s, %.1f, %.0f MiB", k(r.snapshotRate), r.snapshotMiB, r.snapshotRSS)
+		}
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %.2f | %d (%d) | %.0f MiB | %d, %d, %s | %d, %.2fs | %s | %s |\n",
+			r.users, k(r.serveRate), k(r.decodeRate), k(r.copyRate), k(r.fullRate), r.fullRate/r.copyRate,
+			r.fullRequests, r.minRequests, r.fullRSS, r.incrRequests, r.incrVersions, k(r.incrRate),
+			r.noopRequests, r.noopTime.Seconds(), rec, snap)
+	}
+}

@@ -1,0 +1,128 @@
+// Command bench measures usersync on this machine and prints a table: the
+// limits of each stage (the simulator serving pages to a client that only
+// reads them, decoding those pages, a raw COPY of the same rows into an empty
+// copy of the users table), then the real binary's full backfill, incremental
+// and no-op syncs, reconcile and snapshot, each with its requests and the
+// process's peak RSS, at several dataset sizes.
+//
+//	go run ./bench -users 10000,100000,1000000
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sizes := fs.String("users", "10000,100000,1000000", "dataset sizes, comma-separated")
+	keep := fs.Bool("keep", false, "keep the bench database cluster running afterwards")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var ns []int
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(stderr, "bench: -users: %q is not a positive number\n", s)
+			return 2
+		}
+		ns = append(ns, n)
+	}
+	b, err := newBench(ctx, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 1
+	}
+	defer b.close(*keep)
+	fmt.Fprintf(stdout, "usersync bench, %s, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine())
+	var results []result
+	for _, n := range ns {
+		r, err := b.measure(ctx, n)
+		if err != nil {
+			fmt.Fprintf(stderr, "bench: %d users: %v\n", n, err)
+			return 1
+		}
+		results = append(results, r)
+	}
+	printTable(stdout, results)
+	return 0
+}
+
+func machine() string {
+	cpus := "?"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		cpus = strconv.Itoa(strings.Count(string(b), "processor\t:"))
+	}
+	mem := "?"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) > 1 {
+			if kb, err := strconv.Atoi(f[1]); err == nil {
+				mem = fmt.Sprintf("%.0f GiB", float64(kb)/(1<<20))
+			}
+		}
+	}
+	return cpus + " CPUs, " + mem
+}
+
+// repoRoot finds the repository from the working directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("run from inside the usersync repository")
+		}
+		dir = parent
+	}
+}
+
+// command runs the usersync binary and returns its stdout, its wall time and
+// its peak RSS in MiB.
+func (b *bench) command(ctx context.Context, env []string, args ...string) (string, time.Duration, float64, error) {
+	cmd := exec.CommandContext(ctx, b.bin, args...)
+	cmd.Env = env
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	d := time.Since(start)
+	rss := 0.0
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = float64(ru.Maxrss) / 1024
+	}
+	if err != nil {
+		return out.String(), d, rss, fmt.Errorf("usersync %s: %v: %s", strings.Join(args, " "), err, lastLine(errb.String()))
+	}
+	return out.String(), d, rss, nil
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
