@@ -82,6 +82,7 @@ vulncheck: ## govulncheck (installed into .dev/tools); needs vuln.go.dev, and sa
 .PHONY: docs
 docs: ## regenerate docs/configuration.md, the README's settings table and docs/analysts.md's table reference
 	$(GO) test ./cmd/usersync/cli -run 'TestDocs|TestREADMESettings' -count=1 -update
+	$(GO) test ./deploy -run TestEnvExample -count=1 -update
 
 .PHONY: db-up
 db-up: ## start (or reuse) the throwaway PostgreSQL and print its URL

@@ -45,7 +45,7 @@ func newBench(ctx context.Context, log io.Writer) (*bench, error) {
 	build.Dir = b.root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building usersync: %v: %s", err, out)
+		return nil, fmt.Errorf("building usersync: %w: %s", err, out)
 	}
 	help, _ := exec.CommandContext(ctx, b.bin, "help").Output()
 	b.commands = string(help)
@@ -65,7 +65,7 @@ func newBench(ctx context.Context, log io.Writer) (*bench, error) {
 func (b *bench) close(keep bool) {
 	b.pool.Close()
 	if !keep {
-		pg := exec.Command(filepath.Join(b.root, "deploy/dev/postgres.sh"), "wipe")
+		pg := exec.CommandContext(context.Background(), filepath.Join(b.root, "deploy/dev/postgres.sh"), "wipe")
 		pg.Env = append(os.Environ(), "USERSYNC_DEV_PG_NAME=bench")
 		_ = pg.Run()
 	}
@@ -189,7 +189,7 @@ func (b *bench) limits(ctx context.Context, r *result, base, name string) error 
 			return err
 		}
 		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if err != nil {
 			return err
 		}

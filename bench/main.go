@@ -117,7 +117,7 @@ func (b *bench) command(ctx context.Context, env []string, args ...string) (stri
 		rss = float64(ru.Maxrss) / 1024
 	}
 	if err != nil {
-		return out.String(), d, rss, fmt.Errorf("usersync %s: %v: %s", strings.Join(args, " "), err, lastLine(errb.String()))
+		return out.String(), d, rss, fmt.Errorf("usersync %s: %w: %s", strings.Join(args, " "), err, lastLine(errb.String()))
 	}
 	return out.String(), d, rss, nil
 }

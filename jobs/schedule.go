@@ -29,7 +29,7 @@ func ParseSchedule(name, spec string) (Schedule, error) {
 	}
 	s, err := cron.ParseStandard(spec)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a valid schedule (%v); examples: */15 * * * *, @hourly, @every 15m, CRON_TZ=Europe/Paris 0 3 * * *, off", name, err)
+		return nil, fmt.Errorf("%s is not a valid schedule (%w); examples: */15 * * * *, @hourly, @every 15m, CRON_TZ=Europe/Paris 0 3 * * *, off", name, err)
 	}
 	return s, nil
 }

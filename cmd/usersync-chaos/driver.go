@@ -56,7 +56,7 @@ func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
 		build := exec.CommandContext(ctx, "go", "build", "-o", d.bin, "./cmd/usersync")
 		build.Dir = d.root
 		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building usersync: %v: %s", err, out)
+			return nil, fmt.Errorf("building usersync: %w: %s", err, out)
 		}
 	}
 	if d.pgURL, err = d.postgres(ctx, "up"); err != nil {
@@ -88,7 +88,7 @@ func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
 		"USERSYNC_PAGE_SIZE=200", "USERSYNC_LOOKBACK=1m", "USERSYNC_ORPHAN_AGE=5s", "USERSYNC_JOB_TIMEOUT=10m",
 		"USERSYNC_LOG_LEVEL=warn")
 	if out, err := d.usersync(ctx, "migrate"); err != nil {
-		return nil, fmt.Errorf("migrating: %v: %s", err, out)
+		return nil, fmt.Errorf("migrating: %w: %s", err, out)
 	}
 	fmt.Fprintf(d.out, "chaos: seed %d, %d faults (%d kill -9), %d users, database %s\n", o.seed, o.faults, o.kills, o.users, d.pgURL)
 	return d, nil
@@ -138,7 +138,7 @@ type proc struct {
 
 // startWorker starts a worker process, logging to a file in the temp folder.
 func (d *driver) startWorker() (*proc, error) {
-	cmd := exec.Command(d.bin, "worker")
+	cmd := exec.CommandContext(context.WithoutCancel(context.Background()), d.bin, "worker") // lives until stopped or killed
 	cmd.Env = d.env
 	logs, err := os.Create(filepath.Join(d.tmp, fmt.Sprintf("worker-%d.log", time.Now().UnixNano())))
 	if err != nil {
@@ -146,11 +146,11 @@ func (d *driver) startWorker() (*proc, error) {
 	}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
-		logs.Close()
+		_ = logs.Close()
 		return nil, fmt.Errorf("starting a worker: %w", err)
 	}
 	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); logs.Close(); close(p.done) }()
+	go func() { p.err = cmd.Wait(); _ = logs.Close(); close(p.done) }()
 	return p, nil
 }
 
@@ -180,7 +180,7 @@ func (p *proc) stop(within time.Duration) error {
 		return fmt.Errorf("worker still running %s after SIGTERM", within)
 	}
 	if p.err != nil {
-		return fmt.Errorf("worker exited with %v after SIGTERM", p.err)
+		return fmt.Errorf("worker exited after SIGTERM: %w", p.err)
 	}
 	return nil
 }

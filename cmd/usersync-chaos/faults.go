@@ -119,7 +119,7 @@ func inlineSync(ctx context.Context, d *driver) (string, error) {
 	case strings.Contains(string(out), "another sync"):
 		return strings.Join(args, " ") + " found the worker running and stepped aside", nil
 	}
-	return "", fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, lastLine(out))
+	return "", fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, lastLine(out))
 }
 
 func lastLine(b []byte) string {

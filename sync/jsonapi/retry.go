@@ -81,7 +81,7 @@ func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int) 
 		return attempt{verdict: verdictDone, err: fmt.Errorf("getting access token: %w", err)}
 	}
 	began := c.clock.Now()
-	resp, body, err := c.send(ctx, reqURL, token)
+	resp, body, err := c.send(ctx, reqURL, token) //nolint:bodyclose // send reads and closes the body itself
 	a := attempt{token: token}
 	if resp != nil {
 		a.status, a.header = resp.StatusCode, resp.Header

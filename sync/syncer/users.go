@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -166,7 +167,8 @@ func quarantine(typ string, r jsonapi.Resource, err error) warehouse.Quarantined
 	if !r.ID.Valid() {
 		q.ID = gjson.GetBytes(r.Raw, "id").String() // the id as sent
 	}
-	if fe, ok := err.(*normalize.FieldError); ok {
+	var fe *normalize.FieldError
+	if errors.As(err, &fe) {
 		q.Field = fe.Field
 	}
 	return q

@@ -1,12 +1,6 @@
 package warehouse
 
-import (
-	"bytes"
-
-	"github.com/jackc/pgx/v5/pgconn"
-)
-
-type pgconnTag = pgconn.CommandTag
+import "bytes"
 
 // sanitizeJSON makes a raw resource storable in jsonb: PostgreSQL refuses the
 // escape \u0000, so it becomes the replacement character (the quarantine

@@ -13,7 +13,7 @@ func newAPIClient(e *env, store *warehouse.Store) (*jsonapi.Client, error) {
 	if err := e.cfg.requireAPI(); err != nil {
 		return nil, usageError{err}
 	}
-	var auth jsonapi.Authenticator = jsonapi.StaticToken(e.cfg.APIToken)
+	auth := jsonapi.StaticToken(e.cfg.APIToken)
 	if e.cfg.OAuthTokenURL != "" {
 		o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{
 			TokenURL: e.cfg.OAuthTokenURL, ClientID: e.cfg.OAuthClientID, ClientSecret: e.cfg.OAuthClientSecret,

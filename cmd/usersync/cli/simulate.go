@@ -63,7 +63,7 @@ func serveSimulator(ctx context.Context, e *env, addr string, o apisim.Options) 
 	o.Logger = e.logger
 	start := time.Now()
 	sim := apisim.New(o)
-	ln, err := net.Listen("tcp", addr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return usageError{fmt.Errorf("--addr: %w", err)}
 	}

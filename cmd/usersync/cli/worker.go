@@ -107,7 +107,7 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	e.logger.Info("stopping: no new jobs; running jobs end after their page in flight", "shutdown_timeout", cfg.ShutdownTimeout.String())
 	close(drain)
 	stopped := make(chan error, 1)
-	go func() {
+	go func() { //nolint:gosec // G118: ctx is already cancelled; stopping needs its own deadline
 		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout+5*time.Second)
 		defer cancel()
 		stopped <- rc.Stop(stopCtx)
@@ -166,7 +166,7 @@ func startHTTP(ctx context.Context, e *env, hc jobs.HTTPConfig) (*http.Server, e
 	if err := startUI(ctx); err != nil {
 		return nil, fmt.Errorf("starting the job UI: %w", err)
 	}
-	ln, err := net.Listen("tcp", e.cfg.HTTPAddr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", e.cfg.HTTPAddr)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("USERSYNC_HTTP_ADDR: %w", err)}
 	}

@@ -1,0 +1,277 @@
+package deploy_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/usersync/usersync/cmd/usersync/cli"
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/jsonapi/apisim"
+)
+
+// The operator's and analysts' docs, and the README, whose commands are
+// checked.
+var docs = []string{"README.md", "docs/operations.md", "docs/analysts.md"}
+
+// codeBlock is a fenced block of a Markdown file.
+type codeBlock struct {
+	lang string
+	line int // of the opening fence, 1-based
+	text string
+}
+
+func codeBlocks(md string) []codeBlock {
+	var out []codeBlock
+	var cur *codeBlock
+	for i, line := range strings.Split(md, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if !strings.HasPrefix(trimmed, "```") {
+			if cur != nil {
+				cur.text += line + "\n"
+			}
+			continue
+		}
+		if cur != nil {
+			out = append(out, *cur)
+			cur = nil
+			continue
+		}
+		lang, _, _ := strings.Cut(strings.TrimPrefix(trimmed, "```"), " ")
+		cur = &codeBlock{lang: lang, line: i + 1}
+	}
+	return out
+}
+
+// shellLines returns a block's command lines: continuations joined, prompts
+// dropped.
+func shellLines(text string) []string {
+	var out []string
+	cur := ""
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "$ ")
+		if strings.HasSuffix(line, "\\") {
+			cur += strings.TrimSuffix(line, "\\") + " "
+			continue
+		}
+		out = append(out, cur+line)
+		cur = ""
+	}
+	return out
+}
+
+// TestDocCommands checks every usersync invocation in the docs' shell and
+// plain code blocks: the command exists and takes each flag given.
+func TestDocCommands(t *testing.T) {
+	t.Parallel()
+	for _, doc := range docs {
+		seen := 0
+		for _, b := range codeBlocks(readFile(t, doc)) {
+			switch b.lang {
+			case "", "sh", "bash", "shell", "console", "text":
+			default:
+				continue
+			}
+			for _, line := range shellLines(b.text) {
+				for _, args := range shellInvocations(line) {
+					seen++
+					checkArgs(t, fmt.Sprintf("%s (block at line %d): %s", doc, b.line, strings.TrimSpace(line)), args)
+				}
+			}
+		}
+		if seen == 0 && doc == "docs/operations.md" {
+			t.Errorf("%s: found no usersync command in its code blocks: is the parser broken?", doc)
+		}
+	}
+}
+
+var docVariable = regexp.MustCompile(`\bUSERSYNC_[A-Z0-9_]*[A-Z0-9]\b[*<]?`)
+
+// TestDocVariables checks that every USERSYNC_ variable the operator's and
+// analysts' docs name is one usersync reads.
+func TestDocVariables(t *testing.T) {
+	t.Parallel()
+	for _, doc := range []string{"docs/operations.md", "docs/analysts.md"} {
+		for _, m := range docVariable.FindAllString(readFile(t, doc), -1) {
+			if strings.HasSuffix(m, "*") || strings.HasSuffix(m, "<") {
+				continue // a family (USERSYNC_OAUTH_*), not a variable
+			}
+			checkEnvName(t, doc, m)
+		}
+	}
+}
+
+// TestOperationsYAML parses every YAML block of operations.md and holds the
+// alert rules to the metrics the worker exports.
+func TestOperationsYAML(t *testing.T) {
+	t.Parallel()
+	var source strings.Builder
+	files, err := filepath.Glob(filepath.Join(root, "jobs", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("reading jobs/: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		source.Write(b)
+	}
+	metric := regexp.MustCompile(`\busersync_[a-z_]+`)
+	rules := 0
+	for _, b := range codeBlocks(readFile(t, "docs/operations.md")) {
+		if b.lang != "yaml" {
+			continue
+		}
+		var v struct {
+			Groups []struct {
+				Name  string
+				Rules []struct {
+					Alert, Expr string
+					Labels      map[string]string
+					Annotations map[string]string
+				}
+			}
+		}
+		if err := yaml.Unmarshal([]byte(b.text), &v); err != nil {
+			t.Errorf("docs/operations.md: the YAML block at line %d does not parse: %v", b.line, err)
+			continue
+		}
+		for _, g := range v.Groups {
+			for _, r := range g.Rules {
+				rules++
+				if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
+					t.Errorf("docs/operations.md: rule %q needs alert, expr, labels.severity and annotations.summary", r.Alert)
+				}
+				for _, name := range metric.FindAllString(r.Expr, -1) {
+					base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+					if !strings.Contains(source.String(), `"`+base+`"`) {
+						t.Errorf("docs/operations.md: alert %s uses %s, which the worker does not export (jobs/)", r.Alert, name)
+					}
+				}
+			}
+		}
+	}
+	if rules < 5 {
+		t.Errorf("docs/operations.md: found %d alert rules, want the five the runbook promises", rules)
+	}
+}
+
+const (
+	schemaBegin = "<!-- schema:begin (generated: make docs) -->"
+	schemaEnd   = "<!-- schema:end -->"
+)
+
+// TestAnalystsDoc checks the ER diagram names every table analysts read, and
+// that the markers of the generated table reference are in place.
+func TestAnalystsDoc(t *testing.T) {
+	t.Parallel()
+	doc := readFile(t, "docs/analysts.md")
+	var diagram string
+	for _, b := range codeBlocks(doc) {
+		if b.lang == "mermaid" && strings.HasPrefix(strings.TrimSpace(b.text), "erDiagram") {
+			diagram = b.text
+		}
+	}
+	if diagram == "" {
+		t.Fatal("docs/analysts.md has no Mermaid erDiagram")
+	}
+	for _, tbl := range schema.Tables() {
+		if !tbl.Analysts || tbl.View {
+			continue
+		}
+		if !regexp.MustCompile(`(?m)^\s*` + tbl.Name + ` \{`).MatchString(diagram) {
+			t.Errorf("docs/analysts.md: the ER diagram has no entity %s", tbl.Name)
+		}
+	}
+	i, j := strings.Index(doc, schemaBegin+"\n"), strings.Index(doc, "\n"+schemaEnd)
+	if i < 0 || j < i {
+		t.Errorf("docs/analysts.md lacks the lines %q and %q, in that order", schemaBegin, schemaEnd)
+	}
+}
+
+// TestAnalystsSQL runs every PostgreSQL example of docs/analysts.md against a
+// warehouse synced from the simulated API, changed and synced again, so the
+// examples cannot rot. Blocks that start with "-- DuckDB" are for DuckDB.
+func TestAnalystsSQL(t *testing.T) {
+	t.Parallel()
+	var stmts []string
+	for _, b := range codeBlocks(readFile(t, "docs/analysts.md")) {
+		if b.lang != "sql" || strings.HasPrefix(b.text, "-- DuckDB") {
+			continue
+		}
+		for _, s := range strings.Split(b.text, ";") {
+			if strings.TrimSpace(withoutComments(s)) != "" {
+				stmts = append(stmts, s)
+			}
+		}
+	}
+	if len(stmts) < 8 {
+		t.Fatalf("docs/analysts.md: found only %d SQL examples", len(stmts))
+	}
+
+	sim := apisim.New(apisim.Options{Seed: 11, Users: 400})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	pool := schematest.NewPool(t, 4)
+	name := schematest.NewSchemaName(t, pool)
+	env := map[string]string{"DATABASE_URL": schematest.DatabaseURL(t), "USERSYNC_SCHEMA": name, "USERSYNC_READER_ROLE": "",
+		"USERSYNC_API_URL": srv.URL, "USERSYNC_API_TOKEN": "deploy-test-token"}
+	run := func(args ...string) {
+		t.Helper()
+		var stdout, stderr strings.Builder
+		if code := cli.Main(context.Background(), args, func(k string) string { return env[k] }, &stdout, &stderr); code != cli.ExitOK {
+			t.Fatalf("usersync %s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
+		}
+	}
+	run("migrate")
+	run("sync", "--full")
+	sim.UpdateUsers(40)
+	run("sync")
+
+	ctx := context.Background()
+	for _, stmt := range stmts {
+		n := 0
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL search_path = "`+name+`"`); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, stmt)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				n++
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			t.Errorf("docs/analysts.md: query failed: %v\n%s", err, strings.TrimSpace(stmt))
+		}
+		t.Logf("%d rows: %s", n, firstLine(withoutComments(stmt)))
+	}
+}
+
+func withoutComments(s string) string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
