@@ -60,3 +60,20 @@ func checkGenerated(t *testing.T, path, want string) {
 	}
 	t.Errorf("%s is stale: run make docs", path)
 }
+
+// TestDocsAnalystsSchema keeps the table reference in docs/analysts.md equal
+// to the catalog (make docs rewrites it).
+func TestDocsAnalystsSchema(t *testing.T) {
+	const path = "../../../docs/analysts.md"
+	const begin, end = "<!-- schema:begin (generated: make docs) -->\n", "<!-- schema:end -->"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatal("docs/analysts.md lacks the schema markers")
+	}
+	checkGenerated(t, path, s[:i+len(begin)]+"\n"+SchemaMarkdown("usersync")+s[j:])
+}
