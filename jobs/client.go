@@ -30,10 +30,7 @@ type ClientConfig struct {
 	// SoftStop is how long a stopping worker lets running jobs finish
 	// before cancelling them.
 	SoftStop time.Duration
-	// Reconcile, when set, runs reconcile jobs (registered by the reconcile
-	// feature); nil leaves reconcile jobs to other workers.
-	Reconcile func(d *Deps, workers *river.Workers)
-	Logger    *slog.Logger
+	Logger   *slog.Logger
 }
 
 // NewClient returns the worker's River client: every job kind registered
@@ -46,9 +43,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	river.AddWorker(workers, &SyncWorker{d: cfg.Deps})
 	river.AddWorker(workers, &BackfillWorker{d: cfg.Deps})
 	river.AddWorker(workers, &SnapshotWorker{d: cfg.Deps})
-	if cfg.Reconcile != nil {
-		cfg.Reconcile(cfg.Deps, workers)
-	}
+	river.AddWorker(workers, &ReconcileWorker{d: cfg.Deps})
 	var periodic []*river.PeriodicJob
 	add := func(id string, s Schedule, args river.JobArgs) {
 		if s == nil {
@@ -58,9 +53,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 			&river.PeriodicJobOpts{ID: id, RunOnStart: true}))
 	}
 	add(KindSync, cfg.Schedules.Sync, SyncArgs{})
-	if cfg.Reconcile != nil {
-		add(KindReconcile, cfg.Schedules.Reconcile, ReconcileArgs{})
-	}
+	add(KindReconcile, cfg.Schedules.Reconcile, ReconcileArgs{})
 	if cfg.Deps.Snapshot != nil {
 		add(KindSnapshot, cfg.Schedules.Snapshot, SnapshotArgs{})
 	}

@@ -26,6 +26,7 @@ type Metrics struct {
 	rows     *prometheus.CounterVec
 	runs     *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	recon    *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics. client may be nil (no API counters).
@@ -40,7 +41,9 @@ func NewMetrics(pool *pgxpool.Pool, store *warehouse.Store, riverSchema string, 
 			Help:    "Duration of runs, by kind.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200}}, []string{"kind"}),
 	}
-	m.reg.MustRegister(m.rows, m.runs, m.duration, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	m.recon = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_reconcile_users_total",
+		Help: "Users found by reconciles, by finding (scanned, missing, stale, deleted, undeleted)."}, []string{"finding"})
+	m.reg.MustRegister(m.rows, m.runs, m.duration, m.recon, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&stateCollector{pool: pool, store: store, riverSchema: riverSchema, logger: logger})
 	if client != nil {
 		m.reg.MustRegister(&apiCollector{client: client})
@@ -58,6 +61,20 @@ func (m *Metrics) Observe(kind string, sum syncer.Summary, err error, d time.Dur
 	m.duration.WithLabelValues(kind).Observe(d.Seconds())
 	for outcome, n := range map[string]int64{"inserted": sum.Inserted, "updated": sum.Updated, "unchanged": sum.Unchanged, "quarantined": sum.Quarantined} {
 		m.rows.WithLabelValues(kind, outcome).Add(float64(n))
+	}
+}
+
+// ObserveReconcile records a finished reconcile.
+func (m *Metrics) ObserveReconcile(sum syncer.ReconcileSummary, err error, d time.Duration) {
+	status := "succeeded"
+	if err != nil {
+		status = "failed"
+	}
+	m.runs.WithLabelValues("reconcile", status).Inc()
+	m.duration.WithLabelValues("reconcile").Observe(d.Seconds())
+	for finding, n := range map[string]int64{"scanned": sum.Scanned, "missing": sum.Missing, "stale": sum.Stale,
+		"deleted": sum.Deleted, "undeleted": sum.Undeleted} {
+		m.recon.WithLabelValues(finding).Add(float64(n))
 	}
 }
 

@@ -32,7 +32,11 @@ type Deps struct {
 	Drain <-chan struct{}
 	// Observe, when set, is told of every finished run.
 	Observe func(kind string, sum syncer.Summary, err error, d time.Duration)
-	Logger  *slog.Logger
+	// ObserveReconcile, when set, is told of every finished reconcile.
+	ObserveReconcile func(sum syncer.ReconcileSummary, err error, d time.Duration)
+	// MaxDeleteShare is the reconcile safety valve (0: the default, 5%).
+	MaxDeleteShare float64
+	Logger         *slog.Logger
 }
 
 func (d *Deps) timeout() time.Duration {

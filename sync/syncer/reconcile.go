@@ -52,7 +52,8 @@ type ReconcileSummary struct {
 	// Missing, Stale and Relinked count the ids fetched by id because the
 	// warehouse lacked them, held an older updatedAt, or linked them to a
 	// team, role or profile that was deleted or came back. Confirmed counts
-	// live users the scan did not list, fetched by id before being marked.
+	// the live users the scan did not list: each is asked for by id before
+	// it is marked deleted.
 	Missing   int64 `json:"missing"`
 	Stale     int64 `json:"stale"`
 	Relinked  int64 `json:"relinked"`
@@ -177,6 +178,7 @@ func (r *reconciler) execute(ctx context.Context) (ReconcileSummary, error) {
 	if err := r.checkValve(cmp); err != nil {
 		return r.summary(), err
 	}
+	r.sum.Confirmed = cmp.Gone
 	if r.sum.Undeleted, err = work.Undelete(ctx, r.runID); err != nil {
 		return r.summary(), err
 	}
@@ -274,7 +276,7 @@ func (r *reconciler) queue(ctx context.Context, work *warehouse.Reconciliation) 
 		}
 		r.sum.Relinked += n
 	}
-	r.sum.Confirmed, err = work.QueueGone(ctx)
+	_, err = work.QueueGone(ctx) // those already queued for another reason are fetched once
 	return err
 }
 

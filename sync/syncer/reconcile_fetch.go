@@ -29,9 +29,10 @@ func scanQuery() jsonapi.Query {
 	return jsonapi.Query{}.Fields("user", "updatedAt").Sort("id").PageSize(reconcilePageSize)
 }
 
-// fetchQuery fetches users by id, with every attribute and relationship.
-func fetchQuery(ids []int64) jsonapi.Query {
-	return jsonapi.Query{}.Filter("id", jsonapi.IDs(ids...)).PageSize(reconcilePageSize)
+// fetchQuery fetches users by id, with every attribute and relationship and
+// the metadata every users request asks for (see UserQuery).
+func (s *Syncer) fetchQuery(ids []int64) jsonapi.Query {
+	return s.UserQuery().Filter("id", jsonapi.IDs(ids...)).PageSize(reconcilePageSize)
 }
 
 // scan streams the (id, updatedAt) pairs of every user into the working
@@ -168,7 +169,7 @@ func (r *reconciler) fetchIDs(ctx context.Context, work *warehouse.Reconciliatio
 	for _, id := range ids {
 		asked[id] = true
 	}
-	pages := r.s.client.Collection("users", fetchQuery(ids))
+	pages := r.s.client.Collection("users", r.s.fetchQuery(ids))
 	var seen []warehouse.ScannedUser
 	var unreadable int64 // quarantined by LoadUsers; counted as not returned
 	for {
@@ -251,7 +252,7 @@ func (s *Syncer) fitIDs(ids []int64, maxLine int) (int, error) {
 // fetchRequestLine is the length of "GET <path>?<query> HTTP/1.1" for a
 // fetch of ids, from the URL the client would send.
 func (s *Syncer) fetchRequestLine(ids []int64) (int, error) {
-	raw, err := s.client.CollectionURL("users", fetchQuery(ids))
+	raw, err := s.client.CollectionURL("users", s.fetchQuery(ids))
 	if err != nil {
 		return 0, fmt.Errorf("building a fetch by id: %w", err)
 	}

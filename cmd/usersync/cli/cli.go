@@ -55,6 +55,7 @@ func commands() []command {
 		simulateCommand(),
 		workerCommand(),
 		backfillCommand(),
+		reconcileCommand(),
 		schemaCommand(),
 		healthcheckCommand(),
 		versionCommand(),

@@ -32,18 +32,19 @@ type Config struct {
 	LogLevel          string
 	LogFormat         string
 
-	HTTPAddr          string
-	HTTPToken         string
-	HTTPBasicAuth     string
-	SyncSchedule      string
-	ReconcileSchedule string
-	SnapshotSchedule  string
-	SnapshotAfterSync bool
-	JobTimeout        time.Duration
-	ShutdownTimeout   time.Duration
-	Workers           int
-	DataConnections   bool
-	OrphanAge         time.Duration
+	HTTPAddr           string
+	HTTPToken          string
+	HTTPBasicAuth      string
+	SyncSchedule       string
+	ReconcileSchedule  string
+	SnapshotSchedule   string
+	SnapshotAfterSync  bool
+	JobTimeout         time.Duration
+	ShutdownTimeout    time.Duration
+	Workers            int
+	DataConnections    bool
+	OrphanAge          time.Duration
+	ReconcileMaxDelete float64
 }
 
 // setting is one configuration setting: its environment variable, its flag
@@ -129,6 +130,15 @@ func settings() []setting {
 			set: func(c *Config, v string) error { c.SyncSchedule = v; return checkSchedule(v) }},
 		{Env: "USERSYNC_RECONCILE_SCHEDULE", Flag: "reconcile-schedule", Default: "0 3 * * *", Meaning: "when the worker runs reconciles (every id checked against the warehouse); a cron expression, descriptor, or off.",
 			set: func(c *Config, v string) error { c.ReconcileSchedule = v; return checkSchedule(v) }},
+		{Env: "USERSYNC_RECONCILE_MAX_DELETE", Flag: "reconcile-max-delete", Default: "0.05", Meaning: "the most a reconcile may mark deleted, as a share of the live users (0.05 = 5%); above it the reconcile stops and reports instead. Raise it for one run to accept a real bulk deletion.",
+			set: func(c *Config, v string) error {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil || f <= 0 || f > 1 {
+					return fmt.Errorf("must be a share between 0 and 1 (like 0.05), not %q", v)
+				}
+				c.ReconcileMaxDelete = f
+				return nil
+			}},
 		{Env: "USERSYNC_SNAPSHOT_SCHEDULE", Flag: "snapshot-schedule", Default: "@hourly", Meaning: "when the worker writes Parquet snapshots besides after each sync; a cron expression, descriptor, or off.",
 			set: func(c *Config, v string) error { c.SnapshotSchedule = v; return checkSchedule(v) }},
 		{Env: "USERSYNC_SNAPSHOT_AFTER_SYNC", Flag: "snapshot-after-sync", Default: "true", Meaning: "write a snapshot after each successful sync, backfill or reconcile of the worker.",

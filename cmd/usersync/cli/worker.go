@@ -76,6 +76,8 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 		JobTimeout:        cfg.JobTimeout,
 		Drain:             drain,
 		Observe:           metrics.Observe,
+		ObserveReconcile:  metrics.ObserveReconcile,
+		MaxDeleteShare:    cfg.ReconcileMaxDelete,
 		Logger:            e.logger,
 	}
 	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: pool, RiverSchema: riverSchema, Deps: deps, Schedules: schedules,

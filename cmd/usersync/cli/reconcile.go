@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+func reconcileCommand() command {
+	return command{
+		name:    "reconcile",
+		summary: "check every user id against the warehouse: fetch what is missing or stale, mark what disappeared",
+		details: `Lists every user id with its updatedAt (sparse fields, about one request per 1,000
+users), compares them with the warehouse, fetches missing and stale users by id and
+loads them like a sync (history, linkage, quarantine), marks ids the API no longer
+returns deleted (and clears ids that came back), lists teams, roles and profiles in
+full, and checks every team's membership. It stops without marking anything when it
+would mark more than USERSYNC_RECONCILE_MAX_DELETE of the live users deleted (an
+empty or truncated listing is not a mass deletion). It never moves the watermark.`,
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			waitLock := fs.Bool("wait-lock", false, "wait for a running sync to finish instead of exiting")
+			asJSON := fs.Bool("json", false, "print the summary as JSON")
+			return func(ctx context.Context, e *env, _ []string) error {
+				pool, err := openPool(ctx, e, 8)
+				if err != nil {
+					return err
+				}
+				defer pool.Close()
+				store, err := warehouse.NewStore(pool, e.cfg.Schema)
+				if err != nil {
+					return usageError{err}
+				}
+				if err := requireMigrated(ctx, store); err != nil {
+					return err
+				}
+				client, err := newAPIClient(e, store)
+				if err != nil {
+					return err
+				}
+				sum, err := syncer.New(client, store, e.cfg.syncerConfig(e.logger)).Reconcile(ctx,
+					syncer.ReconcileRequest{WaitLock: *waitLock, MaxDeleteShare: e.cfg.ReconcileMaxDelete})
+				if errors.Is(err, warehouse.ErrLocked) {
+					return fmt.Errorf("%w; run with --wait-lock to wait for it", err)
+				}
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					enc := json.NewEncoder(e.stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(sum)
+				}
+				printReconcile(e.stdout, sum)
+				return nil
+			}
+		},
+	}
+}
+
+func printReconcile(w io.Writer, s syncer.ReconcileSummary) {
+	fmt.Fprintf(w, "reconcile run %d finished in %s\n", s.RunID, s.Duration.Round(time.Millisecond))
+	fmt.Fprintf(w, "  scanned      %d user ids in %d pages\n", s.Scanned, s.ScanPages)
+	fmt.Fprintf(w, "  fetched      %d missing, %d stale, %d relinked, %d confirmed: %d inserted, %d updated, %d unchanged, %d quarantined\n",
+		s.Missing, s.Stale, s.Relinked, s.Confirmed, s.Inserted, s.Updated, s.Unchanged, s.Quarantined)
+	fmt.Fprintf(w, "  users        %d marked deleted, %d came back\n", s.Deleted, s.Undeleted)
+	for _, n := range []string{"profiles", "roles", "teams"} {
+		if c, ok := s.Dimensions[n]; ok {
+			fmt.Fprintf(w, "  %-12s %d inserted, %d updated, %d marked deleted, %d came back\n", n, c.Inserted, c.Updated, c.Deleted, s.DimensionsUndeleted[n])
+		}
+	}
+	m := s.Membership
+	fmt.Fprintf(w, "  membership   %d teams listed: %d members, %d added, %d removed\n", m.Teams, m.Members, m.Added, m.Removed)
+	fmt.Fprintf(w, "  api          %d requests, %d rate-limited, %d retried\n", s.Requests, s.RateLimited, s.Retries)
+}

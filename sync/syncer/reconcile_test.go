@@ -1,0 +1,468 @@
+package syncer_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+func (e *testEnv) reconcile(t *testing.T, cfg syncer.Config, req syncer.ReconcileRequest) syncer.ReconcileSummary {
+	t.Helper()
+	sum, err := e.syncer(cfg).Reconcile(context.Background(), req)
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	return sum
+}
+
+// warehouseMissing returns the simulator's live users that the warehouse
+// does not hold live.
+func (e *testEnv) warehouseMissing(t *testing.T) []int64 {
+	t.Helper()
+	var missing []int64
+	for _, id := range e.sim.UserIDs() {
+		if e.count(t, `SELECT count(*) FROM %s.users WHERE id = $1 AND deleted_at IS NULL`, id) == 0 {
+			missing = append(missing, id)
+		}
+	}
+	return missing
+}
+
+// TestReconcileFindsSkippedUsers: offset pagination under concurrent
+// updates makes a full sync skip users; reconcile finds and loads each one.
+func TestReconcileFindsSkippedUsers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 3000, Knobs: apisim.Knobs{
+		OffsetPagination: true, Churn: apisim.Churn{Every: 1, Update: 10, Create: 1},
+	}})
+	e.run(t, syncer.Config{PageSize: 200}, syncer.Request{Kind: warehouse.KindFull})
+	if err := e.sim.UpdateKnobs(func(k *apisim.Knobs) { k.Churn = apisim.Churn{} }); err != nil {
+		t.Fatal(err)
+	}
+	missing := e.warehouseMissing(t)
+	if len(missing) == 0 {
+		t.Fatal("the full sync skipped no user: the scenario does not exercise reconcile")
+	}
+	watermark, err := e.store.Watermark(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})
+	t.Logf("the full sync skipped %d users; reconcile: missing %d, stale %d, fetch pages %d, requests %d",
+		len(missing), sum.Missing, sum.Stale, sum.FetchPages, sum.Requests)
+	if sum.Missing != int64(len(missing)) || sum.Inserted != int64(len(missing)) {
+		t.Errorf("reconcile found %d missing and inserted %d; the sync had skipped %d", sum.Missing, sum.Inserted, len(missing))
+	}
+	if sum.Deleted != 0 || sum.NotReturned != 0 || sum.Scanned != int64(len(e.sim.UserIDs())) {
+		t.Errorf("summary: %+v", sum)
+	}
+	e.assertMirrors(t)
+	if after, _ := e.store.Watermark(context.Background()); !after.Equal(watermark) {
+		t.Errorf("reconcile moved the watermark from %v to %v", watermark, after)
+	}
+	again := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})
+	if again.Missing+again.Stale+again.Relinked+again.Inserted+again.Updated+again.Deleted != 0 {
+		t.Errorf("second reconcile still found work: %+v", again)
+	}
+}
+
+// TestReconcileDeletesAndRestores: users, teams, roles and profiles the API
+// no longer returns are marked deleted (users linked to them refreshed);
+// when they come back, unchanged, they are unmarked.
+func TestReconcileDeletesAndRestores(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 1500})
+	e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
+	ctx := context.Background()
+	users := []int64{10, 500, 1499}
+	// The least used team, role and profile that some user holds: each user
+	// pointing at one is fetched again, twice.
+	all := e.sim.Users()
+	team, role, profile := leastUsed(all, "teams"), leastUsed(all, "role"), leastUsed(all, "profile")
+	for _, id := range users {
+		if err := e.sim.DeleteUser(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, err := range []error{e.sim.DeleteTeam(team), e.sim.DeleteRole(role), e.sim.DeleteProfile(profile)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	versions := e.count(t, `SELECT count(*) FROM %s.user_versions`)
+
+	sum := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})
+	t.Logf("deleting reconcile: relinked %d, confirmed %d, not returned %d, requests %d", sum.Relinked, sum.Confirmed, sum.NotReturned, sum.Requests)
+	if sum.Deleted != 3 || sum.Undeleted != 0 || sum.Relinked == 0 {
+		t.Errorf("deleting reconcile: deleted %d, undeleted %d, relinked %d", sum.Deleted, sum.Undeleted, sum.Relinked)
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.users WHERE deleted_at IS NOT NULL AND id = ANY($1)`, users); n != 3 {
+		t.Errorf("%d of the deleted users marked", n)
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.users WHERE deleted_at IS NOT NULL`); n != 3 {
+		t.Errorf("%d users marked deleted, want 3", n)
+	}
+	for table, id := range map[string]int64{"teams": team, "roles": role, "profiles": profile} {
+		if n := e.count(t, `SELECT count(*) FROM %s.`+table+` WHERE id = $1 AND deleted_at IS NOT NULL`, id); n != 1 {
+			t.Errorf("%s %d not marked deleted", table, id)
+		}
+	}
+	e.assertMirrors(t)
+
+	for _, id := range users {
+		if err := e.sim.RestoreUser(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, err := range []error{e.sim.RestoreTeam(team), e.sim.RestoreRole(role), e.sim.RestoreProfile(profile)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	relinked := sum.Relinked
+	sum = e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})
+	t.Logf("restoring reconcile: relinked %d, requests %d", sum.Relinked, sum.Requests)
+	if sum.Undeleted != 3 || sum.Deleted != 0 || sum.Relinked == 0 || sum.Relinked > relinked {
+		t.Errorf("restoring reconcile: undeleted %d, deleted %d, relinked %d (at most %d back)", sum.Undeleted, sum.Deleted, sum.Relinked, relinked)
+	}
+	if want := map[string]int64{"teams": 1, "roles": 1, "profiles": 1}; fmt.Sprint(sum.DimensionsUndeleted) != fmt.Sprint(want) {
+		t.Errorf("dimensions undeleted = %v, want %v", sum.DimensionsUndeleted, want)
+	}
+	for _, table := range []string{"users", "teams", "roles", "profiles"} {
+		if n := e.count(t, `SELECT count(*) FROM %s.`+table+` WHERE deleted_at IS NOT NULL`); n != 0 {
+			t.Errorf("%d %s still marked deleted", n, table)
+		}
+	}
+	e.assertMirrors(t)
+	// The users came back unchanged: no version for them; the relinked
+	// users got one when their role, profile or team vanished and one when
+	// it came back.
+	if n := e.count(t, `SELECT count(*) FROM %s.user_versions WHERE user_id = ANY($1)`, users); n != 3 {
+		t.Errorf("restored users have %d versions, want 3", n)
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.user_versions`); n > versions+2*relinked {
+		t.Errorf("versions %d → %d, more than 2 per relinked user (%d)", versions, n, relinked)
+	}
+	var runs []string
+	rows, err := e.store.Pool().Query(ctx, fmt.Sprintf(`SELECT format('%%s %%s %%s %%s %%s', status, deleted, undeleted, summary->>'deleted', summary->>'undeleted')
+		FROM %q.sync_runs WHERE kind = 'reconcile' ORDER BY run_id`, e.store.Schema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, s)
+	}
+	if want := []string{"succeeded 3 0 3 0", "succeeded 0 3 0 3"}; fmt.Sprint(runs) != fmt.Sprint(want) {
+		t.Errorf("reconcile runs = %q, want %q", runs, want)
+	}
+}
+
+// leastUsed returns the related id that the fewest users hold in rel.
+func leastUsed(users []apisim.Resource, rel string) int64 {
+	holders := map[int64]int{}
+	for _, u := range users {
+		for _, id := range u.Relationships[rel] {
+			holders[id]++
+		}
+	}
+	best := int64(0)
+	for id, n := range holders {
+		if best == 0 || n < holders[best] || n == holders[best] && id < best {
+			best = id
+		}
+	}
+	return best
+}
+
+// truncatingAPI serves the simulator but ends the reconcile's id scan after
+// its first page: the page comes without links.next, as if the list ended.
+func truncatingAPI(sim *apisim.Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v2/users" || r.URL.Query().Get("fields[user]") != "updatedAt" {
+			sim.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		sim.ServeHTTP(rec, r)
+		var doc map[string]any
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &doc) != nil {
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			return
+		}
+		if links, ok := doc["links"].(map[string]any); ok {
+			delete(links, "next")
+		}
+		w.Header().Set("Content-Type", jsonapi.MediaType)
+		_ = json.NewEncoder(w).Encode(doc)
+	})
+}
+
+// TestReconcileSafetyValve: a scan that lists far fewer users than the
+// warehouse holds (most deleted, empty, truncated) stops with a
+// *SafetyValveError; a scan that fails stops with its error; either way
+// nothing is marked deleted.
+func TestReconcileSafetyValve(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, e *testEnv) syncer.Config
+		share float64
+		valve *syncer.SafetyValveError // nil: another error
+		// thenShare, when set, reconciles again allowing that share.
+		thenShare   float64
+		thenDeleted int64
+	}{
+		{name: "most users deleted", setup: deleteUsers(1, 600),
+			valve:     &syncer.SafetyValveError{WouldDelete: 600, Live: 1000, Scanned: 400, Share: 0.6, MaxShare: 0.05},
+			thenShare: 0.7, thenDeleted: 600},
+		{name: "empty scan", setup: deleteUsers(1, 1000), share: 1,
+			valve: &syncer.SafetyValveError{WouldDelete: 1000, Live: 1000, Scanned: 0, Share: 1, MaxShare: 1}},
+		{name: "truncated scan", setup: func(t *testing.T, e *testEnv) syncer.Config {
+			if err := e.sim.UpdateKnobs(func(k *apisim.Knobs) { k.PageSizeCap = 200 }); err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(truncatingAPI(e.sim))
+			t.Cleanup(srv.Close)
+			e.client = newClient(t, srv.URL, jsonapi.StaticToken("test-token"))
+			return syncer.Config{}
+		}, valve: &syncer.SafetyValveError{WouldDelete: 800, Live: 1000, Scanned: 200, Share: 0.8, MaxShare: 0.05}},
+		{name: "scan killed by a 400", setup: func(t *testing.T, e *testEnv) syncer.Config {
+			if err := e.sim.UpdateKnobs(func(k *apisim.Knobs) { k.PageSizeCap = 100 }); err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			return syncer.Config{Prefetch: 1, Progress: func(p syncer.Progress) {
+				once.Do(func() { e.sim.FailNext(1, http.StatusBadRequest) })
+			}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, apisim.Options{Users: 1000})
+			e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
+			cfg := tt.setup(t, e)
+			_, err := e.syncer(cfg).Reconcile(context.Background(), syncer.ReconcileRequest{MaxDeleteShare: tt.share})
+			var valve *syncer.SafetyValveError
+			switch {
+			case err == nil:
+				t.Fatal("reconcile succeeded")
+			case tt.valve != nil && !errors.As(err, &valve):
+				t.Fatalf("reconcile: %v, want a *SafetyValveError", err)
+			case tt.valve != nil && *valve != *tt.valve:
+				t.Errorf("safety valve = %+v, want %+v", *valve, *tt.valve)
+			case tt.valve == nil && errors.As(err, &valve):
+				t.Errorf("reconcile: %v, want the scan's error", err)
+			}
+			if n := e.count(t, `SELECT count(*) FROM %s.users WHERE deleted_at IS NOT NULL`); n != 0 {
+				t.Errorf("%d users marked deleted by a refused reconcile", n)
+			}
+			if n := e.count(t, `SELECT count(*) FROM %s.sync_runs WHERE kind = 'reconcile' AND status = 'failed' AND error <> ''`); n != 1 {
+				t.Error("the refused reconcile is not recorded as failed")
+			}
+			if tt.thenShare == 0 {
+				return
+			}
+			sum := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{MaxDeleteShare: tt.thenShare})
+			if sum.Deleted != tt.thenDeleted {
+				t.Errorf("with a share of %v: deleted %d, want %d", tt.thenShare, sum.Deleted, tt.thenDeleted)
+			}
+			e.assertMirrors(t)
+		})
+	}
+}
+
+func deleteUsers(from, to int64) func(t *testing.T, e *testEnv) syncer.Config {
+	return func(t *testing.T, e *testEnv) syncer.Config {
+		for id := from; id <= to; id++ {
+			if err := e.sim.DeleteUser(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return syncer.Config{}
+	}
+}
+
+// TestReconcileExactWarehouse: over a warehouse that already mirrors the
+// API, a reconcile writes nothing and sends only the id scan, the three
+// dimension lists and one membership page per team.
+func TestReconcileExactWarehouse(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 2500})
+	e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
+	versions := e.count(t, `SELECT count(*) FROM %s.user_versions`)
+	var synced time.Time
+	if err := e.store.Pool().QueryRow(context.Background(), fmt.Sprintf(`SELECT greatest(
+		(SELECT max(synced_at) FROM %[1]q.users), (SELECT max(synced_at) FROM %[1]q.user_teams),
+		(SELECT max(synced_at) FROM %[1]q.user_relationships), (SELECT max(synced_at) FROM %[1]q.teams),
+		(SELECT max(synced_at) FROM %[1]q.roles), (SELECT max(synced_at) FROM %[1]q.profiles))`, e.store.Schema())).Scan(&synced); err != nil {
+		t.Fatal(err)
+	}
+	teams := int64(len(e.sim.Teams()))
+	e.sim.ResetStats()
+
+	sum := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})
+	t.Logf("exact warehouse: %d requests, %v", sum.Requests, sum.Duration)
+	scanPages := int64(3) // 2500 ids, 1000 a page
+	want := scanPages + 3 + teams
+	if sum.Requests != want || e.sim.Stats().Requests != want {
+		t.Errorf("requests: summary %d, simulator %d; want %d (%d scan pages, 3 dimension lists, %d teams)",
+			sum.Requests, e.sim.Stats().Requests, want, scanPages, teams)
+	}
+	if got := e.sim.Stats().ByEndpoint["GET /api/v2/users"]; got != scanPages+teams {
+		t.Errorf("users requests = %d, want %d", got, scanPages+teams)
+	}
+	if sum.Scanned != 2500 || sum.ScanPages != scanPages {
+		t.Errorf("scanned %d ids in %d pages", sum.Scanned, sum.ScanPages)
+	}
+	wrote := []int64{sum.Missing, sum.Stale, sum.Relinked, sum.Confirmed, sum.FetchPages, sum.Inserted, sum.Updated,
+		sum.Versions, sum.Deleted, sum.Undeleted, sum.Membership.Added, sum.Membership.Removed}
+	for _, n := range wrote {
+		if n != 0 {
+			t.Fatalf("a reconcile of an exact warehouse did something: %+v", sum)
+		}
+	}
+	for name, c := range sum.Dimensions {
+		if c.Inserted+c.Updated+c.Deleted != 0 {
+			t.Errorf("%s written: %+v", name, c)
+		}
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.user_versions`); n != versions {
+		t.Errorf("versions %d → %d", versions, n)
+	}
+	for _, table := range []string{"users", "user_teams", "user_relationships", "teams", "roles", "profiles"} {
+		if n := e.count(t, `SELECT count(*) FROM %s.`+table+` WHERE synced_at > $1`, synced); n != 0 {
+			t.Errorf("%d %s rows rewritten", n, table)
+		}
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.sync_runs WHERE kind = 'reconcile' AND status = 'succeeded' AND requests = $1`, want); n != 1 {
+		t.Error("the reconcile run is not recorded with its requests")
+	}
+}
+
+// bigIDAPI serves users with 19-digit ids: the id scan in pages of 1000, and
+// fetches by id, recording the request line of each fetch.
+type bigIDAPI struct {
+	ids   []int64
+	mu    sync.Mutex
+	lines []int // request-line length of each fetch by id
+	asked int   // ids asked for by id
+}
+
+func (a *bigIDAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", jsonapi.MediaType)
+	q := r.URL.Query()
+	var buf bytes.Buffer
+	user := func(id int64) {
+		if buf.Len() > len(`{"data":[`) {
+			buf.WriteByte(',')
+		}
+		fmt.Fprintf(&buf, `{"id":%d,"type":"user","attributes":{"title":"t","updatedAt":"2024-01-01T00:00:00.000Z"}}`, id)
+	}
+	buf.WriteString(`{"data":[`)
+	switch {
+	case r.URL.Path != "/api/v2/users":
+		// teams, roles and profiles: none
+	case q.Get("filter[id]") != "":
+		ids := strings.Split(q.Get("filter[id]"), ",")
+		a.mu.Lock()
+		a.lines = append(a.lines, len(r.Method)+1+len(r.RequestURI)+1+len(r.Proto))
+		a.asked += len(ids)
+		a.mu.Unlock()
+		for _, s := range ids {
+			id, _ := strconv.ParseInt(s, 10, 64)
+			user(id)
+		}
+	default:
+		start, _ := strconv.Atoi(q.Get("page[after]"))
+		end := min(start+1000, len(a.ids))
+		for _, id := range a.ids[start:end] {
+			user(id)
+		}
+		buf.WriteString("]")
+		if end < len(a.ids) {
+			q.Set("page[after]", strconv.Itoa(end))
+			next := (&url.URL{Scheme: "http", Host: r.Host, Path: r.URL.Path, RawQuery: q.Encode()}).String()
+			fmt.Fprintf(&buf, `,"links":{"next":%q}`, next)
+		}
+		buf.WriteString("}")
+		_, _ = w.Write(buf.Bytes())
+		return
+	}
+	buf.WriteString("]}")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// TestReconcileRequestLineLength: fetching thousands of 19-digit ids splits
+// them into batches whose request line stays under 8 KB.
+func TestReconcileRequestLineLength(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 1})
+	api := &bigIDAPI{}
+	for i := range int64(3000) {
+		api.ids = append(api.ids, 9_100_000_000_000_000_000+i*7919)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	e.client = newClient(t, srv.URL, jsonapi.StaticToken("test-token"))
+
+	sum := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})
+	if sum.Missing != 3000 || sum.Inserted != 3000 || sum.NotReturned != 0 {
+		t.Errorf("summary: %+v", sum)
+	}
+	if api.asked != 3000 || int64(len(api.lines)) != sum.FetchPages {
+		t.Errorf("%d ids asked in %d requests (summary: %d pages)", api.asked, len(api.lines), sum.FetchPages)
+	}
+	t.Logf("3000 ids fetched in %d requests, longest request line %d bytes", len(api.lines), slices.Max(api.lines))
+	// 19 digits and an encoded comma per id: about 270 ids a request.
+	if len(api.lines) < 3000*22/syncer.DefaultMaxRequestLine {
+		t.Errorf("only %d fetch requests: batches were not split by length", len(api.lines))
+	}
+	for i, n := range api.lines {
+		if n > syncer.DefaultMaxRequestLine || n >= 8<<10 {
+			t.Errorf("fetch %d: request line of %d bytes", i, n)
+		}
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.users WHERE id >= 9100000000000000000`); n != 3000 {
+		t.Errorf("warehouse holds %d of the 3000 users", n)
+	}
+}
+
+// TestReconcileSharesTheSyncLock: a reconcile does not start while a sync
+// holds the lock.
+func TestReconcileSharesTheSyncLock(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 10})
+	lock, err := e.store.Lock(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	if _, err := e.syncer(syncer.Config{}).Reconcile(context.Background(), syncer.ReconcileRequest{}); !errors.Is(err, warehouse.ErrLocked) {
+		t.Errorf("reconcile under a held lock: %v, want ErrLocked", err)
+	}
+	if _, err := e.syncer(syncer.Config{}).Reconcile(context.Background(), syncer.ReconcileRequest{MaxDeleteShare: 2}); err == nil || errors.Is(err, warehouse.ErrLocked) {
+		t.Errorf("reconcile with a share of 2: %v, want a configuration error", err)
+	}
+}
