@@ -53,13 +53,13 @@ func TestIDBatches(t *testing.T) {
 			var all []int64
 			for i, b := range batches {
 				all = append(all, b...)
-				line := requestLine(t, client, b)
+				line := requestLine(t, s, b)
 				if line > tt.maxLine || len(b) > reconcilePageSize {
 					t.Errorf("batch %d: %d ids, request line %d > %d", i, len(b), line, tt.maxLine)
 				}
 				if i < len(batches)-1 && len(b) < reconcilePageSize {
 					next := append(slices.Clone(b), batches[i+1][0])
-					if requestLine(t, client, next) <= tt.maxLine {
+					if requestLine(t, s, next) <= tt.maxLine {
 						t.Errorf("batch %d ends early: the next id would fit", i)
 					}
 				}
@@ -71,9 +71,9 @@ func TestIDBatches(t *testing.T) {
 	}
 }
 
-func requestLine(t *testing.T, c *jsonapi.Client, ids []int64) int {
+func requestLine(t *testing.T, s *Syncer, ids []int64) int {
 	t.Helper()
-	raw, err := c.CollectionURL("users", jsonapi.Query{}.Filter("id", jsonapi.IDs(ids...)).PageSize(reconcilePageSize))
+	raw, err := s.client.CollectionURL("users", s.fetchQuery(ids))
 	if err != nil {
 		t.Fatal(err)
 	}
