@@ -23,7 +23,8 @@ func (w *ReconcileWorker) Timeout(*river.Job[ReconcileArgs]) time.Duration { ret
 // its reason: retrying would trip it again, and an operator must look.
 func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs]) error {
 	start := time.Now()
-	sum, err := w.d.Syncer.Reconcile(ctx, syncer.ReconcileRequest{JobID: &job.ID, MaxDeleteShare: w.d.MaxDeleteShare})
+	sum, err := w.d.Syncer.Reconcile(ctx, syncer.ReconcileRequest{JobID: &job.ID, MaxDeleteShare: w.d.MaxDeleteShare,
+		Membership: w.d.ReconcileMembership})
 	if w.d.ObserveReconcile != nil {
 		w.d.ObserveReconcile(sum, err, time.Since(start))
 	}

@@ -36,7 +36,9 @@ type Deps struct {
 	ObserveReconcile func(sum syncer.ReconcileSummary, err error, d time.Duration)
 	// MaxDeleteShare is the reconcile safety valve (0: the default, 5%).
 	MaxDeleteShare float64
-	Logger         *slog.Logger
+	// ReconcileMembership is syncer.ReconcileRequest.Membership.
+	ReconcileMembership string
+	Logger              *slog.Logger
 }
 
 func (d *Deps) timeout() time.Duration {

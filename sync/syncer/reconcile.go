@@ -37,7 +37,19 @@ type ReconcileRequest struct {
 	MaxRequestLine int
 	// JobID is the River job running this, if any.
 	JobID *int64
+	// Membership says when to list every team's members (one request or
+	// more per team): MembershipAuto (the default) only when the last
+	// sync found users' teams sent without data, so the per-team listing is
+	// the only source of membership; MembershipAlways; MembershipNever.
+	Membership string
 }
+
+// Membership check modes of ReconcileRequest.
+const (
+	MembershipAuto   = "auto"
+	MembershipAlways = "always"
+	MembershipNever  = "never"
+)
 
 // ReconcileSummary is the outcome of a reconcile, printed by the CLI and
 // stored in sync_runs.summary.
@@ -191,8 +203,14 @@ func (r *reconciler) execute(ctx context.Context) (ReconcileSummary, error) {
 	if r.sum.Deleted, err = work.MarkDeleted(ctx, r.runID, cmp.Gone); err != nil {
 		return r.summary(), err
 	}
-	if r.sum.Membership, err = r.s.syncMembership(ctx); err != nil {
-		return r.summary(), fmt.Errorf("checking team membership: %w", err)
+	check, err := r.membershipNeeded(ctx)
+	if err != nil {
+		return r.summary(), err
+	}
+	if check {
+		if r.sum.Membership, err = r.s.syncMembership(ctx); err != nil {
+			return r.summary(), fmt.Errorf("checking team membership: %w", err)
+		}
 	}
 	return r.finish(ctx)
 }
@@ -324,4 +342,19 @@ func (r *reconciler) progress(rows int) {
 		r.s.cfg.Progress(Progress{RunID: r.runID, Kind: warehouse.KindReconcile, Pages: r.pages,
 			Rows: r.rows, Elapsed: r.s.cfg.Now().Sub(r.started)})
 	}
+}
+
+// membershipNeeded applies ReconcileRequest.Membership. When users carry
+// their teams (the usual case), membership is repaired with the users a
+// reconcile fetches, and listing every team (one request per team: 40,000
+// for a million users with a team per 25) would spend the API budget for
+// nothing.
+func (r *reconciler) membershipNeeded(ctx context.Context) (bool, error) {
+	switch r.req.Membership {
+	case MembershipAlways:
+		return true, nil
+	case MembershipNever:
+		return false, nil
+	}
+	return r.s.store.LastSyncListedMembership(ctx)
 }

@@ -305,8 +305,9 @@ func deleteUsers(from, to int64) func(t *testing.T, e *testEnv) syncer.Config {
 }
 
 // TestReconcileExactWarehouse: over a warehouse that already mirrors the
-// API, a reconcile writes nothing and sends only the id scan, the three
-// dimension lists and one membership page per team.
+// API, a reconcile writes nothing and sends only the id scan and the three
+// dimension lists, plus one membership page per team when asked to list
+// membership.
 func TestReconcileExactWarehouse(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, apisim.Options{Users: 2500})
@@ -322,7 +323,7 @@ func TestReconcileExactWarehouse(t *testing.T) {
 	teams := int64(len(e.sim.Teams()))
 	e.sim.ResetStats()
 
-	sum := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})
+	sum := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{Membership: syncer.MembershipAlways})
 	t.Logf("exact warehouse: %d requests, %v", sum.Requests, sum.Duration)
 	scanPages := int64(3) // 2500 ids, 1000 a page
 	want := scanPages + 3 + teams
@@ -358,6 +359,16 @@ func TestReconcileExactWarehouse(t *testing.T) {
 	}
 	if n := e.count(t, `SELECT count(*) FROM %s.sync_runs WHERE kind = 'reconcile' AND status = 'succeeded' AND requests = $1`, want); n != 1 {
 		t.Error("the reconcile run is not recorded with its requests")
+	}
+	// The default lists membership only when syncs had to: users carry
+	// their teams here, so only the scan and the dimension lists are sent.
+	e.sim.ResetStats()
+	sum = e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})
+	if want := scanPages + 3; sum.Requests != want || e.sim.Stats().Requests != want {
+		t.Errorf("default reconcile: %d requests (simulator %d), want %d", sum.Requests, e.sim.Stats().Requests, want)
+	}
+	if sum.Membership.Teams != 0 || sum.Inserted+sum.Updated+sum.Deleted != 0 {
+		t.Errorf("default reconcile: %+v", sum)
 	}
 }
 

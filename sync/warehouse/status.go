@@ -78,3 +78,15 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 	}
 	return st, nil
 }
+
+// LastSyncListedMembership reports whether the newest successful sync had
+// to list team membership per team (the API sent users' teams without data).
+func (s *Store) LastSyncListedMembership(ctx context.Context) (bool, error) {
+	var listed bool
+	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT summary ? 'membership' FROM `+s.q+`.sync_runs
+		WHERE status = 'succeeded' AND kind IN ('incremental', 'full', 'backfill') ORDER BY run_id DESC LIMIT 1), false)`).Scan(&listed)
+	if err != nil {
+		return false, fmt.Errorf("reading the last sync: %w", err)
+	}
+	return listed, nil
+}

@@ -142,6 +142,7 @@ func (c Config) String() string {
 		"USERSYNC_JOB_TIMEOUT": c.JobTimeout.String(), "USERSYNC_SHUTDOWN_TIMEOUT": c.ShutdownTimeout.String(),
 		"USERSYNC_WORKERS": fmt.Sprint(c.Workers), "USERSYNC_DATA_CONNECTIONS": fmt.Sprint(c.DataConnections),
 		"USERSYNC_ORPHAN_AGE": c.OrphanAge.String(), "USERSYNC_RECONCILE_MAX_DELETE": fmt.Sprint(c.ReconcileMaxDelete),
+		"USERSYNC_RECONCILE_MEMBERSHIP": c.ReconcileMembership,
 	}
 	var b strings.Builder
 	for _, s := range settings() {

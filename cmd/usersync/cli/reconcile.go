@@ -21,7 +21,8 @@ func reconcileCommand() command {
 users), compares them with the warehouse, fetches missing and stale users by id and
 loads them like a sync (history, linkage, quarantine), marks ids the API no longer
 returns deleted (and clears ids that came back), lists teams, roles and profiles in
-full, and checks every team's membership. It stops without marking anything when it
+full, and, when the API sends users' teams without data (or
+USERSYNC_RECONCILE_MEMBERSHIP=always), lists every team's members. It stops without marking anything when it
 would mark more than USERSYNC_RECONCILE_MAX_DELETE of the live users deleted (an
 empty or truncated listing is not a mass deletion). It never moves the watermark.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -45,7 +46,7 @@ empty or truncated listing is not a mass deletion). It never moves the watermark
 					return err
 				}
 				sum, err := syncer.New(client, store, e.cfg.syncerConfig(e.logger)).Reconcile(ctx,
-					syncer.ReconcileRequest{WaitLock: *waitLock, MaxDeleteShare: e.cfg.ReconcileMaxDelete})
+					syncer.ReconcileRequest{WaitLock: *waitLock, MaxDeleteShare: e.cfg.ReconcileMaxDelete, Membership: e.cfg.ReconcileMembership})
 				if errors.Is(err, warehouse.ErrLocked) {
 					return fmt.Errorf("%w; run with --wait-lock to wait for it", err)
 				}

@@ -32,19 +32,20 @@ type Config struct {
 	LogLevel          string
 	LogFormat         string
 
-	HTTPAddr           string
-	HTTPToken          string
-	HTTPBasicAuth      string
-	SyncSchedule       string
-	ReconcileSchedule  string
-	SnapshotSchedule   string
-	SnapshotAfterSync  bool
-	JobTimeout         time.Duration
-	ShutdownTimeout    time.Duration
-	Workers            int
-	DataConnections    bool
-	OrphanAge          time.Duration
-	ReconcileMaxDelete float64
+	HTTPAddr            string
+	HTTPToken           string
+	HTTPBasicAuth       string
+	SyncSchedule        string
+	ReconcileSchedule   string
+	SnapshotSchedule    string
+	SnapshotAfterSync   bool
+	JobTimeout          time.Duration
+	ShutdownTimeout     time.Duration
+	Workers             int
+	DataConnections     bool
+	OrphanAge           time.Duration
+	ReconcileMaxDelete  float64
+	ReconcileMembership string
 }
 
 // setting is one configuration setting: its environment variable, its flag
@@ -138,6 +139,10 @@ func settings() []setting {
 				}
 				c.ReconcileMaxDelete = f
 				return nil
+			}},
+		{Env: "USERSYNC_RECONCILE_MEMBERSHIP", Flag: "reconcile-membership", Default: "auto", Meaning: "when a reconcile lists every team's members (one request or more per team): auto (only when the API sends users' teams without data), always, or never.",
+			set: func(c *Config, v string) error {
+				return parseEnum(&c.ReconcileMembership, v, "auto", "always", "never")
 			}},
 		{Env: "USERSYNC_SNAPSHOT_SCHEDULE", Flag: "snapshot-schedule", Default: "@hourly", Meaning: "when the worker writes Parquet snapshots besides after each sync; a cron expression, descriptor, or off.",
 			set: func(c *Config, v string) error { c.SnapshotSchedule = v; return checkSchedule(v) }},

@@ -70,15 +70,16 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	metrics := jobs.NewMetrics(pool, store, riverSchema, api, e.logger)
 	drain := make(chan struct{})
 	deps := &jobs.Deps{
-		Syncer:            syncer.New(api, store, cfg.syncerConfig(e.logger)),
-		Store:             store,
-		SnapshotAfterSync: cfg.SnapshotAfterSync,
-		JobTimeout:        cfg.JobTimeout,
-		Drain:             drain,
-		Observe:           metrics.Observe,
-		ObserveReconcile:  metrics.ObserveReconcile,
-		MaxDeleteShare:    cfg.ReconcileMaxDelete,
-		Logger:            e.logger,
+		Syncer:              syncer.New(api, store, cfg.syncerConfig(e.logger)),
+		Store:               store,
+		SnapshotAfterSync:   cfg.SnapshotAfterSync,
+		JobTimeout:          cfg.JobTimeout,
+		Drain:               drain,
+		Observe:             metrics.Observe,
+		ObserveReconcile:    metrics.ObserveReconcile,
+		MaxDeleteShare:      cfg.ReconcileMaxDelete,
+		ReconcileMembership: cfg.ReconcileMembership,
+		Logger:              e.logger,
 	}
 	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: pool, RiverSchema: riverSchema, Deps: deps, Schedules: schedules,
 		MaxWorkers: cfg.Workers, SoftStop: cfg.ShutdownTimeout, Logger: quietLogger(e)})
