@@ -60,4 +60,9 @@ sql "SELECT u.id, u.name, u.title, u.updated_at, count(v.*) AS versions
 FROM users_current u JOIN user_versions v ON v.user_id = u.id
 WHERE u.updated_at > now() - interval '1 hour' GROUP BY 1, 2, 3, 4 ORDER BY u.updated_at DESC LIMIT 8"
 
+say "usersync snapshot (Parquet, zstd, one consistent read of every table)"
+rm -rf .dev/demo-snapshots
+"$bin" snapshot --out .dev/demo-snapshots
+
 say "done: explore with  psql \"$DATABASE_URL\"  then  SET search_path = usersync_demo;"
+echo "    or with DuckDB: duckdb -c \"SELECT count(*) FROM read_parquet('.dev/demo-snapshots/users/*/*.parquet')\""

@@ -22,13 +22,14 @@ const (
 // package's benchmark notes): they keep the peak heap near 100 MB for the
 // widest table whatever its row count.
 const (
-	DefaultBatchRows    = 16384
-	DefaultBatchBytes   = 24 << 20
-	DefaultRowGroupRows = 131072
-	DefaultFileRows     = 1_000_000
-	DefaultPageBytes    = 1 << 20
-	DefaultKeep         = 30
-	DefaultZstdLevel    = 1
+	DefaultBatchRows     = 16384
+	DefaultBatchBytes    = 8 << 20
+	DefaultRowGroupRows  = 1 << 20
+	DefaultRowGroupBytes = 64 << 20
+	DefaultFileRows      = 1_000_000
+	DefaultPageBytes     = 256 << 10
+	DefaultKeep          = 30
+	DefaultZstdLevel     = 1
 )
 
 // Options tunes a Writer. The zero value means every default.
@@ -45,10 +46,15 @@ type Options struct {
 	// values, so wide rows (the raw jsonb) do not inflate memory
 	// (default DefaultBatchBytes).
 	BatchBytes int
-	// RowGroupRows is the number of rows per Parquet row group
-	// (default DefaultRowGroupRows). A row group is buffered, compressed, in
-	// memory until it is complete.
+	// RowGroupRows is the most rows per Parquet row group
+	// (default DefaultRowGroupRows).
 	RowGroupRows int
+	// RowGroupBytes ends a row group once its rows hold this many bytes of
+	// values (as PostgreSQL sends them), so that wide and narrow tables get
+	// row groups of similar weight (default DefaultRowGroupBytes). A row
+	// group is buffered in memory until it is complete: compressed pages,
+	// plus each column's current page uncompressed.
+	RowGroupBytes int
 	// FileRows is the most rows one file holds; a larger table is written as
 	// part-00000.parquet, part-00001.parquet, … (default DefaultFileRows).
 	FileRows int64
@@ -66,6 +72,12 @@ type Options struct {
 
 	// dictionary overrides the per-column dictionary choice; benchmarks only.
 	dictionary dictionaryMode
+	// pageV1 writes version 1 data pages instead of version 2. Benchmarks
+	// only: see newFileFormat.
+	pageV1 bool
+	// writeBatch is Parquet's write batch size (values encoded between two
+	// checks of the page size); 0 means Arrow's default. Benchmarks only.
+	writeBatch int
 }
 
 // dictionaryMode says which columns get Parquet dictionary encoding.
@@ -101,6 +113,7 @@ func (o Options) withDefaults() (Options, error) {
 	fill(&o.BatchRows, DefaultBatchRows)
 	fill(&o.BatchBytes, DefaultBatchBytes)
 	fill(&o.RowGroupRows, DefaultRowGroupRows)
+	fill(&o.RowGroupBytes, DefaultRowGroupBytes)
 	fill(&o.PageBytes, DefaultPageBytes)
 	fill(&o.Workers, runtime.GOMAXPROCS(0))
 	fill(&o.Keep, DefaultKeep)
@@ -115,6 +128,7 @@ func (o Options) withDefaults() (Options, error) {
 		{"batch rows", int64(o.BatchRows), 1},
 		{"batch bytes", int64(o.BatchBytes), 1 << 10},
 		{"row group rows", int64(o.RowGroupRows), 1},
+		{"row group bytes", int64(o.RowGroupBytes), 1 << 10},
 		{"file rows", o.FileRows, 1},
 		{"page bytes", int64(o.PageBytes), 1 << 10},
 		{"workers", int64(o.Workers), 1},

@@ -53,7 +53,7 @@ func (w *Writer) writeTable(ctx context.Context, tx pgx.Tx, s *snapshotRun, t sc
 	}
 
 	sink := &tableSink{w: w, table: t.Name, id: s.id, schema: sch}
-	recs := make(chan arrow.Record, 1)
+	recs := make(chan batch)
 	done := make(chan error, 1)
 	go func() { done <- sink.consume(ctx, recs, cancel) }()
 	readErr := w.readRecords(ctx, t, rows, decs, rb, recs)
@@ -73,17 +73,25 @@ func (w *Writer) writeTable(ctx context.Context, tx pgx.Tx, s *snapshotRun, t sc
 	return tm, nil
 }
 
+// batch is a record and the bytes its values took as PostgreSQL sent them,
+// by which batches and row groups are sized.
+type batch struct {
+	rec   arrow.Record
+	bytes int
+}
+
 // readRecords decodes rows into records and sends them on recs.
-func (w *Writer) readRecords(ctx context.Context, t schema.Table, rows pgx.Rows, decs []decoder, rb *array.RecordBuilder, recs chan<- arrow.Record) error {
+func (w *Writer) readRecords(ctx context.Context, t schema.Table, rows pgx.Rows, decs []decoder, rb *array.RecordBuilder, recs chan<- batch) error {
 	n, size := 0, 0
 	send := func() error {
-		rec := rb.NewRecord()
+		b := batch{rec: rb.NewRecord(), bytes: size}
+		reserve(rb, b.rec)
 		n, size = 0, 0
 		select {
-		case recs <- rec:
+		case recs <- b:
 			return nil
 		case <-ctx.Done():
-			rec.Release()
+			b.rec.Release()
 			return context.Cause(ctx)
 		}
 	}
@@ -129,15 +137,15 @@ type tableSink struct {
 
 // consume writes every record received until recs is closed. After a
 // failure it cancels the reader and drains the channel.
-func (s *tableSink) consume(ctx context.Context, recs <-chan arrow.Record, cancel context.CancelCauseFunc) error {
+func (s *tableSink) consume(ctx context.Context, recs <-chan batch, cancel context.CancelCauseFunc) error {
 	var err error
-	for rec := range recs {
+	for b := range recs {
 		if err == nil {
-			if err = s.write(ctx, rec); err != nil {
+			if err = s.write(ctx, b); err != nil {
 				cancel(err)
 			}
 		}
-		rec.Release()
+		b.rec.Release()
 	}
 	if err != nil {
 		return err
@@ -148,11 +156,13 @@ func (s *tableSink) consume(ctx context.Context, recs <-chan arrow.Record, cance
 	return s.finish(ctx)
 }
 
-// write appends rec, starting a new part file every FileRows rows.
-func (s *tableSink) write(ctx context.Context, rec arrow.Record) error {
+// write appends a batch, starting a new part file every FileRows rows.
+func (s *tableSink) write(ctx context.Context, b batch) error {
+	rec := b.rec
 	if err := s.prepare(rec); err != nil {
 		return err
 	}
+	rowBytes := float64(b.bytes) / float64(max(rec.NumRows(), 1))
 	for off := int64(0); off < rec.NumRows(); {
 		if s.file == nil {
 			if err := s.open(ctx); err != nil {
@@ -164,7 +174,7 @@ func (s *tableSink) write(ctx context.Context, rec arrow.Record) error {
 		if off != 0 || n != rec.NumRows() {
 			part = rec.NewSlice(off, off+n)
 		}
-		err := s.file.write(ctx, part)
+		err := s.file.write(ctx, part, rowBytes)
 		if part != rec {
 			part.Release()
 		}
@@ -201,7 +211,7 @@ func (s *tableSink) prepare(rec arrow.Record) error {
 }
 
 func (s *tableSink) open(ctx context.Context) error {
-	f, err := createParquetFile(ctx, s.w.dest, partName(s.table, s.id, len(s.files)), s.format, s.enc, s.w.opts.RowGroupRows)
+	f, err := createParquetFile(ctx, s.w.dest, partName(s.table, s.id, len(s.files)), s.format, s.enc, s.w.opts)
 	if err != nil {
 		return err
 	}
@@ -245,5 +255,25 @@ func (s *tableSink) abort(ctx context.Context) {
 			s.w.log.WarnContext(ctx, "discarding a partial snapshot file", "table", s.table, "error", err)
 		}
 		s.file = nil
+	}
+}
+
+// reserve sizes the builders for a record like rec, so that filling the
+// next record does not grow (reallocate and copy) their buffers step by step.
+func reserve(rb *array.RecordBuilder, rec arrow.Record) {
+	rb.Reserve(int(rec.NumRows()))
+	for i, b := range rb.Fields() {
+		var bb *array.BinaryBuilder
+		switch b := b.(type) {
+		case *array.StringBuilder:
+			bb = b.BinaryBuilder
+		case *array.BinaryBuilder:
+			bb = b
+		default:
+			continue
+		}
+		if bufs := rec.Column(i).Data().Buffers(); len(bufs) > 2 && bufs[2] != nil {
+			bb.ReserveData(bufs[2].Len() + bufs[2].Len()/8)
+		}
 	}
 }

@@ -56,6 +56,7 @@ func commands() []command {
 		workerCommand(),
 		backfillCommand(),
 		reconcileCommand(),
+		snapshotCommand(),
 		schemaCommand(),
 		healthcheckCommand(),
 		versionCommand(),

@@ -143,6 +143,10 @@ func (c Config) String() string {
 		"USERSYNC_WORKERS": fmt.Sprint(c.Workers), "USERSYNC_DATA_CONNECTIONS": fmt.Sprint(c.DataConnections),
 		"USERSYNC_ORPHAN_AGE": c.OrphanAge.String(), "USERSYNC_RECONCILE_MAX_DELETE": fmt.Sprint(c.ReconcileMaxDelete),
 		"USERSYNC_RECONCILE_MEMBERSHIP": c.ReconcileMembership,
+		"USERSYNC_SNAPSHOT_COMPRESSION": c.SnapshotCompression, "USERSYNC_SNAPSHOT_KEEP": fmt.Sprint(c.SnapshotKeep),
+		"USERSYNC_SNAPSHOT_BATCH_ROWS": fmt.Sprint(c.SnapshotBatchRows), "USERSYNC_SNAPSHOT_ROW_GROUP_ROWS": fmt.Sprint(c.SnapshotRowGroupRows),
+		"USERSYNC_S3_ENDPOINT": c.S3Endpoint, "USERSYNC_S3_REGION": c.S3Region, "USERSYNC_S3_ACCESS_KEY_ID": c.S3AccessKeyID,
+		"USERSYNC_S3_SECRET_ACCESS_KEY": mask(c.S3SecretAccessKey), "USERSYNC_S3_PATH_STYLE": fmt.Sprint(c.S3PathStyle),
 	}
 	var b strings.Builder
 	for _, s := range settings() {

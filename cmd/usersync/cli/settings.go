@@ -46,6 +46,16 @@ type Config struct {
 	OrphanAge           time.Duration
 	ReconcileMaxDelete  float64
 	ReconcileMembership string
+
+	SnapshotCompression  string
+	SnapshotKeep         int
+	SnapshotBatchRows    int
+	SnapshotRowGroupRows int
+	S3Endpoint           string
+	S3Region             string
+	S3AccessKeyID        string
+	S3SecretAccessKey    string
+	S3PathStyle          bool
 }
 
 // setting is one configuration setting: its environment variable, its flag
@@ -101,9 +111,28 @@ func settings() []setting {
 				c.ReaderRole = v
 				return nil
 			}},
-		{Env: "USERSYNC_SNAPSHOT_DIR", Flag: "snapshot-dir", Default: "snapshots", Meaning: "where Parquet snapshots are written.",
-			Example: "/var/lib/usersync/snapshots",
+		{Env: "USERSYNC_SNAPSHOT_DIR", Flag: "snapshot-dir", Default: "snapshots", Meaning: "where Parquet snapshots are written: a folder, or s3://bucket/prefix for S3-compatible storage; off disables snapshots.",
+			Example: "s3://analytics/usersync",
 			set:     func(c *Config, v string) error { c.SnapshotDir = v; return nil }},
+		{Env: "USERSYNC_SNAPSHOT_COMPRESSION", Flag: "snapshot-compression", Default: "zstd", Meaning: "Parquet compression of snapshots: zstd, snappy or none.",
+			set: func(c *Config, v string) error { return parseEnum(&c.SnapshotCompression, v, "zstd", "snappy", "none") }},
+		{Env: "USERSYNC_SNAPSHOT_KEEP", Flag: "snapshot-keep", Default: "30", Meaning: "how many complete snapshots to keep; older ones are removed (the newest complete one never is).",
+			set: func(c *Config, v string) error { return parseInt(&c.SnapshotKeep, v, 1, 100000) }},
+		{Env: "USERSYNC_SNAPSHOT_BATCH_ROWS", Flag: "snapshot-batch-rows", Default: "16384", Meaning: "rows read from PostgreSQL into one Arrow record batch; memory grows with it.",
+			set: func(c *Config, v string) error { return parseInt(&c.SnapshotBatchRows, v, 256, 1<<22) }},
+		{Env: "USERSYNC_SNAPSHOT_ROW_GROUP_ROWS", Flag: "snapshot-row-group-rows", Default: "1048576", Meaning: "most rows in one Parquet row group (a row group is also cut at 64 MiB of values); a row group is held in memory until written.",
+			set: func(c *Config, v string) error { return parseInt(&c.SnapshotRowGroupRows, v, 1024, 1<<26) }},
+		{Env: "USERSYNC_S3_ENDPOINT", Flag: "s3-endpoint", Meaning: "S3-compatible endpoint for s3:// snapshot folders (host:port, or a URL saying http or https); empty for AWS S3.",
+			Example: "https://minio.internal:9000",
+			set:     func(c *Config, v string) error { c.S3Endpoint = v; return nil }},
+		{Env: "USERSYNC_S3_REGION", Flag: "s3-region", Meaning: "region of the snapshot bucket; empty lets the client discover it.",
+			set: func(c *Config, v string) error { c.S3Region = v; return nil }},
+		{Env: "USERSYNC_S3_ACCESS_KEY_ID", Flag: "s3-access-key-id", Meaning: "access key id for the snapshot bucket; empty uses the instance or pod role.",
+			set: func(c *Config, v string) error { c.S3AccessKeyID = v; return nil }},
+		{Env: "USERSYNC_S3_SECRET_ACCESS_KEY", Meaning: "secret access key for the snapshot bucket. Also read from USERSYNC_S3_SECRET_ACCESS_KEY_FILE.", Secret: true,
+			set: func(c *Config, v string) error { c.S3SecretAccessKey = v; return nil }},
+		{Env: "USERSYNC_S3_PATH_STYLE", Flag: "s3-path-style", Default: "false", Meaning: "address buckets as endpoint/bucket (MinIO and most self-hosted servers need it).",
+			set: func(c *Config, v string) error { return parseBool(&c.S3PathStyle, v) }},
 		{Env: "USERSYNC_PAGE_SIZE", Flag: "page-size", Default: "1000", Meaning: "page[size] of user requests (the API's maximum is 1000).",
 			set: func(c *Config, v string) error { return parseInt(&c.PageSize, v, 1, 1000) }},
 		{Env: "USERSYNC_LOOKBACK", Flag: "lookback", Default: "10m", Meaning: "how far before the watermark an incremental sync starts, to catch late-visible and out-of-order updates.",

@@ -81,6 +81,16 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 		ReconcileMembership: cfg.ReconcileMembership,
 		Logger:              e.logger,
 	}
+	if cfg.SnapshotDir != "off" {
+		sw, err := newSnapshotWriter(e, pool, cfg.SnapshotDir)
+		if err != nil {
+			return err
+		}
+		deps.Snapshot = func(ctx context.Context) error {
+			_, err := sw.Write(ctx)
+			return err
+		}
+	}
 	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: pool, RiverSchema: riverSchema, Deps: deps, Schedules: schedules,
 		MaxWorkers: cfg.Workers, SoftStop: cfg.ShutdownTimeout, Logger: quietLogger(e)})
 	if err != nil {

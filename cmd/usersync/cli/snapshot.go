@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/sync/snapshot"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+func snapshotCommand() command {
+	return command{
+		name:    "snapshot",
+		summary: "write a Parquet snapshot of the warehouse (every table from one consistent read)",
+		details: `Reads every analysts' table in one REPEATABLE READ, READ ONLY transaction and
+writes <dir>/<table>/<UTC timestamp>/part-NNNNN.parquet, then the manifest
+<dir>/_manifests/<timestamp>.json last: a snapshot without a manifest is
+incomplete and readers ignore it. Files are written under temporary names and
+renamed (or, on S3, uploaded in parts and published by the manifest); leftovers of
+a failed snapshot are removed by the next one; USERSYNC_SNAPSHOT_KEEP complete
+snapshots are kept.`,
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			out := fs.String("out", "", "write to this folder or s3:// URL instead of USERSYNC_SNAPSHOT_DIR")
+			asJSON := fs.Bool("json", false, "print the manifest as JSON")
+			return func(ctx context.Context, e *env, _ []string) error {
+				dir := e.cfg.SnapshotDir
+				if *out != "" {
+					dir = *out
+				}
+				if dir == "off" || dir == "" {
+					return usageError{errors.New("USERSYNC_SNAPSHOT_DIR is off: give --out DIR or set it")}
+				}
+				pool, err := openPool(ctx, e, 4)
+				if err != nil {
+					return err
+				}
+				defer pool.Close()
+				store, err := warehouse.NewStore(pool, e.cfg.Schema)
+				if err != nil {
+					return usageError{err}
+				}
+				if err := requireMigrated(ctx, store); err != nil {
+					return err
+				}
+				w, err := newSnapshotWriter(e, pool, dir)
+				if err != nil {
+					return err
+				}
+				m, err := w.Write(ctx)
+				if err != nil {
+					return fmt.Errorf("writing the snapshot: %w", err)
+				}
+				if *asJSON {
+					enc := json.NewEncoder(e.stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(m)
+				}
+				printManifest(e.stdout, dir, m)
+				return nil
+			}
+		},
+	}
+}
+
+// newSnapshotWriter builds the snapshot writer for dir from the settings.
+func newSnapshotWriter(e *env, pool *pgxpool.Pool, dir string) (*snapshot.Writer, error) {
+	dest, err := snapshot.ParseDestination(dir, snapshot.S3Options{Endpoint: e.cfg.S3Endpoint, Region: e.cfg.S3Region,
+		AccessKeyID: e.cfg.S3AccessKeyID, SecretAccessKey: e.cfg.S3SecretAccessKey, PathStyle: e.cfg.S3PathStyle})
+	if err != nil {
+		return nil, usageError{fmt.Errorf("USERSYNC_SNAPSHOT_DIR: %w", err)}
+	}
+	w, err := snapshot.New(pool, e.cfg.Schema, dest, e.logger, time.Now, snapshot.Options{
+		Compression: snapshot.Compression(e.cfg.SnapshotCompression), Keep: e.cfg.SnapshotKeep,
+		BatchRows: e.cfg.SnapshotBatchRows, RowGroupRows: e.cfg.SnapshotRowGroupRows})
+	if err != nil {
+		return nil, usageError{fmt.Errorf("configuring snapshots: %w", err)}
+	}
+	return w, nil
+}
+
+func printManifest(w io.Writer, dir string, m snapshot.Manifest) {
+	fmt.Fprintf(w, "snapshot %s written to %s in %s (%s)\n", m.ID, dir, m.FinishedAt.Sub(m.StartedAt).Round(time.Millisecond), m.Compression)
+	for _, t := range m.Tables {
+		var bytes int64
+		for _, f := range t.Files {
+			bytes += f.Bytes
+		}
+		fmt.Fprintf(w, "  %-20s %9d rows  %3d file(s)  %8.1f MiB\n", t.Name, t.Rows, len(t.Files), float64(bytes)/(1<<20))
+	}
+	fmt.Fprintf(w, "  manifest             %s/_manifests/%s.json\n", strings.TrimRight(dir, "/"), m.ID)
+	if !strings.HasPrefix(dir, "s3://") {
+		fmt.Fprintf(w, "\nRead it with DuckDB, e.g.:\n  SELECT role_name, count(*) FROM read_parquet('%s/users_current/%s/*.parquet') GROUP BY 1 ORDER BY 2 DESC;\n",
+			strings.TrimRight(dir, "/"), m.ID)
+	}
+}

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/snapshot"
+)
+
+func TestSnapshotCommand(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 51, Users: 700})
+	if code, _, errs := run(t, c.env, "sync", "--full"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	dir := t.TempDir()
+	env := map[string]string{"USERSYNC_SNAPSHOT_KEEP": "1"}
+	for k, v := range c.env {
+		env[k] = v
+	}
+	code, out, errs := run(t, env, "snapshot", "--out", dir, "--json")
+	if code != ExitOK {
+		t.Fatalf("snapshot: %s", errs)
+	}
+	var m snapshot.Manifest
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	users, ok := m.Table("users")
+	if !ok || users.Rows != 700 || len(users.Files) == 0 {
+		t.Fatalf("manifest users: %+v", users)
+	}
+	if _, err := os.Stat(filepath.Join(dir, users.Files[0].Path)); err != nil {
+		t.Errorf("listed file missing: %v", err)
+	}
+	<-time.After(1100 * time.Millisecond) // snapshot ids have one-second resolution
+	code, out, errs = run(t, env, "snapshot", "--out", dir)
+	if code != ExitOK || !strings.Contains(out, "read_parquet(") || !strings.Contains(out, "users_current") {
+		t.Fatalf("second snapshot: %d %s %s", code, out, errs)
+	}
+	ids, err := snapshot.Manifests(context.Background(), mustLocal(t, dir))
+	if err != nil || len(ids) != 1 {
+		t.Errorf("manifests kept with USERSYNC_SNAPSHOT_KEEP=1: %v %v", ids, err)
+	}
+	if code, _, errs := run(t, c.env, "snapshot", "--out", "off"); code != ExitUsage {
+		t.Errorf("snapshot to off: %d %s", code, errs)
+	}
+}
+
+func mustLocal(t *testing.T, dir string) snapshot.Destination {
+	t.Helper()
+	d, err := snapshot.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestWorkerSnapshotsAfterSync: a worker writes a snapshot after each
+// successful sync when USERSYNC_SNAPSHOT_AFTER_SYNC is on.
+func TestWorkerSnapshotsAfterSync(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 52, Users: 300})
+	dir := t.TempDir()
+	startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 1h", "USERSYNC_SNAPSHOT_AFTER_SYNC": "true",
+		"USERSYNC_SNAPSHOT_DIR": dir}))
+	waitFor(t, "a snapshot after the first sync", 60*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_snapshot' AND state = 'completed'`) >= 1
+	})
+	m, err := snapshot.Latest(context.Background(), mustLocal(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if users, _ := m.Table("users"); users.Rows != 300 {
+		t.Errorf("snapshot users rows = %d", users.Rows)
+	}
+}

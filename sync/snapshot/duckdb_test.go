@@ -1,0 +1,119 @@
+//go:build duckdb
+
+// DuckDB reading the snapshots, as analysts do. It needs cgo and builds
+// DuckDB from go-duckdb's bundled library (slow the first time):
+//
+//	go test -tags duckdb -run TestDuckDB ./sync/snapshot/
+package snapshot
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/marcboeker/go-duckdb"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// parquetList is a DuckDB list literal of a table's files.
+func parquetList(dir string, tm TableManifest) string {
+	var quoted []string
+	for _, f := range tm.Files {
+		quoted = append(quoted, "'"+strings.ReplaceAll(filepath.Join(dir, f.Path), "'", "''")+"'")
+	}
+	return "read_parquet([" + strings.Join(quoted, ", ") + "])"
+}
+
+func TestDuckDBReadsSnapshots(t *testing.T) {
+	t.Parallel()
+	pool, name := newWarehouse(t)
+	fill(t, pool, name, 300)
+	dest, dir := newLocal(t)
+	// Several files per table, to read them as one.
+	w, err := New(pool, name, dest, testLogger(t), nil, Options{FileRows: 128, RowGroupRows: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m, err := w.Write(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	tables := map[string]string{}
+	for _, tm := range m.Tables {
+		tables[tm.Name] = parquetList(dir, tm)
+		var n int64
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+tables[tm.Name]).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", tm.Name, err)
+		}
+		if n != tm.Rows {
+			t.Errorf("DuckDB counts %d rows in %s, the manifest %d", n, tm.Name, tm.Rows)
+		}
+		tbl := tableByName(t, tm.Name)
+		rows, err := db.QueryContext(ctx, "DESCRIBE SELECT * FROM "+tables[tm.Name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		for rows.Next() {
+			var col, typ string
+			var null, key, def, extra sql.NullString
+			if err := rows.Scan(&col, &typ, &null, &key, &def, &extra); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{"bigint": "BIGINT", "boolean": "BOOLEAN", "text": "VARCHAR", "jsonb": "VARCHAR",
+				"timestamptz": "TIMESTAMP WITH TIME ZONE", "bytea": "BLOB", "bigint[]": "BIGINT[]", "text[]": "VARCHAR[]"}[tbl.Columns[i].Type]
+			if col != tbl.Columns[i].Name || typ != want {
+				t.Errorf("%s column %d: DuckDB sees %s %s, want %s %s", tm.Name, i, col, typ, tbl.Columns[i].Name, want)
+			}
+			i++
+		}
+		rows.Close()
+		if i != len(tbl.Columns) {
+			t.Errorf("DuckDB sees %d columns in %s, want %d", i, tm.Name, len(tbl.Columns))
+		}
+	}
+
+	// A join of users and their teams, and values, as PostgreSQL has them.
+	const join = `SELECT count(*), count(DISTINCT u.id), sum(ut.team_id), max(u.created_at), min(u.updated_at)
+		FROM %s u JOIN %s ut ON ut.user_id = u.id WHERE u.deleted_at IS NULL`
+	q := strings.Replace(strings.Replace(join, "%s", pgx.Identifier{name, "users"}.Sanitize(), 1), "%s", pgx.Identifier{name, "user_teams"}.Sanitize(), 1)
+	var count, users, sum int64
+	var maxCreated, minUpdated sql.NullTime
+	if err := pool.QueryRow(ctx, q).Scan(&count, &users, &sum, &maxCreated, &minUpdated); err != nil {
+		t.Fatal(err)
+	}
+	var dCount, dUsers, dSum int64
+	var dMax, dMin sql.NullTime
+	if err := db.QueryRowContext(ctx, strings.Replace(strings.Replace(join, "%s", tables["users"], 1), "%s", tables["user_teams"], 1)).
+		Scan(&dCount, &dUsers, &dSum, &dMax, &dMin); err != nil {
+		t.Fatal(err)
+	}
+	if dCount != count || dUsers != users || dSum != sum || !dMax.Time.Equal(maxCreated.Time) || !dMin.Time.Equal(minUpdated.Time) {
+		t.Errorf("join in DuckDB: %d rows, %d users, sum %d, max %v, min %v; PostgreSQL: %d, %d, %d, %v, %v",
+			dCount, dUsers, dSum, dMax.Time, dMin.Time, count, users, sum, maxCreated.Time, minUpdated.Time)
+	}
+
+	// The lists of users_current, NULL elements (team 5 has no name) included.
+	var dNulls, dIDs, pgNulls, pgIDs sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE name IS NULL), count(*) FROM
+		(SELECT unnest(team_names) AS name FROM `+tables["users_current"]+`)`).Scan(&dNulls, &dIDs); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE tn IS NULL), count(*) FROM `+
+		pgx.Identifier{name, "users_current"}.Sanitize()+`, unnest(team_names) AS tn`).Scan(&pgNulls, &pgIDs); err != nil {
+		t.Fatal(err)
+	}
+	if dNulls != pgNulls || dIDs != pgIDs || pgNulls.Int64 == 0 {
+		t.Errorf("users_current team names: DuckDB %d NULL of %d, PostgreSQL %d of %d", dNulls.Int64, dIDs.Int64, pgNulls.Int64, pgIDs.Int64)
+	}
+}

@@ -1,0 +1,128 @@
+package snapshot
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEntryID(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		id       string
+		manifest bool
+		ok       bool
+	}{
+		{"users/20261122T101500Z/part-00000.parquet", "20261122T101500Z", false, true},
+		{"users_current/20261122T101500Z-07/.part-00001.parquet.tmp-abc", "20261122T101500Z-07", false, true},
+		{"_manifests/20261122T101500Z.json", "20261122T101500Z", true, true},
+		{"_manifests/.20261122T101500Z-01.json.tmp-0a0b", "20261122T101500Z-01", true, true},
+		{"README.txt", "", false, false},
+		{"users/latest/part-00000.parquet", "", false, false},
+		{"users/20261122T101500Z/nested/part.parquet", "", false, false},
+		{"Users/20261122T101500Z/part-00000.parquet", "", false, false},
+		{"_manifests/notes.json", "", true, false},
+		{"users/20261122T101500Z-1/part-00000.parquet", "", false, false},
+	} {
+		id, manifest, ok := entryID(tc.name)
+		if ok != tc.ok || (ok && (id != tc.id || manifest != tc.manifest)) {
+			t.Errorf("entryID(%q) = %q, %t, %t; want %q, %t, %t", tc.name, id, manifest, ok, tc.id, tc.manifest, tc.ok)
+		}
+	}
+}
+
+func TestNextID(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 15, 0, 999, time.FixedZone("CET", 3600))
+	entry := func(name string) Entry { return Entry{Name: name} }
+	for _, tc := range []struct {
+		name    string
+		entries []Entry
+		want    string
+		clock   bool // want a ClockError
+	}{
+		{"empty", nil, "20261122T091500Z", false},
+		{"older snapshots", []Entry{entry("_manifests/20261122T091400Z.json"), entry("users/20261122T091459Z/part-00000.parquet")},
+			"20261122T091500Z", false},
+		{"same second, complete", []Entry{entry("_manifests/20261122T091500Z.json")}, "20261122T091500Z-01", false},
+		{"same second, leftover folder", []Entry{entry("teams/20261122T091500Z/part-00000.parquet")}, "20261122T091500Z-01", false},
+		{"same second, several", []Entry{entry("_manifests/20261122T091500Z.json"), entry("users/20261122T091500Z-04/x.parquet"),
+			entry("_manifests/20261122T091500Z-02.json")}, "20261122T091500Z-05", false},
+		{"a complete snapshot from a later second", []Entry{entry("_manifests/20261122T091501Z.json")}, "", true},
+		{"a leftover from a later second is ignored", []Entry{entry("users/20261122T091501Z/part-00000.parquet")},
+			"20261122T091500Z", false},
+		{"a temporary manifest from a later second is ignored", []Entry{{Name: "_manifests/.20261122T091501Z.json.tmp-1", Partial: true}},
+			"20261122T091500Z", false},
+	} {
+		got, err := nextID(now, tc.entries)
+		var ce *ClockError
+		if tc.clock != errors.As(err, &ce) || got != tc.want {
+			t.Errorf("%s: nextID = %q, %v; want %q (clock error %t)", tc.name, got, err, tc.want, tc.clock)
+		}
+		if got != "" && !validID(got) {
+			t.Errorf("%s: %q is not a valid id", tc.name, got)
+		}
+	}
+	full := []Entry{{Name: "_manifests/20261122T091500Z-99.json"}}
+	if _, err := nextID(now, full); err == nil || !strings.Contains(err.Error(), "more than 100 snapshots") {
+		t.Errorf("nextID after -99: %v", err)
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"", "/abs", "../up", "a/../b", "a//b", ".", "..", `a\b`, "a/"} {
+		if checkName(name) == nil {
+			t.Errorf("checkName(%q) accepted it", name)
+		}
+	}
+	for _, name := range []string{"a", "users/20261122T101500Z/part-00000.parquet", "_manifests/x.json"} {
+		if err := checkName(name); err != nil {
+			t.Errorf("checkName(%q) = %v", name, err)
+		}
+	}
+}
+
+func TestParseDestination(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		url  string
+		s3   S3Options
+		want string // String() of the destination, or the error's text
+		err  bool
+	}{
+		{url: dir, want: dir},
+		{url: "file://" + dir, want: dir},
+		{url: "s3://bucket", want: "s3://bucket"},
+		{url: "s3://bucket/a/b/", want: "s3://bucket/a/b"},
+		{url: "s3://bucket/p", s3: S3Options{Endpoint: "http://127.0.0.1:9000", PathStyle: true}, want: "s3://bucket/p"},
+		{url: "s3://bucket/p", s3: S3Options{Endpoint: "minio.internal:9000", AccessKeyID: "k", SecretAccessKey: "s"}, want: "s3://bucket/p"},
+		{url: "s3:///prefix", want: "needs a bucket", err: true},
+		{url: "s3://bucket", s3: S3Options{PartSize: 1 << 20}, want: "part size must be at least", err: true},
+		{url: "s3://bucket", s3: S3Options{Endpoint: "ftp://x"}, want: "must be host[:port]", err: true},
+		{url: "gs://bucket", want: "unsupported scheme", err: true},
+		{url: "file://host/x", want: "local path", err: true},
+		{url: "", want: "empty", err: true},
+	} {
+		d, err := ParseDestination(tc.url, tc.s3)
+		switch {
+		case tc.err && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("ParseDestination(%q) = %v, want an error containing %q", tc.url, err, tc.want)
+		case !tc.err && err != nil:
+			t.Errorf("ParseDestination(%q): %v", tc.url, err)
+		case !tc.err && d.String() != tc.want:
+			t.Errorf("ParseDestination(%q) is %s, want %s", tc.url, d, tc.want)
+		}
+	}
+}
+
+func TestS3OptionsStringRedactsSecret(t *testing.T) {
+	t.Parallel()
+	s := S3Options{AccessKeyID: "AKID", SecretAccessKey: "very-secret", SessionToken: "tok"}.String()
+	if strings.Contains(s, "very-secret") || strings.Contains(s, "tok") || !strings.Contains(s, "AKID") {
+		t.Errorf("String() = %s", s)
+	}
+}
