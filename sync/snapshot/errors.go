@@ -21,6 +21,7 @@ type ClockError struct {
 	Newest string // the newest complete snapshot
 }
 
+// Error describes the two ids.
 func (e *ClockError) Error() string {
 	return fmt.Sprintf("the clock is behind the newest snapshot: now is %s, newest is %s", e.ID, e.Newest)
 }
@@ -34,8 +35,10 @@ type ColumnError struct {
 	Err    error
 }
 
+// Error names the column and the problem.
 func (e *ColumnError) Error() string {
 	return fmt.Sprintf("column %s.%s: %v", e.Table, e.Column, e.Err)
 }
 
+// Unwrap returns the problem, for errors.Is.
 func (e *ColumnError) Unwrap() error { return e.Err }

@@ -160,7 +160,7 @@ func assertLatest(t *testing.T, dest Destination, want Manifest) {
 func TestWriteFailureKeepsPreviousSnapshot(t *testing.T) {
 	t.Parallel()
 	pool, name := newWarehouse(t)
-	fill(t, pool, name, 120)
+	fill(t, pool, name, 60)
 	for _, tc := range []struct {
 		name   string
 		wrap   func(ctx context.Context, name string, o Object) Object
@@ -181,7 +181,7 @@ func TestWriteFailureKeepsPreviousSnapshot(t *testing.T) {
 			local, dir := newLocal(t)
 			dest := &hookDestination{Destination: local}
 			clock := &stepClock{t: time.Date(2026, 11, 22, 10, 15, 0, 0, time.UTC)}
-			w, err := New(pool, name, dest, testLogger(t), clock.now, Options{RowGroupRows: 50, FileRows: 100})
+			w, err := New(pool, name, dest, testLogger(t), clock.now, Options{FileRows: 25})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,10 +32,11 @@ func selectTable(schemaName string, t schema.Table) string {
 	return b.String()
 }
 
-// writeTable streams table t from tx into Parquet files of snapshot s. One
+// writeTable streams table t from tx into Parquet files of snapshot s. This
 // goroutine decodes rows into Arrow records of at most BatchRows rows (or
-// BatchBytes bytes) while another encodes the previous record, so at most
-// three records are alive at once whatever the table's size.
+// BatchBytes bytes) while the sink's goroutine encodes the previous record;
+// the channel between them is unbuffered, so two records are alive at once
+// whatever the table's size.
 func (w *Writer) writeTable(ctx context.Context, tx pgx.Tx, s *snapshotRun, t schema.Table) (TableManifest, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -65,8 +65,9 @@ func TestWriteRoundTrip(t *testing.T) {
 			Compression: CompressionSnappy}, "SNAPPY", 5},
 		{"one worker, uncompressed, dictionary everywhere", Options{Workers: 1, Compression: CompressionNone,
 			dictionary: dictionaryAll}, "UNCOMPRESSED", 1},
-		{"no dictionary, tiny pages and batches, zstd 3", Options{PageBytes: 1024, BatchBytes: 4096, CompressionLevel: 3,
-			dictionary: dictionaryNone}, "ZSTD", 1},
+		{"no dictionary, small pages, batches and row groups", Options{PageBytes: 16 << 10, BatchBytes: 4096,
+			RowGroupBytes: 64 << 10, Compression: CompressionSnappy, dictionary: dictionaryNone}, "SNAPPY", 1},
+		{"zstd level 3, version 1 pages", Options{CompressionLevel: 3, pageV1: true}, "ZSTD", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
