@@ -58,18 +58,11 @@ or exhausted its attempts (the error is printed).`,
 }
 
 func runBackfill(ctx context.Context, e *env, args jobs.BackfillArgs, wait bool, poll time.Duration) error {
-	pool, err := openPool(ctx, e, 4)
+	pool, store, err := openStore(ctx, e, 4)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	store, err := warehouse.NewStore(pool, e.cfg.Schema)
-	if err != nil {
-		return usageError{err}
-	}
-	if err := requireMigrated(ctx, store); err != nil {
-		return err
-	}
 	rc, err := jobs.NewInsertClient(pool, jobs.RiverSchema(e.cfg.Schema), quietLogger(e))
 	if err != nil {
 		return err

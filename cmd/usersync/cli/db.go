@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/sync/warehouse"
 )
 
 // openPool parses DATABASE_URL, opens a pool and checks the database answers.
@@ -49,4 +51,23 @@ func redactErr(err error, dsn string) string {
 		msg = replaceAll(msg, pw, "xxxxx")
 	}
 	return msg
+}
+
+// openStore opens the database and the warehouse store of the configured
+// schema, and checks the schema is migrated. Close the pool when done.
+func openStore(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, *warehouse.Store, error) {
+	pool, err := openPool(ctx, e, maxConns)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := warehouse.NewStore(pool, e.cfg.Schema)
+	if err != nil {
+		pool.Close()
+		return nil, nil, usageError{err}
+	}
+	if err := requireMigrated(ctx, store); err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return pool, store, nil
 }

@@ -29,18 +29,11 @@ empty or truncated listing is not a mass deletion). It never moves the watermark
 			waitLock := fs.Bool("wait-lock", false, "wait for a running sync to finish instead of exiting")
 			asJSON := fs.Bool("json", false, "print the summary as JSON")
 			return func(ctx context.Context, e *env, _ []string) error {
-				pool, err := openPool(ctx, e, 8)
+				pool, store, err := openStore(ctx, e, 8)
 				if err != nil {
 					return err
 				}
 				defer pool.Close()
-				store, err := warehouse.NewStore(pool, e.cfg.Schema)
-				if err != nil {
-					return usageError{err}
-				}
-				if err := requireMigrated(ctx, store); err != nil {
-					return err
-				}
 				client, err := newAPIClient(e, store)
 				if err != nil {
 					return err

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/sync/snapshot"
-	"github.com/usersync/usersync/sync/warehouse"
 )
 
 func snapshotCommand() command {
@@ -38,18 +37,11 @@ snapshots are kept.`,
 				if dir == "off" || dir == "" {
 					return usageError{errors.New("USERSYNC_SNAPSHOT_DIR is off: give --out DIR or set it")}
 				}
-				pool, err := openPool(ctx, e, 4)
+				pool, _, err := openStore(ctx, e, 4)
 				if err != nil {
 					return err
 				}
 				defer pool.Close()
-				store, err := warehouse.NewStore(pool, e.cfg.Schema)
-				if err != nil {
-					return usageError{err}
-				}
-				if err := requireMigrated(ctx, store); err != nil {
-					return err
-				}
 				w, err := newSnapshotWriter(e, pool, dir)
 				if err != nil {
 					return err

@@ -22,18 +22,11 @@ func statusCommand() command {
 			asJSON := fs.Bool("json", false, "print as JSON")
 			runs := fs.Int("runs", 10, "how many recent runs to show")
 			return func(ctx context.Context, e *env, _ []string) error {
-				pool, err := openPool(ctx, e, 2)
+				pool, store, err := openStore(ctx, e, 2)
 				if err != nil {
 					return err
 				}
 				defer pool.Close()
-				store, err := warehouse.NewStore(pool, e.cfg.Schema)
-				if err != nil {
-					return usageError{err}
-				}
-				if err := requireMigrated(ctx, store); err != nil {
-					return err
-				}
 				st, err := store.Status(ctx, *runs)
 				if err != nil {
 					return err

@@ -101,18 +101,11 @@ func parseTimeFlag(name, v string) (*time.Time, error) {
 // runSync opens the database and the API client and runs one sync. With
 // live set and stderr a terminal, it shows a progress line.
 func runSync(ctx context.Context, e *env, req syncer.Request, live bool) (syncer.Summary, error) {
-	pool, err := openPool(ctx, e, 8)
+	pool, store, err := openStore(ctx, e, 8)
 	if err != nil {
 		return syncer.Summary{}, err
 	}
 	defer pool.Close()
-	store, err := warehouse.NewStore(pool, e.cfg.Schema)
-	if err != nil {
-		return syncer.Summary{}, usageError{err}
-	}
-	if err := requireMigrated(ctx, store); err != nil {
-		return syncer.Summary{}, err
-	}
 	client, err := newAPIClient(e, store)
 	if err != nil {
 		return syncer.Summary{}, err
