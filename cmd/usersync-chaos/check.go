@@ -98,6 +98,12 @@ func (d *driver) converge(ctx context.Context) []string {
 		}
 		pause(ctx, 200*time.Millisecond)
 	}
+	// Reconcile is part of converging: the API changes some users without
+	// moving their updatedAt (a deleted role or profile shows as null), and
+	// only a reconcile sees that. It shares the lock with the worker's runs.
+	if out, err := d.usersync(ctx, "reconcile", "--wait-lock"); err != nil {
+		return []string{fmt.Sprintf("reconcile: %v: %s", err, lastLine(out))}
+	}
 	problems := syncertest.Compare(ctx, d.sim, d.store)
 	problems = append(problems, d.invariants(ctx)...)
 	return append(problems, d.noJobStuck(ctx, 30*time.Second)...)

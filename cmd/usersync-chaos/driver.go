@@ -114,7 +114,10 @@ func repoRoot() (string, error) {
 // postgres runs deploy/dev/postgres.sh on the driver's own cluster.
 func (d *driver) postgres(ctx context.Context, verb string, extraEnv ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(d.root, "deploy/dev/postgres.sh"), verb)
-	cmd.Env = append(os.Environ(), "USERSYNC_DEV_PG_NAME=chaos", "PG_PORT_FIRST=56500", "DATABASE_URL=")
+	// A cluster of its own per driver process: two runs on one machine (make
+	// chaos beside make test) never share a database.
+	cmd.Env = append(os.Environ(), fmt.Sprintf("USERSYNC_DEV_PG_NAME=chaos-%d", os.Getpid()),
+		fmt.Sprintf("PG_PORT_FIRST=%d", 56500+os.Getpid()%400), "DATABASE_URL=")
 	cmd.Env = append(cmd.Env, extraEnv...)
 	out, err := cmd.Output()
 	if err != nil {
