@@ -53,9 +53,7 @@ func (s *Store) StartRun(ctx context.Context, kind string, from, until *time.Tim
 // process died: the caller holds the sync lock, so no live process owns it),
 // or nil. Older unfinished runs are marked abandoned.
 func (s *Store) UnfinishedRun(ctx context.Context, kind string) (*Run, error) {
-	rows, err := s.pool.Query(ctx, `SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
-		coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
-		requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id
+	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+`
 		FROM `+s.q+`.sync_runs WHERE kind = $1 AND status = 'running' ORDER BY run_id DESC`, kind)
 	if err != nil {
 		return nil, fmt.Errorf("finding unfinished runs: %w", err)
@@ -80,13 +78,18 @@ func (s *Store) UnfinishedRun(ctx context.Context, kind string) (*Run, error) {
 	return &runs[0], nil
 }
 
+// runColumns are the columns scanRun reads, in its order.
+const runColumns = `run_id, kind, status, started_at, finished_at, range_from, range_until,
+	coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
+	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary`
+
 func scanRun(row pgx.CollectableRow) (Run, error) {
 	var r Run
 	var unknown []byte
 	err := row.Scan(&r.ID, &r.Kind, &r.Status, &r.StartedAt, &r.FinishedAt, &r.RangeFrom, &r.RangeUntil,
 		&r.NextURL, &r.MaxUpdatedAt, &r.Progress.Pages, &r.Progress.Fetched, &r.Progress.Inserted,
 		&r.Progress.Updated, &r.Progress.Unchanged, &r.Progress.Quarantined, &r.Progress.Requests,
-		&r.Progress.RateLimited, &r.Progress.Retries, &unknown, &r.Error, &r.JobID)
+		&r.Progress.RateLimited, &r.Progress.Retries, &unknown, &r.Error, &r.JobID, &r.Summary)
 	if err != nil {
 		return r, err
 	}
@@ -155,9 +158,7 @@ func (s *Store) FailRun(ctx context.Context, runID int64, runErr error) error {
 // checkpoint and was not followed by a success, or nil: a failed run resumes
 // like a crashed one.
 func (s *Store) FailedRunToResume(ctx context.Context, kind string) (*Run, error) {
-	rows, err := s.pool.Query(ctx, `SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
-		coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
-		requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id
+	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+`
 		FROM `+s.q+`.sync_runs r WHERE kind = $1 AND status = 'failed' AND next_url IS NOT NULL
 		AND NOT EXISTS (SELECT 1 FROM `+s.q+`.sync_runs n WHERE n.kind = r.kind AND n.run_id > r.run_id AND n.status IN ('succeeded', 'running'))
 		ORDER BY run_id DESC LIMIT 1`, kind)
@@ -198,22 +199,12 @@ func (s *Store) Reopen(ctx context.Context, runID int64, jobID *int64) error {
 
 // RunOfJob returns the newest run started by the River job id, or nil.
 func (s *Store) RunOfJob(ctx context.Context, jobID int64) (*Run, error) {
-	rows, err := s.pool.Query(ctx, `SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
-		coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
-		requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary
+	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+`
 		FROM `+s.q+`.sync_runs WHERE job_id = $1 ORDER BY run_id DESC LIMIT 1`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the run of job %d: %w", jobID, err)
 	}
-	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Run, error) {
-		var r Run
-		var unknown []byte
-		err := row.Scan(&r.ID, &r.Kind, &r.Status, &r.StartedAt, &r.FinishedAt, &r.RangeFrom, &r.RangeUntil,
-			&r.NextURL, &r.MaxUpdatedAt, &r.Progress.Pages, &r.Progress.Fetched, &r.Progress.Inserted,
-			&r.Progress.Updated, &r.Progress.Unchanged, &r.Progress.Quarantined, &r.Progress.Requests,
-			&r.Progress.RateLimited, &r.Progress.Retries, &unknown, &r.Error, &r.JobID, &r.Summary)
-		return r, err
-	})
+	runs, err := pgx.CollectRows(rows, scanRun)
 	if err != nil || len(runs) == 0 {
 		if err != nil {
 			err = fmt.Errorf("reading the run of job %d: %w", jobID, err)
