@@ -54,7 +54,13 @@ type Row struct {
 	CanWrite *bool
 
 	attrs []byte // the attributes object as sent, for the hash
+
+	hash, linkageHash []byte // computed once, dropped by Changed
 }
+
+// Changed drops the cached hashes after a caller changed the row (for
+// example filled in linkage that was not sent).
+func (r *Row) Changed() { r.hash, r.linkageHash = nil, nil }
 
 // Normalizer maps resources of one catalog type to rows.
 type Normalizer struct {
@@ -200,6 +206,13 @@ func CanonicalJSON(b []byte) []byte {
 // to-one ids and the data connections. Two rows with the same hash are the
 // same version.
 func (r *Row) Hash() []byte {
+	if r.hash == nil {
+		r.hash = r.contentHash()
+	}
+	return r.hash
+}
+
+func (r *Row) contentHash() []byte {
 	h := sha256.New()
 	h.Write(r.attrs)
 	if r.DataConnections != nil {
@@ -223,6 +236,13 @@ func (r *Row) Hash() []byte {
 // elements. The warehouse skips the linkage of users whose hash it already
 // holds.
 func (r *Row) LinkageHash() []byte {
+	if r.linkageHash == nil {
+		r.linkageHash = r.computeLinkageHash()
+	}
+	return r.linkageHash
+}
+
+func (r *Row) computeLinkageHash() []byte {
 	h := sha256.New()
 	var b [8]byte
 	if r.TeamsSent {

@@ -135,7 +135,7 @@ func BenchmarkRawCopy(b *testing.B) {
 		if _, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := pool.Exec(ctx, `CREATE TABLE "`+name+`".users_raw (LIKE "`+name+`".users INCLUDING DEFAULTS)`); err != nil {
+		if _, err := pool.Exec(ctx, `CREATE TABLE "`+name+`".users_raw (LIKE "`+name+`".users INCLUDING ALL)`); err != nil {
 			b.Fatal(err)
 		}
 		store, _ := warehouse.NewStore(pool, name)

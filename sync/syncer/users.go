@@ -82,24 +82,24 @@ func (r *run) draining() bool {
 	}
 }
 
-// walk consumes pages through a bounded prefetch: page N+1 is fetched and
-// decoded while page N is normalized and written.
+// walk consumes pages through a bounded pipeline: page N+2 is fetched and
+// decoded and page N+1 normalized and hashed while page N is written.
 func (r *run) walk(ctx context.Context, pages *jsonapi.Pages) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the prefetch goroutine on an early return
+	defer cancel() // stops the pipeline's goroutines on an early return
 	r.startPages = r.cp.Progress.Pages
 	waitStart := time.Now()
-	for res := range jsonapi.Prefetch(ctx, pages, r.s.cfg.Prefetch) {
-		if res.Err != nil {
-			return res.Err // the client names the page and request
+	for p := range r.s.normalizePages(ctx, jsonapi.Prefetch(ctx, pages, r.s.cfg.Prefetch)) {
+		if p.err != nil {
+			return p.err // the client names the page and request
 		}
 		wait := time.Since(waitStart)
-		if err := r.loadPage(ctx, res.Page); err != nil {
+		if err := r.loadPage(ctx, p); err != nil {
 			return err
 		}
 		r.s.cfg.Logger.DebugContext(ctx, "page committed", "run_id", r.runID, "page", r.cp.Progress.Pages,
-			"rows", len(res.Page.Data), "fetch_wait_ms", wait.Milliseconds(), "write_ms", time.Since(waitStart.Add(wait)).Milliseconds())
-		if r.draining() && res.Page.NextURL != "" {
+			"rows", len(p.page.Data), "fetch_wait_ms", wait.Milliseconds(), "write_ms", time.Since(waitStart.Add(wait)).Milliseconds())
+		if r.draining() && p.page.NextURL != "" {
 			return ErrDrained
 		}
 		waitStart = time.Now()
@@ -107,8 +107,45 @@ func (r *run) walk(ctx context.Context, pages *jsonapi.Pages) error {
 	return ctx.Err()
 }
 
-func (r *run) loadPage(ctx context.Context, page *jsonapi.Page) error {
-	rows, bad := r.s.normalizeAll("user", page.Data)
+// normalizedPage is a users page typed and hashed, ready to write.
+type normalizedPage struct {
+	page *jsonapi.Page
+	rows []normalize.Row
+	bad  []warehouse.Quarantined
+	err  error
+}
+
+// normalizePages types and hashes each page in its own goroutine, so that
+// work overlaps the database's. It holds at most one page besides the one
+// it sends.
+func (s *Syncer) normalizePages(ctx context.Context, in <-chan jsonapi.PageResult) <-chan normalizedPage {
+	out := make(chan normalizedPage)
+	go func() {
+		defer close(out)
+		for res := range in {
+			p := normalizedPage{page: res.Page, err: res.Err}
+			if res.Err == nil {
+				p.rows, p.bad = s.normalizeAll("user", res.Page.Data)
+				for i := range p.rows {
+					p.rows[i].Hash()
+					p.rows[i].LinkageHash()
+				}
+			}
+			select {
+			case out <- p:
+			case <-ctx.Done():
+				return
+			}
+			if res.Err != nil {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+func (r *run) loadPage(ctx context.Context, p normalizedPage) error {
+	rows, bad, page := p.rows, p.bad, p.page
 	for i := range rows {
 		if !rows[i].TeamsSent {
 			r.noTeamsData++

@@ -413,10 +413,12 @@ func (s *Store) fillUnsent(ctx context.Context, tx pgx.Tx, t tableSQL, rows []no
 		for j, o := range rows[i].ToOne {
 			if !o.Sent && st.toOne[j] != nil {
 				rows[i].ToOne[j] = normalize.ToOne{ID: *st.toOne[j], Valid: true}
+				rows[i].Changed()
 			}
 		}
 		if t.hashed && !rows[i].DataConnectionsSent && st.dc != nil {
 			rows[i].DataConnections = []byte(*st.dc)
+			rows[i].Changed()
 		}
 	}
 	return nil
