@@ -21,15 +21,15 @@ func bookkeepingTables() []Table {
 				{Name: "team_id", Type: "bigint", Meaning: "id of the team (teams.id)"},
 				syncedColumn,
 			}},
-		{Name: "user_relationships", Analysts: true, Snapshot: true,
-			Meaning: "Every other linkage of a user (to-many relationships besides teams, and relationships the catalog does not know), one row per related id.",
-			Columns: []Column{
+		{Name: "user_relationships", View: true, Analysts: true, Snapshot: true,
+			Meaning: "Every other linkage of a user (to-many relationships besides teams, and relationships the catalog does not know), one row per related id: the users' *_ids columns and other_relationships, unnested.",
+			Columns: nullable([]Column{
 				userIDColumn,
 				{Name: "relationship", Type: "text", Meaning: "the relationship's API name, e.g. mailboxes or contentCategories"},
 				{Name: "related_type", Type: "text", Meaning: "the JSON:API type of the related resource"},
 				{Name: "related_id", Type: "bigint", Meaning: "the id of the related resource"},
-				syncedColumn,
-			}},
+				{Name: "synced_at", Type: "timestamptz", Meaning: "when usersync last wrote the user's row"},
+			})},
 		{Name: "sync_runs", Analysts: true,
 			Meaning: "One row per sync, backfill or reconcile run: its outcome, checkpoint and counters.",
 			Columns: []Column{
@@ -94,4 +94,13 @@ func bookkeepingTables() []Table {
 			Meaning: "Live users (not deleted) with the names of their role, profile and live teams.",
 			Columns: userView},
 	}
+}
+
+// nullable marks columns nullable, as PostgreSQL reports every column of a
+// view.
+func nullable(cols []Column) []Column {
+	for i := range cols {
+		cols[i].Nullable = true
+	}
+	return cols
 }

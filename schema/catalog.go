@@ -9,7 +9,7 @@ import "strings"
 
 // Version is the catalog's version. It is written into every Parquet snapshot
 // and bumps whenever a migration changes the warehouse's shape.
-const Version = 2
+const Version = 3
 
 // JSONType is the JSON type the API documents for an attribute. Every attribute
 // is also nullable.
@@ -78,10 +78,35 @@ type Relationship struct {
 	RelatedType string // the type of the related resources
 	Meaning     string
 	Filterable  bool // filter[<name>][id] is allowed
+	// OwnTable says the linkage is kept in a table of its own (the users'
+	// teams, in user_teams) rather than in an array column of the resource.
+	OwnTable bool
 }
 
-// Column is the foreign-key column of a to-one relationship (e.g. role_id).
-func (r Relationship) Column() string { return ColumnName(r.Name) + "_id" }
+// Column is the relationship's column: the foreign key of a to-one
+// relationship (e.g. role_id), the bigint[] of ids of a to-many one kept in
+// the resource's row (e.g. mailbox_ids).
+func (r Relationship) Column() string {
+	if r.ToMany {
+		return ColumnName(singular(r.Name)) + "_ids"
+	}
+	return ColumnName(r.Name) + "_id"
+}
+
+// singular is the English singular of a relationship name, enough for the
+// API's plural names: mailboxes → mailbox, contentCategories →
+// contentCategory, recipients → recipient.
+func singular(name string) string {
+	switch {
+	case strings.HasSuffix(name, "ies"):
+		return name[:len(name)-3] + "y"
+	case strings.HasSuffix(name, "xes"), strings.HasSuffix(name, "ches"), strings.HasSuffix(name, "shes"), strings.HasSuffix(name, "sses"):
+		return name[:len(name)-2]
+	case strings.HasSuffix(name, "s"):
+		return name[:len(name)-1]
+	}
+	return name
+}
 
 // Resource is one API resource type mirrored into a warehouse table.
 type Resource struct {
@@ -120,6 +145,19 @@ func (r Resource) ToMany() []Relationship {
 	var out []Relationship
 	for _, rel := range r.Relationships {
 		if rel.ToMany {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// ArrayLinks returns the to-many relationships kept as bigint[] columns of
+// the resource's table, in catalog order: every to-many one without a table
+// of its own.
+func (r Resource) ArrayLinks() []Relationship {
+	var out []Relationship
+	for _, rel := range r.Relationships {
+		if rel.ToMany && !rel.OwnTable {
 			out = append(out, rel)
 		}
 	}

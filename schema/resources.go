@@ -112,7 +112,7 @@ func User() Resource {
 			{Name: "creator", RelatedType: "user", Meaning: "creator of the user"},
 			{Name: "updater", RelatedType: "user", Meaning: "most recent updater of the user"},
 			{Name: "mailbox", RelatedType: "mailbox", Meaning: "default mailbox"},
-			{Name: "teams", ToMany: true, RelatedType: "team", Meaning: "teams the user belongs to", Filterable: true},
+			{Name: "teams", ToMany: true, RelatedType: "team", Meaning: "teams the user belongs to", Filterable: true, OwnTable: true},
 			{Name: "contentCategories", ToMany: true, RelatedType: "contentCategory", Meaning: "groupings of sequences, snippets and templates the user can access"},
 			{Name: "contentCategoryOwnerships", ToMany: true, RelatedType: "contentCategoryOwnership", Meaning: "content category ownerships of the user"},
 			{Name: "directAssignedTeams", ToMany: true, RelatedType: "team", Meaning: "teams the user was assigned to directly"},

@@ -75,7 +75,9 @@ var (
 	hashColumn            = Column{Name: "content_hash", Type: "bytea", Meaning: "SHA-256 of the attributes as sent and the to-one relationship ids; a new value means a new version"}
 	dataConnectionsColumn = Column{Name: "data_connections", Type: "jsonb", Nullable: true,
 		Meaning: "the user's connections to external systems (the API's meta.dataConnections), as last sent; null until a sync requested them"}
-	linkageColumn  = Column{Name: "linkage_hash", Type: "bytea", Nullable: true, Meaning: "SHA-256 of the to-many linkage last written (user_teams, user_relationships); lets unchanged linkage be skipped"}
+	linkageColumn    = Column{Name: "linkage_hash", Type: "bytea", Nullable: true, Meaning: "SHA-256 of the to-many linkage last written (user_teams, the *_ids columns, other_relationships); lets unchanged linkage be skipped"}
+	otherLinksColumn = Column{Name: "other_relationships", Type: "jsonb", Nullable: true,
+		Meaning: "linkage the catalog has no column for (relationships it does not know, or identifiers of another type than the catalog's), as {relationship: [{type, id}, ...]}; null when none"}
 	userIDColumn   = Column{Name: "user_id", Type: "bigint", Meaning: "id of the user"}
 	runIDColumn    = Column{Name: "run_id", Type: "bigint", Nullable: true, Meaning: "the sync run (sync_runs.run_id) that wrote the row"}
 	timestampNNull = "timestamptz"
@@ -87,7 +89,15 @@ var (
 func Tables() []Table {
 	u := User()
 	users := resourceColumns(u, true)
-	users = append(users, rawColumn, hashColumn, linkageColumn, syncedColumn, deletedColumn, dataConnectionsColumn)
+	users = append(users, rawColumn, hashColumn, linkageColumn, syncedColumn, deletedColumn, dataConnectionsColumn,
+		Column{Name: "version_id", Type: "bigint", Meaning: "the user_versions.version_id of the row's content: the user's current version"},
+		Column{Name: "version_valid_from", Type: timestampNNull, Meaning: "when usersync first saw the row's content (user_versions.valid_from of the current version)"},
+		Column{Name: "version_run_id", Type: "bigint", Nullable: true, Meaning: "the sync run that wrote the row's content first (user_versions.run_id of the current version)"})
+	for _, rel := range u.ArrayLinks() {
+		users = append(users, Column{Name: rel.Column(), Type: "bigint[]", Nullable: true,
+			Meaning: "ids of the related " + rel.RelatedType + " resources (relationship " + rel.Name + "), as last sent, without repeats; null until the API sent the linkage: " + rel.Meaning})
+	}
+	users = append(users, otherLinksColumn)
 
 	versions := []Column{
 		{Name: "version_id", Type: "bigint", Meaning: "identity of the version row"},
@@ -99,9 +109,15 @@ func Tables() []Table {
 		Column{Name: "valid_to", Type: timestampNNull, Nullable: true, Meaning: "when a newer version replaced it; null for the current version"},
 		runIDColumn, dataConnectionsColumn)
 
+	versionView := make([]Column, len(versions))
+	for i, c := range versions {
+		c.Nullable = true // a view's columns are always reported nullable
+		versionView[i] = c
+	}
 	out := []Table{
 		{Name: "users", Meaning: u.Meaning, Columns: users, Analysts: true, Snapshot: true},
-		{Name: "user_versions", Meaning: "History of users: one row per distinct version of a user's content, valid from valid_from until valid_to.", Columns: versions, Analysts: true, Snapshot: true},
+		{Name: "user_version_history", Meaning: "The superseded versions of users (valid_to set); the current version of each user is its users row. Query user_versions, which unites both.", Columns: versions, Analysts: true},
+		{Name: "user_versions", View: true, Meaning: "History of users: one row per distinct version of a user's content, valid from valid_from until valid_to (null for the current version). Unites user_version_history and the current versions held in users.", Columns: versionView, Analysts: true, Snapshot: true},
 	}
 	for _, r := range []Resource{Team(), Role(), Profile()} {
 		cols := append(resourceColumns(r, true), rawColumn, syncedColumn, deletedColumn)

@@ -120,19 +120,18 @@ type classified struct {
 type current struct {
 	hash, linkage []byte
 	deleted       bool
+	other         []byte // other_relationships, when not null
 }
 
 // writeUsers compares the page with the warehouse (one indexed read) and
 // writes only what differs: users new to the warehouse are copied straight
-// into users and user_versions; users whose content or linkage changed go
-// through the staging table and the guarded upsert; unchanged users cost
+// into users (their row is their first version); users whose content or
+// linkage changed go through the staging table, their superseded version
+// into user_version_history, and the guarded upsert; unchanged users cost
 // nothing more.
 func (s *Store) writeUsers(ctx context.Context, tx pgx.Tx, rows []normalize.Row, runID int64) (classified, error) {
 	cls := classified{inserted: map[int64]bool{}, relinked: map[int64]bool{}}
 	t := s.tables["user"]
-	if err := s.fillUnsent(ctx, tx, t, rows); err != nil {
-		return cls, err
-	}
 	ids := make([]int64, len(rows))
 	for i := range rows {
 		ids[i] = rows[i].ID
@@ -141,46 +140,43 @@ func (s *Store) writeUsers(ctx context.Context, tx pgx.Tx, rows []normalize.Row,
 	if err != nil {
 		return cls, err
 	}
-	var fresh, changed rowSource
-	fresh.mode, changed.mode = copyUsers, copyUsers
+	arrays, err := s.fillUnsent(ctx, tx, t, rows)
+	if err != nil {
+		return cls, err
+	}
+	fresh, changed := rowSource{mode: copyUsers, runID: nullID(runID)}, rowSource{mode: copyUsers, runID: nullID(runID)}
 	contentChanged := false
 	for i := range rows {
-		h, lh := rows[i].Hash(), rows[i].LinkageHash()
 		cur, ok := stored[rows[i].ID]
+		if ok && (arrays[rows[i].ID] != nil || cur.other != nil) {
+			s.links.keepUnsent(&rows[i], arrays[rows[i].ID], cur.other)
+		}
+		h, lh := rows[i].Hash(), rows[i].LinkageHash()
 		switch {
 		case !ok:
 			cls.inserted[rows[i].ID] = true
-			fresh.add(&rows[i], h, lh)
+			fresh.add(&rows[i], h, lh, s.links.values(&rows[i]))
 		default:
 			content := !bytes.Equal(cur.hash, h) || cur.deleted
 			linkage := !bytes.Equal(cur.linkage, lh)
 			if content {
 				cls.updated++
-				contentChanged = true
+				contentChanged = contentChanged || !bytes.Equal(cur.hash, h)
 			}
 			if linkage {
 				cls.relinked[rows[i].ID] = true
 			}
 			if content || linkage {
-				changed.add(&rows[i], h, lh)
+				changed.add(&rows[i], h, lh, s.links.values(&rows[i]))
 			}
 		}
 	}
 	if len(fresh.rows) > 0 {
+		// A new user's row is its first version: nothing else to write.
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "users"}, t.columns, fresh.reset()); err != nil {
 			return cls, fmt.Errorf("copying new users: %w", err)
 		}
-		ids := make([]int64, len(fresh.rows))
-		for i, r := range fresh.rows {
-			ids[i] = r.ID
-		}
-		// The first versions are copied server-side from the rows just
-		// written: no second encoding on the client, no second trip.
-		tag, err := tx.Exec(ctx, s.users.firstVersions, nullID(runID), ids)
-		if err != nil {
-			return cls, fmt.Errorf("writing first versions: %w", err)
-		}
-		cls.versions += tag.RowsAffected()
+		cls.versions += int64(len(fresh.rows))
 	}
 	if len(changed.rows) > 0 {
 		if _, err := tx.Exec(ctx, t.createStage); err != nil {
@@ -189,18 +185,15 @@ func (s *Store) writeUsers(ctx context.Context, tx pgx.Tx, rows []normalize.Row,
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{unquote(t.stage)}, t.columns, changed.reset()); err != nil {
 			return cls, fmt.Errorf("copying into staging: %w", err)
 		}
-		if _, err := tx.Exec(ctx, t.upsert); err != nil {
-			return cls, fmt.Errorf("upserting changed users: %w", err)
-		}
 		if contentChanged {
-			if _, err := tx.Exec(ctx, s.users.closeVersions); err != nil {
+			tag, err := tx.Exec(ctx, s.users.archiveVersions)
+			if err != nil {
 				return cls, fmt.Errorf("closing replaced versions: %w", err)
 			}
-			tag, err := tx.Exec(ctx, s.users.insertVersions, nullID(runID))
-			if err != nil {
-				return cls, fmt.Errorf("writing new versions: %w", err)
-			}
 			cls.versions += tag.RowsAffected()
+		}
+		if _, err := tx.Exec(ctx, t.upsert); err != nil {
+			return cls, fmt.Errorf("upserting changed users: %w", err)
 		}
 	}
 	return cls, nil
@@ -215,9 +208,13 @@ func (s *Store) currentUsers(ctx context.Context, tx pgx.Tx, ids []int64) (map[i
 	for dbRows.Next() {
 		var id int64
 		var c current
-		if err := dbRows.Scan(&id, &c.hash, &c.linkage, &c.deleted); err != nil {
+		var other *string
+		if err := dbRows.Scan(&id, &c.hash, &c.linkage, &c.deleted, &other); err != nil {
 			dbRows.Close()
 			return nil, fmt.Errorf("reading the page's users from the warehouse: %w", err)
+		}
+		if other != nil {
+			c.other = []byte(*other)
 		}
 		out[id] = c
 	}
@@ -227,27 +224,23 @@ func (s *Store) currentUsers(ctx context.Context, tx pgx.Tx, ids []int64) (map[i
 	return out, nil
 }
 
-// copyNewLinkage writes the linkage of users new to the warehouse with COPY:
-// they have no user_relationships rows to diff against. user_teams may hold
-// rows for them from a per-team membership pass, so those are cleared first.
+// copyNewLinkage writes the teams of users new to the warehouse with COPY:
+// they have no user_teams rows to diff against, except rows a per-team
+// membership pass may have written, which are cleared first. (Their other
+// linkage is in their users row.)
 func (s *Store) copyNewLinkage(ctx context.Context, tx pgx.Tx, rows []normalize.Row, inserted map[int64]bool) error {
 	if len(inserted) == 0 {
 		return nil
 	}
-	var teams, links [][]any
+	var teams [][]any
 	var teamUsers []int64
 	for _, r := range rows {
-		if !inserted[r.ID] {
+		if !inserted[r.ID] || !r.TeamsSent {
 			continue
 		}
-		if r.TeamsSent {
-			teamUsers = append(teamUsers, r.ID)
-			for _, t := range r.Teams {
-				teams = append(teams, []any{r.ID, t})
-			}
-		}
-		for _, l := range r.Links {
-			links = append(links, []any{r.ID, l.Relationship, l.Type, l.ID})
+		teamUsers = append(teamUsers, r.ID)
+		for _, t := range r.Teams {
+			teams = append(teams, []any{r.ID, t})
 		}
 	}
 	if len(teamUsers) > 0 {
@@ -258,12 +251,6 @@ func (s *Store) copyNewLinkage(ctx context.Context, tx pgx.Tx, rows []normalize.
 	if len(teams) > 0 {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "user_teams"}, []string{"user_id", "team_id"}, pgx.CopyFromRows(dedupeRows(teams, 2))); err != nil {
 			return fmt.Errorf("copying teams of new users: %w", err)
-		}
-	}
-	if len(links) > 0 {
-		cols := []string{"user_id", "relationship", "related_type", "related_id"}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "user_relationships"}, cols, pgx.CopyFromRows(dedupeRows(links, 4))); err != nil {
-			return fmt.Errorf("copying relationships of new users: %w", err)
 		}
 	}
 	return nil
@@ -336,7 +323,7 @@ func (s *Store) loadRows(ctx context.Context, tx pgx.Tx, typ string, rows []norm
 		return c, nil
 	}
 	t := s.tables[typ]
-	if err := s.fillUnsent(ctx, tx, t, rows); err != nil {
+	if _, err := s.fillUnsent(ctx, tx, t, rows); err != nil {
 		return c, err
 	}
 	if _, err := tx.Exec(ctx, t.createStage); err != nil {
@@ -355,15 +342,17 @@ func (s *Store) loadRows(ctx context.Context, tx pgx.Tx, typ string, rows []norm
 
 // fillUnsent gives rows whose to-one linkage or data connections were not
 // sent the values the warehouse holds, so "not sent" keeps what is stored
-// (and the content hash stays that of the stored version). It costs a query
-// only for pages that have such rows.
-func (s *Store) fillUnsent(ctx context.Context, tx pgx.Tx, t tableSQL, rows []normalize.Row) error {
+// (and the content hash stays that of the stored version). For users it also
+// returns the stored linkage arrays of rows that did not send every array
+// relationship, for userLinks.keepUnsent. It costs a query only for pages
+// that have such rows.
+func (s *Store) fillUnsent(ctx context.Context, tx pgx.Tx, t tableSQL, rows []normalize.Row) (map[int64][][]int64, error) {
 	if t.currentOne == "" {
-		return nil
+		return nil, nil
 	}
 	var ids []int64
 	for _, r := range rows {
-		if t.hashed && !r.DataConnectionsSent {
+		if t.hashed && (!r.DataConnectionsSent || len(r.LinksSent) < len(t.arrayCols) || !s.sentAllArrays(&r)) {
 			ids = append(ids, r.ID)
 			continue
 		}
@@ -375,19 +364,20 @@ func (s *Store) fillUnsent(ctx context.Context, tx pgx.Tx, t tableSQL, rows []no
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	dbRows, err := tx.Query(ctx, t.currentOne, ids)
 	if err != nil {
-		return fmt.Errorf("reading stored relationships: %w", err)
+		return nil, fmt.Errorf("reading stored relationships: %w", err)
 	}
 	type stored struct {
-		toOne []*int64
-		dc    *string
+		toOne  []*int64
+		dc     *string
+		arrays [][]int64
 	}
 	current := map[int64]stored{}
 	for dbRows.Next() {
-		st := stored{toOne: make([]*int64, len(t.toOneCols))}
+		st := stored{toOne: make([]*int64, len(t.toOneCols)), arrays: make([][]int64, len(t.arrayCols))}
 		var id int64
 		dest := []any{&id}
 		for i := range st.toOne {
@@ -395,16 +385,20 @@ func (s *Store) fillUnsent(ctx context.Context, tx pgx.Tx, t tableSQL, rows []no
 		}
 		if t.hashed {
 			dest = append(dest, &st.dc)
+			for i := range st.arrays {
+				dest = append(dest, &st.arrays[i])
+			}
 		}
 		if err := dbRows.Scan(dest...); err != nil {
 			dbRows.Close()
-			return fmt.Errorf("reading stored relationships: %w", err)
+			return nil, fmt.Errorf("reading stored relationships: %w", err)
 		}
 		current[id] = st
 	}
 	if err := dbRows.Err(); err != nil {
-		return fmt.Errorf("reading stored relationships: %w", err)
+		return nil, fmt.Errorf("reading stored relationships: %w", err)
 	}
+	arrays := map[int64][][]int64{}
 	for i := range rows {
 		st, ok := current[rows[i].ID]
 		if !ok {
@@ -420,8 +414,23 @@ func (s *Store) fillUnsent(ctx context.Context, tx pgx.Tx, t tableSQL, rows []no
 			rows[i].DataConnections = []byte(*st.dc)
 			rows[i].Changed()
 		}
+		if t.hashed {
+			arrays[rows[i].ID] = st.arrays
+		}
 	}
-	return nil
+	return arrays, nil
+}
+
+// sentAllArrays reports whether r sent every relationship that has an array
+// column.
+func (s *Store) sentAllArrays(r *normalize.Row) bool {
+	n := 0
+	for _, name := range r.LinksSent {
+		if _, ok := s.links.index[name]; ok {
+			n++
+		}
+	}
+	return n == len(s.links.types)
 }
 
 // copyMode says which table a rowSource feeds.
@@ -435,15 +444,18 @@ const (
 // rowSource feeds rows to COPY without building a [][]any first.
 type rowSource struct {
 	mode   copyMode
+	runID  any // users: version_run_id of new versions
 	rows   []*normalize.Row
-	hashes [][2][]byte // content and linkage hash of each row
+	hashes [][2][]byte  // content and linkage hash of each row
+	links  []linkValues // linkage columns of each row
 	idx    int
 	buf    []any
 }
 
-func (r *rowSource) add(row *normalize.Row, hash, linkage []byte) {
+func (r *rowSource) add(row *normalize.Row, hash, linkage []byte, links linkValues) {
 	r.rows = append(r.rows, row)
 	r.hashes = append(r.hashes, [2][]byte{hash, linkage})
+	r.links = append(r.links, links)
 }
 
 // reset rewinds the source for a COPY.
@@ -472,7 +484,10 @@ func (r *rowSource) Values() ([]any, error) {
 		if row.DataConnections != nil {
 			dc = row.DataConnections
 		}
-		r.buf = append(r.buf, r.hashes[r.idx][0], r.hashes[r.idx][1], dc)
+		links := r.links[r.idx]
+		r.buf = append(r.buf, r.hashes[r.idx][0], r.hashes[r.idx][1], dc, r.runID)
+		r.buf = append(r.buf, links.arrays...)
+		r.buf = append(r.buf, links.other)
 	}
 	return r.buf, nil
 }
@@ -485,53 +500,35 @@ func plainSource(rows []normalize.Row) *rowSource {
 	return src
 }
 
-func hashedSource(rows []normalize.Row) *rowSource {
+func (s *Store) hashedSource(rows []normalize.Row) *rowSource {
 	src := &rowSource{mode: copyUsers, idx: -1}
 	for i := range rows {
-		src.add(&rows[i], rows[i].Hash(), rows[i].LinkageHash())
+		src.add(&rows[i], rows[i].Hash(), rows[i].LinkageHash(), s.links.values(&rows[i]))
 	}
 	return src
 }
 
-// queueLinkage diffs the linkage of the users in only against what the
+// queueLinkage diffs the teams of the users in only against what the
 // warehouse holds: rows that differ are deleted or inserted, the rest stay.
+// (Their other linkage is in their users row, written by the upsert.)
 func (s *Store) queueLinkage(b *pgx.Batch, rows []normalize.Row, only map[int64]bool) {
 	if len(only) == 0 {
 		return
 	}
 	var teamUsers, tu, tt []int64
-	var sentU []int64
-	var sentR []string
-	var lu []int64
-	var lr, lty []string
-	var lid []int64
 	for _, r := range rows {
-		if !only[r.ID] {
+		if !only[r.ID] || !r.TeamsSent {
 			continue
 		}
-		if r.TeamsSent {
-			teamUsers = append(teamUsers, r.ID)
-			for _, team := range r.Teams {
-				tu, tt = append(tu, r.ID), append(tt, team)
-			}
-		}
-		for _, name := range r.LinksSent {
-			sentU, sentR = append(sentU, r.ID), append(sentR, name)
-		}
-		for _, l := range r.Links {
-			lu, lr, lty, lid = append(lu, r.ID), append(lr, l.Relationship), append(lty, l.Type), append(lid, l.ID)
+		teamUsers = append(teamUsers, r.ID)
+		for _, team := range r.Teams {
+			tu, tt = append(tu, r.ID), append(tt, team)
 		}
 	}
 	if len(teamUsers) > 0 {
 		b.Queue(s.users.deleteTeams, teamUsers, tu, tt)
 		if len(tu) > 0 {
 			b.Queue(s.users.insertTeams, tu, tt)
-		}
-	}
-	if len(sentU) > 0 {
-		b.Queue(s.users.deleteLinks, sentU, sentR, lu, lr, lty, lid)
-		if len(lu) > 0 {
-			b.Queue(s.users.insertLinks, lu, lr, lty, lid)
 		}
 	}
 }
@@ -585,7 +582,7 @@ func (s *Store) CopyUsersRaw(ctx context.Context, table string, rows []normalize
 	for start := 0; start < len(rows); start += batch {
 		end := min(start+batch, len(rows))
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			_, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, table}, t.columns, hashedSource(rows[start:end]))
+			_, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, table}, t.columns, s.hashedSource(rows[start:end]))
 			return err
 		})
 		if err != nil {

@@ -302,3 +302,64 @@ func TestDataConnectionsVersioned(t *testing.T) {
 		t.Error("users_current lacks data_connections")
 	}
 }
+
+// TestLoadUsersLinkage checks the to-many linkage kept in the users row:
+// ids of the catalog's type in the *_ids columns, the rest (another type, a
+// relationship the catalog does not know) in other_relationships, a
+// relationship not sent keeps what is stored, one sent empty clears it, and
+// user_relationships shows all of it as rows.
+func TestLoadUsersLinkage(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	load := func(rels string) warehouse.Counts {
+		t.Helper()
+		page := `{"data": [{"id": 1, "type": "user", "attributes": {"title": "x", "updatedAt": "2024-01-01T00:00:00.000Z"}, "relationships": {` + rels + `}}]}`
+		c, err := s.LoadUsers(ctx, rows(t, schema.User(), page), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	links := func() string {
+		t.Helper()
+		var out *string
+		err := s.Pool().QueryRow(ctx, `SELECT string_agg(concat_ws('/', relationship, related_type, related_id), ' ' ORDER BY relationship, related_type, related_id)
+			FROM "`+s.Schema()+`".user_relationships WHERE user_id = 1`).Scan(&out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out == nil {
+			return ""
+		}
+		return *out
+	}
+	load(`"mailboxes": {"data": [{"id": 11, "type": "mailbox"}, {"id": 10, "type": "mailbox"}, {"id": 11, "type": "mailbox"}, {"id": 12, "type": "prospect"}]},
+		"jobRoles": {"data": [{"id": 4, "type": "jobRole"}]}, "recipients": {"data": [{"id": 7, "type": "recipient"}]}`)
+	want := "jobRoles/jobRole/4 mailboxes/mailbox/10 mailboxes/mailbox/11 mailboxes/prospect/12 recipients/recipient/7"
+	if got := links(); got != want {
+		t.Errorf("first load:\n got %s\nwant %s", got, want)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.users WHERE mailbox_ids = '{11,10}' AND recipient_ids = '{7}' AND content_category_ids IS NULL`); n != 1 {
+		t.Error("array columns wrong: repeats kept, order changed or an unsent relationship not null")
+	}
+	// Nothing sent: everything stays, and nothing is rewritten.
+	if c := load(``); c.Updated != 0 || c.Unchanged != 1 {
+		t.Errorf("load without linkage: %+v", c)
+	}
+	if got := links(); got != want {
+		t.Errorf("after a load without linkage:\n got %s\nwant %s", got, want)
+	}
+	// Recipients sent empty, mailboxes changed, the unknown one not sent.
+	load(`"mailboxes": {"data": [{"id": 13, "type": "mailbox"}]}, "recipients": {"data": []}`)
+	want = "jobRoles/jobRole/4 mailboxes/mailbox/13"
+	if got := links(); got != want {
+		t.Errorf("after a partial load:\n got %s\nwant %s", got, want)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.users WHERE recipient_ids = '{}' AND other_relationships = '{"jobRoles": [{"id": 4, "type": "jobRole"}]}'`); n != 1 {
+		t.Error("recipients not cleared, or the mismatched mailbox not dropped from other_relationships")
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.user_versions WHERE user_id = 1`); n != 1 {
+		t.Errorf("linkage changes made %d versions, want 1", n)
+	}
+}

@@ -120,10 +120,10 @@ func TestMigrateTwiceIsANoOp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Applied) != 0 || res.Current != 2 {
+	applied, latest, err := warehouse.MigrationStatus(context.Background(), pool, name)
+	if len(res.Applied) != 0 || res.Current != latest {
 		t.Errorf("second migrate: %+v", res)
 	}
-	applied, latest, err := warehouse.MigrationStatus(context.Background(), pool, name)
 	if err != nil || applied != latest {
 		t.Errorf("MigrationStatus = %d, %d, %v", applied, latest, err)
 	}
@@ -265,4 +265,77 @@ func TestReaderRoleNotice(t *testing.T) {
 		t.Errorf("notices = %v", res.Notices)
 	}
 	_, _ = pool.Exec(ctx, `REVOKE CREATE ON DATABASE "`+db+`" FROM "`+owner+`"`)
+}
+
+// TestMigrationLeanUsersKeepsData migrates a warehouse holding version 2's
+// shapes (user_versions and user_relationships as tables) to the newest: the
+// views that replace them return exactly the rows the tables held, the
+// current versions move into the users rows, and new versions keep taking
+// ids from the same sequence.
+func TestMigrationLeanUsersKeepsData(t *testing.T) {
+	t.Parallel()
+	pool := schematest.NewPool(t, 4)
+	name := schematest.NewSchemaName(t, pool)
+	ctx := context.Background()
+	migrations, err := schema.Migrations(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := schema.QuoteIdentifier(name)
+	setup := []string{`CREATE SCHEMA ` + s, `CREATE TABLE ` + s + `.schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
+	for _, m := range migrations[:2] {
+		setup = append(setup, m.SQL, fmt.Sprintf(`INSERT INTO %s.schema_migrations (version, name) VALUES (%d, '%s')`, s, m.Version, m.Name))
+	}
+	setup = append(setup,
+		`INSERT INTO `+s+`.users (id, title, raw, content_hash) VALUES (1, 'now', '{}', '\x01'), (2, 'b', '{}', '\x02'), (3, 'c', '{}', '\x03')`,
+		`INSERT INTO `+s+`.user_versions (user_id, content_hash, title, raw, valid_from, valid_to, run_id) VALUES
+			(1, '\x00', 'before', '{}', '2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z', 7),
+			(1, '\x01', 'now', '{}', '2026-02-01T00:00:00Z', NULL, 8),
+			(2, '\x02', 'b', '{}', '2026-03-01T00:00:00Z', NULL, NULL)`,
+		`INSERT INTO `+s+`.user_relationships (user_id, relationship, related_type, related_id) VALUES
+			(1, 'mailboxes', 'mailbox', 11), (1, 'mailboxes', 'mailbox', 10), (1, 'mailboxes', 'prospect', 12),
+			(1, 'jobRole', 'jobRole', 4), (2, 'recipients', 'recipient', 7)`)
+	for _, q := range setup {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatalf("setting up version 2: %v", err)
+		}
+	}
+	versions := `SELECT string_agg(concat_ws('/', version_id, user_id, encode(content_hash, 'hex'), title, valid_from, valid_to, run_id), ' ' ORDER BY version_id) FROM ` + s + `.user_versions WHERE user_id <> 3`
+	links := `SELECT string_agg(concat_ws('/', user_id, relationship, related_type, related_id), ' ' ORDER BY user_id, relationship, related_type, related_id) FROM ` + s + `.user_relationships`
+	read := func(q string) string {
+		t.Helper()
+		var out string
+		if err := pool.QueryRow(ctx, q).Scan(&out); err != nil {
+			t.Fatalf("reading %q: %v", q, err)
+		}
+		return out
+	}
+	wantVersions, wantLinks := read(versions), read(links)
+	res, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name})
+	if err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	if len(res.Applied) != len(migrations)-2 {
+		t.Errorf("applied %v", res.Applied)
+	}
+	if got := read(versions); got != wantVersions {
+		t.Errorf("user_versions after migrating:\n got %s\nwant %s", got, wantVersions)
+	}
+	if got := read(links); got != wantLinks {
+		t.Errorf("user_relationships after migrating:\n got %s\nwant %s", got, wantLinks)
+	}
+	if got := read(`SELECT concat_ws(' ', mailbox_ids, recipient_ids, other_relationships) FROM ` + s + `.users WHERE id = 1`); got != `{10,11} {"jobRole": [{"id": 4, "type": "jobRole"}], "mailboxes": [{"id": 12, "type": "prospect"}]}` {
+		t.Errorf("user 1's linkage columns: %s", got)
+	}
+	if got := read(`SELECT count(*)::text FROM ` + s + `.user_version_history`); got != "1" {
+		t.Errorf("user_version_history holds %s rows, want the 1 superseded version", got)
+	}
+	// User 3 had no open version: it starts one; a new user gets the next id.
+	if _, err := pool.Exec(ctx, `INSERT INTO `+s+`.users (id, raw, content_hash) VALUES (4, '{}', '\x04')`); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(`SELECT string_agg(user_id::text, ' ' ORDER BY version_id) FROM ` + s + `.user_versions`); got != "1 1 2 3 4" {
+		t.Errorf("versions by id: %s, want 1 1 2 3 4", got)
+	}
 }

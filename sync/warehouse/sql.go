@@ -15,7 +15,8 @@ type tableSQL struct {
 	stage     string   // per-connection temp staging table name (unqualified: pg_temp)
 	columns   []string // COPY columns, in order: id, attributes, to-one ids, raw[, content_hash]
 	toOneCols []string
-	hashed    bool // the table has content_hash (users)
+	arrayCols []string // users only: the bigint[] linkage columns, in catalog order
+	hashed    bool     // the table has content_hash (users)
 
 	createStage string
 	upsert      string // returns (inserted, updated)
@@ -39,14 +40,29 @@ func newTableSQL(schemaName string, res schema.Resource) tableSQL {
 	}
 	t.columns = append(t.columns, "raw")
 	if t.hashed {
-		t.columns = append(t.columns, "content_hash", "linkage_hash", "data_connections")
+		t.columns = append(t.columns, "content_hash", "linkage_hash", "data_connections", "version_run_id")
+		for _, rel := range res.ArrayLinks() {
+			t.columns = append(t.columns, rel.Column())
+			t.arrayCols = append(t.arrayCols, rel.Column())
+		}
+		t.columns = append(t.columns, "other_relationships")
 	}
 	quoted := quoteAll(t.columns)
 	t.createStage = fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`, t.stage, t.table)
 
 	var set []string
 	for _, c := range quoted[1:] {
+		if c == `"version_run_id"` {
+			continue // set below, with the other version columns
+		}
 		set = append(set, c+" = EXCLUDED."+c)
+	}
+	if t.hashed {
+		// A row whose content changed starts a new version: a fresh id (the
+		// column's default, evaluated for the proposed row), now, this run.
+		for _, c := range []string{"version_id", "version_valid_from", "version_run_id"} {
+			set = append(set, fmt.Sprintf("%[1]s = CASE WHEN t.content_hash <> EXCLUDED.content_hash THEN EXCLUDED.%[1]s ELSE t.%[1]s END", c))
+		}
 	}
 	changed := "t.content_hash <> EXCLUDED.content_hash OR t.linkage_hash IS DISTINCT FROM EXCLUDED.linkage_hash"
 	if !t.hashed {
@@ -62,12 +78,12 @@ func newTableSQL(schemaName string, res schema.Resource) tableSQL {
 SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`,
 		t.table, strings.Join(quoted, ", "), t.stage, strings.Join(set, ", "), changed)
 	if t.hashed {
-		t.current = fmt.Sprintf(`SELECT id, content_hash, linkage_hash, deleted_at IS NOT NULL FROM %s WHERE id = ANY($1::bigint[])`, t.table)
+		t.current = fmt.Sprintf(`SELECT id, content_hash, linkage_hash, deleted_at IS NOT NULL, other_relationships::text FROM %s WHERE id = ANY($1::bigint[])`, t.table)
 	}
 	if len(t.toOneCols) > 0 {
 		extra := ""
 		if t.hashed {
-			extra = ", data_connections::text"
+			extra = ", data_connections::text, " + strings.Join(quoteAll(t.arrayCols), ", ")
 		}
 		t.currentOne = fmt.Sprintf(`SELECT id, %s%s FROM %s WHERE id = ANY($1::bigint[])`, strings.Join(quoteAll(t.toOneCols), ", "), extra, t.table)
 	}
@@ -94,36 +110,34 @@ func prefixAll(prefix string, names []string) string {
 
 // userSQL holds the statements specific to users: history and linkage.
 type userSQL struct {
-	firstVersions  string // first versions of new users, from their rows
-	closeVersions  string
-	insertVersions string
-	deleteTeams    string
-	insertTeams    string
-	deleteLinks    string
-	insertLinks    string
-	resolveQuarant string
-	checkpoint     string
+	archiveVersions string // superseded versions of the staged users, into user_version_history
+	deleteTeams     string
+	insertTeams     string
+	resolveQuarant  string
+	checkpoint      string
 }
 
 func newUserSQL(schemaName string, users tableSQL) userSQL {
 	s := schema.QuoteIdentifier(schemaName)
+	// A version's columns: the content, not the keys, hashes or linkage.
+	u := schema.User()
 	versionCols := []string{}
-	for _, c := range users.columns {
-		if c != "id" && c != "content_hash" && c != "linkage_hash" {
-			versionCols = append(versionCols, schema.QuoteIdentifier(c))
-		}
+	for _, a := range u.Attributes {
+		versionCols = append(versionCols, schema.QuoteIdentifier(a.Column()))
 	}
+	for _, rel := range u.ToOne() {
+		versionCols = append(versionCols, schema.QuoteIdentifier(rel.Column()))
+	}
+	versionCols = append(versionCols, "raw", "data_connections")
 	vc := strings.Join(versionCols, ", ")
 	return userSQL{
-		firstVersions: fmt.Sprintf(`INSERT INTO %[1]s.user_versions (user_id, content_hash, %[3]s, valid_from, run_id)
-SELECT u.id, u.content_hash, %[4]s, now(), $1 FROM %[2]s u WHERE u.id = ANY($2::bigint[])`,
-			s, users.table, vc, prefixAll("u.", versionCols)),
-		closeVersions: fmt.Sprintf(`UPDATE %[1]s.user_versions v SET valid_to = now()
-FROM %[2]s st WHERE v.user_id = st.id AND v.valid_to IS NULL AND v.content_hash <> st.content_hash`, s, users.stage),
-		insertVersions: fmt.Sprintf(`INSERT INTO %[1]s.user_versions (user_id, content_hash, %[3]s, valid_from, run_id)
-SELECT st.id, st.content_hash, %[4]s, now(), $1 FROM %[2]s st
-WHERE NOT EXISTS (SELECT 1 FROM %[1]s.user_versions v WHERE v.user_id = st.id AND v.valid_to IS NULL)`,
-			s, users.stage, vc, prefixAll("st.", versionCols)),
+		// Before the upsert replaces a user's content, its current version
+		// (held in the users row) is closed into the history.
+		archiveVersions: fmt.Sprintf(`INSERT INTO %[1]s.user_version_history (version_id, user_id, content_hash, %[3]s, valid_from, valid_to, run_id)
+OVERRIDING SYSTEM VALUE
+SELECT u.version_id, u.id, u.content_hash, %[4]s, u.version_valid_from, now(), u.version_run_id
+FROM %[2]s u JOIN %[5]s st ON st.id = u.id WHERE u.content_hash <> st.content_hash`,
+			s, users.table, vc, prefixAll("u.", versionCols), users.stage),
 		// The diff deletes use NOT IN over a subquery, which PostgreSQL runs as a
 		// hashed subplan; a correlated NOT EXISTS over unnest() was planned as a
 		// nested loop and grew with the square of the page.
@@ -131,12 +145,6 @@ WHERE NOT EXISTS (SELECT 1 FROM %[1]s.user_versions v WHERE v.user_id = st.id AN
 AND (ut.user_id, ut.team_id) NOT IN (SELECT u, t FROM unnest($2::bigint[], $3::bigint[]) AS n(u, t))`, s),
 		insertTeams: fmt.Sprintf(`INSERT INTO %[1]s.user_teams (user_id, team_id)
 SELECT u, t FROM unnest($1::bigint[], $2::bigint[]) AS n(u, t) ON CONFLICT DO NOTHING`, s),
-		deleteLinks: fmt.Sprintf(`DELETE FROM %[1]s.user_relationships ur
-WHERE (ur.user_id, ur.relationship) IN (SELECT u, r FROM unnest($1::bigint[], $2::text[]) AS sent(u, r))
-AND (ur.user_id, ur.relationship, ur.related_type, ur.related_id) NOT IN
-	(SELECT u, r, ty, id FROM unnest($3::bigint[], $4::text[], $5::text[], $6::bigint[]) AS n(u, r, ty, id))`, s),
-		insertLinks: fmt.Sprintf(`INSERT INTO %[1]s.user_relationships (user_id, relationship, related_type, related_id)
-SELECT u, r, ty, id FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) AS n(u, r, ty, id) ON CONFLICT DO NOTHING`, s),
 		resolveQuarant: fmt.Sprintf(`UPDATE %[1]s.quarantine SET resolved_at = now()
 WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id = ANY($2::text[])`, s),
 		checkpoint: fmt.Sprintf(`UPDATE %[1]s.sync_runs SET next_url = $2, max_updated_at = $3, pages = $4, fetched = $5,

@@ -13,6 +13,7 @@ type Store struct {
 	q      string // the quoted schema name, for statements
 	tables map[string]tableSQL
 	users  userSQL
+	links  userLinks
 }
 
 // NewStore returns a Store for the warehouse in schemaName.
@@ -25,6 +26,7 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 		s.tables[r.Type] = newTableSQL(schemaName, r)
 	}
 	s.users = newUserSQL(schemaName, s.tables["user"])
+	s.links = newUserLinks(schema.User())
 	return s, nil
 }
 

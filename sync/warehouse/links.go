@@ -1,0 +1,136 @@
+package warehouse
+
+import (
+	"encoding/json"
+	"slices"
+	"sort"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/normalize"
+)
+
+// userLinks maps a user's to-many linkage (besides teams) to the columns of
+// its users row: one bigint[] per relationship of the catalog
+// (schema.Resource.ArrayLinks) and other_relationships for the rest.
+type userLinks struct {
+	index map[string]int // relationship name → array column
+	types []string       // the catalog's related type of each array column
+}
+
+func newUserLinks(res schema.Resource) userLinks {
+	l := userLinks{index: map[string]int{}}
+	for i, rel := range res.ArrayLinks() {
+		l.index[rel.Name] = i
+		l.types = append(l.types, rel.RelatedType)
+	}
+	return l
+}
+
+// otherLink is one element of other_relationships.
+type otherLink struct {
+	Type string `json:"type"`
+	ID   int64  `json:"id"`
+}
+
+// linkValues is a row's linkage as COPY writes it.
+type linkValues struct {
+	arrays []any // []int64 per array column, nil (NULL) when not sent
+	other  any   // other_relationships JSON, nil (NULL) when none
+}
+
+// values returns the linkage columns of row: for each relationship sent, its
+// ids of the catalog's type without repeats, in the order sent; identifiers of
+// another type, and relationships the catalog does not know, in
+// other_relationships.
+func (l userLinks) values(row *normalize.Row) linkValues {
+	v := linkValues{arrays: make([]any, len(l.types))}
+	ids := make([][]int64, len(l.types))
+	var other map[string][]otherLink
+	for _, name := range row.LinksSent {
+		if i, ok := l.index[name]; ok {
+			ids[i] = []int64{}
+			continue
+		}
+		if other == nil {
+			other = map[string][]otherLink{}
+		}
+		other[name] = []otherLink{}
+	}
+	for _, link := range row.Links {
+		if i, ok := l.index[link.Relationship]; ok && link.Type == l.types[i] {
+			if !slices.Contains(ids[i], link.ID) {
+				ids[i] = append(ids[i], link.ID)
+			}
+			continue
+		}
+		if other == nil {
+			other = map[string][]otherLink{}
+		}
+		e := otherLink{Type: link.Type, ID: link.ID}
+		if !slices.Contains(other[link.Relationship], e) {
+			other[link.Relationship] = append(other[link.Relationship], e)
+		}
+	}
+	for i, a := range ids {
+		if a != nil {
+			v.arrays[i] = a
+		}
+	}
+	if len(other) > 0 {
+		b, err := json.Marshal(other) // map keys sorted: the same linkage, the same text
+		if err == nil {
+			v.other = b
+		}
+	}
+	return v
+}
+
+// keepUnsent adds to row the stored linkage of the relationships it did not
+// send, so that "not sent" keeps what the warehouse holds: arrays (one per
+// column, nil when the column is NULL) and other_relationships as stored. It
+// reports whether row changed.
+func (l userLinks) keepUnsent(row *normalize.Row, arrays [][]int64, other []byte) bool {
+	sent := map[string]bool{}
+	for _, name := range row.LinksSent {
+		sent[name] = true
+	}
+	kept := map[string]bool{}
+	keep := func(name string) {
+		if !kept[name] {
+			kept[name] = true
+			row.LinksSent = append(row.LinksSent, name)
+		}
+	}
+	for name, i := range l.index {
+		if sent[name] || i >= len(arrays) || arrays[i] == nil {
+			continue
+		}
+		keep(name)
+		for _, id := range arrays[i] {
+			row.Links = append(row.Links, normalize.Link{Relationship: name, Type: l.types[i], ID: id})
+		}
+	}
+	if len(other) > 0 {
+		var stored map[string][]otherLink
+		if err := json.Unmarshal(other, &stored); err == nil {
+			for name, links := range stored {
+				if sent[name] {
+					continue
+				}
+				keep(name)
+				for _, e := range links {
+					row.Links = append(row.Links, normalize.Link{Relationship: name, Type: e.Type, ID: e.ID})
+				}
+			}
+		}
+	}
+	if len(kept) == 0 {
+		return false
+	}
+	// The order normalize gives: relationships by name, elements in order
+	// (the array's, then other_relationships').
+	sort.Strings(row.LinksSent)
+	sort.SliceStable(row.Links, func(i, j int) bool { return row.Links[i].Relationship < row.Links[j].Relationship })
+	row.Changed()
+	return true
+}
