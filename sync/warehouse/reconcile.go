@@ -404,37 +404,37 @@ SELECT count(*) FROM gone`
 
 // linkStatements builds, from the catalog, the statements that queue users
 // whose linkage to a dimension disagrees with the API: a to-one column
-// (role_id, profile_id) or a user_relationships row (directAssignedTeams...)
-// of a related type that is a dimension. user_teams is left to the
-// membership pass.
+// (role_id, profile_id), an array column (direct_assigned_team_ids...) or an
+// other_relationships element of a related type that is a dimension.
+// user_teams is left to the membership pass.
 func linkStatements(s *Store, dims []string, fetch, linked string) (deletedLinks, restoredLinks string) {
 	users := s.tables["user"].table
 	param := map[string]int{}
 	for i, typ := range dims {
 		param[typ] = i + 1
 	}
-	var toOne, toOneDiff, rel []string
+	var toOneDiff, cond []string
 	for _, r := range schema.User().Relationships {
 		n, ok := param[r.RelatedType]
-		if !ok {
+		if !ok || r.OwnTable {
 			continue
 		}
 		col := "u." + schema.QuoteIdentifier(r.Column())
-		if !r.ToMany {
-			toOne = append(toOne, fmt.Sprintf("%s = ANY($%d::bigint[])", col, n))
-			toOneDiff = append(toOneDiff, fmt.Sprintf("(l.related_type = '%s' AND %s IS DISTINCT FROM l.target)", r.RelatedType, col))
+		if r.ToMany {
+			cond = append(cond, fmt.Sprintf("%s && $%d::bigint[]", col, n))
+			continue
 		}
+		cond = append(cond, fmt.Sprintf("%s = ANY($%d::bigint[])", col, n))
+		toOneDiff = append(toOneDiff, fmt.Sprintf("(l.related_type = '%s' AND %s IS DISTINCT FROM l.target)", r.RelatedType, col))
 	}
+	var other []string
 	for _, typ := range dims {
-		rel = append(rel, fmt.Sprintf("(ur.related_type = '%s' AND ur.related_id = ANY($%d::bigint[]))", typ, param[typ]))
+		other = append(other, fmt.Sprintf("(e.value->>'type' = '%s' AND (e.value->>'id')::bigint = ANY($%d::bigint[]))", typ, param[typ]))
 	}
-	hit := `SELECT ur.user_id AS id FROM ` + s.q + `.user_relationships ur
-	JOIN ` + users + ` u ON u.id = ur.user_id AND u.deleted_at IS NULL
-	WHERE ` + strings.Join(rel, " OR ")
-	if len(toOne) > 0 {
-		hit = `SELECT u.id FROM ` + users + ` u WHERE u.deleted_at IS NULL AND (` + strings.Join(toOne, " OR ") + `)
-	UNION ` + hit
-	}
+	cond = append(cond, `EXISTS (SELECT 1 FROM jsonb_each(u.other_relationships) AS o, jsonb_array_elements(o.value) AS e
+		WHERE `+strings.Join(other, " OR ")+`)`)
+	// One scan of users.
+	hit := `SELECT u.id FROM ` + users + ` u WHERE u.deleted_at IS NULL AND (` + strings.Join(cond, "\n\t\tOR ") + `)`
 	deletedLinks = `WITH hit AS (` + hit + `), ins AS (
 	INSERT INTO ` + fetch + ` (id, reason) SELECT id, '` + FetchRelinked + `' FROM hit ON CONFLICT (id) DO NOTHING RETURNING 1
 )
