@@ -39,6 +39,22 @@ func TestFullThenIncremental(t *testing.T) {
 	}
 }
 
+// TestStatisticsAfterLargeRun: a run that writes many rows refreshes the
+// planner's statistics, so what follows (a snapshot of users_current) is
+// not planned for empty tables; a small run leaves them to autovacuum.
+func TestStatisticsAfterLargeRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 1500})
+	analyzed := `SELECT count(*) FROM pg_stat_user_tables WHERE '"' || schemaname || '"' = '%s' AND relname IN ('users', 'user_teams', 'teams') AND last_analyze IS NOT NULL`
+	e.run(t, syncer.Config{PageSize: 1000}, syncer.Request{Kind: warehouse.KindFull})
+	if n := e.count(t, analyzed); n != 3 {
+		t.Errorf("%d of users, user_teams and teams analyzed after a full sync of 1500 users, want 3", n)
+	}
+	if n := e.count(t, `SELECT reltuples::bigint FROM pg_class WHERE oid = '%s.users'::regclass`); n < 1000 {
+		t.Errorf("the planner estimates %d users after the full sync", n)
+	}
+}
+
 // TestNoOpIncremental: with nothing changed, an incremental sync sends the
 // dimension lists plus one users page, and writes no row and no version.
 func TestNoOpIncremental(t *testing.T) {
