@@ -45,8 +45,16 @@ demo-worker: build ## the daemon: a worker syncing a changing simulated API ever
 	@deploy/dev/demo-worker.sh
 
 .PHONY: bench
-bench: ## measure limits, backfill, incremental, reconcile and snapshot at 10k, 100k and 1M users (BENCH_USERS to change)
-	$(GO) run ./bench -users $(or $(BENCH_USERS),10000,100000,1000000)
+bench: ## measure limits, backfill, incremental, reconcile and snapshot (beside DuckDB) at 10k, 100k and 1M users (BENCH_USERS to change, BENCH_ARGS for more flags)
+	@# DuckDB, the snapshot's yardstick, runs on node: install node and npm from Debian when missing
+	@# (the bench then installs the pinned DuckDB package with npm ci into bench/duckdb/node_modules).
+	@missing=""; command -v node >/dev/null || missing=" nodejs"; command -v npm >/dev/null || missing="$$missing npm"; \
+	if [ -n "$$missing" ]; then \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		echo "bench: installing$$missing (apt-get) to run DuckDB"; \
+		$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	$(GO) run ./bench -users $(or $(BENCH_USERS),10000,100000,1000000) $(BENCH_ARGS)
 
 .PHONY: chaos
 chaos: ## fault injection: 30 faults (20 kill -9) with seed 1, then with three random seeds (CHAOS_ARGS to change)

@@ -26,16 +26,22 @@ import (
 
 type bench struct {
 	root, bin, tmp, pgURL string
+	duckdb                string // bench/duckdb with its node_modules; empty: DuckDB is not run
 	pool                  *pgxpool.Pool
 	log                   io.Writer
 	commands              string // usersync help, to know which commands exist
 }
 
-func newBench(ctx context.Context, log io.Writer) (*bench, error) {
+func newBench(ctx context.Context, log io.Writer, duckdb bool) (*bench, error) {
 	b := &bench{log: log}
 	var err error
 	if b.root, err = repoRoot(); err != nil {
 		return nil, err
+	}
+	if duckdb {
+		if b.duckdb, err = setupDuckDB(ctx, b.root, log); err != nil {
+			return nil, err
+		}
 	}
 	if b.tmp, err = os.MkdirTemp("", "usersync-bench"); err != nil {
 		return nil, err
@@ -74,19 +80,20 @@ func (b *bench) close(keep bool) {
 
 // result holds one dataset size's figures; rates are rows per second.
 type result struct {
-	users                                  int
-	serveRate, decodeRate, copyRate        float64
-	fullRate, fullRSS                      float64
-	fullRequests, minRequests              int64
-	incrRequests, incrVersions             int64
-	incrRate                               float64
-	noopRequests                           int64
-	noopTime                               time.Duration
-	reconcileRequests                      int64
-	reconcileTime                          time.Duration
-	reconcileRSS                           float64
-	snapshotRate, snapshotRSS, snapshotMiB float64
-	haveReconcile, haveSnapshot            bool
+	users                           int
+	serveRate, decodeRate, copyRate float64
+	fullRate, fullRSS               float64
+	fullTime                        time.Duration
+	fullRequests, minRequests       int64
+	incrRequests, incrVersions      int64
+	incrRate                        float64
+	noopRequests                    int64
+	noopTime                        time.Duration
+	reconcileRequests               int64
+	reconcileTime                   time.Duration
+	reconcileRSS                    float64
+	haveReconcile                   bool
+	snap                            *snapshotResult // nil: this usersync has no snapshot command
 }
 
 func (b *bench) measure(ctx context.Context, n int) (result, error) {
@@ -122,7 +129,7 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		return r, fmt.Errorf("reading the sync summary: %w", err)
 	}
-	r.fullRate, r.fullRSS, r.fullRequests = float64(sum.Fetched)/d.Seconds(), rss, sum.Requests
+	r.fullRate, r.fullRSS, r.fullRequests, r.fullTime = float64(sum.Fetched)/d.Seconds(), rss, sum.Requests, d
 
 	sim.UpdateUsers(n / 100)
 	fmt.Fprintf(b.log, "bench: %d users: incremental after 1%% changed\n", n)
@@ -153,13 +160,9 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 	}
 	if strings.Contains(b.commands, "  snapshot ") {
 		fmt.Fprintf(b.log, "bench: %d users: snapshot\n", n)
-		dir := filepath.Join(b.tmp, name+"-snapshots")
-		if _, d, rss, err = b.command(ctx, env, "snapshot", "--out", dir); err != nil {
+		if r.snap, err = b.snapshot(ctx, env, name); err != nil {
 			return r, err
 		}
-		size := dirSize(filepath.Join(dir, "users"))
-		r.haveSnapshot, r.snapshotRate, r.snapshotRSS, r.snapshotMiB = true, float64(n)/d.Seconds(), rss, float64(size)/(1<<20)
-		_ = os.RemoveAll(dir)
 	}
 	_, _ = b.pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+name+`" CASCADE`)
 	_, _ = b.pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+name+`_river" CASCADE`)
@@ -168,9 +171,9 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 
 // limits walks every page of users once: it times reading the bodies only
 // (the simulator's serving rate), decoding them, and a raw COPY of the typed
-// rows into an empty copy of the users table, one transaction per page.
+// rows into an empty copy of the users table with its indexes, one transaction per page.
 func (b *bench) limits(ctx context.Context, r *result, base, name string) error {
-	if _, err := b.pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %[1]s.users_raw (LIKE %[1]s.users INCLUDING DEFAULTS)`, schema.QuoteIdentifier(name))); err != nil {
+	if _, err := b.pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %[1]s.users_raw (LIKE %[1]s.users INCLUDING ALL)`, schema.QuoteIdentifier(name))); err != nil {
 		return err
 	}
 	store, err := warehouse.NewStore(b.pool, name)
@@ -221,28 +224,17 @@ func (b *bench) limits(ctx context.Context, r *result, base, name string) error 
 
 func ceilDiv(a, b int) int { return int(math.Ceil(float64(a) / float64(b))) }
 
-func dirSize(dir string) int64 {
-	var total int64
-	_ = filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() {
-			total += info.Size()
-		}
-		return nil
-	})
-	return total
-}
-
 func printTable(w io.Writer, rs []result) {
 	k := func(v float64) string { return fmt.Sprintf("%.1fk", v/1000) }
-	fmt.Fprintln(w, "| users | serve (rows/s) | decode (rows/s) | raw COPY (rows/s) | full backfill (rows/s) | backfill / raw COPY | requests (min) | peak RSS | incremental 1%: requests, versions, rows/s | no-op: requests, time | reconcile: requests, time, RSS | snapshot: rows/s, MiB, RSS |")
+	fmt.Fprintln(w, "| users | serve (rows/s) | decode (rows/s) | raw COPY (rows/s) | full backfill (rows/s) | backfill / raw COPY | requests (min) | peak RSS | incremental 1%: requests, versions, rows/s | no-op: requests, time | reconcile: requests, time, RSS | snapshot: time, rows/s, MiB, RSS |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|")
 	for _, r := range rs {
 		rec, snap := "n/a", "n/a"
 		if r.haveReconcile {
 			rec = fmt.Sprintf("%d, %.1fs, %.0f MiB", r.reconcileRequests, r.reconcileTime.Seconds(), r.reconcileRSS)
 		}
-		if r.haveSnapshot {
-			snap = fmt.Sprintf("%s, %.1f, %.0f MiB", k(r.snapshotRate), r.snapshotMiB, r.snapshotRSS)
+		if s := r.snap; s != nil {
+			snap = fmt.Sprintf("%.1fs, %s, %.1f, %.0f MiB", s.wall.Seconds(), k(s.allRate), float64(s.bytes)/(1<<20), s.rss)
 		}
 		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %.2f | %d (%d) | %.0f MiB | %d, %d, %s | %d, %.2fs | %s | %s |\n",
 			r.users, k(r.serveRate), k(r.decodeRate), k(r.copyRate), k(r.fullRate), r.fullRate/r.copyRate,

@@ -1,11 +1,16 @@
 // Command bench measures usersync on this machine and prints a table: the
 // limits of each stage (the simulator serving pages to a client that only
 // reads them, decoding those pages, a raw COPY of the same rows into an empty
-// copy of the users table), then the real binary's full backfill, incremental
+// copy of the users table with its indexes), then the real binary's full backfill, incremental
 // and no-op syncs, reconcile and snapshot, each with its requests and the
-// process's peak RSS, at several dataset sizes.
+// process's peak RSS, at several dataset sizes. A second table sets the
+// snapshot beside DuckDB writing the same users to Parquet with zstd
+// (bench/duckdb/write.mjs, run with node; the DuckDB package is pinned in
+// bench/duckdb/package-lock.json and installed by `npm ci` on first use), and
+// a third shows how the backfill and the snapshot grow with the dataset.
 //
 //	go run ./bench -users 10000,100000,1000000
+//	go run ./bench -users 10000 -duckdb=false   # without node
 package main
 
 import (
@@ -35,6 +40,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	sizes := fs.String("users", "10000,100000,1000000", "dataset sizes, comma-separated")
 	keep := fs.Bool("keep", false, "keep the bench database cluster running afterwards")
+	duckdb := fs.Bool("duckdb", true, "compare the snapshot with DuckDB writing the same users (node and npm; npm ci into bench/duckdb)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -47,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		ns = append(ns, n)
 	}
-	b, err := newBench(ctx, stderr)
+	b, err := newBench(ctx, stderr, *duckdb)
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 1
@@ -64,6 +70,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		results = append(results, r)
 	}
 	printTable(stdout, results)
+	fmt.Fprintln(stdout)
+	printSnapshots(stdout, results)
+	fmt.Fprintln(stdout)
+	printGrowth(stdout, results)
 	return 0
 }
 
@@ -105,21 +115,28 @@ func repoRoot() (string, error) {
 // command runs the usersync binary and returns its stdout, its wall time and
 // its peak RSS in MiB.
 func (b *bench) command(ctx context.Context, env []string, args ...string) (string, time.Duration, float64, error) {
+	out, _, d, rss, err := b.commandOutput(ctx, env, args...)
+	return out, d, rss, err
+}
+
+// commandOutput is command that also returns the binary's stderr.
+func (b *bench) commandOutput(ctx context.Context, env []string, args ...string) (stdout, stderr string, wall time.Duration, rss float64, err error) {
 	cmd := exec.CommandContext(ctx, b.bin, args...)
 	cmd.Env = env
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	err := cmd.Run()
-	d := time.Since(start)
-	rss := 0.0
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = float64(ru.Maxrss) / 1024
+	err = cmd.Run()
+	wall = time.Since(start)
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = float64(ru.Maxrss) / 1024
+		}
 	}
 	if err != nil {
-		return out.String(), d, rss, fmt.Errorf("usersync %s: %w: %s", strings.Join(args, " "), err, lastLine(errb.String()))
+		return out.String(), errb.String(), wall, rss, fmt.Errorf("usersync %s: %w: %s", strings.Join(args, " "), err, lastLine(errb.String()))
 	}
-	return out.String(), d, rss, nil
+	return out.String(), errb.String(), wall, rss, nil
 }
 
 func lastLine(s string) string {
