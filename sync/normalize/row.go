@@ -3,7 +3,6 @@ package normalize
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"slices"
 	"sort"
 	"time"
@@ -185,21 +184,6 @@ func readMeta(row *Row, meta []byte) error {
 		return &FieldError{Field: "meta.canWrite", Reason: "expected boolean, got another type"}
 	}
 	return nil
-}
-
-// CanonicalJSON re-encodes a JSON value with sorted keys and no spaces, so
-// the same value hashes the same whether it came from the API or from
-// PostgreSQL's jsonb output. Invalid JSON is returned as is.
-func CanonicalJSON(b []byte) []byte {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return b
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return b
-	}
-	return out
 }
 
 // Hash is the content hash of a row: the attributes object as sent, the

@@ -302,6 +302,19 @@ func advance(cp Checkpoint, rows []normalize.Row, c Counts) Checkpoint {
 // one on ties), in first-seen order: a page may repeat an id.
 func dedupe(rows []normalize.Row) []normalize.Row {
 	seen := make(map[int64]int, len(rows))
+	for i := range rows {
+		if _, ok := seen[rows[i].ID]; ok {
+			return dedupeCopy(rows)
+		}
+		seen[rows[i].ID] = i
+	}
+	return rows // the common case: no repeats, no copy
+}
+
+// dedupeCopy keeps, of each id, its row with the greatest updatedAt, in a new
+// slice (the caller's is left alone).
+func dedupeCopy(rows []normalize.Row) []normalize.Row {
+	seen := make(map[int64]int, len(rows))
 	out := rows[:0:0]
 	for _, r := range rows {
 		if i, ok := seen[r.ID]; ok {
