@@ -28,28 +28,43 @@ func (s *Syncer) dimensionQuery(res schema.Resource) jsonapi.Query {
 func (s *Syncer) syncDimensions(ctx context.Context, runID int64) (map[string]warehouse.Counts, error) {
 	out := map[string]warehouse.Counts{}
 	for _, res := range []schema.Resource{schema.Team(), schema.Role(), schema.Profile()} {
-		var data []jsonapi.Resource
-		pages := s.client.Collection(res.Path, s.dimensionQuery(res))
-		for {
-			page, err := pages.Next(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("listing %s: %w", res.Path, err)
-			}
-			if page == nil {
-				break
-			}
-			data = append(data, page.Data...)
-		}
-		rows, bad := s.normalizeAll(res.Type, data)
-		present := make([]int64, 0, len(data))
-		for _, d := range data {
-			present = append(present, int64(d.ID))
-		}
-		c, err := s.store.LoadDimension(ctx, res.Type, rows, bad, present, runID)
+		c, err := s.syncDimension(ctx, res, runID)
 		if err != nil {
 			return nil, err
 		}
 		out[res.Table] = c
 	}
 	return out, nil
+}
+
+// syncDimension streams one dimension's list into the warehouse: each page
+// is typed and staged as it arrives, and the whole list is applied in one
+// transaction once the last page has been staged (see
+// warehouse.DimensionLoad), so memory holds one page however long the list.
+// A list that fails part way applies nothing.
+func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, runID int64) (warehouse.Counts, error) {
+	load, err := s.store.BeginDimension(ctx, res.Type, runID)
+	if err != nil {
+		return warehouse.Counts{}, err
+	}
+	defer load.Close()
+	pages := s.client.Collection(res.Path, s.dimensionQuery(res))
+	for {
+		page, err := pages.Next(ctx)
+		if err != nil {
+			return warehouse.Counts{}, fmt.Errorf("listing %s: %w", res.Path, err)
+		}
+		if page == nil {
+			break
+		}
+		rows, bad := s.normalizeAll(res.Type, page.Data)
+		present := make([]int64, len(page.Data))
+		for i := range page.Data {
+			present[i] = int64(page.Data[i].ID)
+		}
+		if err := load.Page(ctx, rows, bad, present); err != nil {
+			return warehouse.Counts{}, err
+		}
+	}
+	return load.Finish(ctx)
 }

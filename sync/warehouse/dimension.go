@@ -2,32 +2,148 @@ package warehouse
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/sync/normalize"
 )
 
-// LoadDimension writes the full list of one dimension (team, role or
-// profile) in one transaction: upserts every row, clears deleted_at of ids
-// that came back, and marks live ids that are not in the list deleted.
-// present holds every id the API returned, quarantined ones included, so a
-// resource that could not be typed is never taken for a deleted one. An
-// empty list never deletes everything: it is reported as a refusal.
-func (s *Store) LoadDimension(ctx context.Context, typ string, rows []normalize.Row, bad []Quarantined, present []int64, runID int64) (Counts, error) {
+// DimensionLoad writes the full list of one dimension (team, role or
+// profile) as it is listed, page by page, so the memory it needs is that of
+// one page whatever the length of the list.
+//
+// Each page is staged on a connection the load holds to itself: its typed
+// rows, every id it returned (quarantined ones included, so a resource that
+// could not be typed is never taken for a deleted one) and its quarantined
+// resources are copied into session temporary tables, in a short
+// transaction of their own. Nothing a reader can see changes until Finish,
+// which applies the whole list in one transaction: the rows deduplicated
+// across pages are upserted (unchanged rows untouched, deleted_at cleared
+// for ids that came back), live ids that were not listed are marked deleted
+// with one anti-join, quarantine records are resolved and written. A list
+// that fails half way (an API error, a cancelled context, a crash) therefore
+// marks nothing deleted and leaves no half-applied list visible: the staging
+// tables die with the load's Close or with its session.
+//
+// Staging between transactions, rather than upserting each page inside one
+// transaction opened for the whole list, keeps no transaction open while the
+// API is being waited on (rate limits and retries can take minutes): no
+// idle-in-transaction session for a timeout to kill, no row locks held on
+// the dimension table and no transaction id holding back vacuum. The price
+// is a second write of each row, into a temporary table (never WAL-logged),
+// small next to the HTTP round trip of its page.
+//
+// A DimensionLoad is not safe for concurrent use. Close must be called
+// (defer it after BeginDimension); after an error from Page or Finish the
+// load can only be closed.
+type DimensionLoad struct {
+	s      *Store
+	typ    string
+	t      tableSQL
+	sql    dimensionSQL
+	runID  int64
+	conn   *pgxpool.Conn
+	listed int64 // ids the API returned, quarantined ones included
+	rows   int64 // typed rows staged: the next row's seq
+	bad    int64 // quarantined resources staged: the next one's seq
+	done   bool  // a Page or Finish failed, Finish ran or Close ran: no more pages
+}
+
+// BeginDimension starts the load of one dimension's full list: it takes a
+// connection from the pool for the load's lifetime and creates its staging
+// tables. runID is written on the quarantine records (0 for none).
+func (s *Store) BeginDimension(ctx context.Context, typ string, runID int64) (*DimensionLoad, error) {
 	t, ok := s.tables[typ]
 	if !ok || typ == "user" {
-		return Counts{}, fmt.Errorf("loading dimension: %q is not a dimension", typ)
+		return nil, fmt.Errorf("loading dimension: %q is not a dimension", typ)
 	}
-	var c Counts
-	rows = dedupe(rows)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if c, err = s.loadRows(ctx, tx, typ, rows); err != nil {
-			return err
+	d := &DimensionLoad{s: s, typ: typ, t: t, sql: s.dimensionSQL(t), runID: runID}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: acquiring a connection: %w", t.res.Table, err)
+	}
+	d.conn = conn
+	if _, err := conn.Exec(ctx, d.sql.create); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("loading %s: creating staging tables: %w", t.res.Table, err)
+	}
+	return d, nil
+}
+
+// Page stages one page of the list: rows are its typed resources, bad its
+// quarantined ones, present the id of every resource it returned. Rows whose
+// to-one linkage was not sent are given the values the warehouse holds, as
+// LoadUsers does.
+func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Quarantined, present []int64) error {
+	if d.done || d.conn == nil {
+		return fmt.Errorf("staging %s: the load has failed, finished or been closed", d.t.res.Table)
+	}
+	if len(rows) == 0 && len(bad) == 0 && len(present) == 0 {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, d.conn, func(tx pgx.Tx) error {
+		if len(rows) > 0 {
+			if _, err := d.s.fillUnsent(ctx, tx, d.t, rows); err != nil {
+				return err
+			}
+			src := &seqSource{src: plainSource(rows), rows: rows, i: -1, seq: d.rows}
+			if _, err := tx.CopyFrom(ctx, d.sql.rowsID, d.sql.rowColumns, src); err != nil {
+				return fmt.Errorf("copying rows: %w", err)
+			}
 		}
-		if len(present) == 0 {
+		if len(present) > 0 {
+			src := pgx.CopyFromSlice(len(present), func(i int) ([]any, error) { return []any{present[i]}, nil })
+			if _, err := tx.CopyFrom(ctx, d.sql.seenID, []string{"id"}, src); err != nil {
+				return fmt.Errorf("copying ids: %w", err)
+			}
+		}
+		if len(bad) > 0 {
+			cols := []string{"seq", "resource_type", "resource_id", "field", "error", "raw"}
+			src := pgx.CopyFromSlice(len(bad), func(i int) ([]any, error) {
+				q := &bad[i]
+				return []any{d.bad + int64(i), q.Type, q.ID, q.Field, q.Error, sanitizeJSON(q.Raw)}, nil
+			})
+			if _, err := tx.CopyFrom(ctx, d.sql.badID, cols, src); err != nil {
+				return fmt.Errorf("copying quarantined resources: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		d.done = true
+		return fmt.Errorf("staging %s: %w", d.t.res.Table, err)
+	}
+	d.listed += int64(len(present))
+	d.rows += int64(len(rows))
+	d.bad += int64(len(bad))
+	return nil
+}
+
+// Finish applies the staged list in one transaction and returns what it
+// did. An empty list never deletes everything: when no page returned any
+// id while the warehouse has live rows it fails with EmptyListError and
+// changes nothing.
+func (d *DimensionLoad) Finish(ctx context.Context) (Counts, error) {
+	if d.done || d.conn == nil {
+		return Counts{}, fmt.Errorf("loading %s: the load has failed, finished or been closed", d.t.res.Table)
+	}
+	d.done = true // whatever happens, no more pages
+	c, err := d.apply(ctx)
+	if err != nil {
+		return Counts{}, fmt.Errorf("loading %s: %w", d.t.res.Table, err)
+	}
+	return c, nil
+}
+
+func (d *DimensionLoad) apply(ctx context.Context) (Counts, error) {
+	var c Counts
+	t := d.t
+	err := pgx.BeginFunc(ctx, d.conn, func(tx pgx.Tx) error {
+		if d.listed == 0 {
 			var live int64
 			if err := tx.QueryRow(ctx, t.liveCount).Scan(&live); err != nil {
 				return fmt.Errorf("counting live %s: %w", t.res.Table, err)
@@ -36,21 +152,122 @@ func (s *Store) LoadDimension(ctx context.Context, typ string, rows []normalize.
 				return &EmptyListError{Table: t.res.Table, Live: live}
 			}
 		}
-		tag, err := tx.Exec(ctx, t.softDelete, present)
+		if d.rows > 0 {
+			if _, err := tx.Exec(ctx, t.createStage); err != nil {
+				return fmt.Errorf("creating staging table: %w", err)
+			}
+			tag, err := tx.Exec(ctx, d.sql.stage)
+			if err != nil {
+				return fmt.Errorf("deduplicating staged rows: %w", err)
+			}
+			if err := tx.QueryRow(ctx, t.upsert).Scan(&c.Inserted, &c.Updated); err != nil {
+				return fmt.Errorf("upserting %s: %w", t.res.Table, err)
+			}
+			c.Unchanged = tag.RowsAffected() - c.Inserted - c.Updated
+		}
+		tag, err := tx.Exec(ctx, d.sql.delete)
 		if err != nil {
 			return fmt.Errorf("marking deleted %s: %w", t.res.Table, err)
 		}
 		c.Deleted = tag.RowsAffected()
-		b := &pgx.Batch{}
-		s.queueQuarantine(b, typ, rows, bad, runID)
-		c.Quarantined = int64(len(bad))
-		return tx.SendBatch(ctx, b).Close()
+		if d.rows > 0 {
+			if _, err := tx.Exec(ctx, d.sql.resolve, d.typ); err != nil {
+				return fmt.Errorf("resolving quarantine records: %w", err)
+			}
+		}
+		if d.bad > 0 {
+			if _, err := tx.Exec(ctx, d.sql.insert, nullID(d.runID)); err != nil {
+				return fmt.Errorf("writing quarantine records: %w", err)
+			}
+		}
+		c.Quarantined = d.bad
+		// Dropped with the commit: Close has nothing left to clean.
+		if _, err := tx.Exec(ctx, d.sql.drop); err != nil {
+			return fmt.Errorf("dropping staging tables: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
-		return Counts{}, fmt.Errorf("loading %s: %w", t.res.Table, err)
+		return Counts{}, err
 	}
+	d.release()
 	return c, nil
 }
+
+// Close ends the load. Before a successful Finish it drops the staged pages
+// (nothing of them was applied); if that fails the connection is closed, which
+// drops them as well. It is safe to call more than once.
+func (d *DimensionLoad) Close() {
+	if d == nil || d.conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := d.conn.Exec(ctx, d.sql.drop); err != nil {
+		// The session may be gone or mid-statement; closing it drops its
+		// temporary tables either way, and the pool discards it.
+		_ = d.conn.Conn().Close(ctx)
+	}
+	d.release()
+}
+
+func (d *DimensionLoad) release() {
+	d.done = true
+	d.conn.Release()
+	d.conn = nil
+}
+
+// LoadDimension writes the full list of one dimension (team, role or
+// profile), held whole in memory, in one transaction: it is a
+// DimensionLoad of one page. present holds every id the API returned,
+// quarantined ones included.
+func (s *Store) LoadDimension(ctx context.Context, typ string, rows []normalize.Row, bad []Quarantined, present []int64, runID int64) (Counts, error) {
+	d, err := s.BeginDimension(ctx, typ, runID)
+	if err != nil {
+		return Counts{}, err
+	}
+	defer d.Close()
+	if err := d.Page(ctx, rows, bad, present); err != nil {
+		return Counts{}, err
+	}
+	return d.Finish(ctx)
+}
+
+// seqSource feeds a page's rows to COPY into the rows staging table: the
+// table's columns from src, then each row's arrival order and updatedAt.
+type seqSource struct {
+	src  pgx.CopyFromSource // yields rows, in order
+	rows []normalize.Row
+	i    int   // index of the current row
+	seq  int64 // seq of rows[0]
+	buf  []any
+}
+
+func (s *seqSource) Next() bool {
+	if !s.src.Next() {
+		return false
+	}
+	s.i++
+	return true
+}
+
+func (s *seqSource) Values() ([]any, error) {
+	v, err := s.src.Values()
+	if err != nil {
+		return nil, err
+	}
+	if s.i >= len(s.rows) {
+		return nil, errors.New("more values than rows")
+	}
+	var at any
+	if u := s.rows[s.i].UpdatedAt; !u.IsZero() {
+		at = u
+	}
+	s.buf = append(append(s.buf[:0], v...), s.seq+int64(s.i), at)
+	return s.buf, nil
+}
+
+func (s *seqSource) Err() error { return s.src.Err() }
 
 // EmptyListError refuses to mark every row of a dimension deleted because
 // the API returned an empty list: an empty page is not a mass deletion.

@@ -329,30 +329,6 @@ func dedupeCopy(rows []normalize.Row) []normalize.Row {
 	return out
 }
 
-// loadRows copies rows into the table's staging table and upserts them.
-func (s *Store) loadRows(ctx context.Context, tx pgx.Tx, typ string, rows []normalize.Row) (Counts, error) {
-	var c Counts
-	if len(rows) == 0 {
-		return c, nil
-	}
-	t := s.tables[typ]
-	if _, err := s.fillUnsent(ctx, tx, t, rows); err != nil {
-		return c, err
-	}
-	if _, err := tx.Exec(ctx, t.createStage); err != nil {
-		return c, fmt.Errorf("creating staging table: %w", err)
-	}
-	n, err := tx.CopyFrom(ctx, pgx.Identifier{unquote(t.stage)}, t.columns, plainSource(rows))
-	if err != nil {
-		return c, fmt.Errorf("copying into staging: %w", err)
-	}
-	if err := tx.QueryRow(ctx, t.upsert).Scan(&c.Inserted, &c.Updated); err != nil {
-		return c, fmt.Errorf("upserting %s: %w", t.res.Table, err)
-	}
-	c.Unchanged = n - c.Inserted - c.Updated
-	return c, nil
-}
-
 // fillUnsent gives rows whose to-one linkage or data connections were not
 // sent the values the warehouse holds, so "not sent" keeps what is stored
 // (and the content hash stays that of the stored version). For users it also

@@ -22,7 +22,6 @@ type tableSQL struct {
 	upsert      string // returns (inserted, updated)
 	current     string // users only: (id, content_hash, linkage_hash, deleted) of a set of ids
 	currentOne  string // current to-one ids of a set of ids
-	softDelete  string // marks live ids not in $1 deleted (dimensions)
 	liveCount   string
 }
 
@@ -66,9 +65,9 @@ func newTableSQL(schemaName string, res schema.Resource) tableSQL {
 	}
 	changed := "t.content_hash <> EXCLUDED.content_hash OR t.linkage_hash IS DISTINCT FROM EXCLUDED.linkage_hash"
 	if !t.hashed {
-		cmp := []string{"raw"}
-		cmp = append(cmp, t.toOneCols...)
-		changed = fmt.Sprintf("(%s) IS DISTINCT FROM (%s)", prefixAll("t.", quoteAll(cmp)), prefixAll("EXCLUDED.", quoteAll(cmp)))
+		// A dimension row changed when any column did: attributes, to-one
+		// ids or raw.
+		changed = fmt.Sprintf("(%s) IS DISTINCT FROM (%s)", prefixAll("t.", quoted[1:]), prefixAll("EXCLUDED.", quoted[1:]))
 	}
 	t.upsert = fmt.Sprintf(`WITH up AS (
 	INSERT INTO %[1]s AS t (%[2]s) SELECT %[2]s FROM %[3]s
@@ -87,7 +86,6 @@ SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FR
 		}
 		t.currentOne = fmt.Sprintf(`SELECT id, %s%s FROM %s WHERE id = ANY($1::bigint[])`, strings.Join(quoteAll(t.toOneCols), ", "), extra, t.table)
 	}
-	t.softDelete = fmt.Sprintf(`UPDATE %s SET deleted_at = now() WHERE deleted_at IS NULL AND NOT (id = ANY($1::bigint[]))`, t.table)
 	t.liveCount = fmt.Sprintf(`SELECT count(*) FROM %s WHERE deleted_at IS NULL`, t.table)
 	return t
 }

@@ -1,0 +1,267 @@
+package syncer_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// TestDimensionsAcrossPages: teams listed over several pages are streamed
+// into the warehouse, which then equals the simulator; a team removed from
+// the API is marked deleted by the next sync, and comes back with the one
+// after.
+func TestDimensionsAcrossPages(t *testing.T) {
+	t.Parallel()
+	// 450 teams at 100 a page: five pages of teams.
+	e := newEnv(t, apisim.Options{Users: 300, Teams: 450, Knobs: apisim.Knobs{PageSizeCap: 100}})
+	sum := e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
+	if c := sum.Dimensions["teams"]; c.Inserted != 450 || c.Deleted != 0 || c.Updated+c.Unchanged+c.Quarantined != 0 {
+		t.Errorf("full sync teams: %+v", c)
+	}
+	// 5 teams pages, 1 roles, 1 profiles, 3 users pages.
+	if sum.Requests != 10 {
+		t.Errorf("full sync sent %d requests, want 10", sum.Requests)
+	}
+	e.assertMirrors(t)
+
+	const gone = 321 // on the fourth page
+	if err := e.sim.DeleteTeam(gone); err != nil {
+		t.Fatal(err)
+	}
+	sum = e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
+	if c := sum.Dimensions["teams"]; c.Deleted != 1 || c.Updated != 0 || c.Unchanged != 449 || c.Inserted != 0 {
+		t.Errorf("teams after a deletion: %+v", c)
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NOT NULL`); n != 1 {
+		t.Errorf("%d teams marked deleted, want 1", n)
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.teams WHERE id = $1 AND deleted_at IS NOT NULL`, gone); n != 1 {
+		t.Errorf("team %d not marked deleted", gone)
+	}
+	e.assertMirrors(t)
+
+	if err := e.sim.RestoreTeam(gone); err != nil {
+		t.Fatal(err)
+	}
+	sum = e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
+	if c := sum.Dimensions["teams"]; c.Updated != 1 || c.Deleted != 0 || c.Unchanged != 449 {
+		t.Errorf("teams after the restore: %+v", c)
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NOT NULL`); n != 0 {
+		t.Errorf("%d teams still marked deleted", n)
+	}
+	e.assertMirrors(t)
+
+	// A team whose attributes change (name, color, updatedAt) is rewritten.
+	if err := e.sim.UpdateTeam(17); err != nil {
+		t.Fatal(err)
+	}
+	sum = e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
+	if c := sum.Dimensions["teams"]; c.Updated != 1 || c.Unchanged != 449 {
+		t.Errorf("teams after an update: %+v", c)
+	}
+	e.assertMirrors(t)
+	if n := acquiredConns(e.store.Pool()); n != 0 {
+		t.Errorf("%d connections still acquired after the runs", n)
+	}
+}
+
+// TestDimensionsFailMidList: a teams list that fails after its first page,
+// by an API error or a cancelled context, changes nothing in the warehouse:
+// no team marked deleted, none brought back, no row rewritten. The next sync
+// applies the list.
+func TestDimensionsFailMidList(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		check func(error) bool
+		fail  func(w http.ResponseWriter, cancel context.CancelFunc) // on the second teams page
+	}{
+		{"api error", func(err error) bool {
+			var re *jsonapi.ResponseError
+			return errors.As(err, &re) && re.StatusCode == http.StatusServiceUnavailable
+		}, func(w http.ResponseWriter, _ context.CancelFunc) {
+			http.Error(w, `{"errors":[{"status":"503","title":"Service Unavailable"}]}`, http.StatusServiceUnavailable)
+		}},
+		{"cancelled", func(err error) bool { return errors.Is(err, context.Canceled) },
+			func(w http.ResponseWriter, cancel context.CancelFunc) {
+				cancel()
+				http.Error(w, `{"errors":[{"status":"503","title":"Service Unavailable"}]}`, http.StatusServiceUnavailable)
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, apisim.Options{Users: 200, Teams: 250, Knobs: apisim.Knobs{PageSizeCap: 100}})
+			e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
+			if err := e.sim.DeleteTeam(50); err != nil {
+				t.Fatal(err)
+			}
+			e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
+			// A complete list would now bring team 50 back, from the
+			// first page, and mark team 7 deleted.
+			for _, err := range []error{e.sim.RestoreTeam(50), e.sim.DeleteTeam(7)} {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := e.digest(t)
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var teams atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/teams") && teams.Add(1) > 1 {
+					tc.fail(w, cancel)
+					return
+				}
+				e.sim.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			client := newClient(t, srv.URL, jsonapi.StaticToken("test-token"))
+			_, err := syncer.New(client, e.store, syncer.Config{}).Run(ctx, syncer.Request{Kind: warehouse.KindIncremental})
+			if err == nil || !tc.check(err) || !strings.Contains(err.Error(), "listing teams: ") {
+				t.Fatalf("run over a failing teams list: %v", err)
+			}
+			if after := e.digest(t); after != before {
+				t.Errorf("the warehouse changed:\nbefore %s\nafter  %s", before, after)
+			}
+			if n := e.count(t, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NOT NULL`); n != 1 {
+				t.Errorf("%d teams marked deleted after a failed list, want 1 (team 50)", n)
+			}
+			if n := acquiredConns(e.store.Pool()); n != 0 {
+				t.Errorf("%d connections still acquired after the failed run", n)
+			}
+
+			sum := e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
+			if c := sum.Dimensions["teams"]; c.Deleted != 1 || c.Updated != 1 || c.Unchanged != 248 || c.Inserted != 0 {
+				t.Errorf("teams of the next sync: %+v", c)
+			}
+			e.assertMirrors(t)
+		})
+	}
+}
+
+// digest sums up the dimension tables and the quarantine, every column.
+func (e *testEnv) digest(t *testing.T) string {
+	t.Helper()
+	var out []string
+	for _, table := range []string{"teams", "roles", "profiles", "quarantine"} {
+		var d string
+		q := `SELECT count(*) || ':' || coalesce(md5(string_agg(x::text, ',' ORDER BY x::text)), '') FROM ` +
+			pgx.Identifier{e.store.Schema(), table}.Sanitize() + ` x`
+		if err := e.store.Pool().QueryRow(context.Background(), q).Scan(&d); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		out = append(out, table+"="+d)
+	}
+	return strings.Join(out, " ")
+}
+
+// BenchmarkDimensions is a full sync of a simulator with few users and
+// USERSYNC_BENCH_TEAMS teams (default 40,000, the teams of a million
+// users): the dimension pass dominates, and the live heap it adds
+// (sync-live-MiB: the greatest live heap a GC found during the run, less the
+// one before it, which holds the simulator's dataset) must stay that of one
+// page whatever the number of teams.
+func BenchmarkDimensions(b *testing.B) {
+	teams := 40_000
+	if v := os.Getenv("USERSYNC_BENCH_TEAMS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatalf("USERSYNC_BENCH_TEAMS: %v", err)
+		}
+		teams = n
+	}
+	sim := apisim.New(apisim.Options{Seed: 1, Users: 1000, Teams: teams})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	pool := schematest.NewPool(b, 8)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		name := schematest.NewSchemaName(b, pool)
+		if _, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name}); err != nil {
+			b.Fatal(err)
+		}
+		store, _ := warehouse.NewStore(pool, name)
+		client, _ := jsonapi.NewClient(jsonapi.Options{BaseURL: srv.URL, Auth: jsonapi.StaticToken("bench")})
+		runtime.GC()
+		base := readMetric(liveHeapMetric)
+		b.StartTimer()
+		stopHeap, stopLive := peakHeap(), peakMetric(liveHeapMetric)
+		sum, err := syncer.New(client, store, syncer.Config{}).Run(ctx, syncer.Request{Kind: warehouse.KindFull})
+		peak, live := stopHeap(), stopLive()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if c := sum.Dimensions["teams"]; c.Inserted != int64(teams) {
+			b.Fatalf("inserted %d of %d teams", c.Inserted, teams)
+		}
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(float64(live-min(base, live))/(1<<20), "sync-live-MiB")
+	}
+}
+
+// acquiredConns returns the connections of pool still acquired, once those
+// being destroyed (a connection a cancelled context broke is closed in the
+// background) are gone, waiting a few seconds at most.
+func acquiredConns(pool *pgxpool.Pool) int32 {
+	for range 100 {
+		if n := pool.Stat().AcquiredConns(); n == 0 {
+			return 0
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return pool.Stat().AcquiredConns()
+}
+
+// liveHeapMetric is the heap the last GC found live: unlike the heap's
+// objects it holds no garbage, whose allowance grows with the simulator's
+// dataset that shares the process.
+const liveHeapMetric = "/gc/heap/live:bytes"
+
+func readMetric(name string) uint64 {
+	sample := []metrics.Sample{{Name: name}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
+// peakMetric samples a runtime metric every few milliseconds until stopped
+// and returns its greatest value.
+func peakMetric(name string) (stop func() uint64) {
+	var peak uint64
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			peak = max(peak, readMetric(name))
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); <-finished; return peak }
+}
