@@ -23,7 +23,7 @@ import (
 type Config struct {
 	PageSize int           // page[size] of user requests (default 1000)
 	Lookback time.Duration // how far before the watermark incremental runs start (default 10m)
-	Prefetch int           // pages fetched ahead of the one being written (default 2)
+	Prefetch int           // pages fetched ahead of the one being normalized (default 1): with it, at most three pages are in memory
 	// NoDataConnections stops asking for users' meta.dataConnections
 	// (provideDataConnections); the stored values are then left alone.
 	NoDataConnections bool
@@ -59,7 +59,7 @@ func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
 		cfg.Lookback = 0
 	}
 	if cfg.Prefetch <= 0 {
-		cfg.Prefetch = 2
+		cfg.Prefetch = 1
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
