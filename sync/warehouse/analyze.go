@@ -15,8 +15,13 @@ const AnalyzeThreshold = 1000
 // nearly empty ones, and the users_current view, which joins users to their
 // teams, was planned as a nested loop over every team for every user (a
 // snapshot of 100,000 users took 15 minutes instead of 8 seconds).
+//
+// For users, only the columns the views join and filter on are analyzed
+// (the row count comes with them): statistics of all of its ~100 columns
+// took 3.2 s for 50,000 users against 0.19 s. Autovacuum analyzes the rest
+// later.
 func (s *Store) Analyze(ctx context.Context) error {
-	_, err := s.pool.Exec(ctx, fmt.Sprintf(`ANALYZE %[1]s.users, %[1]s.user_teams, %[1]s.teams, %[1]s.roles, %[1]s.profiles, %[1]s.user_version_history`, s.q))
+	_, err := s.pool.Exec(ctx, fmt.Sprintf(`ANALYZE %[1]s.users (id, role_id, profile_id, updated_at, deleted_at), %[1]s.user_teams, %[1]s.teams, %[1]s.roles, %[1]s.profiles, %[1]s.user_version_history (user_id, valid_from)`, s.q))
 	if err != nil {
 		return fmt.Errorf("analyzing the warehouse tables: %w", err)
 	}
