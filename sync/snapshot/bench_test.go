@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -25,7 +24,7 @@ import (
 // Benchmark knobs (environment): USERSYNC_BENCH_USERS (default 100,000)
 // sizes the data set; USERSYNC_BENCH_<OPTION> overrides one option for
 // tuning runs: BATCH_ROWS, BATCH_BYTES, ROW_GROUP_ROWS, PAGE_BYTES, WORKERS,
-// COMPRESSION, LEVEL, DICTIONARY (sampled, all, none).
+// READERS, CHUNK_BYTES, COMPRESSION, LEVEL, DICTIONARY (sampled, all, none).
 
 func benchUsers(b *testing.B) int {
 	if v := os.Getenv("USERSYNC_BENCH_USERS"); v != "" {
@@ -57,6 +56,8 @@ func benchOptions(b *testing.B) Options {
 	num("WORKERS", func(n int) { o.Workers = n })
 	num("LEVEL", func(n int) { o.CompressionLevel = n })
 	num("WRITE_BATCH", func(n int) { o.writeBatch = n })
+	num("READERS", func(n int) { o.Readers = n })
+	num("CHUNK_BYTES", func(n int) { o.chunkBytes = n })
 	o.Compression = Compression(os.Getenv("USERSYNC_BENCH_COMPRESSION"))
 	o.pageV1 = os.Getenv("USERSYNC_BENCH_PAGE_V1") != ""
 	switch d := os.Getenv("USERSYNC_BENCH_DICTIONARY"); d {
@@ -157,14 +158,16 @@ func BenchmarkWrite(b *testing.B) {
 			}
 			var rows, size int64
 			var peakHeap, peakHeld, allocated uint64
-			var elapsed, cpu time.Duration
+			var elapsed, cpu, pgCPU time.Duration
 			for b.Loop() {
 				runtime.GC()
+				pg0 := serverCPU(b, pool)
 				stop := peakMemory()
 				t0, cpu0, alloc0 := time.Now(), cpuTime(b), totalAlloc()
 				m, err := w.Write(context.Background())
 				elapsed += time.Since(t0)
 				cpu += cpuTime(b) - cpu0
+				pgCPU += serverCPU(b, pool).since(pg0)
 				allocated += totalAlloc() - alloc0
 				heap, held := stop()
 				if err != nil {
@@ -181,6 +184,9 @@ func BenchmarkWrite(b *testing.B) {
 			b.ReportMetric(float64(peakHeld)/(1<<20), "peak-held-MiB")
 			b.ReportMetric(float64(size)/float64(rows), "file-B/row")
 			b.ReportMetric(float64(rows)/cpu.Seconds(), "rows/cpu-s")
+			if pgCPU > 0 {
+				b.ReportMetric(float64(rows)/(cpu+pgCPU).Seconds(), "rows/total-cpu-s")
+			}
 			b.ReportMetric(float64(allocated)/float64(rows), "alloc-B/row")
 		})
 	}
@@ -220,8 +226,9 @@ func benchWarehouse(b *testing.B) (*pgxpool.Pool, string) {
 // loadBenchData fills the warehouse with n users whose values look like the
 // API's: names and titles from small vocabularies, enums, unique emails and
 // GUIDs, 10-80% NULLs, microsecond timestamps, a duties object, the raw JSON
-// of all attributes (about 2 kB) and its SHA-256; one version per user,
-// 0–4 of 50 teams per user, 20 roles, 5 profiles.
+// of all attributes (about 2 kB) and its SHA-256; one version per user (its
+// users row: no superseded version), one mailbox per user, 0–4 of 50 teams
+// per user, 20 roles, 5 profiles.
 func loadBenchData(b *testing.B, pool *pgxpool.Pool, name string, n int) {
 	b.Helper()
 	ctx := context.Background()
@@ -244,16 +251,13 @@ func loadBenchData(b *testing.B, pool *pgxpool.Pool, name string, n int) {
 		`INSERT INTO ` + q("teams") + ` (id, name, color, created_at, raw, synced_at)
 		 SELECT g, 'Team ' || g, (ARRAY['red','blue','green'])[1 + g % 3], now(), jsonb_build_object('name', 'Team ' || g), now()
 		 FROM generate_series(1, 50) g`,
-		`INSERT INTO ` + q("users") + ` (` + strings.Join(typed, ", ") + `, raw, content_hash, synced_at, deleted_at)
-		 SELECT t.*, to_jsonb(t), sha256(convert_to(t::text, 'UTF8')), now(), CASE WHEN t.id % 50 = 0 THEN now() END
+		`INSERT INTO ` + q("users") + ` (` + strings.Join(typed, ", ") + `, raw, content_hash, synced_at, deleted_at, version_run_id, mailbox_ids)
+		 SELECT t.*, to_jsonb(t), sha256(convert_to(t::text, 'UTF8')), now(), CASE WHEN t.id % 50 = 0 THEN now() END, 1, ARRAY[t.id * 3]
 		 FROM (SELECT ` + strings.Join(exprs, ",\n") + ` FROM generate_series(1::bigint, ` + strconv.Itoa(n) + `) g) t`,
-		`INSERT INTO ` + q("user_versions") + ` (user_id, content_hash, ` + strings.Join(typed[1:], ", ") + `, raw, valid_from, run_id)
-		 SELECT id, content_hash, ` + strings.Join(typed[1:], ", ") + `, raw, synced_at, 1 FROM ` + q("users"),
 		`INSERT INTO ` + q("user_teams") + ` (user_id, team_id)
 		 SELECT u, (u + k * 13) % 50 + 1 FROM generate_series(1, ` + strconv.Itoa(n) + `) u, generate_series(1, u % 5) k`,
-		`INSERT INTO ` + q("user_relationships") + ` (user_id, relationship, related_type, related_id)
-		 SELECT u, 'mailboxes', 'mailbox', u * 3 FROM generate_series(1, ` + strconv.Itoa(n) + `) u`,
 		`ANALYZE ` + q("users"),
+		`ANALYZE ` + q("user_teams"),
 	}
 	for _, s := range stmts {
 		if _, err := pool.Exec(ctx, s); err != nil {
@@ -331,7 +335,8 @@ func benchExpr(c schema.Column, k int) string {
 }
 
 // BenchmarkRead is the ceiling of BenchmarkWrite/users: the users table read
-// from PostgreSQL and decoded into Arrow records, which are then dropped.
+// from PostgreSQL by the snapshot's readers and decoded into Arrow records,
+// which are then dropped.
 func BenchmarkRead(b *testing.B) {
 	pool, name := benchWarehouse(b)
 	w, err := New(pool, name, &Local{root: b.TempDir()}, nil, nil, benchOptions(b))
@@ -341,41 +346,81 @@ func BenchmarkRead(b *testing.B) {
 	users, _ := schema.TableNamed("users")
 	ctx := context.Background()
 	var rows int64
-	var elapsed, cpu time.Duration
+	var elapsed, cpu, pgCPU time.Duration
 	for b.Loop() {
+		pg0 := serverCPU(b, pool)
 		t0, cpu0 := time.Now(), cpuTime(b)
 		tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 		if err != nil {
 			b.Fatal(err)
 		}
-		q, err := tx.Query(ctx, selectTable(name, users), pgx.QueryExecModeDescribeExec)
+		rs, err := w.startReaders(ctx, tx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		chunks, err := w.chunks(ctx, rs, users)
 		if err != nil {
 			b.Fatal(err)
 		}
 		run := &snapshotRun{id: "bench", schema: name, started: time.Now()}
-		rb := array.NewRecordBuilder(w.mem, run.arrowSchema(users))
-		decs, err := newDecoders(users, q.FieldDescriptions(), rb)
-		if err != nil {
-			b.Fatal(err)
-		}
-		recs := make(chan batch, 1)
-		go func() {
-			for b := range recs {
-				rows += b.rec.NumRows()
-				b.rec.Release()
-			}
-		}()
-		err = w.readRecords(ctx, users, q, decs, rb, recs)
-		close(recs)
-		q.Close()
-		rb.Release()
+		err = w.readTable(ctx, rs, users, run.arrowSchema(users), chunks, func(b batch) error {
+			rows += b.rec.NumRows()
+			b.release()
+			return nil
+		})
+		rs.close(ctx)
 		_ = tx.Rollback(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
 		elapsed += time.Since(t0)
 		cpu += cpuTime(b) - cpu0
+		pgCPU += serverCPU(b, pool).since(pg0)
 	}
 	b.ReportMetric(float64(rows)/elapsed.Seconds(), "rows/s")
 	b.ReportMetric(float64(rows)/cpu.Seconds(), "rows/cpu-s")
+	if pgCPU > 0 {
+		b.ReportMetric(float64(rows)/(cpu+pgCPU).Seconds(), "rows/total-cpu-s")
+	}
+}
+
+// backendCPU is the CPU time each server process of a pool's connections
+// has used, by process id.
+type backendCPU map[uint32]time.Duration
+
+// serverCPU reads the CPU time of the server processes behind the pool's
+// idle connections (all of them, between two Writes) from /proc; it is
+// empty when the server is not a local process.
+func serverCPU(b *testing.B, pool *pgxpool.Pool) backendCPU {
+	out := backendCPU{}
+	for _, c := range pool.AcquireAllIdle(context.Background()) {
+		pid := c.Conn().PgConn().PID()
+		c.Release()
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// Past the command's closing parenthesis: state is field 3, utime 14, stime 15.
+		fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(fields) < 13 {
+			continue
+		}
+		utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+		stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			b.Fatalf("parsing /proc/%d/stat: %q", pid, data)
+		}
+		out[pid] = time.Duration(utime+stime) * (time.Second / 100) // USER_HZ
+	}
+	return out
+}
+
+// since is the CPU time the processes used after before was read; a process
+// started since counts whole.
+func (c backendCPU) since(before backendCPU) time.Duration {
+	var d time.Duration
+	for pid, t := range c {
+		d += t - before[pid]
+	}
+	return d
 }

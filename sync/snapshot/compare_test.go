@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -115,8 +116,16 @@ type readFile struct {
 }
 
 // snapshotRows reads every file of a table of a snapshot with pqarrow and
-// returns its rows canonically, and what each file says about itself.
+// returns its rows canonically, sorted, and what each file says about itself.
 func snapshotRows(t testing.TB, dest Destination, tm TableManifest) ([]string, []readFile) {
+	t.Helper()
+	out, files := readSnapshotRows(t, dest, tm)
+	slices.Sort(out)
+	return out, files
+}
+
+// readSnapshotRows is snapshotRows with the rows in the files' order.
+func readSnapshotRows(t testing.TB, dest Destination, tm TableManifest) ([]string, []readFile) {
 	t.Helper()
 	ctx := context.Background()
 	var out []string
@@ -174,7 +183,7 @@ func snapshotRows(t testing.TB, dest Destination, tm TableManifest) ([]string, [
 			}
 			n += rec.NumRows()
 		}
-		if err := rr.Err(); err != nil && err != io.EOF {
+		if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
 			t.Fatalf("reading records of %s: %v", f.Path, err)
 		}
 		rr.Release()
@@ -182,7 +191,6 @@ func snapshotRows(t testing.TB, dest Destination, tm TableManifest) ([]string, [
 			t.Errorf("%s: read %d rows, manifest says %d", f.Path, n, f.Rows)
 		}
 	}
-	slices.Sort(out)
 	return out, files
 }
 

@@ -63,7 +63,7 @@ func crashChild(dir string) int {
 		return fail(err)
 	}
 	_, err = w.Write(ctx)
-	return fail(fmt.Errorf("Write returned instead of blocking: %v", err))
+	return fail(fmt.Errorf("Write returned instead of blocking: %w", err))
 }
 
 // blockingObject writes half of its first write, reports it and blocks.

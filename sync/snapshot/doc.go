@@ -1,8 +1,8 @@
 // Package snapshot writes Parquet snapshots of the warehouse: every catalog
-// table with Snapshot set (users, user_versions, teams, roles, profiles,
-// user_teams, user_relationships and the users_current view), read in one
-// REPEATABLE READ, READ ONLY transaction so that all tables agree, to a local
-// folder or an S3-compatible bucket.
+// table and view with Snapshot set (users, user_versions, teams, roles,
+// profiles, user_teams, user_relationships and users_current), all read
+// through one database snapshot so that they agree, to a local folder or an
+// S3-compatible bucket.
 //
 // # Layout
 //
@@ -22,6 +22,40 @@
 // meaning (schema.MetaMeaning), and each file's key-value metadata the
 // catalog version, the table, the snapshot's id and start, the watermark and
 // the Arrow schema (ARROW:schema), so Arrow readers get the time zone back.
+//
+// # Reading
+//
+// Write opens a REPEATABLE READ, READ ONLY transaction, whose snapshot is
+// the snapshot's, and exports it (pg_export_snapshot); Options.Readers-1
+// more transactions (default 1), on connections of the pool, import it (SET
+// TRANSACTION SNAPSHOT) before their first query, so every reader sees
+// exactly the rows the first one does, whatever is committed meanwhile. With
+// two readers or more, a table is read in chunks of about one record batch
+// (BatchBytes of its stored size, or BatchRows of its estimated rows), one
+// query each, shared round-robin among the readers:
+//
+//   - tables by ranges of heap blocks, WHERE ctid >= '(a,0)' AND
+//     ctid < '(b,0)': a TID range scan reads only its blocks, needs no index
+//     and splits evenly whatever the keys (the first range is open below and
+//     the last open above, so rows moved or added meanwhile change nothing);
+//   - views by ranges of the user id they are keyed on (users_current.id,
+//     user_versions.user_id, user_relationships.user_id) at bounds taken from
+//     the users table's ids, a condition PostgreSQL pushes down to the
+//     users and user_version_history index scans, after a chunk of NULL ids.
+//
+// Each reader decodes into its own Arrow builders and hands one finished
+// batch at a time to Write's goroutine, which takes the chunks in order. So a
+// file's rows are in chunk order: a table's in its heap order (as a
+// sequential scan from the first block returns them, without the
+// synchronized scans that can start one mid-table), a view's by ranges of
+// user ids, and the files are byte for byte the same whatever the number of
+// readers from two on. One reader reads each table or view in one query
+// (heap order for tables, the plan's for views), as before: with a single
+// connection, chunks only left the server idle between one and the next.
+// JIT compilation is off in the readers: compiling a view's plan took longer
+// than running a chunk's query. Readers are capped at the pool's size less
+// one; one the pool cannot lend within two seconds is skipped (with a
+// warning) rather than hold the snapshot open waiting.
 //
 // # Publication and atomicity
 //
@@ -53,28 +87,39 @@
 //
 // # Memory and speed
 //
-// Rows are streamed: one goroutine decodes PostgreSQL's binary rows straight
-// into Arrow builders (no per-value allocation) while the previous record is
-// encoded, its columns spread over Options.Workers goroutines (pqarrow
-// encodes them one after the other). Memory is bounded by two records
-// (BatchRows rows or BatchBytes bytes), one buffered row group
-// (RowGroupBytes of values, compressed, plus each column's open page of
-// PageBytes) and the zstd encoders at work, not by the table's size.
+// Rows are streamed: each reader decodes PostgreSQL's binary rows straight
+// into its Arrow builders (no per-value allocation) while Write's goroutine
+// encodes the previous record, its columns spread over Options.Workers
+// goroutines (pqarrow encodes them one after the other). Memory is bounded
+// by a record per reader and the one being encoded (BatchRows rows or
+// BatchBytes bytes each), one buffered row group (RowGroupBytes of values,
+// compressed, plus each column's open page of PageBytes) and the zstd
+// encoders (one per worker, 2 MB of history each), not by the table's size.
 //
-// The defaults come from BenchmarkWrite (bench_test.go) on 2 vCPUs: with
-// 1,000,000 synthetic users (2.6 kB of raw JSON each) a whole snapshot (6
-// million rows in 8 tables) peaked at 230–290 MB of heap; the users table
-// alone streams at the speed PostgreSQL reads it (BenchmarkRead), about
-// 33,000 rows per CPU second of this process. Arrow v15 makes two choices
-// matter more than they would elsewhere:
+// The defaults come from BenchmarkWrite and BenchmarkRead (bench_test.go) on
+// 2 vCPUs that also run PostgreSQL (docs/benchmarks.md has the numbers):
+// with 1,000,000 synthetic users (2.6 kB of raw JSON each) a whole snapshot
+// (6 million rows in 8 tables and views) peaked at 210–240 MiB of heap with
+// one or two readers. A users row costs PostgreSQL about 27 µs of CPU
+// (mostly de-TOASTing the raw JSON and printing it as text) and this
+// process about 27 µs (40% of it zstd): one connection delivers at most
+// ~35,000 rows/s, two deliver what the cores allow. On a machine that also
+// runs PostgreSQL the two together are the limit (2 cores / ~55 µs, about
+// 36,000 rows/s); against a server of its own, this process alone is
+// (projected: about 70,000 rows/s on 2 cores). Arrow v15 makes three choices matter
+// more than they would elsewhere:
 //
 //   - data pages are version 2: with version 1 pages, v15's definition-level
 //     buffer reallocates and copies itself at every run of levels, which was
 //     80% of all bytes allocated (75 kB per users row; 23 kB with version 2);
-//   - zstd runs at level 1: v15 builds a new zstd encoder for every page
-//     (about 0.6 MB, plus an 8 MB window at level 1 or 16 MB at level 3), so
-//     level 3 cost 27% more CPU for files 7% smaller, and pages of 256 kB
-//     trade that churn against the memory each open page holds.
+//   - v15's zstd codec builds a new encoder for every page (about 0.6 MB of
+//     tables per GOMAXPROCS, and a 16 MB history buffer for pages over
+//     128 kB, allocated and zeroed each time), which was 70% of the bytes a
+//     snapshot of users allocated and a quarter of its CPU: pqwriter.go
+//     assembles the files from Arrow's exported parts with a page writer
+//     whose encoders are reused (15 kB allocated per users row instead of 40);
+//   - zstd runs at level 1: level 3 cost 27% more CPU (measured with v15's
+//     per-page encoders) for files 7% smaller.
 //
 // Parquet dictionary encoding is chosen per column from the first record:
 // on where at most half of the values are distinct (enums, time zones,

@@ -45,7 +45,7 @@ func newColumnEncoder(sch *arrow.Schema, props pqarrow.ArrowWriterProperties, wo
 }
 
 // write encodes every column of rec into rg.
-func (e *columnEncoder) write(ctx context.Context, rg file.BufferedRowGroupWriter, rec arrow.Record) error {
+func (e *columnEncoder) write(ctx context.Context, rg *rowGroup, rec arrow.Record) error {
 	cols := int(rec.NumCols())
 	order := largestFirst(rec)
 	workers := min(len(e.scratch), cols)
@@ -84,7 +84,7 @@ func (e *columnEncoder) write(ctx context.Context, rg file.BufferedRowGroupWrite
 }
 
 // column writes field c of rec to its column writer.
-func (e *columnEncoder) column(actx context.Context, rg file.BufferedRowGroupWriter, rec arrow.Record, c int, s *levelScratch) error {
+func (e *columnEncoder) column(actx context.Context, rg *rowGroup, rec arrow.Record, c int, s *levelScratch) error {
 	err := guard(func() error {
 		cw, err := rg.Column(c)
 		if err != nil {

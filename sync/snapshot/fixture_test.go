@@ -53,7 +53,11 @@ var (
 	edgeJSON = []any{nil, `{}`, `null`, `[]`, `{"a": [1, 2, {"b": "李"}], "e": "🎉", "n": null}`, `"just a string"`,
 		`123.456`, `{"big": 12345678901234567890, "esc": "\u0001\n\"\u00e9", "deep": {"x": {"y": [true, false]}}}`}
 	edgeBytes = []any{nil, []byte{}, []byte{0, 1, 2, 0xff, 0}, sha(1)}
+	edgeLists = []any{nil, []int64{}, []int64{1}, []*int64{ptr(int64(5)), nil, ptr(int64(math.MaxInt64))},
+		[]int64{math.MinInt64, 0, -1, 1234567890123}}
 )
+
+func ptr[T any](v T) *T { return &v }
 
 func sha(i int) []byte {
 	h := sha256.Sum256([]byte(fmt.Sprint(i)))
@@ -80,6 +84,8 @@ func edgeValue(c schema.Column, row int) any {
 		vals = edgeJSON
 	case "bytea":
 		vals = edgeBytes
+	case "bigint[]":
+		vals = edgeLists
 	default:
 		panic("no edge values for " + c.Type)
 	}
@@ -113,26 +119,33 @@ func fill(t testing.TB, pool *pgxpool.Pool, schemaName string, users int) {
 			return m
 		},
 		"users": func(i int) map[string]any {
-			m := map[string]any{"id": int64(i + 1), "role_id": refOrNil(i, 3), "profile_id": refOrNil(i+1, 3), "deleted_at": nil}
+			m := map[string]any{"id": int64(i + 1), "role_id": refOrNil(i, 3), "profile_id": refOrNil(i+1, 3), "deleted_at": nil,
+				"other_relationships": nil}
 			if i%10 == 9 {
 				m["deleted_at"] = time.Date(2026, 5, 6, 7, 8, 9, 10000, time.UTC)
 			}
+			if u := i + 1; u%5 == 0 {
+				m["mailbox_ids"] = []int64{int64(u * 10)}
+				m["content_category_ids"] = []int64{7}
+				m["other_relationships"] = fmt.Sprintf(`{"owners": [{"type": "user", "id": "%d"}, {"type": "team", "id": "3"}]}`, u-1)
+			}
 			return m
 		},
-		"user_versions": func(i int) map[string]any {
-			m := map[string]any{"user_id": int64(i/2 + 1), "valid_to": nil}
+		// Superseded versions: the current ones are the users rows.
+		"user_version_history": func(i int) map[string]any {
+			m := map[string]any{"user_id": int64(i/2 + 1), "valid_to": time.Date(2026, 3, 4, 5, 6, 7, 891011000, time.UTC)}
 			if i%2 == 0 {
-				m["valid_to"] = time.Date(2026, 3, 4, 5, 6, 7, 891011000, time.UTC)
+				m["valid_to"] = time.Date(2025, 1, 2, 3, 4, 5, 6000, time.UTC)
 			}
 			return m
 		},
 	}
-	counts := map[string]int{"roles": 3, "profiles": 3, "teams": 5, "users": users, "user_versions": 2 * min(users, 50)}
-	for _, table := range []string{"roles", "profiles", "teams", "users", "user_versions"} {
+	counts := map[string]int{"roles": 3, "profiles": 3, "teams": 5, "users": users, "user_version_history": 2 * min(users, 50)}
+	for _, table := range []string{"roles", "profiles", "teams", "users", "user_version_history"} {
 		tbl, _ := schema.TableNamed(table)
 		var cols []string
 		for _, c := range tbl.Columns {
-			if c.Name != "version_id" { // GENERATED ALWAYS AS IDENTITY
+			if c.Name != "version_id" { // an identity (history), or a sequence's default (users)
 				cols = append(cols, c.Name)
 			}
 		}
@@ -152,7 +165,7 @@ func fill(t testing.TB, pool *pgxpool.Pool, schemaName string, users int) {
 		}
 		copyRows(ctx, t, pool, schemaName, table, cols, rows)
 	}
-	var teams, rels [][]any
+	var teams [][]any
 	synced := time.Date(2026, 11, 22, 9, 0, 0, 1000, time.UTC)
 	for u := 1; u <= users; u++ {
 		for team := 1; team <= 5; team++ {
@@ -160,13 +173,8 @@ func fill(t testing.TB, pool *pgxpool.Pool, schemaName string, users int) {
 				teams = append(teams, []any{int64(u), int64(team), synced})
 			}
 		}
-		if u%5 == 0 {
-			rels = append(rels, []any{int64(u), "mailboxes", "mailbox", int64(u * 10), synced},
-				[]any{int64(u), "contentCategories", "contentCategory", int64(7), synced})
-		}
 	}
 	copyRows(ctx, t, pool, schemaName, "user_teams", []string{"user_id", "team_id", "synced_at"}, teams)
-	copyRows(ctx, t, pool, schemaName, "user_relationships", []string{"user_id", "relationship", "related_type", "related_id", "synced_at"}, rels)
 	if _, err := pool.Exec(ctx, `INSERT INTO `+pgx.Identifier{schemaName, "sync_state"}.Sanitize()+
 		` (stream, watermark) VALUES ('users', $1)`, fixtureWatermark); err != nil {
 		t.Fatalf("setting the watermark: %v", err)

@@ -31,6 +31,7 @@ const (
 	DefaultPageBytes     = 256 << 10
 	DefaultKeep          = 30
 	DefaultZstdLevel     = 1
+	DefaultReaders       = 2
 )
 
 // Options tunes a Writer. The zero value means every default.
@@ -64,6 +65,12 @@ type Options struct {
 	// Workers is the number of goroutines encoding the columns of a row
 	// group in parallel (default GOMAXPROCS).
 	Workers int
+	// Readers is the number of PostgreSQL connections a table is read over
+	// in parallel (default DefaultReaders): the snapshot's transaction and
+	// Readers-1 more taken from the pool, which import its snapshot so that
+	// they see the same rows. 1 reads each table in one query over the
+	// snapshot's transaction. From 2 on, the files do not depend on it.
+	Readers int
 	// Keep is how many complete snapshots retention keeps, the newest first
 	// (default DefaultKeep). The newest complete snapshot is never removed.
 	Keep int
@@ -79,6 +86,9 @@ type Options struct {
 	// writeBatch is Parquet's write batch size (values encoded between two
 	// checks of the page size); 0 means Arrow's default. Benchmarks only.
 	writeBatch int
+	// chunkBytes is the stored size of a table read in one query; 0 means
+	// BatchBytes. Tests and benchmarks only.
+	chunkBytes int
 }
 
 // dictionaryMode says which columns get Parquet dictionary encoding.
@@ -117,6 +127,7 @@ func (o Options) withDefaults() (Options, error) {
 	fill(&o.RowGroupBytes, DefaultRowGroupBytes)
 	fill(&o.PageBytes, DefaultPageBytes)
 	fill(&o.Workers, runtime.GOMAXPROCS(0))
+	fill(&o.Readers, DefaultReaders)
 	fill(&o.Keep, DefaultKeep)
 	if o.FileRows == 0 {
 		o.FileRows = DefaultFileRows
@@ -133,6 +144,7 @@ func (o Options) withDefaults() (Options, error) {
 		{"file rows", o.FileRows, 1},
 		{"page bytes", int64(o.PageBytes), 1 << 10},
 		{"workers", int64(o.Workers), 1},
+		{"readers", int64(o.Readers), 1},
 		{"keep", int64(o.Keep), 1},
 	} {
 		if c.v < c.min {

@@ -12,10 +12,10 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/apache/arrow/go/v15/parquet"
 	"github.com/apache/arrow/go/v15/parquet/compress"
-	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/metadata"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 	pqschema "github.com/apache/arrow/go/v15/parquet/schema"
+	"github.com/klauspost/compress/zstd"
 )
 
 // parquetBufferSize is the write buffer between the Parquet writer, which
@@ -23,13 +23,15 @@ import (
 const parquetBufferSize = 1 << 20
 
 // fileFormat is what every file of one table shares: the Arrow schema (with
-// the snapshot's metadata), the Parquet writer properties and schema.
+// the snapshot's metadata), the Parquet writer properties and schema, and
+// the zstd encoder of the data pages (nil for the other codecs).
 type fileFormat struct {
 	arrow    *arrow.Schema
 	props    *parquet.WriterProperties
 	arrProps pqarrow.ArrowWriterProperties
 	root     *pqschema.GroupNode
 	kv       metadata.KeyValueMetadata
+	zstd     *zstd.Encoder
 }
 
 // newFileFormat derives the Parquet layout of sch. dict says, per field,
@@ -89,7 +91,13 @@ func newFileFormat(sch *arrow.Schema, opts Options, dict []bool, mem memory.Allo
 	if err := kv.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(sch, mem))); err != nil {
 		return nil, err
 	}
-	return &fileFormat{arrow: sch, props: props, arrProps: arrProps, root: ps.Root(), kv: kv}, nil
+	f := &fileFormat{arrow: sch, props: props, arrProps: arrProps, root: ps.Root(), kv: kv}
+	if opts.Compression == CompressionZstd {
+		if f.zstd, err = newZstdEncoder(opts.CompressionLevel, opts.Workers); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 // parquetFile is one Parquet file being written to a destination object:
@@ -100,8 +108,8 @@ type parquetFile struct {
 	obj          Object
 	count        *countingWriter
 	buf          *bufio.Writer
-	fw           *file.Writer
-	rg           file.BufferedRowGroupWriter
+	fw           *pqWriter
+	rg           *rowGroup
 	rgRows       int64
 	rgBytes      float64
 	rows         int64
@@ -117,13 +125,12 @@ func createParquetFile(ctx context.Context, dest Destination, name string, f *fi
 		return nil, fmt.Errorf("creating %s: %w", name, err)
 	}
 	count := &countingWriter{w: obj}
-	// bufio.Writer is not an io.Closer, so file.Writer.Close leaves the object open.
 	buf := bufio.NewWriterSize(count, parquetBufferSize)
 	pf := &parquetFile{name: name, obj: obj, count: count, buf: buf, enc: enc,
 		rowGroupRows: int64(opts.RowGroupRows), rowGroupSize: float64(opts.RowGroupBytes)}
-	err = guard(func() error {
-		pf.fw = file.NewParquetWriter(buf, f.root, file.WithWriterProps(f.props), file.WithWriteMetadata(f.kv))
-		return nil
+	err = guard(func() (err error) {
+		pf.fw, err = newPQWriter(buf, f.root, f.props, f.kv, f.zstd)
+		return err
 	})
 	if err != nil {
 		_ = obj.Abort(ctx) // the writer's error is the one worth reporting
@@ -137,7 +144,13 @@ func createParquetFile(ctx context.Context, dest Destination, name string, f *fi
 func (pf *parquetFile) write(ctx context.Context, rec arrow.Record, rowBytes float64) error {
 	for off := int64(0); off < rec.NumRows(); {
 		if pf.rg == nil {
-			pf.rg = pf.fw.AppendBufferedRowGroup()
+			err := guard(func() (err error) {
+				pf.rg, err = pf.fw.appendRowGroup()
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("starting a row group of %s: %w", pf.name, err)
+			}
 			pf.rgRows, pf.rgBytes = 0, 0
 		}
 		n := min(rec.NumRows()-off, pf.rowGroupRows-pf.rgRows)
@@ -175,7 +188,7 @@ func (pf *parquetFile) closeRowGroup() error {
 	}
 	rg := pf.rg
 	pf.rg = nil
-	if err := guard(rg.Close); err != nil {
+	if err := guard(rg.close); err != nil {
 		return fmt.Errorf("writing a row group of %s: %w", pf.name, err)
 	}
 	if pf.count.err != nil {
@@ -189,7 +202,7 @@ func (pf *parquetFile) closeRowGroup() error {
 func (pf *parquetFile) commit(ctx context.Context) (int64, error) {
 	err := pf.closeRowGroup()
 	if err == nil {
-		err = guard(pf.fw.Close)
+		err = guard(pf.fw.close)
 	}
 	if err == nil {
 		err = pf.buf.Flush()

@@ -184,7 +184,7 @@ func (d *S3) Create(ctx context.Context, name string) (Object, error) {
 	}
 	go func() {
 		_, err := d.client.PutObject(uctx, d.bucket, o.key, pr, -1, opts)
-		pr.CloseWithError(err) // unblocks a writer if the upload failed first
+		_ = pr.CloseWithError(err) // always nil; unblocks a writer if the upload failed first
 		o.done <- err
 	}()
 	return o, nil
@@ -227,7 +227,7 @@ func (o *s3Object) Commit(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		o.cancel()
-		<-o.done
+		<-o.done //nolint:errcheck // the cancellation's error; ctx's is the one to report
 		return fmt.Errorf("uploading %s: %w", o.key, ctx.Err())
 	}
 }
@@ -238,9 +238,9 @@ func (o *s3Object) Abort(_ context.Context) error {
 		return nil
 	}
 	o.ended = true
-	o.pw.CloseWithError(errAborted)
+	_ = o.pw.CloseWithError(errAborted) // always nil
 	o.cancel()
-	<-o.done
+	<-o.done //nolint:errcheck // the upload fails, as asked
 	return nil
 }
 
@@ -254,7 +254,7 @@ func (d *S3) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("opening %s: %w", name, err)
 	}
 	if _, err := obj.Stat(); err != nil { // GetObject is lazy: surface "not found" here
-		obj.Close()
+		_ = obj.Close() // Stat's error is the one worth reporting
 		return nil, fmt.Errorf("opening %s: %w", name, err)
 	}
 	return obj, nil

@@ -2,12 +2,11 @@ package snapshot
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/usersync/usersync/schema"
@@ -32,37 +31,29 @@ func selectTable(schemaName string, t schema.Table) string {
 	return b.String()
 }
 
-// writeTable streams table t from tx into Parquet files of snapshot s. This
-// goroutine decodes rows into Arrow records of at most BatchRows rows (or
-// BatchBytes bytes) while the sink's goroutine encodes the previous record;
-// the channel between them is unbuffered, so two records are alive at once
-// whatever the table's size.
-func (w *Writer) writeTable(ctx context.Context, tx pgx.Tx, s *snapshotRun, t schema.Table) (TableManifest, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	rows, err := tx.Query(ctx, selectTable(w.schema, t), pgx.QueryExecModeDescribeExec)
-	if err != nil {
-		return TableManifest{}, fmt.Errorf("querying: %w", err)
-	}
-	defer rows.Close()
-	sch := s.arrowSchema(t)
-	rb := array.NewRecordBuilder(w.mem, sch)
-	defer rb.Release()
-	decs, err := newDecoders(t, rows.FieldDescriptions(), rb)
+// writeTable streams table t, read by rs, into Parquet files of snapshot s.
+// The readers decode rows into Arrow records of at most BatchRows rows (or
+// BatchBytes bytes) while this goroutine encodes the previous record, so
+// memory holds the record being encoded and about one per reader whatever
+// the table's size.
+func (w *Writer) writeTable(ctx context.Context, rs *readers, s *snapshotRun, t schema.Table) (TableManifest, error) {
+	chunks, err := w.chunks(ctx, rs, t)
 	if err != nil {
 		return TableManifest{}, err
 	}
-
+	sch := s.arrowSchema(t)
 	sink := &tableSink{w: w, table: t.Name, id: s.id, schema: sch}
-	recs := make(chan batch)
-	done := make(chan error, 1)
-	go func() { done <- sink.consume(ctx, recs, cancel) }()
-	readErr := w.readRecords(ctx, t, rows, decs, rb, recs)
-	if readErr != nil {
-		cancel(readErr) // the sink discards its part instead of finishing it
+	err = w.readTable(ctx, rs, t, sch, chunks, func(b batch) error {
+		defer b.release()
+		return sink.write(ctx, b)
+	})
+	if err == nil {
+		err = context.Cause(ctx) // cancelled after the last row
 	}
-	close(recs)
-	if err := <-done; err != nil {
+	if err == nil {
+		err = sink.finish(ctx)
+	}
+	if err != nil {
 		sink.abort(ctx)
 		return TableManifest{}, err
 	}
@@ -75,52 +66,19 @@ func (w *Writer) writeTable(ctx context.Context, tx pgx.Tx, s *snapshotRun, t sc
 }
 
 // batch is a record and the bytes its values took as PostgreSQL sent them,
-// by which batches and row groups are sized.
+// by which batches and row groups are sized. end marks the last batch of a
+// chunk, whose rec is nil if the chunk had no rows.
 type batch struct {
 	rec   arrow.Record
 	bytes int
+	end   bool
 }
 
-// readRecords decodes rows into records and sends them on recs.
-func (w *Writer) readRecords(ctx context.Context, t schema.Table, rows pgx.Rows, decs []decoder, rb *array.RecordBuilder, recs chan<- batch) error {
-	n, size := 0, 0
-	send := func() error {
-		b := batch{rec: rb.NewRecord(), bytes: size}
-		reserve(rb, b.rec)
-		n, size = 0, 0
-		select {
-		case recs <- b:
-			return nil
-		case <-ctx.Done():
-			b.rec.Release()
-			return context.Cause(ctx)
-		}
+// release releases the record, if any.
+func (b batch) release() {
+	if b.rec != nil {
+		b.rec.Release()
 	}
-	for rows.Next() {
-		raw := rows.RawValues()
-		for i, d := range decs {
-			if err := d.decode(raw[i]); err != nil {
-				return &ColumnError{Table: t.Name, Column: t.Columns[i].Name, Err: err}
-			}
-			size += len(raw[i])
-		}
-		n++
-		if n >= w.opts.BatchRows || size >= w.opts.BatchBytes {
-			if err := send(); err != nil {
-				return err
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-			return cause
-		}
-		return fmt.Errorf("reading rows: %w", err)
-	}
-	if n > 0 {
-		return send()
-	}
-	return nil
 }
 
 // tableSink receives a table's records and writes them as part files of at
@@ -134,27 +92,6 @@ type tableSink struct {
 	enc    *columnEncoder
 	file   *parquetFile
 	files  []FileManifest
-}
-
-// consume writes every record received until recs is closed. After a
-// failure it cancels the reader and drains the channel.
-func (s *tableSink) consume(ctx context.Context, recs <-chan batch, cancel context.CancelCauseFunc) error {
-	var err error
-	for b := range recs {
-		if err == nil {
-			if err = s.write(ctx, b); err != nil {
-				cancel(err)
-			}
-		}
-		b.rec.Release()
-	}
-	if err != nil {
-		return err
-	}
-	if cause := context.Cause(ctx); cause != nil {
-		return cause
-	}
-	return s.finish(ctx)
 }
 
 // write appends a batch, starting a new part file every FileRows rows.
@@ -259,22 +196,55 @@ func (s *tableSink) abort(ctx context.Context) {
 	}
 }
 
-// reserve sizes the builders for a record like rec, so that filling the
-// next record does not grow (reallocate and copy) their buffers step by step.
-func reserve(rb *array.RecordBuilder, rec arrow.Record) {
-	rb.Reserve(int(rec.NumRows()))
-	for i, b := range rb.Fields() {
+// batchBuilder is a reader's record builder, and the size of the last full
+// record it built: after each record its builders are sized for one like it,
+// so that filling the next does not grow (reallocate, copy and zero) their
+// buffers step by step, even after a short record that ended a chunk.
+type batchBuilder struct {
+	rb   *array.RecordBuilder
+	rows int
+	data []int // per field, the bytes of a string or binary column's values
+}
+
+func newBatchBuilder(mem memory.Allocator, sch *arrow.Schema) *batchBuilder {
+	return &batchBuilder{rb: array.NewRecordBuilder(mem, sch), data: make([]int, sch.NumFields())}
+}
+
+// record returns the record built so far. full says the record reached
+// BatchRows or BatchBytes, which makes it the size the next is reserved for.
+func (b *batchBuilder) record(full bool) arrow.Record {
+	rec := b.rb.NewRecord()
+	if full || b.rows == 0 {
+		b.rows = int(rec.NumRows())
+		for i := range b.data {
+			b.data[i] = 0
+			if bufs := rec.Column(i).Data().Buffers(); len(bufs) > 2 && bufs[2] != nil {
+				b.data[i] = bufs[2].Len()
+			}
+		}
+	}
+	return rec
+}
+
+// reserve sizes the builders for a record like the last full one. It is
+// called once the previous record is handed over, so that a reader waiting
+// to hand one over holds only that one.
+func (b *batchBuilder) reserve() {
+	b.rb.Reserve(b.rows)
+	for i, fb := range b.rb.Fields() {
 		var bb *array.BinaryBuilder
-		switch b := b.(type) {
+		switch fb := fb.(type) {
 		case *array.StringBuilder:
-			bb = b.BinaryBuilder
+			bb = fb.BinaryBuilder
 		case *array.BinaryBuilder:
-			bb = b
+			bb = fb
 		default:
 			continue
 		}
-		if bufs := rec.Column(i).Data().Buffers(); len(bufs) > 2 && bufs[2] != nil {
-			bb.ReserveData(bufs[2].Len() + bufs[2].Len()/8)
+		if b.data[i] > 0 {
+			bb.ReserveData(b.data[i] + b.data[i]/8)
 		}
 	}
 }
+
+func (b *batchBuilder) release() { b.rb.Release() }

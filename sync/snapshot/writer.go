@@ -35,6 +35,10 @@ type Writer struct {
 	opts   Options
 	tables []schema.Table
 	mem    memory.Allocator
+	// Tests only: called, when set, once the snapshot is exported (before
+	// the other readers import it), and as a reader starts on a chunk.
+	snapshotExported func()
+	chunkStarted     func(table string, reader, chunk int)
 }
 
 // New returns a Writer of the warehouse in schemaName. log may be nil
@@ -89,8 +93,9 @@ func (s *snapshotRun) arrowSchema(t schema.Table) *arrow.Schema {
 	return arrow.NewSchema(base.Fields(), &all)
 }
 
-// Write takes a snapshot: every table read in one REPEATABLE READ, READ
-// ONLY transaction, written as Parquet files, then the manifest, which
+// Write takes a snapshot: every table read through one REPEATABLE READ,
+// READ ONLY transaction's snapshot (by it and Options.Readers-1 transactions
+// that import it), written as Parquet files, then the manifest, which
 // publishes it. It then removes leftovers of failed snapshots and the
 // snapshots beyond Options.Keep. On error, the files of this snapshot are
 // removed and the previous snapshot stays the latest.
@@ -116,10 +121,15 @@ func (w *Writer) Write(ctx context.Context) (Manifest, error) {
 	if run.id, err = nextID(run.started, existing); err != nil {
 		return Manifest{}, err
 	}
+	rs, err := w.startReaders(ctx, tx)
+	if err != nil {
+		return Manifest{}, err
+	}
+	defer rs.close(ctx)
 	log := w.log.With("snapshot", run.id)
-	log.InfoContext(ctx, "snapshot started", "destination", w.dest.String(), "tables", len(w.tables))
+	log.InfoContext(ctx, "snapshot started", "destination", w.dest.String(), "tables", len(w.tables), "readers", len(rs.txs))
 
-	m, err := w.writeTables(ctx, tx, run, log)
+	m, err := w.writeTables(ctx, rs, run, log)
 	if err == nil {
 		err = writeManifest(ctx, w.dest, m)
 	}
@@ -133,12 +143,12 @@ func (w *Writer) Write(ctx context.Context) (Manifest, error) {
 }
 
 // writeTables writes every table and returns the manifest to publish.
-func (w *Writer) writeTables(ctx context.Context, tx pgx.Tx, run *snapshotRun, log *slog.Logger) (Manifest, error) {
+func (w *Writer) writeTables(ctx context.Context, rs *readers, run *snapshotRun, log *slog.Logger) (Manifest, error) {
 	m := Manifest{Format: ManifestFormat, ID: run.id, Schema: w.schema, CatalogVersion: schema.Version,
 		Watermark: run.watermark, StartedAt: run.started, Compression: w.opts.Compression}
 	for _, t := range w.tables {
 		start := w.now()
-		tm, err := w.writeTable(ctx, tx, run, t)
+		tm, err := w.writeTable(ctx, rs, run, t)
 		if err != nil {
 			return Manifest{}, fmt.Errorf("table %s: %w", t.Name, err)
 		}

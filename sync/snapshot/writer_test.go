@@ -68,6 +68,7 @@ func TestWriteRoundTrip(t *testing.T) {
 		{"no dictionary, small pages, batches and row groups", Options{PageBytes: 16 << 10, BatchBytes: 4096,
 			RowGroupBytes: 64 << 10, Compression: CompressionSnappy, dictionary: dictionaryNone}, "SNAPPY", 1},
 		{"zstd level 3, version 1 pages", Options{CompressionLevel: 3, pageV1: true}, "ZSTD", 1},
+		{"three readers, chunks of a few rows", Options{Readers: 3, chunkBytes: 4 << 10, BatchRows: 5, FileRows: 100}, "ZSTD", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -145,7 +145,8 @@ func (c Config) String() string {
 		"USERSYNC_RECONCILE_MEMBERSHIP": c.ReconcileMembership,
 		"USERSYNC_SNAPSHOT_COMPRESSION": c.SnapshotCompression, "USERSYNC_SNAPSHOT_KEEP": fmt.Sprint(c.SnapshotKeep),
 		"USERSYNC_SNAPSHOT_BATCH_ROWS": fmt.Sprint(c.SnapshotBatchRows), "USERSYNC_SNAPSHOT_ROW_GROUP_ROWS": fmt.Sprint(c.SnapshotRowGroupRows),
-		"USERSYNC_S3_ENDPOINT": c.S3Endpoint, "USERSYNC_S3_REGION": c.S3Region, "USERSYNC_S3_ACCESS_KEY_ID": c.S3AccessKeyID,
+		"USERSYNC_SNAPSHOT_READERS": fmt.Sprint(c.SnapshotReaders),
+		"USERSYNC_S3_ENDPOINT":      c.S3Endpoint, "USERSYNC_S3_REGION": c.S3Region, "USERSYNC_S3_ACCESS_KEY_ID": c.S3AccessKeyID,
 		"USERSYNC_S3_SECRET_ACCESS_KEY": mask(c.S3SecretAccessKey), "USERSYNC_S3_PATH_STYLE": fmt.Sprint(c.S3PathStyle),
 	}
 	var b strings.Builder

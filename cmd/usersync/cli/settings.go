@@ -51,6 +51,7 @@ type Config struct {
 	SnapshotKeep         int
 	SnapshotBatchRows    int
 	SnapshotRowGroupRows int
+	SnapshotReaders      int
 	S3Endpoint           string
 	S3Region             string
 	S3AccessKeyID        string
@@ -122,6 +123,8 @@ func settings() []setting {
 			set: func(c *Config, v string) error { return parseInt(&c.SnapshotBatchRows, v, 256, 1<<22) }},
 		{Env: "USERSYNC_SNAPSHOT_ROW_GROUP_ROWS", Flag: "snapshot-row-group-rows", Default: "1048576", Meaning: "most rows in one Parquet row group (a row group is also cut at 64 MiB of values); a row group is held in memory until written.",
 			set: func(c *Config, v string) error { return parseInt(&c.SnapshotRowGroupRows, v, 1024, 1<<26) }},
+		{Env: "USERSYNC_SNAPSHOT_READERS", Flag: "snapshot-readers", Default: "2", Meaning: "PostgreSQL connections a snapshot reads each table over in parallel, all through the snapshot transaction's exported snapshot (so every table stays consistent); at most the pool's size less one (3 for usersync snapshot); 1 reads each table in one query.",
+			set: func(c *Config, v string) error { return parseInt(&c.SnapshotReaders, v, 1, 16) }},
 		{Env: "USERSYNC_S3_ENDPOINT", Flag: "s3-endpoint", Meaning: "S3-compatible endpoint for s3:// snapshot folders (host:port, or a URL saying http or https); empty for AWS S3.",
 			Example: "https://minio.internal:9000",
 			set:     func(c *Config, v string) error { c.S3Endpoint = v; return nil }},

@@ -71,7 +71,7 @@ func newSnapshotWriter(e *env, pool *pgxpool.Pool, dir string) (*snapshot.Writer
 	}
 	w, err := snapshot.New(pool, e.cfg.Schema, dest, e.logger, time.Now, snapshot.Options{
 		Compression: snapshot.Compression(e.cfg.SnapshotCompression), Keep: e.cfg.SnapshotKeep,
-		BatchRows: e.cfg.SnapshotBatchRows, RowGroupRows: e.cfg.SnapshotRowGroupRows})
+		BatchRows: e.cfg.SnapshotBatchRows, RowGroupRows: e.cfg.SnapshotRowGroupRows, Readers: e.cfg.SnapshotReaders})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("configuring snapshots: %w", err)}
 	}
