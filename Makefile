@@ -18,6 +18,8 @@ RACE_PKGS    := ./...
 # Fuzz targets: package and name. make test runs each briefly; make fuzz longer.
 FUZZ_TARGETS := ./sync/jsonapi:FuzzDecodeDocument ./sync/normalize:FuzzTypeAttributes ./sync/normalize:FuzzCanonicalJSON ./cmd/usersync/cli:FuzzLoadConfig
 FUZZTIME     ?= 60s
+# Dataset sizes of make bench (comma-separated).
+BENCH_USERS  ?= 10000,100000,1000000
 
 .DEFAULT_GOAL := help
 
@@ -54,7 +56,7 @@ bench: ## measure limits, backfill, incremental, reconcile and snapshot (beside 
 		echo "bench: installing$$missing (apt-get) to run DuckDB"; \
 		$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
-	$(GO) run ./bench -users $(or $(BENCH_USERS),10000,100000,1000000) $(BENCH_ARGS)
+	$(GO) run ./bench -users $(BENCH_USERS) $(BENCH_ARGS)
 
 .PHONY: chaos
 chaos: ## fault injection: 30 faults (20 kill -9) with seed 1, then with three random seeds (CHAOS_ARGS to change)
