@@ -72,3 +72,17 @@ func NewSchemaName(t testing.TB, pool *pgxpool.Pool) string {
 	})
 	return name
 }
+
+// AcquiredConns returns the connections of pool still acquired, once those
+// being destroyed (a connection a cancelled context broke is closed in the
+// background) are gone, waiting a few seconds at most: a test that expects
+// no connection leaked checks it is 0.
+func AcquiredConns(pool *pgxpool.Pool) int32 {
+	for range 100 {
+		if n := pool.Stat().AcquiredConns(); n == 0 {
+			return 0
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return pool.Stat().AcquiredConns()
+}

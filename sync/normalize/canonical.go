@@ -1,11 +1,11 @@
 package normalize
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -98,7 +98,7 @@ func appendCanonical(dst []byte, v gjson.Result) ([]byte, bool) {
 	if !ok {
 		return dst, false
 	}
-	slices.SortFunc(members, func(a, b member) int { return bytes.Compare([]byte(a.key.Str), []byte(b.key.Str)) })
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key.Str, b.key.Str) })
 	dst = append(dst, '{')
 	for i, m := range members {
 		if i > 0 {

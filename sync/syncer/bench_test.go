@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/jsonapi"
@@ -57,6 +59,25 @@ func peakHeap() (stop func() uint64) {
 	return func() uint64 { close(done); return peak.Load() }
 }
 
+// freshSync returns a store on a newly migrated schema and a client of the
+// simulator at url: what each iteration of a sync benchmark starts from.
+func freshSync(b *testing.B, pool *pgxpool.Pool, url string) (*warehouse.Store, *jsonapi.Client) {
+	b.Helper()
+	name := schematest.NewSchemaName(b, pool)
+	if _, err := warehouse.Migrate(context.Background(), pool, warehouse.MigrateOptions{Schema: name}); err != nil {
+		b.Fatal(err)
+	}
+	store, err := warehouse.NewStore(pool, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	client, err := jsonapi.NewClient(jsonapi.Options{BaseURL: url, Auth: jsonapi.StaticToken("bench")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return store, client
+}
+
 // BenchmarkBackfill syncs every user of a simulator into a fresh schema, end
 // to end over HTTP and PostgreSQL, and reports users/s and the peak live heap.
 func BenchmarkBackfill(b *testing.B) {
@@ -69,12 +90,7 @@ func BenchmarkBackfill(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		name := schematest.NewSchemaName(b, pool)
-		if _, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name}); err != nil {
-			b.Fatal(err)
-		}
-		store, _ := warehouse.NewStore(pool, name)
-		client, _ := jsonapi.NewClient(jsonapi.Options{BaseURL: srv.URL, Auth: jsonapi.StaticToken("bench")})
+		store, client := freshSync(b, pool, srv.URL)
 		runtime.GC()
 		b.StartTimer()
 		stop := peakHeap()

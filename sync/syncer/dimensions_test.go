@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/jsonapi"
@@ -79,7 +78,7 @@ func TestDimensionsAcrossPages(t *testing.T) {
 		t.Errorf("teams after an update: %+v", c)
 	}
 	e.assertMirrors(t)
-	if n := acquiredConns(e.store.Pool()); n != 0 {
+	if n := schematest.AcquiredConns(e.store.Pool()); n != 0 {
 		t.Errorf("%d connections still acquired after the runs", n)
 	}
 }
@@ -146,7 +145,7 @@ func TestDimensionsFailMidList(t *testing.T) {
 			if n := e.count(t, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NOT NULL`); n != 1 {
 				t.Errorf("%d teams marked deleted after a failed list, want 1 (team 50)", n)
 			}
-			if n := acquiredConns(e.store.Pool()); n != 0 {
+			if n := schematest.AcquiredConns(e.store.Pool()); n != 0 {
 				t.Errorf("%d connections still acquired after the failed run", n)
 			}
 
@@ -198,12 +197,7 @@ func BenchmarkDimensions(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		name := schematest.NewSchemaName(b, pool)
-		if _, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name}); err != nil {
-			b.Fatal(err)
-		}
-		store, _ := warehouse.NewStore(pool, name)
-		client, _ := jsonapi.NewClient(jsonapi.Options{BaseURL: srv.URL, Auth: jsonapi.StaticToken("bench")})
+		store, client := freshSync(b, pool, srv.URL)
 		runtime.GC()
 		base := readMetric(liveHeapMetric)
 		b.StartTimer()
@@ -219,19 +213,6 @@ func BenchmarkDimensions(b *testing.B) {
 		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 		b.ReportMetric(float64(live-min(base, live))/(1<<20), "sync-live-MiB")
 	}
-}
-
-// acquiredConns returns the connections of pool still acquired, once those
-// being destroyed (a connection a cancelled context broke is closed in the
-// background) are gone, waiting a few seconds at most.
-func acquiredConns(pool *pgxpool.Pool) int32 {
-	for range 100 {
-		if n := pool.Stat().AcquiredConns(); n == 0 {
-			return 0
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return pool.Stat().AcquiredConns()
 }
 
 // liveHeapMetric is the heap the last GC found live: unlike the heap's

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/schema/schematest"
@@ -183,7 +180,7 @@ func TestDimensionLoadNothingUntilFinish(t *testing.T) {
 	if got := state(); got != before {
 		t.Errorf("a cancelled load changed the warehouse: %s, was %s", got, before)
 	}
-	if n := acquiredConns(s.Pool()); n != 0 {
+	if n := schematest.AcquiredConns(s.Pool()); n != 0 {
 		t.Errorf("%d connections still acquired", n)
 	}
 
@@ -281,17 +278,4 @@ func TestDimensionLoadDropsStaging(t *testing.T) {
 	if n := leftovers(); n != 0 {
 		t.Errorf("%d staging tables left after the second Finish", n)
 	}
-}
-
-// acquiredConns returns the connections of pool still acquired, once those
-// being destroyed (a connection a cancelled context broke is closed in the
-// background) are gone, waiting a few seconds at most.
-func acquiredConns(pool *pgxpool.Pool) int32 {
-	for range 100 {
-		if n := pool.Stat().AcquiredConns(); n == 0 {
-			return 0
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return pool.Stat().AcquiredConns()
 }

@@ -87,9 +87,8 @@ func (l userLinks) values(row *normalize.Row) linkValues {
 
 // keepUnsent adds to row the stored linkage of the relationships it did not
 // send, so that "not sent" keeps what the warehouse holds: arrays (one per
-// column, nil when the column is NULL) and other_relationships as stored. It
-// reports whether row changed.
-func (l userLinks) keepUnsent(row *normalize.Row, arrays [][]int64, other []byte) bool {
+// column, nil when the column is NULL) and other_relationships as stored.
+func (l userLinks) keepUnsent(row *normalize.Row, arrays [][]int64, other []byte) {
 	sent := map[string]bool{}
 	for _, name := range row.LinksSent {
 		sent[name] = true
@@ -125,12 +124,23 @@ func (l userLinks) keepUnsent(row *normalize.Row, arrays [][]int64, other []byte
 		}
 	}
 	if len(kept) == 0 {
-		return false
+		return
 	}
 	// The order normalize gives: relationships by name, elements in order
 	// (the array's, then other_relationships').
 	sort.Strings(row.LinksSent)
 	sort.SliceStable(row.Links, func(i, j int) bool { return row.Links[i].Relationship < row.Links[j].Relationship })
 	row.Changed()
-	return true
+}
+
+// sentAll reports whether row sent every relationship that has an array
+// column.
+func (l userLinks) sentAll(row *normalize.Row) bool {
+	n := 0
+	for _, name := range row.LinksSent {
+		if _, ok := l.index[name]; ok {
+			n++
+		}
+	}
+	return n == len(l.types)
 }

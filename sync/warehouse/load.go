@@ -341,7 +341,7 @@ func (s *Store) fillUnsent(ctx context.Context, tx pgx.Tx, t tableSQL, rows []no
 	}
 	var ids []int64
 	for _, r := range rows {
-		if t.hashed && (!r.DataConnectionsSent || len(r.LinksSent) < len(t.arrayCols) || !s.sentAllArrays(&r)) {
+		if t.hashed && (!r.DataConnectionsSent || !s.links.sentAll(&r)) {
 			ids = append(ids, r.ID)
 			continue
 		}
@@ -408,18 +408,6 @@ func (s *Store) fillUnsent(ctx context.Context, tx pgx.Tx, t tableSQL, rows []no
 		}
 	}
 	return arrays, nil
-}
-
-// sentAllArrays reports whether r sent every relationship that has an array
-// column.
-func (s *Store) sentAllArrays(r *normalize.Row) bool {
-	n := 0
-	for _, name := range r.LinksSent {
-		if _, ok := s.links.index[name]; ok {
-			n++
-		}
-	}
-	return n == len(s.links.types)
 }
 
 // copyMode says which table a rowSource feeds.
