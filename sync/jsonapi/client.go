@@ -201,7 +201,7 @@ func (c *Client) Get(ctx context.Context, resource string, q Query) (*Document, 
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)
 	}
-	doc, _, err := c.fetch(ctx, u)
+	doc, _, err := c.fetch(ctx, u, nil)
 	return doc, err
 }
 

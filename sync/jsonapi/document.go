@@ -54,6 +54,9 @@ type Document struct {
 	Meta json.RawMessage
 	// Errors holds the top-level "errors" array.
 	Errors []ErrorObject
+	// Decoded is what a DataDecoder made of a "data" array (see
+	// Pages.DecodeData); Data is then empty.
+	Decoded any
 }
 
 // Resource is one resource object. Attributes and Meta are kept as raw JSON
@@ -168,6 +171,15 @@ type wireMany struct {
 	Errors   []ErrorObject   `json:"errors"`
 }
 
+// wireManyRaw is wireMany for a DataDecoder: "data" is left as sent.
+type wireManyRaw struct {
+	Data     json.RawMessage `json:"data"`
+	Included []Resource      `json:"included"`
+	Links    Links           `json:"links"`
+	Meta     json.RawMessage `json:"meta"`
+	Errors   []ErrorObject   `json:"errors"`
+}
+
 type wireOne struct {
 	Data     *Resource       `json:"data"`
 	Included []Resource      `json:"included"`
@@ -187,20 +199,37 @@ type wireNone struct {
 // is a *DecodeError. An id that is not an integer does not fail the
 // document: it decodes as InvalidID, and the resource keeps its Raw JSON.
 func DecodeDocument(body []byte) (*Document, error) {
-	shape, err := dataShape(body)
+	return decodeDocument(body, nil)
+}
+
+// decodeDocument is DecodeDocument, with "data" left to decode when it is
+// an array and decode is not nil.
+func decodeDocument(body []byte, decode DataDecoder) (*Document, error) {
+	shape, at, err := dataAt(body)
 	if err != nil {
 		return nil, err
 	}
 	doc := &Document{DataShape: shape}
-	switch shape {
-	case ShapeMany:
+	switch {
+	case shape == ShapeMany && decode != nil:
+		decoded, w, err := decodeData(body, at, decode)
+		if err != nil {
+			var de *DecodeError
+			if errors.As(err, &de) {
+				return nil, err
+			}
+			return nil, &DecodeError{Reason: "invalid data", Err: err}
+		}
+		doc.Data, doc.Included, doc.Links, doc.Meta, doc.Errors = []Resource{}, w.Included, w.Links, w.Meta, w.Errors
+		doc.Decoded = decoded
+	case shape == ShapeMany:
 		var w wireMany
 		err = unmarshal(body, &w)
 		doc.Data, doc.Included, doc.Links, doc.Meta, doc.Errors = w.Data, w.Included, w.Links, w.Meta, w.Errors
 		if doc.Data == nil {
 			doc.Data = []Resource{}
 		}
-	case ShapeOne:
+	case shape == ShapeOne:
 		var w wireOne
 		err = unmarshal(body, &w)
 		if w.Data != nil {
@@ -225,6 +254,40 @@ func DecodeDocument(body []byte) (*Document, error) {
 		return nil, err
 	}
 	return doc, nil
+}
+
+// decodeData decodes the "data" array starting at body[at] with decode, and
+// the rest of the document with the JSON decoder: the decoder never reads
+// the array (the rest is decoded with it replaced by []), and decode checks
+// its syntax. A document repeating "data" is decoded whole instead, as the
+// JSON decoder keeps the last one.
+func decodeData(body []byte, at int, decode DataDecoder) (any, wireManyRaw, error) {
+	var w wireManyRaw
+	decoded, n, err := decode(body[at:])
+	if err != nil {
+		return nil, w, err
+	}
+	if n <= 0 || n > len(body)-at {
+		return nil, w, &DecodeError{Reason: "the data decoder returned an invalid length"}
+	}
+	rest := make([]byte, 0, len(body)-n+2)
+	rest = append(append(append(rest, body[:at]...), "[]"...), body[at+n:]...)
+	if err := unmarshal(rest, &w); err != nil {
+		return nil, w, err
+	}
+	if string(w.Data) == "[]" {
+		return decoded, w, nil
+	}
+	if err := unmarshal(body, &w); err != nil {
+		return nil, w, err
+	}
+	if decoded, n, err = decode(w.Data); err != nil {
+		return nil, w, err
+	}
+	if n != len(w.Data) {
+		return nil, w, &DecodeError{Reason: "data is followed by more"}
+	}
+	return decoded, w, nil
 }
 
 // unmarshal decodes body into v, making every error a *DecodeError.

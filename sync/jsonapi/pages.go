@@ -33,6 +33,23 @@ type Pages struct {
 	built    bool   // next was built by the client from a Query
 	err      error  // a permanent error, returned by every later call
 	number   int
+	decode   DataDecoder // decodes "data" in place of the client, when set
+}
+
+// DataDecoder decodes the "data" array of a collection page in place of the
+// client, for a caller that can type the resources in one pass: b starts
+// with the array as sent and goes on with the rest of the body; the decoder
+// returns its result and the length of the array, closing bracket included.
+// The result is the page's Decoded and the page's Data stays empty. An error
+// means the body is malformed: the client retries the request as it does a
+// truncated body, then returns the error.
+type DataDecoder func(b []byte) (decoded any, n int, err error)
+
+// DecodeData makes every later page's "data" array go to decode (see
+// DataDecoder). Pages whose "data" is not an array are decoded as usual.
+func (p *Pages) DecodeData(decode DataDecoder) *Pages {
+	p.decode = decode
+	return p
 }
 
 // Collection returns an iterator over a collection ("users", "teams",
@@ -84,7 +101,7 @@ func (p *Pages) Next(ctx context.Context) (*Page, error) {
 		}
 		reqURL = checked
 	}
-	doc, fetched, err := p.c.fetch(ctx, reqURL)
+	doc, fetched, err := p.c.fetch(ctx, reqURL, p.decode)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s page %d: %w", p.resource, p.number+1, err)
 	}

@@ -35,7 +35,7 @@ type attempt struct {
 // fetch GETs reqURL with retries and decodes the document. It returns the URL
 // finally requested, which differs from reqURL when a 502 or 504 made it
 // halve page[size].
-func (c *Client) fetch(ctx context.Context, reqURL string) (*Document, string, error) {
+func (c *Client) fetch(ctx context.Context, reqURL string, decode DataDecoder) (*Document, string, error) {
 	endpoint := "/"
 	if u, err := url.Parse(reqURL); err == nil {
 		endpoint = c.endpoint(u)
@@ -47,7 +47,7 @@ func (c *Client) fetch(ctx context.Context, reqURL string) (*Document, string, e
 		if try > 0 {
 			c.stats.retries.Add(1)
 		}
-		a := c.attempt(ctx, reqURL, endpoint, try)
+		a := c.attempt(ctx, reqURL, endpoint, try, decode)
 		var err error
 		switch a.verdict {
 		case verdictDone:
@@ -72,7 +72,7 @@ func (c *Client) fetch(ctx context.Context, reqURL string) (*Document, string, e
 }
 
 // attempt sends one request and classifies the outcome.
-func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int) attempt {
+func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, decode DataDecoder) attempt {
 	if err := c.pace(ctx, reqURL); err != nil {
 		return attempt{verdict: verdictDone, err: err}
 	}
@@ -100,15 +100,15 @@ func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int) 
 		}
 		return a
 	}
-	c.classify(&a, reqURL, body)
+	c.classify(&a, reqURL, body, decode)
 	return a
 }
 
 // classify sets the verdict of an attempt that got a whole response.
-func (c *Client) classify(a *attempt, reqURL string, body []byte) {
+func (c *Client) classify(a *attempt, reqURL string, body []byte, decode DataDecoder) {
 	switch {
 	case a.status >= 200 && a.status < 300:
-		doc, err := DecodeDocument(body)
+		doc, err := decodeDocument(body, decode)
 		if err != nil {
 			a.verdict, a.err = verdictRetry, fmt.Errorf("%s %s: %w", http.MethodGet, requestURI(sanitizeURL(reqURL)), err)
 			return

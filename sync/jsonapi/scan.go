@@ -6,9 +6,15 @@ package jsonapi
 // full decoder checks the syntax afterwards; this scan only needs to find
 // its way.
 func dataShape(body []byte) (Shape, error) {
+	shape, _, err := dataAt(body)
+	return shape, err
+}
+
+// dataAt is dataShape, also returning the index of the "data" value.
+func dataAt(body []byte) (Shape, int, error) {
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
-		return 0, &DecodeError{Reason: "document is not a JSON object"}
+		return 0, 0, &DecodeError{Reason: "document is not a JSON object"}
 	}
 	i = skipSpace(body, i+1)
 	for i < len(body) && body[i] == '"' {
@@ -23,7 +29,8 @@ func dataShape(body []byte) (Shape, error) {
 		}
 		i = skipSpace(body, i+1)
 		if string(key) == "data" {
-			return shapeAt(body, i)
+			shape, err := shapeAt(body, i)
+			return shape, i, err
 		}
 		end, ok := skipJSONValue(body, i)
 		if !ok {
@@ -36,7 +43,7 @@ func dataShape(body []byte) (Shape, error) {
 	}
 	// No "data" member found (or the scan got lost in bad syntax, which
 	// the decoder will then report).
-	return ShapeAbsent, nil
+	return ShapeAbsent, 0, nil
 }
 
 func shapeAt(body []byte, i int) (Shape, error) {

@@ -118,15 +118,14 @@ func (n *Normalizer) Row(r jsonapi.Resource) (Row, error) {
 	}
 	sort.Strings(names) // deterministic Links order
 	for _, name := range names {
-		if err := n.relationship(&row, name, r.Relationships[name]); err != nil {
+		if err := n.relationship(&row, name, r.Relationships[name].Data); err != nil {
 			return Row{}, err
 		}
 	}
 	return row, nil
 }
 
-func (n *Normalizer) relationship(row *Row, name string, rel jsonapi.Relationship) error {
-	data := rel.Data
+func (n *Normalizer) relationship(row *Row, name string, data jsonapi.Linkage) error {
 	if i, ok := n.toOne[name]; ok {
 		switch data.Shape {
 		case jsonapi.ShapeAbsent:

@@ -89,6 +89,7 @@ func (r *run) walk(ctx context.Context, pages *jsonapi.Pages) error {
 	defer cancel() // stops the pipeline's goroutines on an early return
 	r.startPages = r.cp.Progress.Pages
 	waitStart := time.Now()
+	pages.DecodeData(r.s.decodeUsers)
 	for p := range r.s.normalizePages(ctx, jsonapi.Prefetch(ctx, pages, r.s.cfg.Prefetch)) {
 		if p.err != nil {
 			return p.err // the client names the page and request
@@ -125,7 +126,7 @@ func (s *Syncer) normalizePages(ctx context.Context, in <-chan jsonapi.PageResul
 		for res := range in {
 			p := normalizedPage{page: res.Page, err: res.Err}
 			if res.Err == nil {
-				p.rows, p.bad = s.normalizeAll("user", res.Page.Data)
+				p.rows, p.bad = s.typedUsers(res.Page)
 				for i := range p.rows {
 					p.rows[i].Hash()
 					p.rows[i].LinkageHash()
@@ -177,6 +178,25 @@ func (r *run) fillRequestCounters() {
 	r.cp.Progress.Requests = r.base.Requests + now.Requests - r.statsBefore.Requests
 	r.cp.Progress.RateLimited = r.base.RateLimited + now.RateLimited - r.statsBefore.RateLimited
 	r.cp.Progress.Retries = r.base.Retries + now.Retries - r.statsBefore.Retries
+}
+
+// decodeUsers is the users walk's jsonapi.DataDecoder: it types a page's
+// resources in one pass over the body, while the page is fetched.
+func (s *Syncer) decodeUsers(b []byte) (any, int, error) {
+	return s.norm["user"].DecodeData(b)
+}
+
+// typedUsers returns the rows and quarantine records of a users page.
+func (s *Syncer) typedUsers(page *jsonapi.Page) ([]normalize.Row, []warehouse.Quarantined) {
+	typed, ok := page.Decoded.(*normalize.Page)
+	if !ok {
+		return s.normalizeAll("user", page.Data) // "data" was not an array
+	}
+	var bad []warehouse.Quarantined
+	for _, r := range typed.Rejected {
+		bad = append(bad, quarantine("user", r.Resource, r.Err))
+	}
+	return typed.Rows, bad
 }
 
 // normalizeAll types resources; those that cannot be typed are returned as

@@ -1,0 +1,114 @@
+package jsonapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+)
+
+// rawArray is a DataDecoder that returns the array as sent, its length
+// found by encoding/json (which checks its syntax).
+func rawArray(calls *atomic.Int32) DataDecoder {
+	return func(b []byte) (any, int, error) {
+		calls.Add(1)
+		dec := json.NewDecoder(bytes.NewReader(b))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, 0, err
+		}
+		return string(v), int(dec.InputOffset()), nil
+	}
+}
+
+func TestPagesDecodeData(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string
+		decoded    any // what Page.Decoded must hold
+		calls      int32
+	}{
+		{"array", `{"data":[{"type":"user","id":1}, {"type":"user","id":2}] ,"meta":{"count":2},"links":{"next":null}}`,
+			`[{"type":"user","id":1}, {"type":"user","id":2}]`, 1},
+		{"empty array", `{"data":[],"links":{}}`, `[]`, 1},
+		{"data after links", `{"links":{"next":null},"data":[{"type":"user","id":3}]}`, `[{"type":"user","id":3}]`, 1},
+		// The JSON decoder keeps the last of repeated members.
+		{"data repeated", `{"data":[{"type":"user","id":1}],"data":[{"type":"user","id":2}]}`, `[{"type":"user","id":2}]`, 2},
+		{"data null", `{"data":null,"meta":{}}`, nil, 0},
+		{"data one", `{"data":{"type":"user","id":1}}`, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { writeDoc(w, http.StatusOK, tc.body) })
+			var calls atomic.Int32
+			c := newClient(t, srv.URL, newFakeClock(t), nil)
+			page, err := c.Collection("users", Query{}).DecodeData(rawArray(&calls)).Next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if page.Decoded != tc.decoded {
+				t.Fatalf("Decoded = %v, want %v", page.Decoded, tc.decoded)
+			}
+			if tc.decoded != nil && len(page.Data) != 0 {
+				t.Fatalf("Data holds %d resources next to Decoded", len(page.Data))
+			}
+			if calls.Load() != tc.calls {
+				t.Fatalf("decoder called %d times, want %d", calls.Load(), tc.calls)
+			}
+		})
+	}
+}
+
+// TestPagesDecodeDataMalformed: a body the decoder refuses, or whose rest
+// does not decode, is retried like a truncated body, then returned as a
+// *DecodeError.
+func TestPagesDecodeDataMalformed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string
+		decode     DataDecoder
+	}{
+		{"array refused", `{"data":[{"type":"user","id":1]}`, nil},
+		{"rest refused", `{"data":[],"links":{"next":5}}`, nil},
+		{"rest truncated", `{"data":[{"type":"user","id":1}],"links":{"ne`, nil},
+		{"decoder error", `{"data":[]}`, func([]byte) (any, int, error) { return nil, 0, errors.New("no") }},
+		{"length past the body", `{"data":[]}`, func(b []byte) (any, int, error) { return nil, len(b) + 1, nil }},
+		{"length zero", `{"data":[]}`, func([]byte) (any, int, error) { return nil, 0, nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var requests atomic.Int32
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if requests.Add(1) == 1 {
+					writeDoc(w, http.StatusOK, tc.body)
+					return
+				}
+				writeDoc(w, http.StatusOK, `{"data":[{"type":"user","id":9}]}`)
+			})
+			var calls atomic.Int32
+			decode := tc.decode
+			if decode == nil {
+				decode = rawArray(&calls)
+			}
+			c := newClient(t, srv.URL, newFakeClock(t), nil)
+			page, err := c.Collection("users", Query{}).DecodeData(decode).Next(context.Background())
+			if tc.decode != nil {
+				// The decoder refuses every body: the retries run out.
+				var de *DecodeError
+				if !errors.As(err, &de) {
+					t.Fatalf("err = %v, want a *DecodeError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("the retry should have succeeded: %v", err)
+			}
+			if requests.Load() != 2 || page.Decoded != `[{"type":"user","id":9}]` {
+				t.Fatalf("%d requests, Decoded %v", requests.Load(), page.Decoded)
+			}
+		})
+	}
+}

@@ -1,0 +1,236 @@
+package normalize
+
+// A strict JSON scanner for DecodePage: it validates every byte it passes
+// and reports positions, never building values. Anything it refuses goes to
+// the general decoder, which then has the last word.
+
+// maxDepth bounds the nesting skipValue follows; deeper values go to the
+// general decoder.
+const maxDepth = 64
+
+// ws returns the index of the first byte at or after i that is not JSON
+// white space.
+func ws(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// scanString scans the string at b[i] == '"' and returns the index after
+// it, whether it holds an escape and whether it holds bytes above ASCII.
+// It refuses anything else at b[i].
+func scanString(b []byte, i int) (end int, esc, wide, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false, false, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		c := b[j]
+		if c >= 0x20 && c < 0x80 && c != '"' && c != '\\' {
+			continue // the common case first
+		}
+		switch {
+		case c == '"':
+			return j + 1, esc, wide, true
+		case c == '\\':
+			esc = true
+			j++
+			if j >= len(b) {
+				return 0, false, false, false
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) {
+					return 0, false, false, false
+				}
+				for _, h := range b[j+1 : j+5] {
+					if !isHex(h) {
+						return 0, false, false, false
+					}
+				}
+				j += 4
+			default:
+				return 0, false, false, false
+			}
+		case c < 0x20:
+			return 0, false, false, false
+		default:
+			wide = true
+		}
+	}
+	return 0, false, false, false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// digits returns the index after the digits at b[i].
+func digits(b []byte, i int) int {
+	for i < len(b) && isDigit(b[i]) {
+		i++
+	}
+	return i
+}
+
+// scanNumber scans the number at b[i] and returns the index after it and
+// whether it is written as an integer (no fraction, no exponent).
+func scanNumber(b []byte, i int) (end int, integer, ok bool) {
+	j := i
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j >= len(b):
+		return 0, false, false
+	case b[j] == '0':
+		j++
+	case '1' <= b[j] && b[j] <= '9':
+		j = digits(b, j+1)
+	default:
+		return 0, false, false
+	}
+	integer = true
+	if j < len(b) && b[j] == '.' {
+		integer = false
+		d := digits(b, j+1)
+		if d == j+1 {
+			return 0, false, false
+		}
+		j = d
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		integer = false
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		d := digits(b, j)
+		if d == j {
+			return 0, false, false
+		}
+		j = d
+	}
+	return j, integer, true
+}
+
+// literal checks that b[i:] starts with lit (true, false or null).
+func literal(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, false
+	}
+	return i + len(lit), true
+}
+
+// skipValue returns the index after the value at b[i], checking its syntax.
+func skipValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		end, _, _, ok := scanString(b, i)
+		return end, ok
+	case '{':
+		if depth >= maxDepth {
+			return 0, false
+		}
+		return members(b, i, func(_ []byte, _ bool, _, v int) (int, bool) { return skipValue(b, v, depth+1) })
+	case '[':
+		if depth >= maxDepth {
+			return 0, false
+		}
+		return elements(b, i, func(v int) (int, bool) { return skipValue(b, v, depth+1) })
+	case 't':
+		return literal(b, i, "true")
+	case 'f':
+		return literal(b, i, "false")
+	case 'n':
+		return literal(b, i, "null")
+	}
+	end, _, ok := scanNumber(b, i)
+	return end, ok
+}
+
+// members walks the object at b[i] == '{'. For each member it calls f with
+// the key's contents, whether the key is plain (no escape, ASCII only), the
+// index of the key's opening quote and the index of the value; f returns
+// the index after the value. members returns the index after the object.
+func members(b []byte, i int, f func(key []byte, plain bool, k, v int) (int, bool)) (int, bool) {
+	i = ws(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, false
+		}
+		end, esc, wide, ok := scanString(b, i)
+		if !ok {
+			return 0, false
+		}
+		k := i
+		i = ws(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		i = ws(b, i+1)
+		if i >= len(b) {
+			return 0, false
+		}
+		if i, ok = f(b[k+1:end-1], !esc && !wide, k, i); !ok {
+			return 0, false
+		}
+		i = ws(b, i)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i = ws(b, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// elements walks the array at b[i] == '[', calling f with the index of each
+// element; f returns the index after it. elements returns the index after
+// the array.
+func elements(b []byte, i int, f func(v int) (int, bool)) (int, bool) {
+	i = ws(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(b) {
+			return 0, false
+		}
+		var ok bool
+		if i, ok = f(i); !ok {
+			return 0, false
+		}
+		i = ws(b, i)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i = ws(b, i+1)
+		case ']':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
