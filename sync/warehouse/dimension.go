@@ -2,7 +2,6 @@ package warehouse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -90,8 +89,20 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 			if _, err := d.s.fillUnsent(ctx, tx, d.t, rows); err != nil {
 				return err
 			}
-			src := &seqSource{src: plainSource(rows), rows: rows, i: -1, seq: d.rows}
-			if _, err := tx.CopyFrom(ctx, d.sql.rowsID, d.sql.rowColumns, src); err != nil {
+			// Each row is followed by its arrival order and its updatedAt.
+			src := plainSource(&d.t, rows)
+			_, err := copyBinary(ctx, tx, d.sql.copyRows, len(rows), func(b []byte, i int) ([]byte, error) {
+				b, err := src.appendFields(appendFieldCount(b, len(d.sql.rowColumns)), i)
+				if err != nil {
+					return b, err
+				}
+				b = appendBigint(b, d.rows+int64(i))
+				if at := rows[i].UpdatedAt; !at.IsZero() {
+					return appendTimestamptz(b, at), nil
+				}
+				return appendNull(b), nil
+			})
+			if err != nil {
 				return fmt.Errorf("copying rows: %w", err)
 			}
 		}
@@ -232,42 +243,6 @@ func (s *Store) LoadDimension(ctx context.Context, typ string, rows []normalize.
 	}
 	return d.Finish(ctx)
 }
-
-// seqSource feeds a page's rows to COPY into the rows staging table: the
-// table's columns from src, then each row's arrival order and updatedAt.
-type seqSource struct {
-	src  pgx.CopyFromSource // yields rows, in order
-	rows []normalize.Row
-	i    int   // index of the current row
-	seq  int64 // seq of rows[0]
-	buf  []any
-}
-
-func (s *seqSource) Next() bool {
-	if !s.src.Next() {
-		return false
-	}
-	s.i++
-	return true
-}
-
-func (s *seqSource) Values() ([]any, error) {
-	v, err := s.src.Values()
-	if err != nil {
-		return nil, err
-	}
-	if s.i >= len(s.rows) {
-		return nil, errors.New("more values than rows")
-	}
-	var at any
-	if u := s.rows[s.i].UpdatedAt; !u.IsZero() {
-		at = u
-	}
-	s.buf = append(append(s.buf[:0], v...), s.seq+int64(s.i), at)
-	return s.buf, nil
-}
-
-func (s *seqSource) Err() error { return s.src.Err() }
 
 // EmptyListError refuses to mark every row of a dimension deleted because
 // the API returned an empty list: an empty page is not a mass deletion.

@@ -22,6 +22,7 @@ type dimensionSQL struct {
 	rows, seen, bad       string         // pg_temp-qualified names, for statements
 	rowsID, seenID, badID pgx.Identifier // the same, for COPY
 	rowColumns            []string       // COPY columns of rows: the table's, then seq and updatedAt
+	copyRows              string         // binary COPY of rowColumns into rows
 
 	create  string // drops leftovers, creates the three staging tables
 	drop    string
@@ -40,6 +41,7 @@ func (s *Store) dimensionSQL(t tableSQL) dimensionSQL {
 	}
 	d.rows, d.seen, d.bad = d.rowsID.Sanitize(), d.seenID.Sanitize(), d.badID.Sanitize()
 	d.rowColumns = append(append(d.rowColumns, t.columns...), "usersync_seq", "usersync_updated_at")
+	d.copyRows = copySQL(d.rows, d.rowColumns)
 	cols := strings.Join(quoteAll(t.columns), ", ")
 	d.drop = fmt.Sprintf(`DROP TABLE IF EXISTS %s, %s, %s`, d.rows, d.seen, d.bad)
 	d.create = d.drop + ";\n" +

@@ -34,8 +34,8 @@ type otherLink struct {
 
 // linkValues is a row's linkage as COPY writes it.
 type linkValues struct {
-	arrays []any // []int64 per array column, nil (NULL) when not sent
-	other  any   // other_relationships JSON, nil (NULL) when none
+	arrays [][]int64 // ids per array column, nil (NULL) when not sent
+	other  []byte    // other_relationships JSON, nil (NULL) when none
 }
 
 // values returns the linkage columns of row: for each relationship sent, its
@@ -43,8 +43,8 @@ type linkValues struct {
 // another type, and relationships the catalog does not know, in
 // other_relationships.
 func (l userLinks) values(row *normalize.Row) linkValues {
-	v := linkValues{arrays: make([]any, len(l.types))}
-	ids := make([][]int64, len(l.types))
+	v := linkValues{arrays: make([][]int64, len(l.types))}
+	ids := v.arrays
 	var other map[string][]otherLink
 	for _, name := range row.LinksSent {
 		if i, ok := l.index[name]; ok {
@@ -69,11 +69,6 @@ func (l userLinks) values(row *normalize.Row) linkValues {
 		e := otherLink{Type: link.Type, ID: link.ID}
 		if !slices.Contains(other[link.Relationship], e) {
 			other[link.Relationship] = append(other[link.Relationship], e)
-		}
-	}
-	for i, a := range ids {
-		if a != nil {
-			v.arrays[i] = a
 		}
 	}
 	if len(other) > 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
 )
 
@@ -144,7 +145,7 @@ func (s *Store) writeUsers(ctx context.Context, tx pgx.Tx, rows []normalize.Row,
 	if err != nil {
 		return cls, err
 	}
-	fresh, changed := rowSource{mode: copyUsers, runID: nullID(runID)}, rowSource{mode: copyUsers, runID: nullID(runID)}
+	fresh, changed := rowSource{t: &t, runID: runID}, rowSource{t: &t, runID: runID}
 	contentChanged := false
 	for i := range rows {
 		cur, ok := stored[rows[i].ID]
@@ -173,7 +174,7 @@ func (s *Store) writeUsers(ctx context.Context, tx pgx.Tx, rows []normalize.Row,
 	}
 	if len(fresh.rows) > 0 {
 		// A new user's row is its first version: nothing else to write.
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "users"}, t.columns, fresh.reset()); err != nil {
+		if _, err := fresh.copy(ctx, tx, t.copyTable); err != nil {
 			return cls, fmt.Errorf("copying new users: %w", err)
 		}
 		cls.versions += int64(len(fresh.rows))
@@ -182,7 +183,7 @@ func (s *Store) writeUsers(ctx context.Context, tx pgx.Tx, rows []normalize.Row,
 		if _, err := tx.Exec(ctx, t.createStage); err != nil {
 			return cls, fmt.Errorf("creating staging table: %w", err)
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{unquote(t.stage)}, t.columns, changed.reset()); err != nil {
+		if _, err := changed.copy(ctx, tx, t.copyStage); err != nil {
 			return cls, fmt.Errorf("copying into staging: %w", err)
 		}
 		if contentChanged {
@@ -232,7 +233,7 @@ func (s *Store) copyNewLinkage(ctx context.Context, tx pgx.Tx, rows []normalize.
 	if len(inserted) == 0 {
 		return nil
 	}
-	var teams [][]any
+	var teams [][2]int64
 	var teamUsers []int64
 	for _, r := range rows {
 		if !inserted[r.ID] || !r.TeamsSent {
@@ -240,7 +241,7 @@ func (s *Store) copyNewLinkage(ctx context.Context, tx pgx.Tx, rows []normalize.
 		}
 		teamUsers = append(teamUsers, r.ID)
 		for _, t := range r.Teams {
-			teams = append(teams, []any{r.ID, t})
+			teams = append(teams, [2]int64{r.ID, t})
 		}
 	}
 	if len(teamUsers) > 0 {
@@ -249,23 +250,27 @@ func (s *Store) copyNewLinkage(ctx context.Context, tx pgx.Tx, rows []normalize.
 		}
 	}
 	if len(teams) > 0 {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "user_teams"}, []string{"user_id", "team_id"}, pgx.CopyFromRows(dedupeRows(teams, 2))); err != nil {
+		teams = dedupePairs(teams)
+		sql := copySQL(s.q+".user_teams", []string{"user_id", "team_id"})
+		pair := func(b []byte, i int) ([]byte, error) {
+			return appendBigint(appendBigint(appendFieldCount(b, 2), teams[i][0]), teams[i][1]), nil
+		}
+		if _, err := copyBinary(ctx, tx, sql, len(teams), pair); err != nil {
 			return fmt.Errorf("copying teams of new users: %w", err)
 		}
 	}
 	return nil
 }
 
-// dedupeRows drops repeated rows (an API listing the same team twice must
-// not break the primary key).
-func dedupeRows(rows [][]any, width int) [][]any {
-	seen := make(map[string]bool, len(rows))
-	out := rows[:0]
-	for _, r := range rows {
-		k := fmt.Sprint(r[:width]...)
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, r)
+// dedupePairs drops repeated (user, team) pairs, keeping the first of each
+// (an API listing the same team twice must not break the primary key).
+func dedupePairs(pairs [][2]int64) [][2]int64 {
+	seen := make(map[[2]int64]bool, len(pairs))
+	out := pairs[:0]
+	for _, p := range pairs {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
 		}
 	}
 	return out
@@ -410,23 +415,15 @@ func (s *Store) fillUnsent(ctx context.Context, tx pgx.Tx, t tableSQL, rows []no
 	return arrays, nil
 }
 
-// copyMode says which table a rowSource feeds.
-type copyMode int
-
-const (
-	copyUsers copyMode = iota // the users table (or its staging copy)
-	copyPlain                 // a dimension table: no hashes
-)
-
-// rowSource feeds rows to COPY without building a [][]any first.
+// rowSource is the rows of one COPY into a resource table, or a table
+// shaped like it, with what users need besides the row: hashes, linkage and
+// the run.
 type rowSource struct {
-	mode   copyMode
-	runID  any // users: version_run_id of new versions
+	t      *tableSQL
+	runID  int64 // users: version_run_id of new versions (0: NULL)
 	rows   []*normalize.Row
-	hashes [][2][]byte  // content and linkage hash of each row
-	links  []linkValues // linkage columns of each row
-	idx    int
-	buf    []any
+	hashes [][2][]byte  // users: content and linkage hash of each row
+	links  []linkValues // users: linkage columns of each row
 }
 
 func (r *rowSource) add(row *normalize.Row, hash, linkage []byte, links linkValues) {
@@ -435,50 +432,58 @@ func (r *rowSource) add(row *normalize.Row, hash, linkage []byte, links linkValu
 	r.links = append(r.links, links)
 }
 
-// reset rewinds the source for a COPY.
-func (r *rowSource) reset() *rowSource {
-	r.idx = -1
-	return r
+// copy copies the rows with sql, a binary COPY of the table's columns.
+func (r *rowSource) copy(ctx context.Context, tx pgx.Tx, sql string) (int64, error) {
+	return copyBinary(ctx, tx, sql, len(r.rows), func(b []byte, i int) ([]byte, error) {
+		return r.appendFields(appendFieldCount(b, len(r.t.columns)), i)
+	})
 }
 
-func (r *rowSource) Next() bool { r.idx++; return r.idx < len(r.rows) }
-func (r *rowSource) Err() error { return nil }
-
-func (r *rowSource) Values() ([]any, error) {
-	row := r.rows[r.idx]
-	r.buf = append(r.buf[:0], row.ID)
-	r.buf = append(r.buf, row.Values...)
+// appendFields appends the fields of row i, one per column of the table.
+func (r *rowSource) appendFields(b []byte, i int) ([]byte, error) {
+	t, row := r.t, r.rows[i]
+	if len(row.Values) != len(t.res.Attributes) || len(row.ToOne) != len(t.toOneCols) {
+		return b, fmt.Errorf("encoding %s %d: %d attributes and %d to-one ids for %d and %d columns",
+			t.res.Type, row.ID, len(row.Values), len(row.ToOne), len(t.res.Attributes), len(t.toOneCols))
+	}
+	b = appendBigint(b, row.ID)
+	for j, v := range row.Values {
+		var err error
+		if b, err = appendValue(b, t.types[1+j], v); err != nil {
+			return b, fmt.Errorf("encoding %s %d, column %s: %w", t.res.Type, row.ID, t.columns[1+j], err)
+		}
+	}
 	for _, o := range row.ToOne {
 		if o.Valid {
-			r.buf = append(r.buf, o.ID)
+			b = appendBigint(b, o.ID)
 		} else {
-			r.buf = append(r.buf, nil)
+			b = appendNull(b)
 		}
 	}
-	r.buf = append(r.buf, row.Raw)
-	if r.mode == copyUsers {
-		var dc any
-		if row.DataConnections != nil {
-			dc = row.DataConnections
+	b = appendJSONB(b, row.Raw)
+	if t.hashed {
+		h, l := r.hashes[i], r.links[i]
+		b = appendBytea(appendBytea(b, h[0]), h[1])
+		b = appendJSONB(b, row.DataConnections)
+		b = appendNullableBigint(b, r.runID)
+		for _, a := range l.arrays {
+			b = appendBigintArray(b, a)
 		}
-		links := r.links[r.idx]
-		r.buf = append(r.buf, r.hashes[r.idx][0], r.hashes[r.idx][1], dc, r.runID)
-		r.buf = append(r.buf, links.arrays...)
-		r.buf = append(r.buf, links.other)
+		b = appendJSONB(b, l.other)
 	}
-	return r.buf, nil
+	return b, nil
 }
 
-func plainSource(rows []normalize.Row) *rowSource {
-	src := &rowSource{mode: copyPlain, idx: -1}
+func plainSource(t *tableSQL, rows []normalize.Row) *rowSource {
+	src := &rowSource{t: t, rows: make([]*normalize.Row, len(rows))}
 	for i := range rows {
-		src.rows = append(src.rows, &rows[i])
+		src.rows[i] = &rows[i]
 	}
 	return src
 }
 
-func (s *Store) hashedSource(rows []normalize.Row) *rowSource {
-	src := &rowSource{mode: copyUsers, idx: -1}
+func (s *Store) hashedSource(t *tableSQL, rows []normalize.Row) *rowSource {
+	src := &rowSource{t: t}
 	for i := range rows {
 		src.add(&rows[i], rows[i].Hash(), rows[i].LinkageHash(), s.links.values(&rows[i]))
 	}
@@ -548,18 +553,17 @@ func nullID(id int64) any {
 	return id
 }
 
-func unquote(ident string) string { return ident[1 : len(ident)-1] }
-
 // CopyUsersRaw copies rows straight into table (a table shaped like users,
 // e.g. CREATE TABLE x (LIKE users)), committing every batch rows: no
 // staging, no upsert, no history. It is the yardstick the benchmarks hold
 // the sync's load path against.
 func (s *Store) CopyUsersRaw(ctx context.Context, table string, rows []normalize.Row, batch int) error {
 	t := s.tables["user"]
+	sql := copySQL(s.q+"."+schema.QuoteIdentifier(table), t.columns)
 	for start := 0; start < len(rows); start += batch {
 		end := min(start+batch, len(rows))
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			_, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, table}, t.columns, s.hashedSource(rows[start:end]))
+			_, err := s.hashedSource(&t, rows[start:end]).copy(ctx, tx, sql)
 			return err
 		})
 		if err != nil {

@@ -13,11 +13,14 @@ type tableSQL struct {
 	res       schema.Resource
 	table     string   // qualified table name
 	stage     string   // per-connection temp staging table name (unqualified: pg_temp)
-	columns   []string // COPY columns, in order: id, attributes, to-one ids, raw[, content_hash]
+	columns   []string // COPY columns, in order: id, attributes, to-one ids, raw[, content_hash, ...]
+	types     []pgType // the catalog's type of each COPY column
 	toOneCols []string
 	arrayCols []string // users only: the bigint[] linkage columns, in catalog order
 	hashed    bool     // the table has content_hash (users)
 
+	copyTable   string // binary COPY of columns into table
+	copyStage   string // the same into stage
 	createStage string
 	upsert      string // returns (inserted, updated)
 	current     string // users only: (id, content_hash, linkage_hash, deleted) of a set of ids
@@ -46,6 +49,8 @@ func newTableSQL(schemaName string, res schema.Resource) tableSQL {
 		}
 		t.columns = append(t.columns, "other_relationships")
 	}
+	t.types = columnTypes(res.Table, t.columns)
+	t.copyTable, t.copyStage = copySQL(t.table, t.columns), copySQL(t.stage, t.columns)
 	quoted := quoteAll(t.columns)
 	t.createStage = fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`, t.stage, t.table)
 
@@ -88,6 +93,21 @@ SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FR
 	}
 	t.liveCount = fmt.Sprintf(`SELECT count(*) FROM %s WHERE deleted_at IS NULL`, t.table)
 	return t
+}
+
+// columnTypes returns the type the catalog gives each of columns of table
+// (pgUnknown for a column it does not list, which COPY then refuses).
+func columnTypes(table string, columns []string) []pgType {
+	cat, _ := schema.TableNamed(table)
+	byName := make(map[string]pgType, len(cat.Columns))
+	for _, c := range cat.Columns {
+		byName[c.Name] = columnType(c.Type)
+	}
+	out := make([]pgType, len(columns))
+	for i, c := range columns {
+		out[i] = byName[c]
+	}
+	return out
 }
 
 func quoteAll(names []string) []string {

@@ -1,0 +1,249 @@
+package warehouse
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The rows of a page are written in PostgreSQL's binary COPY format by the
+// functions of this file, column type by column type, into a buffer the
+// connection reads in chunks. pgx's CopyFrom would instead plan and encode
+// every value through its type map, each boxed in an interface, which cost
+// more CPU than the server spent storing the rows.
+
+// pgType is the PostgreSQL type of a column COPY writes: it fixes the binary
+// form of the column's values.
+type pgType uint8
+
+const (
+	pgUnknown pgType = iota // a type this file cannot write: every value is refused
+	pgBigint
+	pgBoolean
+	pgText
+	pgTimestamptz
+	pgJSONB
+	pgBytea
+	pgBigintArray
+)
+
+// String returns the type's name as the catalog (schema.Column.Type) writes it.
+func (t pgType) String() string {
+	switch t {
+	case pgBigint:
+		return "bigint"
+	case pgBoolean:
+		return "boolean"
+	case pgText:
+		return "text"
+	case pgTimestamptz:
+		return "timestamptz"
+	case pgJSONB:
+		return "jsonb"
+	case pgBytea:
+		return "bytea"
+	case pgBigintArray:
+		return "bigint[]"
+	}
+	return "an unknown type"
+}
+
+// columnType returns the pgType of a catalog column type ("bigint", ...).
+func columnType(sqlType string) pgType {
+	for t := pgBigint; t <= pgBigintArray; t++ {
+		if t.String() == sqlType {
+			return t
+		}
+	}
+	return pgUnknown
+}
+
+const (
+	// copyHeader starts a binary COPY: the signature, then flags and the
+	// length of the header extension, both 0.
+	copyHeader = "PGCOPY\n\xff\r\n\x00" + "\x00\x00\x00\x00" + "\x00\x00\x00\x00"
+	// pgEpochMicros is 2000-01-01T00:00:00Z, PostgreSQL's epoch, in
+	// microseconds since the Unix epoch.
+	pgEpochMicros = 946_684_800 * 1_000_000
+	// int8OID is the type oid of bigint, which an array names its elements by.
+	int8OID = 20
+)
+
+// copySQL returns the statement of a binary COPY into table (quoted) of
+// columns.
+func copySQL(table string, columns []string) string {
+	return fmt.Sprintf("COPY %s (%s) FROM STDIN (FORMAT binary)", table, strings.Join(quoteAll(columns), ", "))
+}
+
+// copyBinary copies n rows with sql, a COPY ... FROM STDIN (FORMAT binary)
+// statement: tuple appends row i to a buffer as a binary tuple. It returns
+// the number of rows copied. The rows are encoded as the connection sends
+// them, so memory holds one chunk of them, not the page.
+func copyBinary(ctx context.Context, tx pgx.Tx, sql string, n int, tuple func(b []byte, i int) ([]byte, error)) (int64, error) {
+	// The buffer has room for pgconn's 64 KiB read and the row that crosses
+	// its end, so it seldom grows.
+	r := &copyReader{n: n, tuple: tuple, buf: append(make([]byte, 0, 80<<10), copyHeader...)}
+	tag, err := tx.Conn().PgConn().CopyFrom(ctx, r, sql)
+	if r.err != nil {
+		// The server only heard that the COPY failed: this says why.
+		return 0, r.err
+	}
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+// copyReader is the data of a binary COPY, encoded as it is read: each Read
+// encodes rows until its buffer holds what was asked for (pgconn asks for
+// 64 KiB), so the buffer stays at about one chunk and one row.
+type copyReader struct {
+	n     int // rows to encode
+	tuple func(b []byte, i int) ([]byte, error)
+	next  int    // the next row to encode
+	buf   []byte // buf[off:] is encoded and not yet read
+	off   int
+	done  bool  // the trailer is in buf
+	err   error // the encoding error that stopped the COPY
+}
+
+func (r *copyReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if len(r.buf)-r.off < len(p) && !r.done {
+		r.buf, r.off = append(r.buf[:0], r.buf[r.off:]...), 0
+		for len(r.buf) < len(p) && r.next < r.n {
+			if r.buf, r.err = r.tuple(r.buf, r.next); r.err != nil {
+				return 0, r.err
+			}
+			r.next++
+		}
+		if r.next == r.n {
+			r.buf, r.done = binary.BigEndian.AppendUint16(r.buf, 0xffff), true // field count -1
+		}
+	}
+	if r.off == len(r.buf) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.buf[r.off:])
+	r.off += n
+	return n, nil
+}
+
+// appendFieldCount starts a tuple of n fields.
+func appendFieldCount(b []byte, n int) []byte {
+	return binary.BigEndian.AppendUint16(b, uint16(n))
+}
+
+// appendValue appends v as a field of type t; nil is NULL. It fails, leaving
+// b as it was, when v's Go type is not the one normalize gives for t.
+func appendValue(b []byte, t pgType, v any) ([]byte, error) {
+	if v == nil {
+		return appendNull(b), nil
+	}
+	switch t {
+	case pgBigint:
+		if n, ok := v.(int64); ok {
+			return appendBigint(b, n), nil
+		}
+	case pgBoolean:
+		if x, ok := v.(bool); ok {
+			return appendBoolean(b, x), nil
+		}
+	case pgText:
+		if s, ok := v.(string); ok {
+			return appendText(b, s), nil
+		}
+	case pgTimestamptz:
+		if ts, ok := v.(time.Time); ok {
+			return appendTimestamptz(b, ts), nil
+		}
+	case pgJSONB:
+		if j, ok := v.([]byte); ok {
+			return appendJSONB(b, j), nil
+		}
+	case pgBytea:
+		if y, ok := v.([]byte); ok {
+			return appendBytea(b, y), nil
+		}
+	case pgBigintArray:
+		if a, ok := v.([]int64); ok {
+			return appendBigintArray(b, a), nil
+		}
+	}
+	return b, fmt.Errorf("a Go %T cannot be written as %s", v, t)
+}
+
+func appendNull(b []byte) []byte { return binary.BigEndian.AppendUint32(b, 0xffffffff) } // length -1
+
+func appendLength(b []byte, n int) []byte { return binary.BigEndian.AppendUint32(b, uint32(n)) }
+
+func appendBigint(b []byte, n int64) []byte {
+	return binary.BigEndian.AppendUint64(appendLength(b, 8), uint64(n))
+}
+
+// appendNullableBigint appends n, or NULL when n is 0 (an unset id).
+func appendNullableBigint(b []byte, n int64) []byte {
+	if n == 0 {
+		return appendNull(b)
+	}
+	return appendBigint(b, n)
+}
+
+func appendBoolean(b []byte, x bool) []byte {
+	b = appendLength(b, 1)
+	if x {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func appendText(b []byte, s string) []byte { return append(appendLength(b, len(s)), s...) }
+
+// appendTimestamptz appends t as microseconds since 2000-01-01 UTC, the
+// sub-microsecond part dropped as pgx drops it.
+func appendTimestamptz(b []byte, t time.Time) []byte {
+	return appendBigint(b, t.Unix()*1_000_000+int64(t.Nanosecond()/1000)-pgEpochMicros)
+}
+
+// appendJSONB appends the JSON text j after jsonb's version byte; nil is NULL.
+func appendJSONB(b, j []byte) []byte {
+	if j == nil {
+		return appendNull(b)
+	}
+	return append(append(appendLength(b, 1+len(j)), 1), j...)
+}
+
+// appendBytea appends y; nil is NULL.
+func appendBytea(b, y []byte) []byte {
+	if y == nil {
+		return appendNull(b)
+	}
+	return append(appendLength(b, len(y)), y...)
+}
+
+// appendBigintArray appends a as a one-dimensional bigint[] without NULLs;
+// nil is NULL and an empty slice the empty array, which has no dimension.
+func appendBigintArray(b []byte, a []int64) []byte {
+	if a == nil {
+		return appendNull(b)
+	}
+	be := binary.BigEndian
+	if len(a) == 0 {
+		b = appendLength(b, 12)
+		return be.AppendUint32(be.AppendUint32(be.AppendUint32(b, 0), 0), int8OID) // ndim, hasnull, element type
+	}
+	b = appendLength(b, 20+12*len(a))
+	b = be.AppendUint32(be.AppendUint32(be.AppendUint32(b, 1), 0), int8OID)
+	b = be.AppendUint32(be.AppendUint32(b, uint32(len(a))), 1) // length, lower bound
+	for _, n := range a {
+		b = appendBigint(b, n)
+	}
+	return b
+}

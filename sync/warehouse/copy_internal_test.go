@@ -1,0 +1,446 @@
+package warehouse
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/normalize"
+)
+
+// copyColumns is a table with one column of each type the encoder writes,
+// n numbering the rows.
+func copyColumns() ([]string, []pgType) {
+	return []string{"n", "b", "o", "s", "ts", "j", "y", "a"},
+		[]pgType{pgBigint, pgBigint, pgBoolean, pgText, pgTimestamptz, pgJSONB, pgBytea, pgBigintArray}
+}
+
+// copyTuples returns the tuple function of a COPY of rows into copyColumns,
+// which names the column of a value it cannot write.
+func copyTuples(rows [][]any) func(b []byte, i int) ([]byte, error) {
+	cols, types := copyColumns()
+	return func(b []byte, i int) ([]byte, error) {
+		b = appendFieldCount(b, len(rows[i]))
+		for j, v := range rows[i] {
+			var err error
+			if b, err = appendValue(b, types[j], v); err != nil {
+				return b, fmt.Errorf("column %s: %w", cols[j], err)
+			}
+		}
+		return b, nil
+	}
+}
+
+func ts(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// copyValueRows returns rows covering the edge cases of every type, then
+// enough large rows for the COPY to span many reads.
+func copyValueRows() [][]any {
+	rows := [][]any{
+		{nil, nil, nil, nil, nil, nil, nil},
+		{int64(math.MinInt64), false, "", ts("1969-07-20T20:17:40.123456Z"), []byte(`{"b": [1, 2], "a": {"é": null}}`), []byte{0, 1, 0xff}, []int64{}},
+		{int64(math.MaxInt64), true, "Zoë 東京 ✓ \U0001F600", ts("2024-02-29T23:59:59.999999Z"), []byte(`[1, "x", null, true, {}]`), []byte{}, []int64{1, -1, math.MaxInt64, math.MinInt64}},
+		// One microsecond before PostgreSQL's epoch; typed nils are NULL.
+		{int64(0), true, "x", ts("1999-12-31T23:59:59.999999Z"), []byte(`"a string"`), []byte(nil), []int64(nil)},
+		// Another zone and nanoseconds, which PostgreSQL does not keep.
+		{int64(-1), false, "NUL-free \t\n", ts("2024-06-01T12:00:00.000001999+05:30"), []byte(`{}`), []byte("\\x00"), []int64{42}},
+		{int64(1), nil, "0001-01-01", ts("0001-01-01T00:00:00Z"), []byte(`[]`), nil, []int64{0, 0}},
+	}
+	for i := range 400 {
+		ids := make([]int64, 50)
+		for k := range ids {
+			ids[k] = int64(i*1000 + k)
+		}
+		rows = append(rows, []any{int64(i), i%2 == 0, strings.Repeat("ab", 500) + fmt.Sprint(i), ts("2020-01-01T00:00:00Z").Add(time.Duration(i) * time.Microsecond),
+			[]byte(fmt.Sprintf(`{"i": %d}`, i)), bytes.Repeat([]byte{byte(i)}, 100), ids})
+	}
+	for i := range rows {
+		rows[i] = append([]any{int64(i)}, rows[i]...)
+	}
+	return rows
+}
+
+func copyPool(t *testing.T) (*pgxpool.Pool, string) {
+	t.Helper()
+	pool := schematest.NewPool(t, 4)
+	name := schematest.NewSchemaName(t, pool)
+	err := WithMigrationLock(context.Background(), pool, func(ctx context.Context) error {
+		_, err := Migrate(ctx, pool, MigrateOptions{Schema: name})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	return pool, name
+}
+
+// TestCopyRoundTrip writes every column type through the binary encoder and
+// reads the values back with pgx.
+func TestCopyRoundTrip(t *testing.T) {
+	t.Parallel()
+	pool, name := copyPool(t)
+	ctx := context.Background()
+	table := schema.QuoteIdentifier(name) + ".copy_types"
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (n bigint, b bigint, o boolean, s text, ts timestamptz, j jsonb, y bytea, a bigint[])`); err != nil {
+		t.Fatal(err)
+	}
+	rows := copyValueRows()
+	cols, _ := copyColumns()
+	var copied int64
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		copied, err = copyBinary(ctx, tx, copySQL(table, cols), len(rows), copyTuples(rows))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if copied != int64(len(rows)) {
+		t.Fatalf("copied %d rows of %d", copied, len(rows))
+	}
+
+	dbRows, err := pool.Query(ctx, `SELECT b, o, s, ts, j, y IS NULL, y, a IS NULL, a FROM `+table+` ORDER BY n`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dbRows.Close()
+	i := 0
+	for ; dbRows.Next(); i++ {
+		var (
+			b              *int64
+			o              *bool
+			s              *string
+			at             *time.Time
+			j, y           []byte
+			yNull, aNull   bool
+			a              []int64
+			want, wantNull = rows[i], func(k int) bool { return rows[i][k] == nil || reflect.ValueOf(rows[i][k]).IsNil() }
+		)
+		if err := dbRows.Scan(&b, &o, &s, &at, &j, &yNull, &y, &aNull, &a); err != nil {
+			t.Fatal(err)
+		}
+		if want[1] == nil && b != nil || want[1] != nil && (b == nil || *b != want[1]) {
+			t.Errorf("row %d: bigint %v, want %v", i, deref(b), want[1])
+		}
+		if want[2] == nil && o != nil || want[2] != nil && (o == nil || *o != want[2]) {
+			t.Errorf("row %d: boolean %v, want %v", i, deref(o), want[2])
+		}
+		if want[3] == nil && s != nil || want[3] != nil && (s == nil || *s != want[3]) {
+			t.Errorf("row %d: text %q, want %q", i, deref(s), want[3])
+		}
+		if want[4] == nil && at != nil || want[4] != nil && (at == nil || !at.Equal(want[4].(time.Time).Truncate(time.Microsecond))) {
+			t.Errorf("row %d: timestamptz %v, want %v", i, deref(at), want[4])
+		}
+		if want[5] == nil && j != nil || want[5] != nil && !sameJSON(j, want[5].([]byte)) {
+			t.Errorf("row %d: jsonb %s, want %s", i, j, want[5])
+		}
+		if yNull != wantNull(6) || !yNull && !bytes.Equal(y, want[6].([]byte)) {
+			t.Errorf("row %d: bytea %x (NULL %v), want %v", i, y, yNull, want[6])
+		}
+		if aNull != wantNull(7) || !aNull && !slices.Equal(a, want[7].([]int64)) {
+			t.Errorf("row %d: bigint[] %v (NULL %v), want %v", i, a, aNull, want[7])
+		}
+	}
+	if err := dbRows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if i != len(rows) {
+		t.Errorf("read %d rows of %d", i, len(rows))
+	}
+	// Empty and NULL arrays stay distinct, as the linkage columns need.
+	var empty, null int64
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE a = '{}'), count(*) FILTER (WHERE a IS NULL) FROM `+table).Scan(&empty, &null); err != nil {
+		t.Fatal(err)
+	}
+	if empty != 1 || null != 2 {
+		t.Errorf("empty arrays %d, NULL arrays %d; want 1 and 2", empty, null)
+	}
+
+	// A value of a Go type the column does not take fails the COPY with
+	// the encoder's error, not the server's, and copies nothing.
+	bad := [][]any{rows[1], {int64(-1), 5, nil, nil, nil, nil, nil, nil}}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, err := copyBinary(ctx, tx, copySQL(table, cols), len(bad), copyTuples(bad))
+		return err
+	})
+	var pgErr *pgconn.PgError
+	if err == nil || errors.As(err, &pgErr) || err.Error() != "column b: a Go int cannot be written as bigint" {
+		t.Errorf("wrong Go type: %v", err)
+	}
+	var n int64
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil || n != int64(len(rows)) {
+		t.Errorf("%d rows after the failed COPY, want %d: %v", n, len(rows), err)
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// TestCopyMatchesPgx encodes binary values as pgx's own encoders do, but
+// for the empty array: pgx writes one dimension of length 0, PostgreSQL's
+// array_send no dimension, and array_recv reads both as '{}' (which
+// TestCopyRoundTrip checks).
+func TestCopyMatchesPgx(t *testing.T) {
+	t.Parallel()
+	oids := map[pgType]uint32{pgBigint: pgtype.Int8OID, pgBoolean: pgtype.BoolOID, pgText: pgtype.TextOID,
+		pgTimestamptz: pgtype.TimestamptzOID, pgJSONB: pgtype.JSONBOID, pgBytea: pgtype.ByteaOID, pgBigintArray: pgtype.Int8ArrayOID}
+	m := pgtype.NewMap()
+	_, types := copyColumns()
+	for _, row := range copyValueRows()[:7] {
+		for k, v := range row {
+			typ := types[k]
+			got, err := appendValue(nil, typ, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, ok := v.([]int64); ok && a != nil && len(a) == 0 {
+				continue
+			}
+			// pgx returns nil for NULL only when given a buffer.
+			want, err := m.Encode(oids[typ], pgtype.BinaryFormatCode, v, []byte{})
+			if err != nil {
+				t.Fatalf("pgx encoding %v as %s: %v", v, typ, err)
+			}
+			if n := int32(binary.BigEndian.Uint32(got)); want == nil && n != -1 || want != nil && !bytes.Equal(got[4:], want) {
+				t.Errorf("%s %#v: %x, pgx %x", typ, v, got, want)
+			}
+		}
+	}
+}
+
+// TestCopyReader reads the same COPY data whatever the size of the reads.
+func TestCopyReader(t *testing.T) {
+	t.Parallel()
+	rows := copyValueRows()
+	read := func(wrap func(io.Reader) io.Reader) []byte {
+		r := &copyReader{n: len(rows), tuple: copyTuples(rows), buf: []byte(copyHeader)}
+		out, err := io.ReadAll(wrap(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	whole := read(func(r io.Reader) io.Reader { return r })
+	if !bytes.HasPrefix(whole, []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x08")) || !bytes.HasSuffix(whole, []byte{0xff, 0xff}) {
+		t.Errorf("header or trailer wrong: %x ... %x", whole[:21], whole[len(whole)-2:])
+	}
+	if got := read(iotest.OneByteReader); !bytes.Equal(got, whole) {
+		t.Error("one-byte reads differ from whole reads")
+	}
+	if got := read(iotest.HalfReader); !bytes.Equal(got, whole) {
+		t.Error("half reads differ from whole reads")
+	}
+	empty := &copyReader{buf: []byte(copyHeader)}
+	if b, err := io.ReadAll(empty); err != nil || string(b) != copyHeader+"\xff\xff" {
+		t.Errorf("no rows: %x, %v", b, err)
+	}
+}
+
+// TestCopyColumnTypes checks the type of every column the encoder writes:
+// the catalog's, and the one the encoder assumes for the columns it writes
+// without looking (ids, raw, hashes, linkage).
+func TestCopyColumnTypes(t *testing.T) {
+	t.Parallel()
+	for _, res := range schema.Resources() {
+		tsql := newTableSQL("s", res)
+		want := map[string]pgType{"id": pgBigint, "raw": pgJSONB, "content_hash": pgBytea, "linkage_hash": pgBytea,
+			"data_connections": pgJSONB, "version_run_id": pgBigint, "other_relationships": pgJSONB}
+		for _, c := range tsql.toOneCols {
+			want[c] = pgBigint
+		}
+		for _, c := range tsql.arrayCols {
+			want[c] = pgBigintArray
+		}
+		if len(tsql.types) != len(tsql.columns) {
+			t.Fatalf("%s: %d types for %d columns", res.Table, len(tsql.types), len(tsql.columns))
+		}
+		for i, c := range tsql.columns {
+			if tsql.types[i] == pgUnknown {
+				t.Errorf("%s.%s: no binary encoding", res.Table, c)
+			}
+			if w, ok := want[c]; ok && tsql.types[i] != w {
+				t.Errorf("%s.%s: catalog type %s, the encoder writes %s", res.Table, c, tsql.types[i], w)
+			}
+		}
+	}
+}
+
+const fullUsers = `{"data": [
+	{"id": 1, "type": "user",
+	 "attributes": {"accountsViewId": 9223372036854775807, "locked": false, "notificationsEnabled": true, "title": "Zoë ✓ 東京",
+		"firstName": "", "createdAt": "1999-12-31T23:59:59.999999Z", "updatedAt": "2024-02-29T23:59:59.123456+05:30",
+		"duties": {"a": [1, 2], "é": null}, "notInTheCatalog": 5},
+	 "relationships": {"role": {"data": {"id": 5, "type": "role"}}, "profile": {"data": null},
+		"teams": {"data": [{"id": 10, "type": "team"}, {"id": 10, "type": "team"}]},
+		"mailboxes": {"data": [{"id": 3, "type": "mailbox"}, {"id": 4, "type": "mailbox"}, {"id": 3, "type": "mailbox"}]},
+		"contentCategories": {"data": []}, "recipients": {"data": [{"id": 7, "type": "somethingElse"}]},
+		"notInTheCatalogEither": {"data": [{"id": 8, "type": "x"}]}},
+	 "meta": {"dataConnections": [{"provider": "salesforce", "connected": true}]}},
+	{"id": 2, "type": "user", "attributes": {"accountsViewId": -9223372036854775808, "duties": [], "title": null, "locked": true}},
+	{"id": 3, "type": "user", "attributes": {}, "relationships": {}, "meta": {"dataConnections": null}}
+]}`
+
+func normalized(t *testing.T, res schema.Resource, body string) []normalize.Row {
+	t.Helper()
+	doc, err := jsonapi.DecodeDocument([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := normalize.New(res)
+	var out []normalize.Row
+	for _, r := range doc.Data {
+		row, err := n.Row(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// TestCopyUsersMatchesPgx copies the same users with the encoder
+// (CopyUsersRaw) and with pgx's CopyFrom, which the encoder replaced, and
+// finds the two tables equal in every copied column.
+func TestCopyUsersMatchesPgx(t *testing.T) {
+	t.Parallel()
+	pool, name := copyPool(t)
+	ctx := context.Background()
+	s, err := NewStore(pool, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"users_binary", "users_pgx"} {
+		if _, err := pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %[1]s.%[2]s (LIKE %[1]s.users INCLUDING DEFAULTS)`, s.q, table)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := normalized(t, schema.User(), fullUsers)
+	if err := s.CopyUsersRaw(ctx, "users_binary", rows, 2); err != nil {
+		t.Fatal(err)
+	}
+	users := s.tables["user"]
+	src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+		r := &rows[i]
+		v := append([]any{r.ID}, r.Values...)
+		for _, o := range r.ToOne {
+			if o.Valid {
+				v = append(v, o.ID)
+			} else {
+				v = append(v, nil)
+			}
+		}
+		l := s.links.values(r)
+		v = append(v, r.Raw, r.Hash(), r.LinkageHash(), r.DataConnections, nil)
+		for _, a := range l.arrays {
+			v = append(v, a)
+		}
+		return append(v, l.other), nil
+	})
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{name, "users_pgx"}, users.columns, src); err != nil {
+		t.Fatal(err)
+	}
+	cols := strings.Join(quoteAll(users.columns), ", ")
+	var n, differ int64
+	err = pool.QueryRow(ctx, fmt.Sprintf(`SELECT (SELECT count(*) FROM %[1]s.users_binary),
+		(SELECT count(*) FROM ((SELECT %[2]s FROM %[1]s.users_binary EXCEPT ALL SELECT %[2]s FROM %[1]s.users_pgx)
+			UNION ALL (SELECT %[2]s FROM %[1]s.users_pgx EXCEPT ALL SELECT %[2]s FROM %[1]s.users_binary)) d)`, s.q, cols)).Scan(&n, &differ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != int64(len(rows)) || differ != 0 {
+		t.Errorf("%d rows copied, %d differ from pgx's", n, differ)
+	}
+	// The rows hold what the test means them to: the edge cases are there.
+	var ok bool
+	err = pool.QueryRow(ctx, fmt.Sprintf(`SELECT accounts_view_id = 9223372036854775807 AND NOT locked AND title = 'Zoë ✓ 東京'
+		AND first_name = '' AND created_at = '1999-12-31T23:59:59.999999Z' AND updated_at = '2024-02-29T18:29:59.123456Z'
+		AND duties = '{"a": [1, 2], "é": null}' AND role_id = 5 AND profile_id IS NULL AND mailbox_ids = '{3,4}'
+		AND content_category_ids = '{}' AND recipient_ids = '{}' AND direct_assigned_team_ids IS NULL
+		AND other_relationships ? 'notInTheCatalogEither' AND data_connections IS NOT NULL AND version_run_id IS NULL
+		FROM %s.users_binary WHERE id = 1`, s.q)).Scan(&ok)
+	if err != nil || !ok {
+		t.Errorf("user 1 not as sent: %v", err)
+	}
+}
+
+// TestCopyWrongGoType loads rows holding a value of a Go type normalize never
+// gives: the load fails with an error naming the column, and the store stays
+// usable.
+func TestCopyWrongGoType(t *testing.T) {
+	t.Parallel()
+	pool, name := copyPool(t)
+	ctx := context.Background()
+	s, err := NewStore(pool, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	title := -1
+	for i, a := range schema.User().Attributes {
+		if a.Name == "title" {
+			title = i
+		}
+	}
+	rows := normalized(t, schema.User(), fullUsers)
+	rows[1].Values[title] = 42
+	_, err = s.LoadUsers(ctx, rows, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "copying new users: encoding user 2, column title: a Go int cannot be written as text") {
+		t.Errorf("wrong Go type: %v", err)
+	}
+	rows = normalized(t, schema.User(), fullUsers)
+	rows[0].Values = rows[0].Values[:3]
+	if _, err = s.LoadUsers(ctx, rows, nil, nil); err == nil || !strings.Contains(err.Error(), "encoding user 1: 3 attributes") {
+		t.Errorf("missing values: %v", err)
+	}
+	teams := normalized(t, schema.Team(), `{"data": [{"id": 1, "type": "team", "attributes": {"name": "a"}}]}`)
+	teams[0].Values[0] = time.Time{}
+	if _, err := s.LoadDimension(ctx, "team", teams, nil, []int64{1}, 0); err == nil ||
+		!strings.Contains(err.Error(), "copying rows: encoding team 1, column name: a Go time.Time cannot be written as text") {
+		t.Errorf("wrong Go type in a dimension: %v", err)
+	}
+	c, err := s.LoadUsers(ctx, normalized(t, schema.User(), fullUsers), nil, nil)
+	if err != nil || c.Inserted != 3 {
+		t.Errorf("load after the failures: %+v, %v", c, err)
+	}
+}
+
+func TestDedupePairs(t *testing.T) {
+	t.Parallel()
+	got := dedupePairs([][2]int64{{1, 10}, {1, 11}, {1, 10}, {2, 10}, {1, 11}})
+	if want := [][2]int64{{1, 10}, {1, 11}, {2, 10}}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
