@@ -3,6 +3,7 @@ package syncer_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -27,11 +28,21 @@ type testEnv struct {
 
 func newEnv(t *testing.T, opts apisim.Options) *testEnv {
 	t.Helper()
+	return newEnvWith(t, opts, nil)
+}
+
+// newEnvWith is newEnv with the simulator behind wrap (nil: none).
+func newEnvWith(t *testing.T, opts apisim.Options, wrap func(*apisim.Server) http.Handler) *testEnv {
+	t.Helper()
 	if opts.Seed == 0 {
 		opts.Seed = 7
 	}
 	sim := apisim.New(opts)
-	srv := httptest.NewServer(sim)
+	var h http.Handler = sim
+	if wrap != nil {
+		h = wrap(sim)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	pool := schematest.NewPool(t, 8)
 	name := schematest.NewSchemaName(t, pool)

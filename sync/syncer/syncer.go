@@ -23,7 +23,11 @@ import (
 type Config struct {
 	PageSize int           // page[size] of user requests (default 1000)
 	Lookback time.Duration // how far before the watermark incremental runs start (default 10m)
-	Prefetch int           // pages fetched ahead of the one being normalized (default 1): with it, at most three pages are in memory
+	Prefetch int           // pages fetched ahead of the one being hashed (default 1)
+	// Writers is how many users pages are written at once, each on its own
+	// connection (default 2; see writes). With Prefetch 1, at most
+	// Writers+3 pages are in memory.
+	Writers int
 	// NoDataConnections stops asking for users' meta.dataConnections
 	// (provideDataConnections); the stored values are then left alone.
 	NoDataConnections bool
@@ -57,6 +61,9 @@ func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
 	}
 	if cfg.Lookback < 0 {
 		cfg.Lookback = 0
+	}
+	if cfg.Writers <= 0 {
+		cfg.Writers = 2
 	}
 	if cfg.Prefetch <= 0 {
 		cfg.Prefetch = 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -83,29 +84,191 @@ func (r *run) draining() bool {
 }
 
 // walk consumes pages through a bounded pipeline: page N+2 is fetched and
-// decoded and page N+1 normalized and hashed while page N is written.
+// typed and page N+1 hashed while page N is written, and two pages are
+// written at once on two connections (see pageWrite).
 func (r *run) walk(ctx context.Context, pages *jsonapi.Pages) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the pipeline's goroutines on an early return
 	r.startPages = r.cp.Progress.Pages
-	waitStart := time.Now()
 	pages.DecodeData(r.s.decodeUsers)
+	var w writes
+	defer w.wait() // the writes in flight end before the walk returns
+	number := r.cp.Progress.Pages
 	for p := range r.s.normalizePages(ctx, jsonapi.Prefetch(ctx, pages, r.s.cfg.Prefetch)) {
-		if p.err != nil {
-			return p.err // the client names the page and request
-		}
-		wait := time.Since(waitStart)
-		if err := r.loadPage(ctx, p); err != nil {
+		if err := w.failed(); err != nil {
 			return err
 		}
-		r.s.cfg.Logger.DebugContext(ctx, "page committed", "run_id", r.runID, "page", r.cp.Progress.Pages,
-			"rows", len(p.page.Data), "fetch_wait_ms", wait.Milliseconds(), "write_ms", time.Since(waitStart.Add(wait)).Milliseconds())
-		if r.draining() && p.page.NextURL != "" {
+		if p.err != nil {
+			if err := w.wait(); err != nil {
+				return err
+			}
+			return p.err // the client names the page and request
+		}
+		number++
+		r.count(p.rows)
+		if err := w.start(ctx, r, p, number, r.s.cfg.Writers); err != nil {
+			return err
+		}
+		if p.page.NextURL != "" && r.draining() {
+			if err := w.wait(); err != nil {
+				return err
+			}
 			return ErrDrained
 		}
-		waitStart = time.Now()
+	}
+	if err := w.wait(); err != nil {
+		return err
 	}
 	return ctx.Err()
+}
+
+// count notes what the run reports of a page's users besides the load.
+func (r *run) count(rows []normalize.Row) {
+	for i := range rows {
+		if !rows[i].TeamsSent {
+			r.noTeamsData++
+		}
+		if rows[i].CanWrite != nil {
+			r.canWrite = rows[i].CanWrite // the API user's write access, as last seen
+		}
+	}
+}
+
+// writes are the pages being written, oldest first. A page is prepared
+// (warehouse.PrepareUsers: its rows and teams, the bulk of the work) on its
+// own connection while the page before it is still being written, and
+// committed with its checkpoint only once that page has committed: the
+// checkpoints stay in page order, and a page never commits after one that
+// failed. A page holding a user of the page before it waits for that page
+// to commit first, as their writes would touch the same rows.
+type writes struct {
+	inflight []*pageWrite
+	err      error // the first error, in page order
+}
+
+// pageWrite is one page being written.
+type pageWrite struct {
+	ids  map[int64]bool // the page's user ids, quarantined ones included
+	done chan struct{}  // closed when the page committed or failed
+	err  error          // set before done is closed
+}
+
+// start writes p in a goroutine once fewer than max pages are in flight and
+// none of them shares a user with p. It returns the error of a page that
+// failed meanwhile, and then does not start p.
+func (w *writes) start(ctx context.Context, r *run, p normalizedPage, number int64, max int) error {
+	pw := &pageWrite{ids: pageIDs(p), done: make(chan struct{})}
+	for len(w.inflight) > 0 && (len(w.inflight) >= max || w.overlaps(pw)) {
+		w.pop()
+	}
+	if w.err != nil {
+		return w.err
+	}
+	var prev *pageWrite
+	if len(w.inflight) > 0 {
+		prev = w.inflight[len(w.inflight)-1]
+	}
+	w.inflight = append(w.inflight, pw)
+	go func() {
+		defer close(pw.done)
+		pw.err = r.writePage(ctx, p, number, prev)
+	}()
+	return nil
+}
+
+// pop waits for the oldest page in flight.
+func (w *writes) pop() {
+	pw := w.inflight[0]
+	<-pw.done
+	w.inflight = w.inflight[1:]
+	if w.err == nil {
+		w.err = pw.err
+	}
+}
+
+// overlaps reports whether pw shares a user with a page in flight.
+func (w *writes) overlaps(pw *pageWrite) bool {
+	for _, o := range w.inflight {
+		for id := range pw.ids {
+			if o.ids[id] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// failed returns the first error of the pages written so far, without
+// waiting for those in flight.
+func (w *writes) failed() error {
+	for len(w.inflight) > 0 && w.err == nil {
+		select {
+		case <-w.inflight[0].done:
+			w.pop()
+		default:
+			return nil
+		}
+	}
+	return w.err
+}
+
+// wait waits for every page in flight and returns the first error, in page
+// order.
+func (w *writes) wait() error {
+	for len(w.inflight) > 0 {
+		w.pop()
+	}
+	return w.err
+}
+
+func pageIDs(p normalizedPage) map[int64]bool {
+	ids := make(map[int64]bool, len(p.rows)+len(p.bad))
+	for i := range p.rows {
+		ids[p.rows[i].ID] = true
+	}
+	for _, q := range p.bad {
+		if id, err := strconv.ParseInt(q.ID, 10, 64); err == nil {
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
+// errEarlierPage stops a page whose predecessor failed; the walk returns the
+// predecessor's error.
+var errEarlierPage = errors.New("an earlier page failed")
+
+// writePage writes page number p: prepared at once, committed after prev
+// (the page before it, nil when none in flight) has committed.
+func (r *run) writePage(ctx context.Context, p normalizedPage, number int64, prev *pageWrite) error {
+	start := time.Now()
+	pending, err := r.s.store.PrepareUsers(ctx, p.rows, p.bad, r.runID)
+	if prev != nil {
+		<-prev.done
+		if prev.err != nil {
+			if pending != nil {
+				pending.Rollback(ctx)
+			}
+			return errEarlierPage
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("writing page %d: %w", number, err)
+	}
+	// The pages before this one have committed: the checkpoint is this
+	// goroutine's until it closes done.
+	r.cp.NextURL = p.page.NextURL
+	r.fillRequestCounters()
+	if _, err := pending.Commit(ctx, &r.cp); err != nil {
+		return fmt.Errorf("writing page %d: %w", number, err)
+	}
+	r.s.cfg.Logger.DebugContext(ctx, "page committed", "run_id", r.runID, "page", r.cp.Progress.Pages,
+		"rows", len(p.rows)+len(p.bad), "write_ms", time.Since(start).Milliseconds())
+	if r.s.cfg.Progress != nil {
+		r.s.cfg.Progress(Progress{RunID: r.runID, Kind: r.req.Kind, Pages: r.cp.Progress.Pages,
+			Rows: r.cp.Progress.Fetched, Elapsed: r.s.cfg.Now().Sub(r.started)})
+	}
+	return nil
 }
 
 // normalizedPage is a users page typed and hashed, ready to write.
@@ -143,28 +306,6 @@ func (s *Syncer) normalizePages(ctx context.Context, in <-chan jsonapi.PageResul
 		}
 	}()
 	return out
-}
-
-func (r *run) loadPage(ctx context.Context, p normalizedPage) error {
-	rows, bad, page := p.rows, p.bad, p.page
-	for i := range rows {
-		if !rows[i].TeamsSent {
-			r.noTeamsData++
-		}
-		if rows[i].CanWrite != nil {
-			r.canWrite = rows[i].CanWrite // the API user's write access, as last seen
-		}
-	}
-	r.cp.NextURL = page.NextURL
-	r.fillRequestCounters()
-	if _, err := r.s.store.LoadUsers(ctx, rows, bad, &r.cp); err != nil {
-		return fmt.Errorf("writing page %d: %w", r.cp.Progress.Pages+1, err)
-	}
-	if r.s.cfg.Progress != nil {
-		r.s.cfg.Progress(Progress{RunID: r.runID, Kind: r.req.Kind, Pages: r.cp.Progress.Pages,
-			Rows: r.cp.Progress.Fetched, Elapsed: r.s.cfg.Now().Sub(r.started)})
-	}
-	return nil
 }
 
 // fillRequestCounters brings the checkpoint's request counters up to date:

@@ -69,44 +69,105 @@ type Progress struct {
 // by id, unchanged rows untouched), a version for each user whose content
 // changed, the team and other linkage of users whose linkage was sent, the
 // quarantined resources, and the checkpoint. It issues a fixed number of
-// statements whatever the page size.
+// statements whatever the page size. It is PrepareUsers and Commit.
 func (s *Store) LoadUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, cp *Checkpoint) (Counts, error) {
-	var c Counts
-	rows = dedupe(rows)
-	var next Checkpoint // cp as it will be once this page commits
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		runID := int64(0)
-		if cp != nil {
-			runID = cp.RunID
-		}
-		b := &pgx.Batch{}
-		if len(rows) > 0 {
-			cls, err := s.writeUsers(ctx, tx, rows, runID)
-			if err != nil {
-				return err
-			}
-			c.Inserted, c.Updated, c.Versions = int64(len(cls.inserted)), cls.updated, cls.versions
-			c.Unchanged = int64(len(rows)) - c.Inserted - c.Updated
-			if err := s.copyNewLinkage(ctx, tx, rows, cls.inserted); err != nil {
-				return err
-			}
-			s.queueLinkage(b, rows, cls.relinked)
-		}
-		s.queueQuarantine(b, "user", rows, bad, runID)
-		c.Quarantined = int64(len(bad))
-		if cp != nil {
-			next = advance(*cp, rows, c)
-			s.queueCheckpoint(b, &next)
-		}
-		return tx.SendBatch(ctx, b).Close()
-	})
+	runID := int64(0)
+	if cp != nil {
+		runID = cp.RunID
+	}
+	p, err := s.PrepareUsers(ctx, rows, bad, runID)
 	if err != nil {
-		return Counts{}, fmt.Errorf("loading %d users: %w", len(rows), err)
+		return Counts{}, err
+	}
+	return p.Commit(ctx, cp)
+}
+
+// PendingUsers is a page of users written in a transaction not yet
+// committed: see PrepareUsers.
+type PendingUsers struct {
+	s     *Store
+	tx    pgx.Tx
+	rows  []normalize.Row
+	bad   []Quarantined
+	runID int64
+	c     Counts
+	b     *pgx.Batch // the linkage diff, sent with the checkpoint
+}
+
+// PrepareUsers begins a page's transaction and does the page's heavy work
+// (the rows, the versions, the teams of new users); Commit then writes the
+// rest and the checkpoint, and commits. Two pages with no user in common
+// touch no common row until their checkpoints, so the second page's
+// PrepareUsers may run while the first is being written, on another
+// connection, as long as the second commits after the first. A
+// PendingUsers must be committed or rolled back.
+func (s *Store) PrepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, runID int64) (*PendingUsers, error) {
+	rows = dedupe(rows)
+	p := &PendingUsers{s: s, rows: rows, bad: bad, runID: runID, b: &pgx.Batch{}}
+	// Pages written at once must never wait for each other's locks (the
+	// writer would wait for a page that waits for it, and PostgreSQL could
+	// not see the cycle): a wait over lockTimeout (a minute) fails the page, and
+	// the run resumes later, rather than hang.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL lock_timeout = '" + s.lockTimeout + "'"})
+	if err != nil {
+		return nil, fmt.Errorf("loading %d users: beginning: %w", len(rows), err)
+	}
+	p.tx = tx
+	if err := p.write(ctx); err != nil {
+		p.Rollback(ctx)
+		return nil, fmt.Errorf("loading %d users: %w", len(rows), err)
+	}
+	return p, nil
+}
+
+func (p *PendingUsers) write(ctx context.Context) error {
+	if len(p.rows) == 0 {
+		return nil
+	}
+	cls, err := p.s.writeUsers(ctx, p.tx, p.rows, p.runID)
+	if err != nil {
+		return err
+	}
+	p.c.Inserted, p.c.Updated, p.c.Versions = int64(len(cls.inserted)), cls.updated, cls.versions
+	p.c.Unchanged = int64(len(p.rows)) - p.c.Inserted - p.c.Updated
+	if err := p.s.copyNewLinkage(ctx, p.tx, p.rows, cls.inserted); err != nil {
+		return err
+	}
+	p.s.queueLinkage(p.b, p.rows, cls.relinked)
+	return nil
+}
+
+// Commit writes the page's linkage diff, quarantine and checkpoint (cp
+// advanced by the page; nil: none) and commits. cp changes only if the
+// commit succeeds. On error the transaction is rolled back.
+func (p *PendingUsers) Commit(ctx context.Context, cp *Checkpoint) (Counts, error) {
+	p.s.queueQuarantine(p.b, "user", p.rows, p.bad, p.runID)
+	c := p.c
+	c.Quarantined = int64(len(p.bad))
+	var next Checkpoint // cp as it will be once this page commits
+	if cp != nil {
+		next = advance(*cp, p.rows, c)
+		p.s.queueCheckpoint(p.b, &next)
+	}
+	err := p.tx.SendBatch(ctx, p.b).Close()
+	if err == nil {
+		err = p.tx.Commit(ctx)
+	}
+	if err != nil {
+		p.Rollback(ctx)
+		return Counts{}, fmt.Errorf("loading %d users: %w", len(p.rows), err)
 	}
 	if cp != nil {
 		*cp = next
 	}
 	return c, nil
+}
+
+// Rollback abandons the page. It is a no-op after Commit.
+func (p *PendingUsers) Rollback(ctx context.Context) {
+	// The error is of no use: a failed rollback closes the connection,
+	// and the transaction dies with it.
+	_ = p.tx.Rollback(context.WithoutCancel(ctx))
 }
 
 // classified says what a page holds relative to the warehouse.

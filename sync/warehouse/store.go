@@ -14,6 +14,9 @@ type Store struct {
 	tables map[string]tableSQL
 	users  userSQL
 	links  userLinks
+	// lockTimeout bounds how long a users page's statements wait for a
+	// lock (PostgreSQL's lock_timeout).
+	lockTimeout string
 }
 
 // NewStore returns a Store for the warehouse in schemaName.
@@ -21,7 +24,7 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	if err := schema.ValidateIdentifier(schemaName); err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName), tables: map[string]tableSQL{}}
+	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName), tables: map[string]tableSQL{}, lockTimeout: "1min"}
 	for _, r := range schema.Resources() {
 		s.tables[r.Type] = newTableSQL(schemaName, r)
 	}
