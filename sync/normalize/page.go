@@ -338,7 +338,10 @@ func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, esc, ok
 		}
 		str := s.s[v+1 : end-1]
 		if esc {
-			str = gjson.Parse(s.s[v:end]).Str // the general path's unescaping
+			var plain bool
+			if str, plain = unescape(str); !plain {
+				str = gjson.Parse(s.s[v:end]).Str // the general path's decoder
+			}
 		}
 		if t == schema.String {
 			return end, str, esc, true

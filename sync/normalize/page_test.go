@@ -169,6 +169,7 @@ var edgeResources = []string{
 	`{"type":"user","id":5,"attributes":{"updatedAt":"2024-01-02T03:04:05\u002e5Z"}}`,
 	`{"type":"user","id":5,"attributes":{"firstName":"Zo\u00eb \"Z\" \ud834\udd1e \ud800"}}`,
 	`{"type":"user","id":5,"attributes":{"firstName":"a\u0000b"}}`,
+	`{"type":"user","id":5,"attributes":{"firstName":"\/\b\f\n\r\t\u00E9\u00e9\u20AC\uFFFF\udbff\udfff <\u003cb\u003e> a long plain run of ASCII text"}}`,
 	`{"type":"user","id":5,"attributes":{"newThing":"a\u0000b"}}`,
 	`{"type":"user","id":5,"attributes":{"firstName":"Zoë 李"}}`,
 	`{"type":"user","id":5,"attributes":{"first\u004eame":"A"}}`,

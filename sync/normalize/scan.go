@@ -1,5 +1,11 @@
 package normalize
 
+import (
+	"encoding/binary"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
 // A strict JSON scanner for DecodePage: it validates every byte it passes
 // and reports positions, never building values. Anything it refuses goes to
 // the general decoder, which then has the last word.
@@ -29,12 +35,19 @@ func scanString(b []byte, i int) (end int, esc, wide, ok bool) {
 	if i >= len(b) || b[i] != '"' {
 		return 0, false, false, false
 	}
-	for j := i + 1; j < len(b); j++ {
-		c := b[j]
-		if c >= 0x20 && c < 0x80 && c != '"' && c != '\\' {
-			continue // the common case first
+	j := i + 1
+	for {
+		// Skip plain bytes eight at a time, then one at a time.
+		for j+8 <= len(b) && !mayNeedLook(binary.LittleEndian.Uint64(b[j:])) {
+			j += 8
 		}
-		switch {
+		for j < len(b) && b[j] >= 0x20 && b[j] < 0x80 && b[j] != '"' && b[j] != '\\' {
+			j++
+		}
+		if j >= len(b) {
+			return 0, false, false, false
+		}
+		switch c := b[j]; {
 		case c == '"':
 			return j + 1, esc, wide, true
 		case c == '\\':
@@ -63,8 +76,66 @@ func scanString(b []byte, i int) (end int, esc, wide, ok bool) {
 		default:
 			wide = true
 		}
+		j++
 	}
-	return 0, false, false, false
+}
+
+// mayNeedLook reports whether one of the eight bytes of v may be a quote, a
+// backslash, a control character or above ASCII (never false when one is).
+func mayNeedLook(v uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
+	return (zero(v^(ones*'"'))|zero(v^(ones*'\\'))|(v-ones*0x20)&^v&highs|v&highs) != 0
+}
+
+// unescape returns the contents of a JSON string holding escapes, checked by
+// scanString, decoded as gjson decodes them (the general path's decoder).
+// It reports false for a \u escape of a UTF-16 surrogate, left to gjson.
+func unescape(s string) (string, bool) {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch s[i] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			var r rune
+			for _, h := range []byte(s[i+1 : i+5]) {
+				r = r<<4 | rune(hexValue(h))
+			}
+			if utf16.IsSurrogate(r) {
+				return "", false
+			}
+			out = utf8.AppendRune(out, r)
+			i += 4
+		default: // '"', '\\', '/'
+			out = append(out, s[i])
+		}
+	}
+	return string(out), true
+}
+
+func hexValue(h byte) byte {
+	switch {
+	case h >= 'a':
+		return h - 'a' + 10
+	case h >= 'A':
+		return h - 'A' + 10
+	}
+	return h - '0'
 }
 
 func isHex(c byte) bool {
