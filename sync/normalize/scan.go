@@ -85,7 +85,7 @@ func scanString(b []byte, i int) (end int, esc, wide, ok bool) {
 func mayNeedLook(v uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
-	return (zero(v^(ones*'"'))|zero(v^(ones*'\\'))|(v-ones*0x20)&^v&highs|v&highs) != 0
+	return (zero(v^(ones*'"')) | zero(v^(ones*'\\')) | (v-ones*0x20)&^v&highs | v&highs) != 0
 }
 
 // unescape returns the contents of a JSON string holding escapes, checked by
