@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -44,7 +43,7 @@ func (n *Normalizer) DecodeData(b []byte) (any, int, error) {
 }
 
 func (n *Normalizer) decodeArray(b []byte) (*Page, int, error) {
-	s := pageScanner{b: b, s: string(b), n: n}
+	s := pageScanner{b: b, n: n, names: map[string]string{}}
 	page := &Page{Rows: make([]Row, 0, len(b)/2048+1)} // users are 2-4 kB
 	i := ws(b, 0)
 	if i >= len(b) || b[i] != '[' {
@@ -105,16 +104,27 @@ func wrapData(data []byte) []byte {
 
 // pageScanner types the resources of one page.
 type pageScanner struct {
-	b    []byte // the "data" array
-	s    string // b as a string: typed strings are substrings of it, not copies
-	n    *Normalizer
-	err  error
-	vals []any                // backing array of the rows' Values
-	ids  []jsonapi.Identifier // the current resource's linkage
-	rels []linkage            // the current resource's relationships
+	b     []byte // the "data" array and the rest of the body
+	n     *Normalizer
+	names map[string]string // relationship names and related types, stored once
+	err   error
+	vals  []any                // backing array of the rows' Values
+	ids   []jsonapi.Identifier // the current resource's linkage
+	rels  []linkage            // the current resource's relationships
 	// guess[i] is the attribute that followed attribute i in the last
 	// resource (guess[len] the first one), or -1.
 	guess []int
+}
+
+// intern returns b as a string, allocated once per page: names repeat on
+// every resource.
+func (s *pageScanner) intern(b []byte) string {
+	if name, ok := s.names[string(b)]; ok {
+		return name
+	}
+	name := string(b)
+	s.names[name] = name
+	return name
 }
 
 // linkage is one relationship of the current resource: its "data" shape
@@ -168,7 +178,7 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 	clear(vals) // a resource left to the general path may have filled some
 	s.ids, s.rels = s.ids[:0], s.rels[:0]
 	var seen int
-	var typ string
+	typeOK := false
 	var attrs [2]int
 	end, ok := members(s.b, i, func(key []byte, plain bool, _, v int) (int, bool) {
 		if !plain {
@@ -191,8 +201,8 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 			if !ok || !integer {
 				return 0, false
 			}
-			id, err := strconv.ParseInt(s.s[v:end], 10, 64)
-			if err != nil || id == math.MinInt64 {
+			id, ok := parseInt(s.b[v:end])
+			if !ok || id == math.MinInt64 {
 				return 0, false
 			}
 			row.ID = id
@@ -202,7 +212,7 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 			if !ok || esc || wide {
 				return 0, false
 			}
-			typ = s.s[v+1 : end-1]
+			typeOK = string(s.b[v+1:end-1]) == n.res.Type
 			return end, true
 		case memberAttributes:
 			end, ok := s.attributes(v, row, vals)
@@ -220,7 +230,7 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 		}
 	})
 	const required = memberID | memberType | memberAttributes
-	if !ok || seen&required != required || typ != n.res.Type {
+	if !ok || seen&required != required || !typeOK {
 		return 0, false
 	}
 	s.vals = s.vals[len(vals):]
@@ -336,11 +346,13 @@ func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, esc, ok
 		if !ok {
 			return 0, nil, false, false
 		}
-		str := s.s[v+1 : end-1]
-		if esc {
+		var str string
+		if !esc {
+			str = string(b[v+1 : end-1])
+		} else {
 			var plain bool
-			if str, plain = unescape(str); !plain {
-				str = gjson.Parse(s.s[v:end]).Str // the general path's decoder
+			if str, plain = unescape(b[v+1 : end-1]); !plain {
+				str = gjson.Parse(string(b[v:end])).Str // the general path's decoder
 			}
 		}
 		if t == schema.String {
@@ -367,8 +379,8 @@ func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, esc, ok
 	if !ok || !integer {
 		return 0, nil, false, false
 	}
-	n, err := strconv.ParseInt(s.s[v:end], 10, 64)
-	if err != nil {
+	n, ok := parseInt(b[v:end])
+	if !ok {
 		return 0, nil, false, false
 	}
 	return end, n, false, true
@@ -384,7 +396,7 @@ func (s *pageScanner) relationships(i int) (int, bool) {
 		if !plain || s.b[v] != '{' {
 			return 0, false
 		}
-		name := s.s[k+1 : k+1+len(key)]
+		name := s.intern(key)
 		for _, l := range s.rels {
 			if l.name == name {
 				return 0, false
@@ -464,8 +476,8 @@ func (s *pageScanner) identifier(v int) (int, bool) {
 			if !ok || !integer {
 				return 0, false
 			}
-			n, err := strconv.ParseInt(s.s[v:end], 10, 64)
-			if err != nil || n == math.MinInt64 {
+			n, ok := parseInt(s.b[v:end])
+			if !ok || n == math.MinInt64 {
 				return 0, false
 			}
 			id.ID = jsonapi.ID(n)
@@ -479,7 +491,7 @@ func (s *pageScanner) identifier(v int) (int, bool) {
 			if !ok || esc || wide || end-v == 2 {
 				return 0, false
 			}
-			id.Type = s.s[v+1 : end-1]
+			id.Type = s.intern(s.b[v+1 : end-1])
 			return end, true
 		case "meta":
 			if seen&4 != 0 {

@@ -91,7 +91,7 @@ func mayNeedLook(v uint64) bool {
 // unescape returns the contents of a JSON string holding escapes, checked by
 // scanString, decoded as gjson decodes them (the general path's decoder).
 // It reports false for a \u escape of a UTF-16 surrogate, left to gjson.
-func unescape(s string) (string, bool) {
+func unescape(s []byte) (string, bool) {
 	out := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -113,7 +113,7 @@ func unescape(s string) (string, bool) {
 			out = append(out, '\t')
 		case 'u':
 			var r rune
-			for _, h := range []byte(s[i+1 : i+5]) {
+			for _, h := range s[i+1 : i+5] {
 				r = r<<4 | rune(hexValue(h))
 			}
 			if utf16.IsSurrogate(r) {
@@ -126,6 +126,30 @@ func unescape(s string) (string, bool) {
 		}
 	}
 	return string(out), true
+}
+
+// parseInt parses an integer as scanNumber found it (-?(0|[1-9][0-9]*)),
+// reporting false when it does not fit in an int64, as strconv.ParseInt
+// would, without its allocation.
+func parseInt(b []byte) (int64, bool) {
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) > 19 { // 19 digits cannot overflow a uint64
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		n = n*10 + uint64(c-'0')
+	}
+	switch {
+	case neg && n <= 1<<63:
+		return -int64(n), true
+	case !neg && n < 1<<63:
+		return int64(n), true
+	}
+	return 0, false
 }
 
 func hexValue(h byte) byte {
