@@ -1,16 +1,10 @@
 package jsonapi
 
-// dataShape finds the top-level "data" member of a document and returns its
-// shape, reading only up to it: servers send "data" first, so this costs
-// next to nothing, and it spares the decoder a copy of the whole array. The
-// full decoder checks the syntax afterwards; this scan only needs to find
-// its way.
-func dataShape(body []byte) (Shape, error) {
-	shape, _, err := dataAt(body)
-	return shape, err
-}
-
-// dataAt is dataShape, also returning the index of the "data" value.
+// dataAt finds the top-level "data" member of a document and returns its
+// shape and the index of its value, reading only up to it: servers send
+// "data" first, so this costs next to nothing, and it spares the decoder a
+// copy of the whole array. The full decoder checks the syntax afterwards;
+// this scan only needs to find its way.
 func dataAt(body []byte) (Shape, int, error) {
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {

@@ -92,7 +92,9 @@ func (r *run) walk(ctx context.Context, pages *jsonapi.Pages) error {
 	r.startPages = r.cp.Progress.Pages
 	pages.DecodeData(r.s.decodeUsers)
 	var w writes
-	defer w.wait() // the writes in flight end before the walk returns
+	// The writes in flight end before the walk returns; an early return
+	// already carries the error that matters.
+	defer func() { _ = w.wait() }()
 	number := r.cp.Progress.Pages
 	for p := range r.s.normalizePages(ctx, jsonapi.Prefetch(ctx, pages, r.s.cfg.Prefetch)) {
 		if err := w.failed(); err != nil {
