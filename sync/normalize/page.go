@@ -2,7 +2,6 @@ package normalize
 
 import (
 	"bytes"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -197,16 +196,9 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 		seen |= bit
 		switch bit {
 		case memberID:
-			end, integer, ok := scanNumber(s.b, v)
-			if !ok || !integer {
-				return 0, false
-			}
-			id, ok := parseInt(s.b[v:end])
-			if !ok || id == math.MinInt64 {
-				return 0, false
-			}
+			end, id, ok := s.id(v)
 			row.ID = id
-			return end, true
+			return end, ok
 		case memberType:
 			end, esc, wide, ok := scanString(s.b, v)
 			if !ok || esc || wide {
@@ -455,6 +447,21 @@ func (s *pageScanner) linkageData(v int, l *linkage) (int, bool) {
 	return 0, false
 }
 
+// id reads an id at b[v] in the form the single pass handles: a JSON
+// integer that is a valid jsonapi.ID (a string or anything else goes the
+// general way).
+func (s *pageScanner) id(v int) (int, int64, bool) {
+	end, integer, ok := scanNumber(s.b, v)
+	if !ok || !integer {
+		return 0, 0, false
+	}
+	n, ok := parseInt(s.b[v:end])
+	if !ok || jsonapi.ID(n) == jsonapi.InvalidID {
+		return 0, 0, false
+	}
+	return end, n, true
+}
+
 // identifier reads the resource identifier object at b[v] into s.ids.
 func (s *pageScanner) identifier(v int) (int, bool) {
 	if s.b[v] != '{' {
@@ -472,16 +479,9 @@ func (s *pageScanner) identifier(v int) (int, bool) {
 				return 0, false
 			}
 			seen |= 1
-			end, integer, ok := scanNumber(s.b, v)
-			if !ok || !integer {
-				return 0, false
-			}
-			n, ok := parseInt(s.b[v:end])
-			if !ok || n == math.MinInt64 {
-				return 0, false
-			}
+			end, n, ok := s.id(v)
 			id.ID = jsonapi.ID(n)
-			return end, true
+			return end, ok
 		case "type":
 			if seen&2 != 0 {
 				return 0, false

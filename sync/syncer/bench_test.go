@@ -80,6 +80,7 @@ func freshSync(b *testing.B, pool *pgxpool.Pool, url string) (*warehouse.Store, 
 
 // BenchmarkBackfill syncs every user of a simulator into a fresh schema, end
 // to end over HTTP and PostgreSQL, and reports users/s and the peak live heap.
+// USERSYNC_BENCH_WRITERS sets syncer.Config.Writers (default 2).
 func BenchmarkBackfill(b *testing.B) {
 	n := benchUsers(b)
 	sim := apisim.New(apisim.Options{Seed: 1, Users: n})
@@ -96,6 +97,13 @@ func BenchmarkBackfill(b *testing.B) {
 		stop := peakHeap()
 		start := time.Now()
 		cfg := syncer.Config{PageSize: 1000}
+		if v := os.Getenv("USERSYNC_BENCH_WRITERS"); v != "" {
+			w, err := strconv.Atoi(v)
+			if err != nil {
+				b.Fatalf("USERSYNC_BENCH_WRITERS: %v", err)
+			}
+			cfg.Writers = w
+		}
 		if os.Getenv("USERSYNC_BENCH_DEBUG") != "" {
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		}
