@@ -42,7 +42,8 @@ type Pages struct {
 // returns its result and the length of the array, closing bracket included.
 // The result is the page's Decoded and the page's Data stays empty. An error
 // means the body is malformed: the client retries the request as it does a
-// truncated body, then returns the error.
+// truncated body, then returns the error. b is the decoder's to keep: the
+// client never writes to it or reuses it, so the result may refer to it.
 type DataDecoder func(b []byte) (decoded any, n int, err error)
 
 // DecodeData makes every later page's "data" array go to decode (see

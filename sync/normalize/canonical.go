@@ -1,6 +1,7 @@
 package normalize
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
@@ -21,6 +22,9 @@ import (
 // never builds maps (a user's data connections are re-encoded on every
 // page); anything else goes through encoding/json.
 func CanonicalJSON(b []byte) []byte {
+	if out, end, ok := appendCanonicalAt(make([]byte, 0, len(b)), b, ws(b, 0), 0); ok && ws(b, end) == len(b) {
+		return out
+	}
 	if !gjson.ValidBytes(b) {
 		return b
 	}
@@ -28,6 +32,98 @@ func CanonicalJSON(b []byte) []byte {
 		return out
 	}
 	return canonicalSlow(b)
+}
+
+// appendCanonicalAt appends the value at b[i] encoded as encoding/json
+// would, using the page scanner, and returns the index after it; it
+// reports false for anything it does not reproduce (escapes, non-ASCII or
+// HTML characters in strings, repeated keys, deep nesting, invalid JSON),
+// which the gjson path and then encoding/json decide.
+func appendCanonicalAt(dst, b []byte, i, depth int) ([]byte, int, bool) {
+	if i >= len(b) || depth >= maxDepth {
+		return dst, 0, false
+	}
+	switch b[i] {
+	case '"':
+		end, esc, wide, ok := scanString(b, i)
+		if !ok || esc || wide || !plainString(string(b[i:end])) {
+			return dst, 0, false
+		}
+		return append(dst, b[i:end]...), end, true
+	case 't':
+		end, ok := literal(b, i, "true")
+		return append(dst, "true"...), end, ok
+	case 'f':
+		end, ok := literal(b, i, "false")
+		return append(dst, "false"...), end, ok
+	case 'n':
+		end, ok := literal(b, i, "null")
+		return append(dst, "null"...), end, ok
+	case '[':
+		dst = append(dst, '[')
+		first := true
+		end, ok := elements(b, i, func(v int) (int, bool) {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			var end int
+			var ok bool
+			dst, end, ok = appendCanonicalAt(dst, b, v, depth+1)
+			return end, ok
+		})
+		return append(dst, ']'), end, ok
+	case '{':
+		type member struct {
+			key   []byte // the key's contents
+			value int    // the index of the value
+		}
+		var ms []member
+		end, ok := members(b, i, func(key []byte, plain bool, k, v int) (int, bool) {
+			if !plain || !plainString(string(b[k:k+len(key)+2])) {
+				return 0, false
+			}
+			for _, m := range ms {
+				if bytes.Equal(m.key, key) {
+					return 0, false // a repeated key: left to encoding/json
+				}
+			}
+			ms = append(ms, member{key, v})
+			return skipValue(b, v, depth+1)
+		})
+		if !ok {
+			return dst, 0, false
+		}
+		slices.SortFunc(ms, func(x, y member) int { return bytes.Compare(x.key, y.key) })
+		dst = append(dst, '{')
+		for j, m := range ms {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(append(append(append(dst, '"'), m.key...), '"'), ':')
+			if dst, _, ok = appendCanonicalAt(dst, b, m.value, depth+1); !ok {
+				return dst, 0, false
+			}
+		}
+		return append(dst, '}'), end, true
+	}
+	end, integer, ok := scanNumber(b, i)
+	if !ok {
+		return dst, 0, false
+	}
+	digits := end - i
+	if b[i] == '-' {
+		digits--
+	}
+	if integer && digits <= 15 {
+		// At most 15 digits: exact as a float64, printed back the same.
+		return append(dst, b[i:end]...), end, true
+	}
+	f, err := strconv.ParseFloat(string(b[i:end]), 64)
+	if err != nil {
+		return dst, 0, false
+	}
+	return appendFloat(dst, f), end, true
 }
 
 func canonicalSlow(b []byte) []byte {

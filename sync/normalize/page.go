@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -37,6 +38,11 @@ type Rejected struct {
 // with an escape, a repeated member, ...) is decoded and typed the general
 // way, so the result never depends on which path a resource took. An error
 // is a *jsonapi.DecodeError: the page is malformed.
+//
+// The rows refer to b's bytes instead of copying them (the string values,
+// the attributes object the content hash is taken over, the data
+// connections): b must never be written to afterwards. The client reads
+// each body into a buffer of its own and never reuses it.
 func (n *Normalizer) DecodeData(b []byte) (any, int, error) {
 	return n.decodeArray(b)
 }
@@ -113,6 +119,13 @@ type pageScanner struct {
 	// guess[i] is the attribute that followed attribute i in the last
 	// resource (guess[len] the first one), or -1.
 	guess []int
+	// The relationship names of the last resource, in the order sent,
+	// the order that sorts them, and the type of the last identifier
+	// of each: the API sends them the same way every time.
+	relNames  []string
+	relOrder  []int
+	relTypes  []string
+	typeGuess string // the type expected of the identifier being read
 }
 
 // intern returns b as a string, allocated once per page: names repeat on
@@ -239,14 +252,42 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 			row.UpdatedAt = t
 		}
 	}
-	slices.SortFunc(s.rels, func(a, b linkage) int { return strings.Compare(a.name, b.name) })
-	for _, l := range s.rels {
+	// Room for every link at once (the general path leaves none: nil).
+	row.LinksSent, row.Links = make([]string, 0, len(s.rels)), make([]Link, 0, len(s.ids))
+	for _, k := range s.sortedRels() {
+		l := s.rels[k]
 		data := jsonapi.Linkage{Shape: l.shape, IDs: s.ids[l.from:l.to:l.to]}
 		if err := n.relationship(row, l.name, data); err != nil {
 			return 0, false
 		}
 	}
+	if len(row.LinksSent) == 0 {
+		row.LinksSent = nil
+	}
+	if len(row.Links) == 0 {
+		row.Links = nil
+	}
 	return end, true
+}
+
+// sortedRels returns the order that sorts the current resource's
+// relationships by name (the general path's order), worked out again only
+// when the names differ from the last resource's.
+func (s *pageScanner) sortedRels() []int {
+	same := len(s.rels) == len(s.relNames)
+	for k := 0; same && k < len(s.rels); k++ {
+		same = s.rels[k].name == s.relNames[k]
+	}
+	if same {
+		return s.relOrder
+	}
+	s.relNames, s.relOrder = s.relNames[:0], s.relOrder[:0]
+	for k, l := range s.rels {
+		s.relNames = append(s.relNames, l.name)
+		s.relOrder = append(s.relOrder, k)
+	}
+	slices.SortFunc(s.relOrder, func(a, b int) int { return strings.Compare(s.relNames[a], s.relNames[b]) })
+	return s.relOrder
 }
 
 // attributes types the attributes object at b[i] into vals, and the
@@ -340,7 +381,10 @@ func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, esc, ok
 		}
 		var str string
 		if !esc {
-			str = string(b[v+1 : end-1])
+			// The string is b's own bytes, not a copy: the rows already
+			// keep b (Row.attrs, Row.DataConnections), and nothing
+			// writes to it (see DecodeData).
+			str = unsafe.String(unsafe.SliceData(b[v+1:end-1]), end-1-(v+1))
 		} else {
 			var plain bool
 			if str, plain = unescape(b[v+1 : end-1]); !plain {
@@ -388,7 +432,16 @@ func (s *pageScanner) relationships(i int) (int, bool) {
 		if !plain || s.b[v] != '{' {
 			return 0, false
 		}
-		name := s.intern(key)
+		p := len(s.rels)
+		var name string
+		if p < len(s.relNames) && string(key) == s.relNames[p] {
+			name = s.relNames[p]
+		} else {
+			name = s.intern(key)
+		}
+		if p < len(s.relTypes) {
+			s.typeGuess = s.relTypes[p]
+		}
 		for _, l := range s.rels {
 			if l.name == name {
 				return 0, false
@@ -427,6 +480,10 @@ func (s *pageScanner) relationships(i int) (int, bool) {
 		})
 		l.to = len(s.ids)
 		s.rels = append(s.rels, l)
+		for len(s.relTypes) <= p {
+			s.relTypes = append(s.relTypes, "")
+		}
+		s.relTypes[p] = s.typeGuess
 		return end, ok
 	})
 }
@@ -491,7 +548,12 @@ func (s *pageScanner) identifier(v int) (int, bool) {
 			if !ok || esc || wide || end-v == 2 {
 				return 0, false
 			}
-			id.Type = s.intern(s.b[v+1 : end-1])
+			if typ := s.b[v+1 : end-1]; string(typ) == s.typeGuess {
+				id.Type = s.typeGuess
+			} else {
+				id.Type = s.intern(typ)
+				s.typeGuess = id.Type
+			}
 			return end, true
 		case "meta":
 			if seen&4 != 0 {

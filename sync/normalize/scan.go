@@ -2,6 +2,7 @@ package normalize
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -37,13 +38,7 @@ func scanString(b []byte, i int) (end int, esc, wide, ok bool) {
 	}
 	j := i + 1
 	for {
-		// Skip plain bytes eight at a time, then one at a time.
-		for j+8 <= len(b) && !mayNeedLook(binary.LittleEndian.Uint64(b[j:])) {
-			j += 8
-		}
-		for j < len(b) && b[j] >= 0x20 && b[j] < 0x80 && b[j] != '"' && b[j] != '\\' {
-			j++
-		}
+		j = nextSpecial(b, j)
 		if j >= len(b) {
 			return 0, false, false, false
 		}
@@ -80,12 +75,31 @@ func scanString(b []byte, i int) (end int, esc, wide, ok bool) {
 	}
 }
 
-// mayNeedLook reports whether one of the eight bytes of v may be a quote, a
-// backslash, a control character or above ASCII (never false when one is).
-func mayNeedLook(v uint64) bool {
+// nextSpecial returns the index of the first byte at or after j that is a
+// quote, a backslash, a control character or above ASCII, or len(b). It
+// looks at eight bytes at a time: in specialBytes' mask, the lowest set bit
+// always marks such a byte (a borrow can only set bits above a true match).
+func nextSpecial(b []byte, j int) int {
+	for ; j+8 <= len(b); j += 8 {
+		if m := specialBytes(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; j < len(b); j++ {
+		if c := b[j]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return j
+		}
+	}
+	return j
+}
+
+// specialBytes returns a mask with the high bit set in (at least) the
+// lowest byte of v that is a quote, a backslash, a control character or
+// above ASCII, and 0 when none is.
+func specialBytes(v uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
-	return (zero(v^(ones*'"')) | zero(v^(ones*'\\')) | (v-ones*0x20)&^v&highs | v&highs) != 0
+	return zero(v^(ones*'"')) | zero(v^(ones*'\\')) | (v-ones*0x20)&^v&highs | v&highs
 }
 
 // unescape returns the contents of a JSON string holding escapes, checked by
