@@ -81,7 +81,9 @@ func (b *bench) close(keep bool) {
 type result struct {
 	users                           int
 	serveRate, decodeRate, copyRate float64
-	fullRate, fullRSS               float64
+	fullRate, fullRSS               float64 // users pages replayed (see replay)
+	replayed                        int     // requests the replay answered
+	liveRate                        float64 // the same backfill, the simulator rendering every page
 	fullTime                        time.Duration
 	fullRequests, minRequests       int64
 	incrRequests, incrVersions      int64
@@ -105,34 +107,54 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 	}
 	fmt.Fprintf(b.log, "bench: %d users: building the simulated dataset\n", n)
 	sim := apisim.New(apisim.Options{Seed: 1, Users: n})
-	srv := httptest.NewServer(sim)
+	rp := newReplay(sim)
+	srv := httptest.NewServer(rp)
 	defer srv.Close()
-	env := append(os.Environ(), "DATABASE_URL="+b.pgURL, "USERSYNC_SCHEMA="+name, "USERSYNC_READER_ROLE=",
-		"USERSYNC_API_URL="+srv.URL, "USERSYNC_API_TOKEN=bench", "USERSYNC_PAGE_SIZE=1000", "USERSYNC_LOG_LEVEL=warn")
+	schemaEnv := func(schemaName string) []string {
+		return append(os.Environ(), "DATABASE_URL="+b.pgURL, "USERSYNC_SCHEMA="+schemaName, "USERSYNC_READER_ROLE=",
+			"USERSYNC_API_URL="+srv.URL, "USERSYNC_API_TOKEN=bench", "USERSYNC_PAGE_SIZE=1000", "USERSYNC_LOG_LEVEL=warn")
+	}
+	env := schemaEnv(name)
 	if _, _, _, err := b.command(ctx, env, "migrate"); err != nil {
 		return r, err
 	}
 	fmt.Fprintf(b.log, "bench: %d users: limits (serve, decode, raw COPY)\n", n)
+	rp.set(recording)
 	if err := b.limits(ctx, &r, srv.URL, name); err != nil {
 		return r, err
 	}
 	teams := len(sim.Teams())
 	r.minRequests = int64(ceilDiv(n, 1000) + ceilDiv(teams, 1000) + 1 + 1)
 
-	fmt.Fprintf(b.log, "bench: %d users: full backfill\n", n)
-	out, d, rss, err := b.command(ctx, env, "sync", "--full", "--json")
+	fmt.Fprintf(b.log, "bench: %d users: full backfill, users pages replayed\n", n)
+	rp.set(replaying)
+	sum, d, rss, err := b.backfill(ctx, env)
 	if err != nil {
 		return r, err
 	}
-	var sum syncer.Summary
-	if err := json.Unmarshal([]byte(out), &sum); err != nil {
-		return r, fmt.Errorf("reading the sync summary: %w", err)
-	}
+	r.replayed = rp.set(passThrough)
 	r.fullRate, r.fullRSS, r.fullRequests, r.fullTime = float64(sum.Fetched)/d.Seconds(), rss, sum.Requests, d
+
+	fmt.Fprintf(b.log, "bench: %d users: full backfill, simulator rendering every page\n", n)
+	live := name + "_live"
+	if _, _, _, err := b.command(ctx, schemaEnv(live), "migrate"); err != nil {
+		return r, err
+	}
+	sum, d, _, err = b.backfill(ctx, schemaEnv(live))
+	if err != nil {
+		return r, err
+	}
+	r.liveRate = float64(sum.Fetched) / d.Seconds()
+	for _, s := range []string{live, live + "_river"} {
+		if _, err := b.pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+s+`" CASCADE`); err != nil {
+			return r, err
+		}
+	}
 
 	sim.UpdateUsers(n / 100)
 	fmt.Fprintf(b.log, "bench: %d users: incremental after 1%% changed\n", n)
-	if out, d, _, err = b.command(ctx, env, "sync", "--json"); err != nil {
+	out, d, _, err := b.command(ctx, env, "sync", "--json")
+	if err != nil {
 		return r, err
 	}
 	sum = syncer.Summary{}
@@ -219,12 +241,26 @@ func (b *bench) limits(ctx context.Context, r *result, base, name string) error 
 	return nil
 }
 
+// backfill runs usersync sync --full and returns its summary, wall time
+// and peak RSS.
+func (b *bench) backfill(ctx context.Context, env []string) (syncer.Summary, time.Duration, float64, error) {
+	var sum syncer.Summary
+	out, d, rss, err := b.command(ctx, env, "sync", "--full", "--json")
+	if err != nil {
+		return sum, d, rss, err
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		return sum, d, rss, fmt.Errorf("reading the sync summary: %w", err)
+	}
+	return sum, d, rss, nil
+}
+
 func ceilDiv(a, b int) int { return int(math.Ceil(float64(a) / float64(b))) }
 
 func printTable(w io.Writer, rs []result) {
 	k := func(v float64) string { return fmt.Sprintf("%.1fk", v/1000) }
-	fmt.Fprintln(w, "| users | serve (rows/s) | decode (rows/s) | raw COPY (rows/s) | full backfill (rows/s) | backfill / raw COPY | requests (min) | peak RSS | incremental 1%: requests, versions, rows/s | no-op: requests, time | reconcile: requests, time, RSS | snapshot: time, rows/s, MiB, RSS |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|")
+	fmt.Fprintln(w, "| users | serve (rows/s) | decode (rows/s) | raw COPY (rows/s) | full backfill (rows/s) | backfill / raw COPY | pages replayed | backfill, live simulator (rows/s) | live / raw COPY | requests (min) | peak RSS | incremental 1%: requests, versions, rows/s | no-op: requests, time | reconcile: requests, time, RSS | snapshot: time, rows/s, MiB, RSS |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|")
 	for _, r := range rs {
 		rec, snap := "n/a", "n/a"
 		if r.haveReconcile {
@@ -233,9 +269,9 @@ func printTable(w io.Writer, rs []result) {
 		if s := r.snap; s != nil {
 			snap = fmt.Sprintf("%.1fs, %s, %.1f, %.0f MiB", s.wall.Seconds(), k(s.allRate), float64(s.bytes)/(1<<20), s.rss)
 		}
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %.2f | %d (%d) | %.0f MiB | %d, %d, %s | %d, %.2fs | %s | %s |\n",
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %.2f | %d | %s | %.2f | %d (%d) | %.0f MiB | %d, %d, %s | %d, %.2fs | %s | %s |\n",
 			r.users, k(r.serveRate), k(r.decodeRate), k(r.copyRate), k(r.fullRate), r.fullRate/r.copyRate,
-			r.fullRequests, r.minRequests, r.fullRSS, r.incrRequests, r.incrVersions, k(r.incrRate),
+			r.replayed, k(r.liveRate), r.liveRate/r.copyRate, r.fullRequests, r.minRequests, r.fullRSS, r.incrRequests, r.incrVersions, k(r.incrRate),
 			r.noopRequests, r.noopTime.Seconds(), rec, snap)
 	}
 }

@@ -126,17 +126,53 @@ func (b *bench) commandOutput(ctx context.Context, env []string, args ...string)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	err = cmd.Run()
+	rss, err = runWatched(cmd)
 	wall = time.Since(start)
-	if cmd.ProcessState != nil {
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rss = float64(ru.Maxrss) / 1024
-		}
-	}
 	if err != nil {
 		return out.String(), errb.String(), wall, rss, fmt.Errorf("usersync %s: %w: %s", strings.Join(args, " "), err, lastLine(errb.String()))
 	}
 	return out.String(), errb.String(), wall, rss, nil
+}
+
+// runWatched runs cmd and returns its peak RSS in MiB (see watchPeakRSS).
+func runWatched(cmd *exec.Cmd) (float64, error) {
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	done := make(chan struct{})
+	peak := make(chan float64)
+	go func() { peak <- watchPeakRSS(cmd.Process.Pid, done) }()
+	err := cmd.Wait()
+	close(done)
+	return <-peak, err
+}
+
+// watchPeakRSS returns the peak resident set size of process pid in MiB:
+// the kernel's high-water mark of its memory (VmHWM), read every 20 ms until
+// done is closed. The rusage of a finished child cannot be used: Linux
+// starts a child's maximum from its parent's RSS when it execs, and the
+// bench holds the simulated dataset (and, while replaying, its pages).
+func watchPeakRSS(pid int, done <-chan struct{}) float64 {
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	var peak float64
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+					if kb, err := strconv.ParseFloat(f[1], 64); err == nil && kb/1024 > peak {
+						peak = kb / 1024
+					}
+				}
+			}
+		}
+		select {
+		case <-done:
+			return peak
+		case <-tick.C:
+		}
+	}
 }
 
 func lastLine(s string) string {

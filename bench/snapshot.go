@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/usersync/usersync/sync/snapshot"
@@ -216,8 +215,8 @@ func (b *bench) duckWrite(ctx context.Context, files []string, threads int, out 
 	cmd.Dir = b.duckdb
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var d duckResult
+	rss, err := runWatched(cmd)
+	d := duckResult{rss: rss}
 	if err != nil {
 		return d, fmt.Errorf("running DuckDB (write.mjs): %w: %s", err, lastLine(stderr.String()))
 	}
@@ -226,9 +225,6 @@ func (b *bench) duckWrite(ctx context.Context, files []string, threads int, out 
 	}
 	if d.Seconds <= 0 || d.Rows <= 0 {
 		return d, fmt.Errorf("reading DuckDB's result: %q has no rows or time", lastLine(stdout.String()))
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		d.rss = float64(ru.Maxrss) / 1024
 	}
 	return d, nil
 }
