@@ -15,7 +15,7 @@ func bookkeepingTables() []Table {
 	}
 	return []Table{
 		{Name: "user_teams", Analysts: true, Snapshot: true,
-			Meaning: "Team membership: one row per user and team, from the user's teams relationship.",
+			Meaning: "Team membership: one row per user and team, from the user's teams relationship (or, when the API sends it without data, from listing each team's members); only users in users have rows.",
 			Columns: []Column{
 				userIDColumn,
 				{Name: "team_id", Type: "bigint", Meaning: "id of the team (teams.id)"},

@@ -13,6 +13,10 @@ type MembershipSummary struct {
 	Members int64 `json:"members"`
 	Added   int64 `json:"added"`
 	Removed int64 `json:"removed"`
+	// Absent counts members not in the warehouse's users (created after the
+	// run's users pass): the next sync writes them and lists membership
+	// again.
+	Absent int64 `json:"absent"`
 }
 
 // syncMembership rebuilds user_teams team by team, for APIs that send a
@@ -40,7 +44,7 @@ func (s *Syncer) syncMembership(ctx context.Context) (MembershipSummary, error) 
 				members = append(members, int64(u.ID))
 			}
 		}
-		added, removed, err := s.store.ReplaceTeamMembers(ctx, team, members)
+		added, removed, absent, err := s.store.ReplaceTeamMembers(ctx, team, members)
 		if err != nil {
 			return sum, err
 		}
@@ -48,6 +52,7 @@ func (s *Syncer) syncMembership(ctx context.Context) (MembershipSummary, error) 
 		sum.Members += int64(len(members))
 		sum.Added += added
 		sum.Removed += removed
+		sum.Absent += absent
 	}
 	return sum, nil
 }

@@ -287,27 +287,20 @@ func (s *Store) currentUsers(ctx context.Context, tx pgx.Tx, ids []int64) (map[i
 }
 
 // copyNewLinkage writes the teams of users new to the warehouse with COPY:
-// they have no user_teams rows to diff against, except rows a per-team
-// membership pass may have written, which are cleared first. (Their other
+// they have no user_teams rows to diff against (user_teams only holds rows of
+// users in users: see ReplaceTeamMembers and migration 0004). (Their other
 // linkage is in their users row.)
 func (s *Store) copyNewLinkage(ctx context.Context, tx pgx.Tx, rows []normalize.Row, inserted map[int64]bool) error {
 	if len(inserted) == 0 {
 		return nil
 	}
 	var teams [][2]int64
-	var teamUsers []int64
 	for _, r := range rows {
 		if !inserted[r.ID] || !r.TeamsSent {
 			continue
 		}
-		teamUsers = append(teamUsers, r.ID)
 		for _, t := range r.Teams {
 			teams = append(teams, [2]int64{r.ID, t})
-		}
-	}
-	if len(teamUsers) > 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM `+s.q+`.user_teams WHERE user_id = ANY($1::bigint[])`, teamUsers); err != nil {
-			return fmt.Errorf("clearing teams of new users: %w", err)
 		}
 	}
 	if len(teams) > 0 {

@@ -271,7 +271,8 @@ func TestReaderRoleNotice(t *testing.T) {
 // shapes (user_versions and user_relationships as tables) to the newest: the
 // views that replace them return exactly the rows the tables held, the
 // current versions move into the users rows, and new versions keep taking
-// ids from the same sequence.
+// ids from the same sequence. (And 0004 drops user_teams rows of users the
+// warehouse does not hold.)
 func TestMigrationLeanUsersKeepsData(t *testing.T) {
 	t.Parallel()
 	pool := schematest.NewPool(t, 4)
@@ -295,7 +296,9 @@ func TestMigrationLeanUsersKeepsData(t *testing.T) {
 			(2, '\x02', 'b', '{}', '2026-03-01T00:00:00Z', NULL, NULL)`,
 		`INSERT INTO `+s+`.user_relationships (user_id, relationship, related_type, related_id) VALUES
 			(1, 'mailboxes', 'mailbox', 11), (1, 'mailboxes', 'mailbox', 10), (1, 'mailboxes', 'prospect', 12),
-			(1, 'jobRole', 'jobRole', 4), (2, 'recipients', 'recipient', 7)`)
+			(1, 'jobRole', 'jobRole', 4), (2, 'recipients', 'recipient', 7)`,
+		// Team rows a membership pass wrote for user 9, which users lacks.
+		`INSERT INTO `+s+`.user_teams (user_id, team_id) VALUES (1, 5), (2, 5), (9, 5), (9, 6)`)
 	for _, q := range setup {
 		if _, err := pool.Exec(ctx, q); err != nil {
 			t.Fatalf("setting up version 2: %v", err)
@@ -327,6 +330,9 @@ func TestMigrationLeanUsersKeepsData(t *testing.T) {
 	}
 	if got := read(`SELECT concat_ws(' ', mailbox_ids, recipient_ids, other_relationships) FROM ` + s + `.users WHERE id = 1`); got != `{10,11} {"jobRole": [{"id": 4, "type": "jobRole"}], "mailboxes": [{"id": 12, "type": "prospect"}]}` {
 		t.Errorf("user 1's linkage columns: %s", got)
+	}
+	if got := read(`SELECT string_agg(user_id || '/' || team_id, ' ' ORDER BY user_id, team_id) FROM ` + s + `.user_teams`); got != "1/5 2/5" {
+		t.Errorf("user_teams after migrating: %s, want the rows of users in users (1/5 2/5)", got)
 	}
 	if got := read(`SELECT count(*)::text FROM ` + s + `.user_version_history`); got != "1" {
 		t.Errorf("user_version_history holds %s rows, want the 1 superseded version", got)
