@@ -127,6 +127,7 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 	r.minRequests = int64(ceilDiv(n, 1000) + ceilDiv(teams, 1000) + 1 + 1)
 
 	fmt.Fprintf(b.log, "bench: %d users: full backfill, users pages replayed\n", n)
+	b.waitAutovacuum(ctx)
 	rp.set(replaying)
 	sum, d, rss, err := b.backfill(ctx, env)
 	if err != nil {
@@ -140,6 +141,7 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 	if _, _, _, err := b.command(ctx, schemaEnv(live), "migrate"); err != nil {
 		return r, err
 	}
+	b.waitAutovacuum(ctx)
 	sum, d, _, err = b.backfill(ctx, schemaEnv(live))
 	if err != nil {
 		return r, err
@@ -196,9 +198,13 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 // typed rows, hashed beforehand, into an empty copy of the users table with
 // its indexes, one transaction per page.
 func (b *bench) limits(ctx context.Context, r *result, base, name string) error {
-	if _, err := b.pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %[1]s.users_raw (LIKE %[1]s.users INCLUDING ALL)`, schema.QuoteIdentifier(name))); err != nil {
+	raw := schema.QuoteIdentifier(name) + ".users_raw"
+	if _, err := b.pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s (LIKE %s.users INCLUDING ALL)`, raw, schema.QuoteIdentifier(name))); err != nil {
 		return err
 	}
+	// Dropped once measured: autovacuum would otherwise vacuum its million
+	// freshly inserted rows while the backfill runs, on the same cores.
+	defer func() { _, _ = b.pool.Exec(context.WithoutCancel(ctx), `DROP TABLE IF EXISTS `+raw) }()
 	store, err := warehouse.NewStore(b.pool, name)
 	if err != nil {
 		return err
@@ -239,6 +245,24 @@ func (b *bench) limits(ctx context.Context, r *result, base, name string) error 
 	n := float64(r.users)
 	r.serveRate, r.decodeRate, r.copyRate = n/(fetch-decode).Seconds(), n/decode.Seconds(), n/copying.Seconds()
 	return nil
+}
+
+// waitAutovacuum waits, up to five minutes, until no autovacuum worker is
+// busy, so that a timed step does not share the cores with the vacuum of
+// rows an earlier step inserted.
+func (b *bench) waitAutovacuum(ctx context.Context) {
+	for range 300 {
+		var busy int
+		err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' AND state = 'active'`).Scan(&busy)
+		if err != nil || busy == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // backfill runs usersync sync --full and returns its summary, wall time

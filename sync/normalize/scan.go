@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // A strict JSON scanner for DecodePage: it validates every byte it passes
@@ -139,7 +140,8 @@ func unescape(s []byte) (string, bool) {
 			out = append(out, s[i])
 		}
 	}
-	return string(out), true
+	// out is never written again: the string can be its bytes.
+	return unsafe.String(unsafe.SliceData(out), len(out)), true
 }
 
 // parseInt parses an integer as scanNumber found it (-?(0|[1-9][0-9]*)),
