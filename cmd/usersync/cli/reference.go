@@ -101,11 +101,13 @@ func ConfigurationMarkdown() string {
 		fmt.Fprintf(&b, "\n%s\n\n", upperFirst(s.Meaning))
 	}
 	b.WriteString("## Go runtime\n\n")
-	b.WriteString("- `GOGC`: usersync runs with `GOGC=150` unless the environment sets it. A sync's live heap is its\n")
-	b.WriteString("  pages in flight, a few tens of MB; letting the heap grow to 2.5 times it costs about 15 MB of RSS\n")
-	b.WriteString("  and saves about a tenth of a backfill's CPU (docs/benchmarks.md). `GOGC=100` is Go's default.\n")
-	b.WriteString("- `GOMEMLIMIT`: a soft memory limit, honored as usual. The Kubernetes manifest and the systemd unit\n")
-	b.WriteString("  set it, so the collector works harder near the limit instead of the process being killed.\n\n")
+	b.WriteString("usersync leaves the collector at Go's defaults; two variables tune it:\n\n")
+	b.WriteString("- `GOMEMLIMIT`: a soft memory limit. The Kubernetes manifest and the systemd unit set it, so the\n")
+	b.WriteString("  collector works harder near the limit instead of the process being killed.\n")
+	b.WriteString("- `GOGC` (default 100): a sync's live heap is its pages in flight, a few tens of MB. `GOGC=150`\n")
+	b.WriteString("  cut a 200,000-user backfill's CPU by about a tenth for about 15 MB more RSS, but it also lets a\n")
+	b.WriteString("  snapshot's larger heap grow by about 50 MB (docs/benchmarks.md): worth it for one-shot backfills,\n")
+	b.WriteString("  not for a worker that also snapshots.\n\n")
 	b.WriteString("## Commands and their flags\n\n")
 	flags := CommandFlags()
 	settingFlags := map[string]bool{}
