@@ -126,6 +126,7 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 	// minutes), and the ratio is taken between the faster of each.
 	fmt.Fprintf(b.log, "bench: %d users: limits (serve, decode, raw COPY)\n", n)
 	rp.set(recording)
+	b.quiesce(ctx)
 	copyRate, err := b.limits(ctx, &r, srv.URL, name)
 	if err != nil {
 		return r, err
@@ -137,6 +138,7 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 	for i, target := range []string{name, name + "_again"} {
 		if i > 0 {
 			fmt.Fprintf(b.log, "bench: %d users: raw COPY again\n", n)
+			b.quiesce(ctx)
 			if copyRate, err = b.limits(ctx, nil, srv.URL, name); err != nil {
 				return r, err
 			}
@@ -146,7 +148,7 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 			}
 		}
 		fmt.Fprintf(b.log, "bench: %d users: full backfill, users pages replayed\n", n)
-		b.waitAutovacuum(ctx)
+		b.quiesce(ctx)
 		sum, d, rss, err := b.backfill(ctx, schemaEnv(target))
 		if err != nil {
 			return r, err
@@ -171,7 +173,7 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 	if _, _, _, err := b.command(ctx, schemaEnv(live), "migrate"); err != nil {
 		return r, err
 	}
-	b.waitAutovacuum(ctx)
+	b.quiesce(ctx)
 	sum, d, _, err := b.backfill(ctx, schemaEnv(live))
 	if err != nil {
 		return r, err
@@ -291,9 +293,17 @@ func (b *bench) dropSchema(ctx context.Context, name string) error {
 	return nil
 }
 
-// waitAutovacuum waits, up to five minutes, until no autovacuum worker is
-// busy, so that a timed step does not share the cores with the vacuum of
-// rows an earlier step inserted.
+// quiesce readies the database for a timed step: it waits, up to five
+// minutes, until no autovacuum worker is busy (a step must not share the
+// cores with the vacuum of rows an earlier one inserted), then forces a
+// checkpoint, so every step starts just after one: a checkpoint that falls
+// within a step makes it write full pages to the WAL for every page it
+// touches next, and moved the raw COPY by up to half from run to run.
+func (b *bench) quiesce(ctx context.Context) {
+	b.waitAutovacuum(ctx)
+	_, _ = b.pool.Exec(ctx, `CHECKPOINT`)
+}
+
 func (b *bench) waitAutovacuum(ctx context.Context) {
 	for range 300 {
 		var busy int

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench/cpu.sh N [SCHEMA]: a full backfill of N simulated users with the real
+# binary, reporting the CPU time of each process: usersync, the PostgreSQL
+# server (its exited backends and workers, read from the postmaster) and the
+# simulator (its own process). Uses the throwaway cluster
+# (deploy/dev/postgres.sh); run from the repository, on an otherwise idle
+# machine. Extra environment (GOGC=150, ...) is passed to usersync.
+set -euo pipefail
+n=${1:?usage: bench/cpu.sh USERS [SCHEMA]}
+schema=${2:-cpu_bench}
+port=${CPU_BENCH_PORT:-58131}
+bin=$(mktemp -d)/usersync
+CGO_ENABLED=0 go build -o "$bin" ./cmd/usersync
+url=$(deploy/dev/postgres.sh up)
+pm=$(head -1 "$(psql "$url" -Atc 'show data_directory')/postmaster.pid")
+children() { awk '{split($0, a, ") "); split(a[2], f, " "); print (f[14] + f[15]) / 100}' "/proc/$1/stat"; }
+own() { awk '{split($0, a, ") "); split(a[2], f, " "); print (f[12] + f[13]) / 100}' "/proc/$1/stat"; }
+"$bin" simulate --addr "127.0.0.1:$port" --users "$n" --seed 1 >/dev/null 2>&1 &
+sim=$!
+trap 'kill $sim 2>/dev/null; rm -rf "$(dirname "$bin")"' EXIT
+for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$port/api/v2/roles" -H 'Authorization: Bearer x' && break; sleep 0.2; done
+export DATABASE_URL=$url USERSYNC_SCHEMA=$schema USERSYNC_READER_ROLE= USERSYNC_API_URL=http://127.0.0.1:$port \
+  USERSYNC_API_TOKEN=x USERSYNC_LOG_LEVEL=warn
+psql "$url" -qc "DROP SCHEMA IF EXISTS \"$schema\" CASCADE; DROP SCHEMA IF EXISTS \"${schema}_river\" CASCADE"
+"$bin" migrate >/dev/null
+psql "$url" -qc CHECKPOINT # every run starts just after one (see docs/benchmarks.md)
+pg0=$(children "$pm") sim0=$(own "$sim")
+/usr/bin/time -f "usersync: %e s wall, %U s user, %S s system, %M KiB peak RSS" "$bin" sync --full --json >/dev/null
+sleep 1
+echo "PostgreSQL: $(echo "$(children "$pm") - $pg0" | bc) s CPU; simulator: $(echo "$(own "$sim") - $sim0" | bc) s CPU"
