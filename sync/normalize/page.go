@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -384,7 +383,7 @@ func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, esc, ok
 			// The string is b's own bytes, not a copy: the rows already
 			// keep b (Row.attrs, Row.DataConnections), and nothing
 			// writes to it (see DecodeData).
-			str = unsafe.String(unsafe.SliceData(b[v+1:end-1]), end-1-(v+1))
+			str = bytesString(b[v+1 : end-1])
 		} else {
 			var plain bool
 			if str, plain = unescape(b[v+1 : end-1]); !plain {

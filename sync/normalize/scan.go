@@ -140,8 +140,15 @@ func unescape(s []byte) (string, bool) {
 			out = append(out, s[i])
 		}
 	}
-	// out is never written again: the string can be its bytes.
-	return unsafe.String(unsafe.SliceData(out), len(out)), true
+	return bytesString(out), true // out is never written again
+}
+
+// bytesString returns b as a string without copying it. b must never be
+// written again: the single pass gives it only bytes of a response body
+// (see DecodeData: the client never writes to or reuses a body) and
+// buffers it has just filled and drops.
+func bytesString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b)) //nolint:gosec // G103: audited; the only use of unsafe
 }
 
 // parseInt parses an integer as scanNumber found it (-?(0|[1-9][0-9]*)),
