@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -26,7 +28,17 @@ type run struct {
 	canWrite    *bool
 	startPages  int64               // pages committed when the current walk began
 	base        *warehouse.Progress // counters of the resumed run, before this process
+	// seen holds, on an initial load (users was empty when the walk began),
+	// every user id handed to a writer so far: any other id is new to the
+	// warehouse, and a page need not read the warehouse for it. nil
+	// otherwise, or once it outgrows maxSeenBytes.
+	seen *roaring64.Bitmap
 }
+
+// maxSeenBytes bounds run.seen. Real user ids are dense integers, a few
+// bits each; ids scattered over the 64-bit range would cost far more, and
+// then the run goes back to reading every page's ids.
+const maxSeenBytes = 32 << 20
 
 func (r *run) execute(ctx context.Context) (Summary, error) {
 	if err := r.plan(ctx); err != nil {

@@ -3,7 +3,9 @@ package syncer_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,8 +146,20 @@ func TestFaultsConverge(t *testing.T) {
 // token is stored in the warehouse.
 func TestTokenExpiryWithRotation(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, apisim.Options{Users: 2000, RefreshToken: "initial-refresh", ClientID: "cid", ClientSecret: "csecret",
-		Knobs: apisim.Knobs{Churn: apisim.Churn{}}})
+	// Every third users request finds the access token expired (expiring
+	// it from the sync's progress instead raced the pipeline: pages are
+	// fetched ahead of the writes, and an expiry could fall between a
+	// refresh and its retry).
+	var usersRequests atomic.Int32
+	e := newEnvWith(t, apisim.Options{Users: 2000, RefreshToken: "initial-refresh", ClientID: "cid", ClientSecret: "csecret",
+		Knobs: apisim.Knobs{Churn: apisim.Churn{}}}, func(sim *apisim.Server) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/v2/users" && usersRequests.Add(1)%3 == 0 {
+				sim.ExpireTokens()
+			}
+			sim.ServeHTTP(w, r)
+		})
+	})
 	store := e.store.TokenStore(e.srv.URL+"/oauth/token", "cid")
 	auth, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{TokenURL: e.srv.URL + "/oauth/token", ClientID: "cid",
 		ClientSecret: "csecret", RefreshToken: "initial-refresh", Store: store})
@@ -153,11 +167,7 @@ func TestTokenExpiryWithRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.client = newClient(t, e.srv.URL, auth)
-	s := e.syncer(syncer.Config{PageSize: 200, Progress: func(p syncer.Progress) {
-		if p.Pages%3 == 0 {
-			e.sim.ExpireTokens()
-		}
-	}})
+	s := e.syncer(syncer.Config{PageSize: 200})
 	if _, err := s.Run(context.Background(), syncer.Request{Kind: warehouse.KindFull}); err != nil {
 		t.Fatal(err)
 	}

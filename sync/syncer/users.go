@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/sync/jsonapi"
@@ -54,6 +55,13 @@ func (r *run) syncUsers(ctx context.Context) error {
 		return nil // the walk had ended; only finishing the run was left
 	default:
 		pages = r.s.client.Collection("users", r.s.usersQuery(r.from, r.until))
+		empty, err := r.s.store.UsersEmpty(ctx)
+		if err != nil {
+			return err
+		}
+		if empty {
+			r.seen = roaring64.New()
+		}
 	}
 	err := r.walk(ctx, pages)
 	if err != nil && fromLink && r.cp.Progress.Pages == r.pagesAtStart() && isStaleCursor(err) {
@@ -171,11 +179,36 @@ func (w *writes) start(ctx context.Context, r *run, p normalizedPage, number int
 		prev = w.inflight[len(w.inflight)-1]
 	}
 	w.inflight = append(w.inflight, pw)
+	isNew := r.newIDs(pw.ids)
 	go func() {
 		defer close(pw.done)
-		pw.err = r.writePage(ctx, p, number, prev)
+		pw.err = r.writePage(ctx, p, number, prev, isNew)
 	}()
 	return nil
+}
+
+// newIDs returns, on an initial load, which of a page's ids are new to the
+// warehouse (those no earlier page of the run held: pages sharing a user are
+// written one after the other, so the earlier one has committed when the
+// later one reads), and marks them seen; nil otherwise.
+func (r *run) newIDs(ids map[int64]bool) func(int64) bool {
+	if r.seen == nil {
+		return nil
+	}
+	var again map[int64]bool
+	for id := range ids {
+		if r.seen.Contains(uint64(id)) {
+			if again == nil {
+				again = map[int64]bool{}
+			}
+			again[id] = true
+		}
+		r.seen.Add(uint64(id))
+	}
+	if r.seen.GetSizeInBytes() > maxSeenBytes {
+		r.seen = nil
+	}
+	return func(id int64) bool { return !again[id] }
 }
 
 // pop waits for the oldest page in flight.
@@ -242,9 +275,9 @@ var errEarlierPage = errors.New("an earlier page failed")
 
 // writePage writes page number p: prepared at once, committed after prev
 // (the page before it, nil when none in flight) has committed.
-func (r *run) writePage(ctx context.Context, p normalizedPage, number int64, prev *pageWrite) error {
+func (r *run) writePage(ctx context.Context, p normalizedPage, number int64, prev *pageWrite, isNew func(int64) bool) error {
 	start := time.Now()
-	pending, err := r.s.store.PrepareUsers(ctx, p.rows, p.bad, r.runID)
+	pending, err := r.s.store.PrepareUsers(ctx, p.rows, p.bad, r.runID, isNew)
 	if prev != nil {
 		<-prev.done
 		if prev.err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -117,14 +118,23 @@ func TestPagesSharingAUserAreNotWrittenAtOnce(t *testing.T) {
 	var moved atomic.Int64
 	e := newEnvWith(t, apisim.Options{Users: 15}, func(sim *apisim.Server) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			sim.ServeHTTP(w, r)
-			if strings.HasSuffix(r.URL.Path, "/users") && served.Add(1) == 1 && moved.Load() != 0 {
-				// The last user of page 1 moves to the end of the walk:
-				// page 2.
-				if err := sim.UpdateUser(moved.Load()); err != nil {
-					panic(err)
-				}
+			if !strings.HasSuffix(r.URL.Path, "/users") || served.Add(1) != 1 || moved.Load() == 0 {
+				sim.ServeHTTP(w, r)
+				return
 			}
+			// The last user of page 1 moves to the end of the walk: page 2.
+			// It moves before page 1 reaches the client, which may ask for
+			// page 2 as soon as it has read page 1.
+			rec := httptest.NewRecorder()
+			sim.ServeHTTP(rec, r)
+			if err := sim.UpdateUser(moved.Load()); err != nil {
+				panic(err)
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
 		})
 	})
 	pages := e.walkIDs(t, 10)

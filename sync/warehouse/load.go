@@ -75,7 +75,7 @@ func (s *Store) LoadUsers(ctx context.Context, rows []normalize.Row, bad []Quara
 	if cp != nil {
 		runID = cp.RunID
 	}
-	p, err := s.PrepareUsers(ctx, rows, bad, runID)
+	p, err := s.PrepareUsers(ctx, rows, bad, runID, nil)
 	if err != nil {
 		return Counts{}, err
 	}
@@ -90,6 +90,7 @@ type PendingUsers struct {
 	rows  []normalize.Row
 	bad   []Quarantined
 	runID int64
+	fresh func(id int64) bool // see PrepareUsers
 	c     Counts
 	b     *pgx.Batch // the linkage diff, sent with the checkpoint
 }
@@ -101,9 +102,15 @@ type PendingUsers struct {
 // PrepareUsers may run while the first is being written, on another
 // connection, as long as the second commits after the first. A
 // PendingUsers must be committed or rolled back.
-func (s *Store) PrepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, runID int64) (*PendingUsers, error) {
+//
+// fresh, when not nil, reports ids certainly not in the warehouse (an
+// initial load knows it of every id it has not written before): those rows
+// are copied in without reading the warehouse for them first. Were fresh
+// wrong, the copy would fail on the users primary key, never write a
+// duplicate.
+func (s *Store) PrepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, runID int64, fresh func(id int64) bool) (*PendingUsers, error) {
 	rows = dedupe(rows)
-	p := &PendingUsers{s: s, rows: rows, bad: bad, runID: runID, b: &pgx.Batch{}}
+	p := &PendingUsers{s: s, rows: rows, bad: bad, runID: runID, fresh: fresh, b: &pgx.Batch{}}
 	// Pages written at once must never wait for each other's locks (the
 	// writer would wait for a page that waits for it, and PostgreSQL could
 	// not see the cycle): a wait over lockTimeout (a minute) fails the page, and
@@ -124,7 +131,7 @@ func (p *PendingUsers) write(ctx context.Context) error {
 	if len(p.rows) == 0 {
 		return nil
 	}
-	cls, err := p.s.writeUsers(ctx, p.tx, p.rows, p.runID)
+	cls, err := p.s.writeUsers(ctx, p.tx, p.rows, p.runID, p.fresh)
 	if err != nil {
 		return err
 	}
@@ -185,22 +192,28 @@ type current struct {
 	other         []byte // other_relationships, when not null
 }
 
-// writeUsers compares the page with the warehouse (one indexed read) and
+// writeUsers compares the page with the warehouse (one indexed read, of the
+// ids isNew does not vouch for: see PrepareUsers) and
 // writes only what differs: users new to the warehouse are copied straight
 // into users (their row is their first version); users whose content or
 // linkage changed go through the staging table, their superseded version
 // into user_version_history, and the guarded upsert; unchanged users cost
 // nothing more.
-func (s *Store) writeUsers(ctx context.Context, tx pgx.Tx, rows []normalize.Row, runID int64) (classified, error) {
+func (s *Store) writeUsers(ctx context.Context, tx pgx.Tx, rows []normalize.Row, runID int64, isNew func(int64) bool) (classified, error) {
 	cls := classified{inserted: map[int64]bool{}, relinked: map[int64]bool{}}
 	t := s.tables["user"]
-	ids := make([]int64, len(rows))
+	ids := make([]int64, 0, len(rows))
 	for i := range rows {
-		ids[i] = rows[i].ID
+		if isNew == nil || !isNew(rows[i].ID) {
+			ids = append(ids, rows[i].ID)
+		}
 	}
-	stored, err := s.currentUsers(ctx, tx, ids)
-	if err != nil {
-		return cls, err
+	stored := map[int64]current{}
+	if len(ids) > 0 {
+		var err error
+		if stored, err = s.currentUsers(ctx, tx, ids); err != nil {
+			return cls, err
+		}
 	}
 	arrays, err := s.fillUnsent(ctx, tx, t, rows)
 	if err != nil {
@@ -605,6 +618,15 @@ func nullID(id int64) any {
 		return nil
 	}
 	return id
+}
+
+// UsersEmpty reports whether the warehouse holds no user at all.
+func (s *Store) UsersEmpty(ctx context.Context) (bool, error) {
+	var empty bool
+	if err := s.pool.QueryRow(ctx, `SELECT NOT EXISTS (SELECT FROM `+s.q+`.users)`).Scan(&empty); err != nil {
+		return false, fmt.Errorf("checking whether users is empty: %w", err)
+	}
+	return empty, nil
 }
 
 // CopyUsersRaw copies rows straight into table (a table shaped like users,

@@ -363,3 +363,44 @@ func TestLoadUsersLinkage(t *testing.T) {
 		t.Errorf("linkage changes made %d versions, want 1", n)
 	}
 }
+
+// TestPrepareUsersNewIDs: ids the caller vouches are new are not read back
+// first, and a wrong voucher fails the page on the primary key rather than
+// writing a second row.
+func TestPrepareUsersNewIDs(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	page := fmt.Sprintf(`{"data": [%s, %s]}`, user(1, "a", `{"data": []}`, `{"data": null}`), user(2, "b", `{"data": []}`, `{"data": null}`))
+	empty, err := s.UsersEmpty(ctx)
+	if err != nil || !empty {
+		t.Fatalf("UsersEmpty on a new warehouse = %v, %v", empty, err)
+	}
+	p, err := s.PrepareUsers(ctx, rows(t, schema.User(), page), nil, 0, func(int64) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := p.Commit(ctx, nil); err != nil || c.Inserted != 2 {
+		t.Fatalf("first load: %+v, %v", c, err)
+	}
+	if empty, err := s.UsersEmpty(ctx); err != nil || empty {
+		t.Fatalf("UsersEmpty after a load = %v, %v", empty, err)
+	}
+	// Vouching only for user 3: users 1 and 2 are read and found unchanged.
+	page = fmt.Sprintf(`{"data": [%s, %s, %s]}`, user(1, "a", `{"data": []}`, `{"data": null}`),
+		user(2, "b2", `{"data": []}`, `{"data": null}`), user(3, "c", `{"data": []}`, `{"data": null}`))
+	p, err = s.PrepareUsers(ctx, rows(t, schema.User(), page), nil, 0, func(id int64) bool { return id == 3 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := p.Commit(ctx, nil); err != nil || c.Inserted != 1 || c.Updated != 1 || c.Unchanged != 1 {
+		t.Fatalf("second load: %+v, %v, want 1 inserted, 1 updated, 1 unchanged", c, err)
+	}
+	// A wrong voucher: user 1 is in the warehouse.
+	if _, err := s.PrepareUsers(ctx, rows(t, schema.User(), page), nil, 0, func(int64) bool { return true }); err == nil {
+		t.Fatal("vouching for ids the warehouse holds did not fail")
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.users`); n != 3 {
+		t.Errorf("%d users rows, want 3", n)
+	}
+}
