@@ -103,10 +103,8 @@ type result struct {
 func (b *bench) measure(ctx context.Context, n int) (result, error) {
 	r := result{users: n}
 	name := fmt.Sprintf("bench_%d", n)
-	for _, s := range []string{name, name + "_river"} {
-		if _, err := b.pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+s+`" CASCADE`); err != nil {
-			return r, err
-		}
+	if err := b.dropSchema(ctx, name); err != nil {
+		return r, err
 	}
 	fmt.Fprintf(b.log, "bench: %d users: building the simulated dataset\n", n)
 	sim := apisim.New(apisim.Options{Seed: 1, Users: n})
@@ -218,8 +216,7 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 			return r, err
 		}
 	}
-	_, _ = b.pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+name+`" CASCADE`)
-	_, _ = b.pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+name+`_river" CASCADE`)
+	_ = b.dropSchema(ctx, name)
 	return r, nil
 }
 
@@ -300,16 +297,11 @@ func (b *bench) dropSchema(ctx context.Context, name string) error {
 // within a step makes it write full pages to the WAL for every page it
 // touches next, and moved the raw COPY by up to half from run to run.
 func (b *bench) quiesce(ctx context.Context) {
-	b.waitAutovacuum(ctx)
-	_, _ = b.pool.Exec(ctx, `CHECKPOINT`)
-}
-
-func (b *bench) waitAutovacuum(ctx context.Context) {
 	for range 300 {
 		var busy int
 		err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' AND state = 'active'`).Scan(&busy)
 		if err != nil || busy == 0 {
-			return
+			break
 		}
 		select {
 		case <-ctx.Done():
@@ -317,6 +309,7 @@ func (b *bench) waitAutovacuum(ctx context.Context) {
 		case <-time.After(time.Second):
 		}
 	}
+	_, _ = b.pool.Exec(ctx, `CHECKPOINT`)
 }
 
 // backfill runs usersync sync --full and returns its summary, wall time

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -61,22 +60,16 @@ func (p *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	switch {
 	case mode == replaying && rec != nil:
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(rec.Body.Bytes())
-		return
-	case mode != recording:
+	case mode == recording:
+		rec = httptest.NewRecorder()
+		p.sim.ServeHTTP(rec, r)
+		p.mu.Lock()
+		p.responses[key] = rec
+		p.mu.Unlock()
+	default:
 		p.sim.ServeHTTP(w, r)
 		return
 	}
-	rec = httptest.NewRecorder()
-	rec.Body = new(bytes.Buffer)
-	p.sim.ServeHTTP(rec, r)
-	p.mu.Lock()
-	p.responses[key] = rec
-	p.mu.Unlock()
 	for k, v := range rec.Header() {
 		w.Header()[k] = v
 	}

@@ -6,9 +6,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
-
-	"github.com/tidwall/gjson"
 )
 
 // CanonicalJSON re-encodes a JSON value with sorted keys and no spaces, so
@@ -18,17 +15,12 @@ import (
 // the last of repeated keys, HTML characters escaped); invalid JSON is
 // returned as is.
 //
-// Values whose strings are plain printable ASCII take a fast path that
-// never builds maps (a user's data connections are re-encoded on every
-// page); anything else goes through encoding/json.
+// Values whose strings are plain printable ASCII and whose keys do not
+// repeat take a fast path on the page scanner that never builds maps (a
+// user's data connections are re-encoded on every page); anything else,
+// invalid JSON included, goes through encoding/json.
 func CanonicalJSON(b []byte) []byte {
 	if out, end, ok := appendCanonicalAt(make([]byte, 0, len(b)), b, ws(b, 0), 0); ok && ws(b, end) == len(b) {
-		return out
-	}
-	if !gjson.ValidBytes(b) {
-		return b
-	}
-	if out, ok := appendCanonical(make([]byte, 0, len(b)), gjson.ParseBytes(b)); ok {
 		return out
 	}
 	return canonicalSlow(b)
@@ -38,7 +30,7 @@ func CanonicalJSON(b []byte) []byte {
 // would, using the page scanner, and returns the index after it; it
 // reports false for anything it does not reproduce (escapes, non-ASCII or
 // HTML characters in strings, repeated keys, deep nesting, invalid JSON),
-// which the gjson path and then encoding/json decide.
+// which encoding/json then decides.
 func appendCanonicalAt(dst, b []byte, i, depth int) ([]byte, int, bool) {
 	if i >= len(b) || depth >= maxDepth {
 		return dst, 0, false
@@ -136,76 +128,6 @@ func canonicalSlow(b []byte) []byte {
 		return b
 	}
 	return out
-}
-
-// appendCanonical appends v encoded as encoding/json would, or reports
-// false when v holds something the fast path does not reproduce.
-func appendCanonical(dst []byte, v gjson.Result) ([]byte, bool) {
-	switch v.Type {
-	case gjson.Null:
-		return append(dst, "null"...), true
-	case gjson.True:
-		return append(dst, "true"...), true
-	case gjson.False:
-		return append(dst, "false"...), true
-	case gjson.Number:
-		f, err := strconv.ParseFloat(v.Raw, 64)
-		if err != nil {
-			return dst, false
-		}
-		return appendFloat(dst, f), true
-	case gjson.String:
-		if !plainString(v.Raw) {
-			return dst, false
-		}
-		return append(dst, v.Raw...), true
-	}
-	if v.IsArray() {
-		dst = append(dst, '[')
-		ok := true
-		first := true
-		v.ForEach(func(_, e gjson.Result) bool {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst, ok = appendCanonical(dst, e)
-			return ok
-		})
-		return append(dst, ']'), ok
-	}
-	type member struct{ key, value gjson.Result }
-	var members []member
-	ok := true
-	v.ForEach(func(k, e gjson.Result) bool {
-		if !plainString(k.Raw) {
-			ok = false
-			return false
-		}
-		for i := range members {
-			if members[i].key.Raw == k.Raw {
-				members[i].value = e // the last one wins, as in a map
-				return true
-			}
-		}
-		members = append(members, member{k, e})
-		return true
-	})
-	if !ok {
-		return dst, false
-	}
-	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key.Str, b.key.Str) })
-	dst = append(dst, '{')
-	for i, m := range members {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(append(dst, m.key.Raw...), ':')
-		if dst, ok = appendCanonical(dst, m.value); !ok {
-			return dst, false
-		}
-	}
-	return append(dst, '}'), true
 }
 
 // plainString reports whether a raw JSON string ("...") holds only

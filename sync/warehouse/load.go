@@ -90,7 +90,7 @@ type PendingUsers struct {
 	rows  []normalize.Row
 	bad   []Quarantined
 	runID int64
-	fresh func(id int64) bool // see PrepareUsers
+	isNew func(id int64) bool // see PrepareUsers
 	c     Counts
 	b     *pgx.Batch // the linkage diff, sent with the checkpoint
 }
@@ -103,14 +103,14 @@ type PendingUsers struct {
 // connection, as long as the second commits after the first. A
 // PendingUsers must be committed or rolled back.
 //
-// fresh, when not nil, reports ids certainly not in the warehouse (an
+// isNew, when not nil, reports ids certainly not in the warehouse (an
 // initial load knows it of every id it has not written before): those rows
-// are copied in without reading the warehouse for them first. Were fresh
+// are copied in without reading the warehouse for them first. Were isNew
 // wrong, the copy would fail on the users primary key, never write a
 // duplicate.
-func (s *Store) PrepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, runID int64, fresh func(id int64) bool) (*PendingUsers, error) {
+func (s *Store) PrepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, runID int64, isNew func(id int64) bool) (*PendingUsers, error) {
 	rows = dedupe(rows)
-	p := &PendingUsers{s: s, rows: rows, bad: bad, runID: runID, fresh: fresh, b: &pgx.Batch{}}
+	p := &PendingUsers{s: s, rows: rows, bad: bad, runID: runID, isNew: isNew, b: &pgx.Batch{}}
 	// Pages written at once must never wait for each other's locks (the
 	// writer would wait for a page that waits for it, and PostgreSQL could
 	// not see the cycle): a wait over lockTimeout (a minute) fails the page, and
@@ -131,7 +131,7 @@ func (p *PendingUsers) write(ctx context.Context) error {
 	if len(p.rows) == 0 {
 		return nil
 	}
-	cls, err := p.s.writeUsers(ctx, p.tx, p.rows, p.runID, p.fresh)
+	cls, err := p.s.writeUsers(ctx, p.tx, p.rows, p.runID, p.isNew)
 	if err != nil {
 		return err
 	}
