@@ -20,10 +20,15 @@ import (
 // user's data connections are re-encoded on every page); anything else,
 // invalid JSON included, goes through encoding/json.
 func CanonicalJSON(b []byte) []byte {
-	if out, end, ok := appendCanonicalAt(make([]byte, 0, len(b)), b, ws(b, 0), 0); ok && ws(b, end) == len(b) {
+	return appendCanonical(make([]byte, 0, len(b)), b)
+}
+
+// appendCanonical appends CanonicalJSON(b) to dst.
+func appendCanonical(dst, b []byte) []byte {
+	if out, end, ok := appendCanonicalAt(dst, b, ws(b, 0), 0); ok && ws(b, end) == len(b) {
 		return out
 	}
-	return canonicalSlow(b)
+	return append(dst, canonicalSlow(b)...)
 }
 
 // appendCanonicalAt appends the value at b[i] encoded as encoding/json
@@ -70,7 +75,8 @@ func appendCanonicalAt(dst, b []byte, i, depth int) ([]byte, int, bool) {
 			key   []byte // the key's contents
 			value int    // the index of the value
 		}
-		var ms []member
+		var buf [8]member // objects of a few members need no allocation
+		ms := buf[:0]
 		end, ok := members(b, i, func(key []byte, plain bool, k, v int) (int, bool) {
 			if !plain || !plainString(string(b[k:k+len(key)+2])) {
 				return 0, false

@@ -2,6 +2,7 @@ package normalize
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -193,4 +194,31 @@ func FuzzTypeAttributes(f *testing.F) {
 			t.Fatal("wrong number of values")
 		}
 	})
+}
+
+// pinnedUser has every part a hash covers: attributes, to-ones, data
+// connections (keys out of order), teams (out of order) and other linkage.
+const pinnedUser = `{"data": {"id": 7, "type": "user",
+	"attributes": {"firstName": "Ada", "locked": false, "updatedAt": "2024-05-01T12:34:56.789Z"},
+	"relationships": {"role": {"data": {"id": 4, "type": "role"}}, "profile": {"data": null},
+		"teams": {"data": [{"id": 9, "type": "team"}, {"id": 2, "type": "team"}]},
+		"mailboxes": {"data": [{"id": 11, "type": "mailbox"}]}, "recipients": {"data": []}},
+	"meta": {"canWrite": true, "dataConnections": [{"provider": "hubspot", "connected": true, "externalId": "1"}]}}}`
+
+// TestHashesAreStable pins the hashes of one user. Warehouses store them
+// (users.content_hash, linkage_hash) and compare every later sync against
+// them: a change here rewrites every user and versions each one again, so it
+// needs a migration, not a new constant.
+func TestHashesAreStable(t *testing.T) {
+	t.Parallel()
+	r, err := New(schema.User()).Row(decodeOne(t, pinnedUser))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprintf("%x", r.Hash()), "57ab8b190012b30421f3d0115dff555d8a6b7366ee89997a0bad63025e39c781"; got != want {
+		t.Errorf("content hash %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprintf("%x", r.LinkageHash()), "2f2b99d8b5379d54753f3530ec5864239edbc38c1730a9f22a01ee8b61ca1044"; got != want {
+		t.Errorf("linkage hash %s, want %s", got, want)
+	}
 }

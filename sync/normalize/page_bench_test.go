@@ -29,3 +29,31 @@ func BenchmarkDecodeData(b *testing.B) {
 	}
 	b.ReportMetric(float64(users)/b.Elapsed().Seconds(), "users/s")
 }
+
+// BenchmarkHashRows hashes typed simulator pages of 500 users (content and
+// linkage), as the sync does for each row it writes.
+func BenchmarkHashRows(b *testing.B) {
+	pages := simPages(b, 5000, apisim.Knobs{})
+	n := New(schema.User())
+	var rows [][]Row
+	for _, p := range pages {
+		d, _, err := n.DecodeData(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows = append(rows, d.(*Page).Rows)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	users := 0
+	for i := 0; b.Loop(); i++ {
+		page := rows[i%len(rows)]
+		for j := range page {
+			page[j].Changed()
+			page[j].Hash()
+			page[j].LinkageHash()
+		}
+		users += len(page)
+	}
+	b.ReportMetric(float64(users)/b.Elapsed().Seconds(), "users/s")
+}

@@ -198,20 +198,22 @@ func (r *Row) Hash() []byte {
 func (r *Row) contentHash() []byte {
 	h := sha256.New()
 	h.Write(r.attrs)
+	// The rest is small: gathered in one buffer (on the stack for the usual
+	// few data connections and to-ones) and written at once.
+	var buf [512]byte
+	b := buf[:0]
 	if r.DataConnections != nil {
-		h.Write([]byte{2})
-		h.Write(CanonicalJSON(r.DataConnections))
+		b = appendCanonical(append(b, 2), r.DataConnections)
 	}
-	var b [9]byte
 	for _, t := range r.ToOne {
-		b[0] = 0
+		valid := byte(0)
 		if t.Valid {
-			b[0] = 1
+			valid = 1
 		}
-		binary.BigEndian.PutUint64(b[1:], uint64(t.ID))
-		h.Write(b[:])
+		b = binary.BigEndian.AppendUint64(append(b, valid), uint64(t.ID))
 	}
-	return h.Sum(nil)
+	h.Write(b)
+	return h.Sum(make([]byte, 0, sha256.Size))
 }
 
 // LinkageHash is the hash of the to-many linkage the row carries: teams
@@ -226,28 +228,27 @@ func (r *Row) LinkageHash() []byte {
 }
 
 func (r *Row) computeLinkageHash() []byte {
-	h := sha256.New()
-	var b [8]byte
+	// The linkage is gathered in one buffer (on the stack for a usual user)
+	// and hashed at once: a Write per piece costs more than the hashing.
+	var buf [1024]byte
+	b := buf[:0]
 	if r.TeamsSent {
-		teams := append([]int64(nil), r.Teams...)
+		var tbuf [16]int64
+		teams := append(tbuf[:0], r.Teams...)
 		slices.Sort(teams)
-		h.Write([]byte("teams"))
+		b = append(b, "teams"...)
 		for _, t := range teams {
-			binary.BigEndian.PutUint64(b[:], uint64(t))
-			h.Write(b[:])
+			b = binary.BigEndian.AppendUint64(b, uint64(t))
 		}
 	}
 	for _, name := range r.LinksSent {
-		h.Write([]byte{0})
-		h.Write([]byte(name))
+		b = append(append(b, 0), name...)
 	}
 	for _, l := range r.Links {
-		h.Write([]byte{1})
-		h.Write([]byte(l.Relationship))
-		h.Write([]byte{0})
-		h.Write([]byte(l.Type))
-		binary.BigEndian.PutUint64(b[:], uint64(l.ID))
-		h.Write(b[:])
+		b = append(append(append(append(b, 1), l.Relationship...), 0), l.Type...)
+		b = binary.BigEndian.AppendUint64(b, uint64(l.ID))
 	}
-	return h.Sum(nil)
+	sum := sha256.Sum256(b)
+	return append(make([]byte, 0, sha256.Size), sum[:]...)
 }
+
