@@ -251,4 +251,3 @@ func (r *Row) computeLinkageHash() []byte {
 	sum := sha256.Sum256(b)
 	return append(make([]byte, 0, sha256.Size), sum[:]...)
 }
-
