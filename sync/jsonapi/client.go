@@ -104,6 +104,8 @@ type Client struct {
 	opts  Options
 	stats stats
 	rate  rateState
+	// bodies keeps the buffers of released pages (see Page.Release).
+	bodies bodyPool
 }
 
 // NewClient checks opts, applies the defaults and returns a Client.
@@ -201,7 +203,7 @@ func (c *Client) Get(ctx context.Context, resource string, q Query) (*Document, 
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)
 	}
-	doc, _, err := c.fetch(ctx, u, nil)
+	doc, _, _, err := c.fetch(ctx, u, nil)
 	return doc, err
 }
 
@@ -262,7 +264,7 @@ func (c *Client) send(ctx context.Context, reqURL, token string) (*http.Response
 		return nil, nil, &TransportError{Method: req.Method, URL: sanitizeURL(reqURL), Err: stripURLError(err)}
 	}
 	defer resp.Body.Close()
-	body, err := readBody(resp, c.opts.MaxBodyBytes)
+	body, err := readBody(resp, c.opts.MaxBodyBytes, c.bodies.get)
 	if err != nil {
 		return resp, body, &TransportError{Method: req.Method, URL: sanitizeURL(reqURL), Err: fmt.Errorf("reading body: %w", err)}
 	}
@@ -274,13 +276,14 @@ type errBodyTooLarge struct{ limit int64 }
 
 func (e errBodyTooLarge) Error() string { return fmt.Sprintf("body larger than %d bytes", e.limit) }
 
-// readBody reads the whole body into a buffer sized from Content-Length.
-func readBody(resp *http.Response, limit int64) ([]byte, error) {
+// readBody reads the whole body into a buffer from alloc, sized from
+// Content-Length.
+func readBody(resp *http.Response, limit int64, alloc func(size int) []byte) ([]byte, error) {
 	size := resp.ContentLength
 	if size < 0 || size > limit {
 		size = 64 << 10
 	}
-	buf := make([]byte, 0, size+1)
+	buf := alloc(int(size) + 1)
 	r := io.LimitReader(resp.Body, limit+1)
 	for {
 		if len(buf) == cap(buf) {

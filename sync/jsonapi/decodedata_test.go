@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"testing"
 )
@@ -111,4 +113,57 @@ func TestPagesDecodeDataMalformed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPageRelease: a page's body is never reused while the page is held,
+// and a released page's buffer takes a later page. The decoder's result is
+// the array's bytes themselves, as the sync's decoder keeps strings of them.
+func TestPageRelease(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		links := `{"next":null}`
+		if n < 3 {
+			links = fmt.Sprintf(`{"next":"%s/api/v2/users?n=%d"}`, "http://"+r.Host, n+1)
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(pageBody(links, n))))
+		writeDoc(w, http.StatusOK, pageBody(links, n))
+	})
+	c := newClient(t, srv.URL, newFakeClock(t), nil)
+	pages := c.Collection("users", Query{}).DecodeData(func(b []byte) (any, int, error) {
+		end := bytes.IndexByte(b, ']') + 1
+		return b[:end:end], end, nil
+	})
+	var got []*Page
+	var arrays []string // each page's array, copied when read
+	for {
+		p, err := pages.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			break
+		}
+		got = append(got, p)
+		arrays = append(arrays, string(p.Decoded.([]byte)))
+		if len(got) == 2 {
+			p.Release() // the second page's buffer takes the third
+		}
+	}
+	if len(got) != 4 {
+		t.Fatalf("read %d pages, want 4", len(got))
+	}
+	backing := func(p *Page) *byte { b := p.Decoded.([]byte); return &b[:cap(b)][cap(b)-1] }
+	if backing(got[2]) != backing(got[1]) {
+		t.Error("the third page was not read into the released second page's buffer")
+	}
+	if backing(got[3]) == backing(got[0]) || backing(got[3]) == backing(got[2]) {
+		t.Error("the fourth page was read into the buffer of a page not released")
+	}
+	for _, i := range []int{0, 2, 3} {
+		if s := string(got[i].Decoded.([]byte)); s != arrays[i] {
+			t.Errorf("page %d changed after it was read: %s, was %s", i+1, s, arrays[i])
+		}
+	}
+	got[1].Release() // again: a no-op
 }

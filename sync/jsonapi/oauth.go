@@ -378,7 +378,7 @@ func (o *OAuth) post(ctx context.Context, refresh string) (tokenResponse, time.D
 			URL: sanitizeURL(o.cfg.TokenURL), Err: stripURLError(err)}}
 	}
 	defer resp.Body.Close()
-	body, err := readBody(resp, 1<<20)
+	body, err := readBody(resp, 1<<20, func(size int) []byte { return make([]byte, 0, size) })
 	if err != nil {
 		return tokenResponse{}, 0, retryableTokenError{&TransportError{Method: http.MethodPost,
 			URL: sanitizeURL(o.cfg.TokenURL), Err: fmt.Errorf("reading body: %w", err)}}

@@ -20,6 +20,22 @@ type Page struct {
 	// Client.Resume to continue later. It is not sanitized: store it as
 	// carefully as the data.
 	NextURL string
+
+	body []byte    // what the page was decoded from, until released
+	pool *bodyPool // where Release puts body
+}
+
+// Release gives the page's body back to the client, to read a later page
+// into. Call it once nothing refers to the page's data any more, decoded
+// values included: a DataDecoder's result may refer to the body's bytes,
+// which the later page overwrites. Pages not released are left to the
+// collector; releasing is only worth it on long walks. Release is
+// idempotent; no field of the page may be used after it.
+func (p *Page) Release() {
+	if p.body != nil {
+		p.pool.put(p.body)
+		p.body = nil
+	}
 }
 
 // Pages iterates over the pages of a collection by following links.next.
@@ -42,8 +58,9 @@ type Pages struct {
 // returns its result and the length of the array, closing bracket included.
 // The result is the page's Decoded and the page's Data stays empty. An error
 // means the body is malformed: the client retries the request as it does a
-// truncated body, then returns the error. b is the decoder's to keep: the
-// client never writes to it or reuses it, so the result may refer to it.
+// truncated body, then returns the error. The result may refer to b: the
+// client never writes to b or reuses it until the page is released (see
+// Page.Release).
 type DataDecoder func(b []byte) (decoded any, n int, err error)
 
 // DecodeData makes every later page's "data" array go to decode (see
@@ -102,7 +119,7 @@ func (p *Pages) Next(ctx context.Context) (*Page, error) {
 		}
 		reqURL = checked
 	}
-	doc, fetched, err := p.c.fetch(ctx, reqURL, p.decode)
+	doc, body, fetched, err := p.c.fetch(ctx, reqURL, p.decode)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s page %d: %w", p.resource, p.number+1, err)
 	}
@@ -112,7 +129,7 @@ func (p *Pages) Next(ctx context.Context) (*Page, error) {
 	}
 	p.number++
 	p.next, p.built = next, false
-	return &Page{Document: *doc, Number: p.number, URL: fetched, NextURL: next}, nil
+	return &Page{Document: *doc, Number: p.number, URL: fetched, NextURL: next, body: body, pool: &p.c.bodies}, nil
 }
 
 // resolveNext returns the next link of a page, resolved against the page's

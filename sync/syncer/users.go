@@ -183,6 +183,11 @@ func (w *writes) start(ctx context.Context, r *run, p normalizedPage, number int
 	go func() {
 		defer close(pw.done)
 		pw.err = r.writePage(ctx, p, number, prev, isNew)
+		if pw.err == nil {
+			// Committed: nothing refers to the rows any more, and their
+			// strings are the body's bytes, so the body can take a later page.
+			p.page.Release()
+		}
 	}()
 	return nil
 }
