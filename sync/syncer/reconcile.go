@@ -171,6 +171,9 @@ func (r *reconciler) execute(ctx context.Context) (ReconcileSummary, error) {
 	if err := r.start(ctx); err != nil {
 		return r.sum, err
 	}
+	if err := r.s.ensureTeamIndex(ctx); err != nil { // the membership pass needs it
+		return r.summary(), err
+	}
 	if err := r.syncDimensions(ctx); err != nil {
 		return r.summary(), err
 	}

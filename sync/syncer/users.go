@@ -47,7 +47,7 @@ func (s *Syncer) UserQuery() jsonapi.Query {
 // checkpointed next link) and writes each page in one transaction.
 func (r *run) syncUsers(ctx context.Context) error {
 	var pages *jsonapi.Pages
-	fromLink := false
+	fromLink, deferred := false, false
 	switch {
 	case r.resumed && r.cp.NextURL != "":
 		pages, fromLink = r.s.client.Resume(r.cp.NextURL), true
@@ -61,6 +61,15 @@ func (r *run) syncUsers(ctx context.Context) error {
 		}
 		if empty {
 			r.seen = roaring64.New()
+			if deferred, err = r.s.store.DeferTeamIndex(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if !deferred {
+		// A load that died may have left user_teams without it.
+		if err := r.s.ensureTeamIndex(ctx); err != nil {
+			return err
 		}
 	}
 	err := r.walk(ctx, pages)
@@ -76,6 +85,24 @@ func (r *run) syncUsers(ctx context.Context) error {
 		}
 		r.s.cfg.Logger.WarnContext(ctx, "stored next link refused; restarting the walk from the checkpoint", "run_id", r.runID, "from", fmtTime(from))
 		err = r.walk(ctx, r.s.client.Collection("users", r.s.usersQuery(from, r.until)))
+	}
+	if deferred {
+		// Built even when the walk failed: the warehouse is queried
+		// meanwhile, and a failed load may not be resumed soon.
+		if ierr := r.s.ensureTeamIndex(context.WithoutCancel(ctx)); ierr != nil {
+			err = errors.Join(err, ierr)
+		}
+	}
+	return err
+}
+
+// ensureTeamIndex builds user_teams' team_id index when it is missing (see
+// warehouse.DeferTeamIndex).
+func (s *Syncer) ensureTeamIndex(ctx context.Context) error {
+	start := time.Now()
+	built, err := s.store.EnsureTeamIndex(ctx)
+	if built {
+		s.cfg.Logger.InfoContext(ctx, "built the team_id index of user_teams", "duration_ms", time.Since(start).Milliseconds())
 	}
 	return err
 }

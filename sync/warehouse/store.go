@@ -17,6 +17,9 @@ type Store struct {
 	// lockTimeout bounds how long a users page's statements wait for a
 	// lock (PostgreSQL's lock_timeout).
 	lockTimeout string
+	// ddlLockTimeout bounds how long DeferTeamIndex waits for user_teams'
+	// exclusive lock.
+	ddlLockTimeout string
 }
 
 // NewStore returns a Store for the warehouse in schemaName.
@@ -24,7 +27,7 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	if err := schema.ValidateIdentifier(schemaName); err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName), tables: map[string]tableSQL{}, lockTimeout: "1min"}
+	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName), tables: map[string]tableSQL{}, lockTimeout: "1min", ddlLockTimeout: teamIndexLockTimeout}
 	for _, r := range schema.Resources() {
 		s.tables[r.Type] = newTableSQL(schemaName, r)
 	}

@@ -1,0 +1,95 @@
+package syncer_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// teamIndexExists reports whether user_teams has its team_id index, valid.
+func (e *testEnv) teamIndexExists(t *testing.T) bool {
+	t.Helper()
+	return e.count(t, `SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE c.oid = to_regclass('%s.user_teams_team_id') AND i.indisvalid`) == 1
+}
+
+// TestInitialLoadDefersTeamIndex: an initial load writes user_teams without
+// its team_id index and builds it when the walk ends; a later sync keeps
+// it throughout; a sync that finds it missing (a load that died) builds it
+// before its walk, and so does a reconcile.
+func TestInitialLoadDefersTeamIndex(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	var during atomic.Int32 // 1: index absent at the 3rd users request, 2: present
+	var e *testEnv
+	e = newEnvWith(t, apisim.Options{Users: 500}, func(sim *apisim.Server) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/v2/users" && requests.Add(1) == 3 {
+				during.Store(1)
+				if e.teamIndexExists(t) {
+					during.Store(2)
+				}
+			}
+			sim.ServeHTTP(w, r)
+		})
+	})
+	cfg := syncer.Config{PageSize: 100}
+	e.run(t, cfg, syncer.Request{Kind: warehouse.KindFull})
+	if during.Load() != 1 {
+		t.Errorf("initial load: the team_id index was there mid-walk (state %d), want it deferred", during.Load())
+	}
+	if !e.teamIndexExists(t) {
+		t.Fatal("initial load: no team_id index after the run")
+	}
+	e.assertMirrors(t)
+
+	requests.Store(0)
+	e.sim.UpdateUsers(50)
+	e.run(t, cfg, syncer.Request{Kind: warehouse.KindFull})
+	if during.Load() != 2 {
+		t.Errorf("second sync: state %d, want the team_id index kept throughout", during.Load())
+	}
+
+	q := pgx.Identifier{e.store.Schema()}.Sanitize()
+	if _, err := e.store.Pool().Exec(context.Background(), `DROP INDEX `+q+`.user_teams_team_id`); err != nil {
+		t.Fatal(err)
+	}
+	requests.Store(0)
+	e.run(t, cfg, syncer.Request{Kind: warehouse.KindFull})
+	if during.Load() != 2 || !e.teamIndexExists(t) {
+		t.Errorf("sync after a lost index: state %d, index %v; want it built before the walk", during.Load(), e.teamIndexExists(t))
+	}
+	e.assertMirrors(t)
+
+	if _, err := e.store.Pool().Exec(context.Background(), `DROP INDEX `+q+`.user_teams_team_id`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.syncer(cfg).Reconcile(context.Background(), syncer.ReconcileRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if !e.teamIndexExists(t) {
+		t.Error("reconcile after a lost index: no team_id index")
+	}
+}
+
+// TestFailedInitialLoadBuildsTeamIndex: an initial load that fails part way
+// still leaves user_teams with its index.
+func TestFailedInitialLoadBuildsTeamIndex(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 500})
+	pages := e.walkIDs(t, 100)
+	e.onInsert(t, pages[2][0], 0, true)
+	if _, err := e.syncer(syncer.Config{PageSize: 100}).Run(context.Background(), syncer.Request{Kind: warehouse.KindFull}); err == nil {
+		t.Fatal("the load did not fail")
+	}
+	if !e.teamIndexExists(t) {
+		t.Error("no team_id index after the failed load")
+	}
+}

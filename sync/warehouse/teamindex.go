@@ -1,0 +1,77 @@
+package warehouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The team_id index of user_teams serves "the users of team X" and the
+// per-team membership diff (ReplaceTeamMembers). In a backfill it costs
+// more than the table's own rows: every (user, team) pair goes into it at
+// a random place. An initial load, which starts with user_teams empty,
+// drops it (DeferTeamIndex) and builds it once the walk ends
+// (EnsureTeamIndex): one sorted build instead of a random insert per pair.
+// A load that dies before it ends leaves the index missing; every sync and
+// reconcile builds it before it reads or writes user_teams.
+
+// teamIndex is the index's name, as migration 0001 created it.
+const teamIndex = "user_teams_team_id"
+
+// teamIndexLockTimeout bounds the wait for user_teams' exclusive lock
+// when dropping the index: past it (an analyst's query holds the table),
+// the load keeps the index.
+const teamIndexLockTimeout = "5s"
+
+// DeferTeamIndex drops user_teams' team_id index when user_teams is empty,
+// for the load about to fill it to build it at the end with
+// EnsureTeamIndex. It reports whether it dropped it. It keeps the index,
+// without an error, when user_teams holds rows, when the table's lock is
+// not granted within a few seconds, or when the role may not drop the
+// index (a warehouse migrated by another role).
+func (s *Store) DeferTeamIndex(ctx context.Context) (bool, error) {
+	dropped := false
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL lock_timeout = '" + s.ddlLockTimeout + "'"}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `LOCK TABLE `+s.q+`.user_teams IN ACCESS EXCLUSIVE MODE`); err != nil {
+			return err
+		}
+		var drop bool
+		err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT FROM `+s.q+`.user_teams) AND to_regclass($1) IS NOT NULL`,
+			s.q+"."+teamIndex).Scan(&drop)
+		if err != nil || !drop {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DROP INDEX `+s.q+`.`+teamIndex); err != nil {
+			return err
+		}
+		dropped = true
+		return nil
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "55P03" || pe.Code == "42501") { // lock_not_available, insufficient_privilege
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("dropping the team_id index of user_teams for the initial load: %w", err)
+	}
+	return dropped, nil
+}
+
+// EnsureTeamIndex builds user_teams' team_id index if it is missing, and
+// reports whether it built it.
+func (s *Store) EnsureTeamIndex(ctx context.Context) (bool, error) {
+	var missing bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NULL`, s.q+"."+teamIndex).Scan(&missing); err != nil {
+		return false, fmt.Errorf("looking for the team_id index of user_teams: %w", err)
+	}
+	if !missing {
+		return false, nil
+	}
+	if _, err := s.pool.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+teamIndex+` ON `+s.q+`.user_teams (team_id)`); err != nil {
+		return false, fmt.Errorf("building the team_id index of user_teams: %w", err)
+	}
+	return true, nil
+}
