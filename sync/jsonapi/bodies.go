@@ -4,8 +4,9 @@ import "sync"
 
 // bodyPool keeps the buffers of released pages (Page.Release) for later
 // bodies. A backfill reads thousands of bodies of the same few megabytes;
-// allocating each one (zeroed, then garbage) cost the process a tenth of
-// its CPU in allocation and collection.
+// allocating each one (zeroed, then garbage) was half the bytes a sync
+// allocated, and reusing them saves about a sixth of its CPU
+// (docs/benchmarks.md).
 type bodyPool struct {
 	mu   sync.Mutex
 	free [][]byte
