@@ -8,9 +8,13 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/usersync/usersync/sync/jsonapi"
 
 	"github.com/usersync/usersync/schema"
 )
@@ -64,13 +68,19 @@ func (a *Attributes) Type(raw []byte) (Typed, error) {
 	if raw[0] != '{' {
 		return t, &FieldError{Field: "attributes", Reason: "expected an object"}
 	}
-	if bytes.Contains(raw, []byte(`\u0000`)) {
-		return t, &FieldError{Field: "attributes", Reason: `contains a NUL character (\u0000), which PostgreSQL cannot store`}
-	}
 	var ferr error
 	gjson.ParseBytes(raw).ForEach(func(key, value gjson.Result) bool {
 		i, ok := a.index[key.Str]
 		if !ok {
+			// Kept in raw, a jsonb column.
+			if reason := unstorableJSON(key.Raw); reason != "" {
+				ferr = &FieldError{Field: "attributes", Reason: "an attribute name " + reason}
+				return false
+			}
+			if reason := unstorableJSON(value.Raw); reason != "" {
+				ferr = &FieldError{Field: storableName(key.Str), Reason: reason}
+				return false
+			}
 			t.Unknown = append(t.Unknown, key.Str)
 			if len(t.Rest) == 0 {
 				t.Rest = append(t.Rest, '{')
@@ -126,6 +136,10 @@ func typeValue(attr schema.Attribute, v gjson.Result) (any, error) {
 		if v.Type != gjson.String {
 			return nil, wrong()
 		}
+		// A lone surrogate escape decodes to U+FFFD, which text holds.
+		if reason := unstorableText(v.Str); reason != "" {
+			return nil, &FieldError{Field: attr.Name, Reason: reason}
+		}
 		return v.Str, nil
 	case schema.DateTime:
 		if v.Type != gjson.String {
@@ -140,6 +154,9 @@ func typeValue(attr schema.Attribute, v gjson.Result) (any, error) {
 		// The API documents an object; a collection sent as an array is kept as is.
 		if v.Type != gjson.JSON {
 			return nil, wrong()
+		}
+		if reason := unstorableJSON(v.Raw); reason != "" {
+			return nil, &FieldError{Field: attr.Name, Reason: reason}
 		}
 		return []byte(v.Raw), nil
 	}
@@ -171,4 +188,101 @@ func ParseTime(s string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return t.UTC().Truncate(time.Microsecond), nil
+}
+
+// MaxNesting bounds the depth of a resource object (1 for the object
+// itself): the JSON decoder refuses documents nested some 10,000 levels
+// deep, and PostgreSQL's jsonb parser runs out of stack not far beyond. A
+// resource nested deeper is rejected whole, never the page holding it.
+const MaxNesting = 1000
+
+// tooDeep rejects a resource object nested deeper than MaxNesting, naming
+// the member (and the attribute) that is. The resource keeps its id and
+// type where they can be read, and raw, which the quarantine stores.
+func tooDeep(raw []byte) Rejected {
+	res := jsonapi.Resource{ID: jsonapi.InvalidID, Raw: append([]byte(nil), raw...)}
+	obj := gjson.ParseBytes(raw)
+	if id := obj.Get("id"); id.Exists() {
+		_ = res.ID.UnmarshalJSON([]byte(id.Raw))
+	}
+	res.Type = obj.Get("type").String()
+	field := "resource"
+	obj.ForEach(func(key, value gjson.Result) bool {
+		if _, depth, _, _ := skipNested([]byte(value.Raw), 0); depth+1 <= MaxNesting {
+			return true
+		}
+		field = storableName(key.Str)
+		if key.Str == "attributes" {
+			value.ForEach(func(k, v gjson.Result) bool {
+				if _, depth, _, _ := skipNested([]byte(v.Raw), 0); depth+2 > MaxNesting {
+					field = storableName(k.Str)
+					return false
+				}
+				return true
+			})
+		}
+		return false
+	})
+	return Rejected{Resource: res, Err: &FieldError{Field: field, Reason: fmt.Sprintf("nested deeper than %d levels", MaxNesting)}}
+}
+
+// storableName returns a member name as it can be named in a FieldError
+// (stored in PostgreSQL text and logged): NULs and bytes that are not UTF-8
+// replaced, at most 128 bytes.
+func storableName(name string) string {
+	name = strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", "\uFFFD"), "\uFFFD")
+	if len(name) > 128 {
+		cut := 125
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut] + "..."
+	}
+	return name
+}
+
+// Why a value cannot be stored, as FieldError reasons.
+const (
+	reasonNUL       = `holds a NUL character (\u0000), which PostgreSQL cannot store`
+	reasonUTF8      = "holds bytes that are not UTF-8, which PostgreSQL cannot store"
+	reasonSurrogate = `holds a UTF-16 surrogate escape (\ud800-\udfff) not in a pair, which PostgreSQL cannot store in jsonb`
+)
+
+// unstorableText says why PostgreSQL cannot store s as text, or "".
+func unstorableText(s string) string {
+	switch {
+	case strings.IndexByte(s, 0) >= 0:
+		return reasonNUL
+	case !utf8.ValidString(s):
+		return reasonUTF8
+	}
+	return ""
+}
+
+// unstorableJSON says why PostgreSQL cannot store the JSON value raw (kept
+// as sent) as jsonb, or "": a string in it holds \u0000, bytes that are not
+// UTF-8 or a lone surrogate escape.
+func unstorableJSON(raw string) string {
+	b := []byte(raw)
+	for i := 0; i < len(b); i++ {
+		if b[i] != '"' {
+			continue
+		}
+		end, _, _, bad, ok := scanString(b, i)
+		if !ok {
+			return "" // not JSON: left to the decoder
+		}
+		if bad {
+			str := b[i+1 : end-1]
+			switch {
+			case bytes.Contains(str, []byte(`\u0000`)):
+				return reasonNUL
+			case !utf8.Valid(str):
+				return reasonUTF8
+			}
+			return reasonSurrogate
+		}
+		i = end - 1
+	}
+	return ""
 }

@@ -42,7 +42,7 @@ func appendCanonicalAt(dst, b []byte, i, depth int) ([]byte, int, bool) {
 	}
 	switch b[i] {
 	case '"':
-		end, esc, wide, ok := scanString(b, i)
+		end, esc, wide, _, ok := scanString(b, i)
 		if !ok || esc || wide || !plainString(string(b[i:end])) {
 			return dst, 0, false
 		}

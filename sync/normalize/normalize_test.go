@@ -70,7 +70,14 @@ func TestTypeAttributesErrors(t *testing.T) {
 		{`{"updatedAt": "yesterday"}`, "updatedAt", "ISO 8601"},
 		{`{"updatedAt": 1700000000}`, "updatedAt", "expected datetime, got number"},
 		{`{"duties": "sdr"}`, "duties", "expected object, got string"},
-		{`{"title": "a\u0000b"}`, "attributes", "NUL"},
+		{`{"title": "a\u0000b"}`, "title", "NUL"},
+		{`{"title": "a\\u0000b", "newThing": {"x": ["\u0000"]}}`, "newThing", "NUL"},
+		{"{\"title\": \"a\xffb\"}", "title", "not UTF-8"},
+		{"{\"newThing\": [\"a\xc3\"]}", "newThing", "not UTF-8"},
+		{`{"duties": {"a": "\ud800"}}`, "duties", "surrogate"},
+		{`{"newThing": "\udc00\ud800"}`, "newThing", "surrogate"},
+		{`{"new\u0000Thing": 1}`, "attributes", "an attribute name holds a NUL"},
+		{"{\"new\xffThing\": 1}", "attributes", "an attribute name holds bytes that are not UTF-8"},
 		{`[1]`, "attributes", "expected an object"},
 	}
 	for _, tt := range tests {

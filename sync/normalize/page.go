@@ -1,7 +1,6 @@
 package normalize
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 	"time"
@@ -61,11 +60,16 @@ func (n *Normalizer) decodeArray(b []byte) (*Page, int, error) {
 			page.Rows = append(page.Rows, row)
 			return end, true
 		}
-		end, ok := skipValue(b, v, 0)
+		end, depth, _, ok := skipNested(b, v)
 		if !ok {
 			return 0, false
 		}
 		page.General++
+		if depth > MaxNesting {
+			// Never handed to the JSON decoder, which refuses the depth.
+			page.Rejected = append(page.Rejected, tooDeep(b[v:end]))
+			return end, true
+		}
 		if err := n.decodeOne(page, b[v:end]); err != nil {
 			s.err = err
 			return 0, false
@@ -214,7 +218,7 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 			row.ID = id
 			return end, ok
 		case memberType:
-			end, esc, wide, ok := scanString(s.b, v)
+			end, esc, wide, _, ok := scanString(s.b, v)
 			if !ok || esc || wide {
 				return 0, false
 			}
@@ -310,7 +314,6 @@ func (s *pageScanner) attributes(i int, row *Row, vals []any) (int, bool) {
 		}
 	}
 	prev := len(attrs.res.Attributes) // before the first attribute
-	escaped := false
 	end, ok := members(s.b, i, func(key []byte, plain bool, k, v int) (int, bool) {
 		if !plain {
 			return 0, false
@@ -335,7 +338,6 @@ func (s *pageScanner) attributes(i int, row *Row, vals []any) (int, bool) {
 				row.Raw = append(row.Raw, ',')
 			}
 			row.Raw = append(append(append(row.Raw, s.b[k:k+len(key)+2]...), ':'), s.b[v:end]...)
-			escaped = true // the value may hold \u0000: check
 			return end, true
 		}
 		if seen[idx/64]&(1<<(idx%64)) != 0 {
@@ -343,42 +345,41 @@ func (s *pageScanner) attributes(i int, row *Row, vals []any) (int, bool) {
 		}
 		prev = idx
 		seen[idx/64] |= 1 << (idx % 64)
-		end, val, esc, ok := s.value(v, attrs.res.Attributes[idx].Type)
-		escaped = escaped || esc
+		end, val, ok := s.value(v, attrs.res.Attributes[idx].Type)
 		vals[idx] = val
 		return end, ok
 	})
-	if ok && escaped && bytes.Contains(s.b[i:end], []byte(`\u0000`)) {
-		return 0, false // the general path names the NUL
-	}
+	// A value holding what PostgreSQL cannot store (\u0000, bytes that are
+	// not UTF-8, a lone surrogate) was refused above: the general path
+	// names it.
 	return end, ok
 }
 
-// value types the attribute value at b[v]. esc says a string held an
-// escape.
-func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, esc, ok bool) {
+// value types the attribute value at b[v].
+func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, ok bool) {
 	b := s.b
 	switch b[v] {
 	case 'n':
 		end, ok = literal(b, v, "null")
-		return end, nil, false, ok
+		return end, nil, ok
 	case 't', 'f':
 		if t != schema.Boolean {
-			return 0, nil, false, false
+			return 0, nil, false
 		}
 		if b[v] == 't' {
 			end, ok = literal(b, v, "true")
-			return end, true, false, ok
+			return end, true, ok
 		}
 		end, ok = literal(b, v, "false")
-		return end, false, false, ok
+		return end, false, ok
 	case '"':
 		if t != schema.String && t != schema.DateTime {
-			return 0, nil, false, false
+			return 0, nil, false
 		}
-		end, esc, _, ok = scanString(b, v)
-		if !ok {
-			return 0, nil, false, false
+		var esc, bad bool
+		end, esc, _, bad, ok = scanString(b, v)
+		if !ok || bad {
+			return 0, nil, false // the general path names what is bad
 		}
 		var str string
 		if !esc {
@@ -393,34 +394,34 @@ func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, esc, ok
 			}
 		}
 		if t == schema.String {
-			return end, str, esc, true
+			return end, str, true
 		}
 		ts, err := ParseTime(str)
 		if err != nil {
-			return 0, nil, false, false
+			return 0, nil, false
 		}
-		return end, ts, esc, true
+		return end, ts, true
 	case '{', '[':
 		if t != schema.Object {
-			return 0, nil, false, false
+			return 0, nil, false
 		}
 		if end, ok = skipValue(b, v, 0); !ok {
-			return 0, nil, false, false
+			return 0, nil, false
 		}
-		return end, b[v:end:end], true, true
+		return end, b[v:end:end], true
 	}
 	if t != schema.Integer {
-		return 0, nil, false, false
+		return 0, nil, false
 	}
 	end, integer, ok := scanNumber(b, v)
 	if !ok || !integer {
-		return 0, nil, false, false
+		return 0, nil, false
 	}
 	n, ok := parseInt(b[v:end])
 	if !ok {
-		return 0, nil, false, false
+		return 0, nil, false
 	}
-	return end, n, false, true
+	return end, n, true
 }
 
 // relationships reads the relationships object at b[i] into s.rels and
@@ -545,7 +546,7 @@ func (s *pageScanner) identifier(v int) (int, bool) {
 				return 0, false
 			}
 			seen |= 2
-			end, esc, wide, ok := scanString(s.b, v)
+			end, esc, wide, _, ok := scanString(s.b, v)
 			if !ok || esc || wide || end-v == 2 {
 				return 0, false
 			}
@@ -629,7 +630,7 @@ func links(b []byte, v int) (int, bool) {
 		return members(b, v, func(_ []byte, _ bool, _, v int) (int, bool) {
 			switch b[v] {
 			case '"':
-				end, _, _, ok := scanString(b, v)
+				end, _, _, _, ok := scanString(b, v)
 				return end, ok
 			case 'n':
 				return literal(b, v, "null")

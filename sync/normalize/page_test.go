@@ -2,11 +2,14 @@ package normalize
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/jsonapi"
@@ -25,6 +28,31 @@ func (n *Normalizer) decodePage(data []byte) (*Page, error) {
 // decodePageSlow decodes and types data the general way: what DecodeData
 // must give.
 func (n *Normalizer) decodePageSlow(data []byte) (*Page, error) {
+	if nesting(data) > MaxNesting+1 && gjson.ValidBytes(data) && gjson.ParseBytes(data).IsArray() {
+		// A resource nested deeper than MaxNesting is rejected whole, and
+		// the rest of the page decoded.
+		page := &Page{}
+		var err error
+		gjson.ParseBytes(data).ForEach(func(_, el gjson.Result) bool {
+			page.General++
+			if nesting([]byte(el.Raw)) > MaxNesting {
+				page.Rejected = append(page.Rejected, tooDeep([]byte(el.Raw)))
+				return true
+			}
+			var doc *jsonapi.Document
+			if doc, err = jsonapi.DecodeDocument(wrapData([]byte("[" + el.Raw + "]"))); err != nil {
+				return false
+			}
+			for _, r := range doc.Data {
+				n.add(page, r)
+			}
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+		return page, nil
+	}
 	doc, err := jsonapi.DecodeDocument(wrapData(data))
 	if err != nil {
 		return nil, err
@@ -34,6 +62,26 @@ func (n *Normalizer) decodePageSlow(data []byte) (*Page, error) {
 		n.add(page, r)
 	}
 	return page, nil
+}
+
+// nesting returns the greatest depth of brackets in b, outside strings.
+func nesting(b []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // samePage checks that DecodePage gives exactly what the general path
@@ -218,6 +266,82 @@ var edgeResources = []string{
 	`{}`,
 }
 
+// poisonResources are valid JSON resource objects holding what PostgreSQL
+// cannot store, each with the field its rejection names ("" when it is
+// storable after all).
+func poisonResources() []struct{ resource, field string } {
+	deep := func(n int) string { return strings.Repeat(`{"a":[`, n/2) + "1" + strings.Repeat("]}", n/2) }
+	return []struct{ resource, field string }{
+		{`{"type":"user","id":"12\u00003","attributes":{}}`, "id"},
+		{`{"type":"user","id":` + strings.Repeat("9", 5000) + `,"attributes":{}}`, "id"},
+		{`{"type":"user","id":"` + strings.Repeat("9", 5000) + `","attributes":{}}`, "id"},
+		{`{"type":"user","id":92233720368547758070,"attributes":{}}`, "id"},
+		{"{\"type\":\"user\",\"id\":\"1\xff\",\"attributes\":{}}", "id"},
+		{`{"type":"user","id":5,"attributes":{"firstName":"a\u0000b"}}`, "firstName"},
+		{"{\"type\":\"user\",\"id\":5,\"attributes\":{\"firstName\":\"a\xffb\"}}", "firstName"},
+		{"{\"type\":\"user\",\"id\":5,\"attributes\":{\"firstName\":\"\xed\xa0\x80\"}}", "firstName"},
+		{`{"type":"user","id":5,"attributes":{"firstName":"\ud800"}}`, ""},
+		{"{\"type\":\"user\",\"id\":5,\"attributes\":{\"newThing\":[\"\xc3\"]}}", "newThing"},
+		{`{"type":"user","id":5,"attributes":{"newThing":{"x":"\ud800 "}}}`, "newThing"},
+		{`{"type":"user","id":5,"attributes":{"newThing":"\ud800\udc00"}}`, ""},
+		{`{"type":"user","id":5,"attributes":{"duties":{"a":"\u0000"}}}`, "duties"},
+		{`{"type":"user","id":5,"attributes":{"new\u0000":1}}`, "attributes"},
+		{`{"type":"user","id":5,"attributes":{},"relationships":{"a\u0000b":{"data":[{"type":"x","id":1}]}}}`, "relationships"},
+		{`{"type":"user","id":5,"attributes":{},"relationships":{"mailboxes":{"data":[{"type":"mail\u0000box","id":1}]}}}`, "relationships.mailboxes"},
+		{`{"type":"user","id":5,"attributes":{},"relationships":{"mailboxes":{"data":[{"type":"mailbox","id":"1\u00002"}]}}}`, "relationships.mailboxes"},
+		{"{\"type\":\"user\",\"id\":5,\"attributes\":{},\"relationships\":{\"a\xffb\":{\"data\":[{\"type\":\"x\xff\",\"id\":1}]}}}", "relationships.a\uFFFDb"},
+		{`{"type":"user","id":5,"attributes":{},"relationships":{"mailboxes":{"data":[],"meta":{"x":"\u0000"}}}}`, ""},
+		{`{"type":"user","id":5,"attributes":{},"links":{"self":"\u0000"},"extra":"\ud800"}`, ""},
+		{`{"type":"user","id":5,"attributes":{},"meta":{"dataConnections":[{"a":"\u0000"}]}}`, "meta.dataConnections"},
+		{`{"type":"user","id":5,"attributes":{},"meta":{"dataConnections":["\udfff"]}}`, "meta.dataConnections"},
+		{`{"type":"user","id":5,"attributes":{},"meta":{"other":"\u0000"}}`, ""},
+		{`{"type":"user","id":5,"attributes":{"newThing":` + deep(MaxNesting-2) + `}}`, ""},
+		{`{"type":"user","id":5,"attributes":{"newThing":` + deep(MaxNesting) + `}}`, "newThing"},
+		{`{"type":"user","id":5,"attributes":{"duties":` + deep(10_000) + `}}`, "duties"},
+		{`{"type":"user","id":5,"attributes":{},"meta":{"dataConnections":` + deep(10_000) + `}}`, "meta"},
+		{`{"type":"user","id":5,"attributes":{},"relationships":{"zeta":{"data":null,"meta":` + deep(10_000) + `}}}`, "relationships"},
+		{`{"type":"user","id":5,"attributes":{"newThing":` + deep(1_000_000) + `}}`, "newThing"},
+	}
+}
+
+// TestDecodePagePoison: a resource holding what PostgreSQL cannot store,
+// or nested too deep, is rejected whole, naming the field; the rest of the
+// page is typed.
+func TestDecodePagePoison(t *testing.T) {
+	t.Parallel()
+	n := New(schema.User())
+	sim := simPages(t, 3, apisim.Knobs{})
+	users := strings.TrimSuffix(strings.TrimPrefix(string(sim[0]), "["), "]")
+	for i, p := range poisonResources() {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			data := []byte("[" + users + "," + p.resource + "," + users + "]")
+			page, err := n.decodePage(data)
+			if err != nil {
+				t.Fatalf("page refused: %v", err)
+			}
+			rows := 6
+			if p.field == "" {
+				rows++
+			}
+			if len(page.Rows) != rows {
+				t.Errorf("%d rows, want %d", len(page.Rows), rows)
+			}
+			switch {
+			case p.field == "" && len(page.Rejected) != 0:
+				t.Errorf("rejected %v, want none", page.Rejected[0].Err)
+			case p.field != "":
+				var fe *FieldError
+				if len(page.Rejected) != 1 || !errors.As(page.Rejected[0].Err, &fe) || fe.Field != p.field {
+					t.Fatalf("rejected %+v, want one naming %s", page.Rejected, p.field)
+				}
+			}
+			if len(data) < 100_000 {
+				samePage(t, n, data)
+			}
+		})
+	}
+}
+
 func TestDecodePageEdgeCases(t *testing.T) {
 	t.Parallel()
 	n := New(schema.User())
@@ -241,6 +365,11 @@ func FuzzDecodePage(f *testing.F) {
 	f.Add(sim[0])
 	for _, r := range edgeResources {
 		f.Add([]byte("[" + r + "]"))
+	}
+	for _, p := range poisonResources() {
+		if len(p.resource) < 100_000 {
+			f.Add([]byte("[" + p.resource + "]"))
+		}
 	}
 	n := New(schema.User())
 	f.Fuzz(func(t *testing.T, data []byte) {

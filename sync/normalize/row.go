@@ -118,6 +118,16 @@ func (n *Normalizer) Row(r jsonapi.Resource) (Row, error) {
 	}
 	sort.Strings(names) // deterministic Links order
 	for _, name := range names {
+		// Names and types of the linkage are stored (other_relationships).
+		// (The single pass takes them only in plain ASCII.)
+		if reason := unstorableText(name); reason != "" {
+			return Row{}, &FieldError{Field: "relationships", Reason: "a relationship name " + reason}
+		}
+		for _, id := range r.Relationships[name].Data.IDs {
+			if reason := unstorableText(id.Type); reason != "" {
+				return Row{}, &FieldError{Field: "relationships." + storableName(name), Reason: "an identifier type " + reason}
+			}
+		}
 		if err := n.relationship(&row, name, r.Relationships[name].Data); err != nil {
 			return Row{}, err
 		}
@@ -169,6 +179,9 @@ func readMeta(row *Row, meta []byte) error {
 		return &FieldError{Field: "meta", Reason: "expected an object"}
 	}
 	if dc := m.Get("dataConnections"); dc.Exists() {
+		if reason := unstorableJSON(dc.Raw); reason != "" {
+			return &FieldError{Field: "meta.dataConnections", Reason: reason}
+		}
 		row.DataConnectionsSent = true
 		if dc.Type != gjson.Null {
 			row.DataConnections = []byte(dc.Raw)

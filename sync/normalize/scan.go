@@ -31,49 +31,86 @@ func ws(b []byte, i int) int {
 }
 
 // scanString scans the string at b[i] == '"' and returns the index after
-// it, whether it holds an escape and whether it holds bytes above ASCII.
-// It refuses anything else at b[i].
-func scanString(b []byte, i int) (end int, esc, wide, ok bool) {
+// it, whether it holds an escape, whether it holds bytes above ASCII and
+// whether it is bad: it holds something PostgreSQL cannot store (\u0000,
+// bytes that are not UTF-8, a UTF-16 surrogate escape not in a pair). It
+// refuses anything else at b[i]. The checks cost only on the bytes that
+// already leave the fast loop: escapes and bytes above ASCII.
+func scanString(b []byte, i int) (end int, esc, wide, bad, ok bool) {
 	if i >= len(b) || b[i] != '"' {
-		return 0, false, false, false
+		return 0, false, false, false, false
 	}
 	j := i + 1
 	for {
 		j = nextSpecial(b, j)
 		if j >= len(b) {
-			return 0, false, false, false
+			return 0, false, false, false, false
 		}
 		switch c := b[j]; {
 		case c == '"':
-			return j + 1, esc, wide, true
+			return j + 1, esc, wide, bad, true
 		case c == '\\':
 			esc = true
 			j++
 			if j >= len(b) {
-				return 0, false, false, false
+				return 0, false, false, false, false
 			}
 			switch b[j] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
-				if j+4 >= len(b) {
-					return 0, false, false, false
-				}
-				for _, h := range b[j+1 : j+5] {
-					if !isHex(h) {
-						return 0, false, false, false
-					}
+				r, ok := hex4(b, j+1)
+				if !ok {
+					return 0, false, false, false, false
 				}
 				j += 4
+				switch {
+				case r == 0:
+					bad = true
+				case utf16.IsSurrogate(r):
+					// Only a high surrogate escape followed by a low one is
+					// a character.
+					low, ok := rune(0), false
+					if r < 0xdc00 && j+6 < len(b) && b[j+1] == '\\' && b[j+2] == 'u' {
+						if low, ok = hex4(b, j+3); !ok {
+							return 0, false, false, false, false
+						}
+					}
+					if ok && 0xdc00 <= low && low <= 0xdfff {
+						j += 6
+					} else {
+						bad = true
+					}
+				}
 			default:
-				return 0, false, false, false
+				return 0, false, false, false, false
 			}
 		case c < 0x20:
-			return 0, false, false, false
+			return 0, false, false, false, false
 		default:
 			wide = true
+			if r, size := utf8.DecodeRune(b[j:]); r == utf8.RuneError && size == 1 {
+				bad = true
+			} else {
+				j += size - 1
+			}
 		}
 		j++
 	}
+}
+
+// hex4 returns the value of the four hexadecimal digits at b[i].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, h := range b[i : i+4] {
+		if !isHex(h) {
+			return 0, false
+		}
+		r = r<<4 | rune(hexValue(h))
+	}
+	return r, true
 }
 
 // nextSpecial returns the index of the first byte at or after j that is a
@@ -249,14 +286,16 @@ func literal(b []byte, i int, lit string) (int, bool) {
 }
 
 // skipValue returns the index after the value at b[i], checking its syntax.
+// It refuses a bad string (see scanString) and nesting deeper than maxDepth:
+// see skipNested.
 func skipValue(b []byte, i, depth int) (int, bool) {
 	if i >= len(b) {
 		return 0, false
 	}
 	switch b[i] {
 	case '"':
-		end, _, _, ok := scanString(b, i)
-		return end, ok
+		end, _, _, bad, ok := scanString(b, i)
+		return end, ok && !bad
 	case '{':
 		if depth >= maxDepth {
 			return 0, false
@@ -278,7 +317,8 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 	return end, ok
 }
 
-// members walks the object at b[i] == '{'. For each member it calls f with
+// members walks the object at b[i] == '{', refusing a bad key (see
+// scanString). For each member it calls f with
 // the key's contents, whether the key is plain (no escape, ASCII only), the
 // index of the key's opening quote and the index of the value; f returns
 // the index after the value. members returns the index after the object.
@@ -291,8 +331,8 @@ func members(b []byte, i int, f func(key []byte, plain bool, k, v int) (int, boo
 		if i >= len(b) || b[i] != '"' {
 			return 0, false
 		}
-		end, esc, wide, ok := scanString(b, i)
-		if !ok {
+		end, esc, wide, bad, ok := scanString(b, i)
+		if !ok || bad {
 			return 0, false
 		}
 		k := i
@@ -351,4 +391,99 @@ func elements(b []byte, i int, f func(v int) (int, bool)) (int, bool) {
 			return 0, false
 		}
 	}
+}
+
+// skipNested returns the index after the value at b[i], checking its syntax
+// as skipValue does, but at any depth and whatever its strings hold. It also
+// returns the depth of the value (the most containers around a point of it:
+// 0 for a scalar, 1 for [] or {"a":1}) and whether a string in it
+// is bad (see scanString). It keeps the open brackets in a slice, not on the
+// stack: a body of a million brackets costs a megabyte, not a goroutine's
+// stack.
+func skipNested(b []byte, i int) (end, depth int, bad, ok bool) {
+	var open []byte // the brackets of the containers around b[i]
+	var buf [64]byte
+	open = buf[:0]
+	for {
+		// A value at b[i].
+		if i >= len(b) {
+			return 0, 0, false, false
+		}
+		switch c := b[i]; {
+		case c == '{' || c == '[':
+			open = append(open, c)
+			depth = max(depth, len(open))
+			i = ws(b, i+1)
+			if i < len(b) && (c == '[' && b[i] == ']' || c == '{' && b[i] == '}') {
+				open = open[:len(open)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				if i, ok = skipKey(b, i, &bad); !ok {
+					return 0, 0, false, false
+				}
+			}
+			continue
+		case c == '"':
+			end, _, _, sbad, ok := scanString(b, i)
+			if !ok {
+				return 0, 0, false, false
+			}
+			bad = bad || sbad
+			i = end
+		case c == 't':
+			i, ok = literal(b, i, "true")
+		case c == 'f':
+			i, ok = literal(b, i, "false")
+		case c == 'n':
+			i, ok = literal(b, i, "null")
+		default:
+			i, _, ok = scanNumber(b, i)
+		}
+		if !ok {
+			return 0, 0, false, false
+		}
+		// After a value: close containers, or go on to the next member.
+		for {
+			if len(open) == 0 {
+				return i, depth, bad, true
+			}
+			i = ws(b, i)
+			if i >= len(b) {
+				return 0, 0, false, false
+			}
+			top := open[len(open)-1]
+			if b[i] == ',' {
+				i = ws(b, i+1)
+				if top == '{' {
+					if i, ok = skipKey(b, i, &bad); !ok {
+						return 0, 0, false, false
+					}
+				}
+				break
+			}
+			if top == '[' && b[i] == ']' || top == '{' && b[i] == '}' {
+				open = open[:len(open)-1]
+				i++
+				continue
+			}
+			return 0, 0, false, false
+		}
+	}
+}
+
+// skipKey skips an object key and its colon at b[i], returning the index of
+// the value; a bad key sets *bad.
+func skipKey(b []byte, i int, bad *bool) (int, bool) {
+	end, _, _, kbad, ok := scanString(b, i)
+	if !ok {
+		return 0, false
+	}
+	*bad = *bad || kbad
+	i = ws(b, end)
+	if i >= len(b) || b[i] != ':' {
+		return 0, false
+	}
+	return ws(b, i+1), true
 }
