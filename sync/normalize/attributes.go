@@ -9,14 +9,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
-	"github.com/usersync/usersync/sync/jsonapi"
-
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/jsonapi"
 )
 
 // FieldError says which member of a resource could not be typed and why.
