@@ -115,8 +115,8 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 		if len(bad) > 0 {
 			cols := []string{"seq", "resource_type", "resource_id", "field", "error", "raw"}
 			src := pgx.CopyFromSlice(len(bad), func(i int) ([]any, error) {
-				q := &bad[i]
-				return []any{d.bad + int64(i), q.Type, q.ID, q.Field, q.Error, sanitizeJSON(q.Raw)}, nil
+				q := storable(bad[i])
+				return []any{d.bad + int64(i), q.Type, q.ID, q.Field, q.Error, q.Raw}, nil
 			})
 			if _, err := tx.CopyFrom(ctx, d.sql.badID, cols, src); err != nil {
 				return fmt.Errorf("copying quarantined resources: %w", err)

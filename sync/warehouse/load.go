@@ -591,8 +591,9 @@ func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, 
 		b.Queue(s.users.resolveQuarant, typ, ids)
 	}
 	for _, q := range bad {
+		q = storable(q)
 		b.Queue(`INSERT INTO `+s.q+`.quarantine (run_id, resource_type, resource_id, field, error, raw)
-			VALUES ($1, $2, $3, $4, $5, $6)`, nullID(runID), q.Type, q.ID, q.Field, q.Error, sanitizeJSON(q.Raw))
+			VALUES ($1, $2, $3, $4, $5, $6)`, nullID(runID), q.Type, q.ID, q.Field, q.Error, q.Raw)
 	}
 }
 
