@@ -48,7 +48,10 @@ func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, runID i
 		return warehouse.Counts{}, err
 	}
 	defer load.Close()
-	pages := s.client.Collection(res.Path, s.dimensionQuery(res))
+	// Typed as users pages are, one resource at a time: one that cannot be
+	// stored (or is nested too deep for the JSON decoder) goes to quarantine,
+	// never fails the list.
+	pages := s.client.Collection(res.Path, s.dimensionQuery(res)).DecodeData(s.norm[res.Type].DecodeData)
 	for {
 		page, err := pages.Next(ctx)
 		if err != nil {
@@ -57,10 +60,13 @@ func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, runID i
 		if page == nil {
 			break
 		}
-		rows, bad := s.normalizeAll(res.Type, page.Data)
-		present := make([]int64, len(page.Data))
-		for i := range page.Data {
-			present[i] = int64(page.Data[i].ID)
+		rows, bad, rejected := s.typed(res.Type, page)
+		present := make([]int64, 0, len(rows)+len(bad))
+		for i := range rows {
+			present = append(present, rows[i].ID)
+		}
+		for i := range rejected {
+			present = append(present, int64(rejected[i].ID))
 		}
 		if err := load.Page(ctx, rows, bad, present); err != nil {
 			return warehouse.Counts{}, err

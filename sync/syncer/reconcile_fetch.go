@@ -181,7 +181,7 @@ func (r *reconciler) fetchIDs(ctx context.Context, work *warehouse.Reconciliatio
 			break
 		}
 		r.sum.FetchPages++
-		rows, bad := r.s.normalizeAll("user", page.Data)
+		rows, bad, _ := r.s.normalizeAll("user", page.Data)
 		r.fillRequestCounters()
 		if _, err := r.s.store.LoadUsers(ctx, rows, bad, &r.cp); err != nil {
 			return fmt.Errorf("writing fetched page %d: %w", r.cp.Progress.Pages+1, err)

@@ -396,32 +396,45 @@ func (s *Syncer) decodeUsers(b []byte) (any, int, error) {
 
 // typedUsers returns the rows and quarantine records of a users page.
 func (s *Syncer) typedUsers(page *jsonapi.Page) ([]normalize.Row, []warehouse.Quarantined) {
+	rows, bad, _ := s.typed("user", page)
+	return rows, bad
+}
+
+// typed returns the rows and quarantine records of a page of typ decoded
+// by its Normalizer's DecodeData, and the resources quarantined.
+func (s *Syncer) typed(typ string, page *jsonapi.Page) ([]normalize.Row, []warehouse.Quarantined, []jsonapi.Resource) {
 	typed, ok := page.Decoded.(*normalize.Page)
 	if !ok {
-		return s.normalizeAll("user", page.Data) // "data" was not an array
+		// "data" was not an array.
+		rows, bad, rejected := s.normalizeAll(typ, page.Data)
+		return rows, bad, rejected
 	}
 	var bad []warehouse.Quarantined
+	var rejected []jsonapi.Resource
 	for _, r := range typed.Rejected {
-		bad = append(bad, quarantine("user", r.Resource, r.Err))
+		bad = append(bad, quarantine(typ, r.Resource, r.Err))
+		rejected = append(rejected, r.Resource)
 	}
-	return typed.Rows, bad
+	return typed.Rows, bad, rejected
 }
 
 // normalizeAll types resources; those that cannot be typed are returned as
 // quarantine records with their error and the whole resource.
-func (s *Syncer) normalizeAll(typ string, data []jsonapi.Resource) ([]normalize.Row, []warehouse.Quarantined) {
+func (s *Syncer) normalizeAll(typ string, data []jsonapi.Resource) ([]normalize.Row, []warehouse.Quarantined, []jsonapi.Resource) {
 	n := s.norm[typ]
 	rows := make([]normalize.Row, 0, len(data))
 	var bad []warehouse.Quarantined
+	var rejected []jsonapi.Resource
 	for i := range data {
 		row, err := n.Row(data[i])
 		if err != nil {
 			bad = append(bad, quarantine(typ, data[i], err))
+			rejected = append(rejected, data[i])
 			continue
 		}
 		rows = append(rows, row)
 	}
-	return rows, bad
+	return rows, bad, rejected
 }
 
 func quarantine(typ string, r jsonapi.Resource, err error) warehouse.Quarantined {
