@@ -24,10 +24,14 @@ type run struct {
 	from, until *time.Time // the users range requested
 	dims        map[string]warehouse.Counts
 	noTeamsData int64 // users whose teams linkage came without data
-	membership  *MembershipSummary
-	canWrite    *bool
-	startPages  int64               // pages committed when the current walk began
-	base        *warehouse.Progress // counters of the resumed run, before this process
+	// horizon is the latest updatedAt that moves the watermark (the start
+	// plus Config.MaxFutureSkew); future counts the users updated after it.
+	horizon    time.Time
+	future     int64
+	membership *MembershipSummary
+	canWrite   *bool
+	startPages int64               // pages committed when the current walk began
+	base       *warehouse.Progress // counters of the resumed run, before this process
 	// seen holds, on an initial load (users was empty when the walk began),
 	// every user id handed to a writer so far: any other id is new to the
 	// warehouse, and a page need not read the warehouse for it. nil
@@ -41,9 +45,11 @@ type run struct {
 const maxSeenBytes = 32 << 20
 
 func (r *run) execute(ctx context.Context) (Summary, error) {
+	r.horizon = r.started.Add(r.s.cfg.MaxFutureSkew)
 	if err := r.plan(ctx); err != nil {
 		return Summary{}, err
 	}
+	r.cp.Horizon = r.horizon
 	log := r.s.cfg.Logger.With("run_id", r.runID, "kind", r.req.Kind)
 	if r.req.JobID != nil {
 		log = log.With("job_id", *r.req.JobID)
@@ -76,6 +82,10 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		if err := r.s.store.Analyze(ctx); err != nil {
 			log.WarnContext(ctx, "refreshing statistics failed", "error", err)
 		}
+	}
+	if sum.FutureUpdatedAt > 0 {
+		log.WarnContext(ctx, "users updated in the future did not move the watermark", "future_updated_at", sum.FutureUpdatedAt,
+			"max_future_skew", r.s.cfg.MaxFutureSkew.String())
 	}
 	log.InfoContext(ctx, "run finished", "pages", sum.Pages, "inserted", sum.Inserted, "updated", sum.Updated,
 		"quarantined", sum.Quarantined, "requests", sum.Requests, "duration_ms", sum.Duration.Milliseconds())
@@ -134,6 +144,12 @@ func (r *run) plan(ctx context.Context) error {
 		wm, err := store.Watermark(ctx)
 		if err != nil {
 			return err
+		}
+		if wm.After(r.horizon) {
+			// Left by a version that let a future updatedAt move it: this
+			// run would see no change until that date.
+			r.s.cfg.Logger.WarnContext(ctx, "the watermark lies in the future; set sync_state.watermark back to the last good updatedAt",
+				"watermark", jsonapi.FormatTime(wm), "max_future_skew", r.s.cfg.MaxFutureSkew.String())
 		}
 		if !wm.IsZero() {
 			from := wm.Add(-r.s.cfg.Lookback).Truncate(time.Millisecond)

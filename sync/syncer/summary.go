@@ -9,27 +9,31 @@ import (
 // Summary is the outcome of a run, printed by `usersync sync` and stored in
 // sync_runs.summary.
 type Summary struct {
-	RunID       int64                       `json:"run_id"`
-	Kind        string                      `json:"kind"`
-	Resumed     bool                        `json:"resumed"`
-	From        *time.Time                  `json:"from,omitempty"`
-	Until       *time.Time                  `json:"until,omitempty"`
-	Pages       int64                       `json:"pages"`
-	Fetched     int64                       `json:"fetched"`
-	Inserted    int64                       `json:"inserted"`
-	Updated     int64                       `json:"updated"`
-	Unchanged   int64                       `json:"unchanged"`
-	Quarantined int64                       `json:"quarantined"`
-	Versions    int64                       `json:"versions"`
-	Unknown     map[string]int              `json:"unknown_attributes"`
-	Dimensions  map[string]warehouse.Counts `json:"dimensions"`
-	Membership  *MembershipSummary          `json:"membership,omitempty"`
-	Requests    int64                       `json:"requests"`
-	RateLimited int64                       `json:"rate_limited"`
-	Retries     int64                       `json:"retries"`
-	Duration    time.Duration               `json:"duration_ns"`
-	Watermark   *time.Time                  `json:"watermark,omitempty"`
-	CanWrite    *bool                       `json:"can_write,omitempty"`
+	RunID       int64          `json:"run_id"`
+	Kind        string         `json:"kind"`
+	Resumed     bool           `json:"resumed"`
+	From        *time.Time     `json:"from,omitempty"`
+	Until       *time.Time     `json:"until,omitempty"`
+	Pages       int64          `json:"pages"`
+	Fetched     int64          `json:"fetched"`
+	Inserted    int64          `json:"inserted"`
+	Updated     int64          `json:"updated"`
+	Unchanged   int64          `json:"unchanged"`
+	Quarantined int64          `json:"quarantined"`
+	Versions    int64          `json:"versions"`
+	Unknown     map[string]int `json:"unknown_attributes"`
+	// FutureUpdatedAt counts the users whose updatedAt lay further in the
+	// future than Config.MaxFutureSkew: stored, but the watermark did not
+	// move to them. (A resumed run counts those of its own pages.)
+	FutureUpdatedAt int64                       `json:"future_updated_at"`
+	Dimensions      map[string]warehouse.Counts `json:"dimensions"`
+	Membership      *MembershipSummary          `json:"membership,omitempty"`
+	Requests        int64                       `json:"requests"`
+	RateLimited     int64                       `json:"rate_limited"`
+	Retries         int64                       `json:"retries"`
+	Duration        time.Duration               `json:"duration_ns"`
+	Watermark       *time.Time                  `json:"watermark,omitempty"`
+	CanWrite        *bool                       `json:"can_write,omitempty"`
 }
 
 func (r *run) summary() Summary {
@@ -44,6 +48,6 @@ func (r *run) summary() Summary {
 		Pages: p.Pages, Fetched: p.Fetched, Inserted: p.Inserted, Updated: p.Updated, Unchanged: p.Unchanged,
 		Quarantined: p.Quarantined, Versions: p.Versions, Unknown: unknown, Dimensions: r.dims, Membership: r.membership,
 		Requests: p.Requests, RateLimited: p.RateLimited, Retries: p.Retries, Duration: r.s.cfg.Now().Sub(r.started),
-		CanWrite: r.canWrite,
+		CanWrite: r.canWrite, FutureUpdatedAt: r.future,
 	}
 }

@@ -33,9 +33,19 @@ type Config struct {
 	NoDataConnections bool
 	Logger            *slog.Logger
 	Now               func() time.Time // the clock (default time.Now)
+	// MaxFutureSkew is how far past the start of a run a user's updatedAt
+	// may lie and still move the watermark (default 24h). A later one (a
+	// clock gone wrong, a hostile value such as 9999-12-31) would make
+	// every later incremental sync ask only for changes after it: the user
+	// is stored, counted in Summary.FutureUpdatedAt, and the watermark
+	// stays.
+	MaxFutureSkew time.Duration
 	// Progress, when set, is called after each committed page.
 	Progress func(Progress)
 }
+
+// DefaultMaxFutureSkew is Config.MaxFutureSkew when not set.
+const DefaultMaxFutureSkew = 24 * time.Hour
 
 // Progress is a live view of a run, for progress lines and job metadata.
 type Progress struct {
@@ -73,6 +83,9 @@ func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.MaxFutureSkew <= 0 {
+		cfg.MaxFutureSkew = DefaultMaxFutureSkew
 	}
 	s := &Syncer{client: client, store: store, cfg: cfg, norm: map[string]*normalize.Normalizer{}}
 	for _, r := range schema.Resources() {

@@ -46,8 +46,12 @@ func (c *Counts) Add(o Counts) {
 type Checkpoint struct {
 	RunID        int64
 	NextURL      string    // "" when the run has read its last page
-	MaxUpdatedAt time.Time // greatest updatedAt committed so far (zero: none)
-	Progress     Progress  // cumulative counters of the run
+	MaxUpdatedAt time.Time // greatest updatedAt committed so far (zero: none), up to Horizon
+	// Horizon, when set, is the latest updatedAt that may become
+	// MaxUpdatedAt (and so the watermark): a later one is stored, but
+	// would make incremental syncs ask only for changes after it.
+	Horizon  time.Time
+	Progress Progress // cumulative counters of the run
 }
 
 // Progress is a run's cumulative counters.
@@ -362,7 +366,7 @@ func advance(cp Checkpoint, rows []normalize.Row, c Counts) Checkpoint {
 		for _, u := range r.Unknown {
 			unknown[u]++
 		}
-		if r.UpdatedAt.After(cp.MaxUpdatedAt) {
+		if r.UpdatedAt.After(cp.MaxUpdatedAt) && (cp.Horizon.IsZero() || !r.UpdatedAt.After(cp.Horizon)) {
 			cp.MaxUpdatedAt = r.UpdatedAt
 		}
 	}

@@ -15,9 +15,13 @@ type Status struct {
 	Watermark   *time.Time     `json:"watermark"`
 	Quarantined int64          `json:"quarantined_unresolved"`
 	Drift       map[string]int `json:"unknown_attributes"`
-	Users       int64          `json:"users_live"`
-	CanWrite    *bool          `json:"can_write"` // the API user's write access to users, as last seen by a run
-	Runs        []RunStatus    `json:"runs"`
+	// FutureUpdatedAt is how many users the last sync found updated
+	// further in the future than its allowance (they did not move the
+	// watermark).
+	FutureUpdatedAt int64       `json:"future_updated_at"`
+	Users           int64       `json:"users_live"`
+	CanWrite        *bool       `json:"can_write"` // the API user's write access to users, as last seen by a run
+	Runs            []RunStatus `json:"runs"`
 }
 
 // RunStatus is one run as `status` shows it.
@@ -52,8 +56,10 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 		(SELECT count(*) FROM `+s.q+`.quarantine WHERE resolved_at IS NULL),
 		(SELECT count(*) FROM `+s.q+`.users WHERE deleted_at IS NULL),
 		(SELECT unknown_attributes FROM `+s.q+`.sync_runs WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1),
-		(SELECT can_write FROM `+s.q+`.sync_runs WHERE can_write IS NOT NULL ORDER BY run_id DESC LIMIT 1)`).
-		Scan(&st.Quarantined, &st.Users, &drift, &st.CanWrite)
+		(SELECT can_write FROM `+s.q+`.sync_runs WHERE can_write IS NOT NULL ORDER BY run_id DESC LIMIT 1),
+		coalesce((SELECT (summary->>'future_updated_at')::bigint FROM `+s.q+`.sync_runs
+			WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1), 0)`).
+		Scan(&st.Quarantined, &st.Users, &drift, &st.CanWrite, &st.FutureUpdatedAt)
 	if err != nil {
 		return st, fmt.Errorf("reading status: %w", err)
 	}

@@ -76,6 +76,9 @@ func printStatus(w io.Writer, st warehouse.Status, now time.Time) {
 	} else {
 		fmt.Fprintln(w, "drift        none")
 	}
+	if st.FutureUpdatedAt > 0 {
+		fmt.Fprintf(w, "future       %d users updated further ahead than the allowance (USERSYNC_MAX_FUTURE_SKEW); the watermark ignores them\n", st.FutureUpdatedAt)
+	}
 	if len(st.Runs) == 0 {
 		fmt.Fprintln(w, "runs         none yet")
 		return

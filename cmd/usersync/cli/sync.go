@@ -180,6 +180,9 @@ func printSummary(w io.Writer, s syncer.Summary) {
 		sort.Strings(parts)
 		fmt.Fprintf(w, "  drift        attributes not in the catalog, kept in raw: %s\n", strings.Join(parts, ", "))
 	}
+	if s.FutureUpdatedAt > 0 {
+		fmt.Fprintf(w, "  future       %d users updated further ahead than the allowance; stored, the watermark ignores them\n", s.FutureUpdatedAt)
+	}
 	fmt.Fprintf(w, "  api          %d requests, %d rate-limited, %d retried; %s\n", s.Requests, s.RateLimited, s.Retries, writeAccess(s.CanWrite))
 	if s.Watermark != nil {
 		fmt.Fprintf(w, "  watermark    %s\n", s.Watermark.UTC().Format(time.RFC3339Nano))
