@@ -261,3 +261,25 @@ func TestMigrateCommand(t *testing.T) {
 		t.Errorf("second migrate: exit %d out %q err %q", code, out, errs)
 	}
 }
+
+// TestMigrateRefusesOwnRoleAsReader: USERSYNC_READER_ROLE naming the
+// migrating user is a usage error that names the setting, and the schema
+// stays migratable.
+func TestMigrateRefusesOwnRoleAsReader(t *testing.T) {
+	t.Parallel()
+	pool := schematest.NewPool(t, 2)
+	name := schematest.NewSchemaName(t, pool)
+	user := pool.Config().ConnConfig.User
+	env := map[string]string{"DATABASE_URL": schematest.DatabaseURL(t), "USERSYNC_SCHEMA": name, "USERSYNC_READER_ROLE": user}
+	code, _, errs := run(t, env, "migrate")
+	if code != ExitUsage || !strings.Contains(errs, "USERSYNC_READER_ROLE "+user+" is the migrating user") {
+		t.Errorf("migrate with the reader role %s: exit %d, stderr %q", user, code, errs)
+	}
+	if strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Errorf("error is not one line: %q", errs)
+	}
+	env["USERSYNC_READER_ROLE"] = ""
+	if code, _, errs := run(t, env, "migrate"); code != ExitOK {
+		t.Errorf("migrate afterwards: exit %d: %s", code, errs)
+	}
+}
