@@ -107,6 +107,11 @@ func TestConfigErrors(t *testing.T) {
 		{"insecure flag", map[string]string{"USERSYNC_ALLOW_INSECURE_HTTP": "maybe"}, nil, "USERSYNC_ALLOW_INSECURE_HTTP"},
 		{"secret and file", map[string]string{"USERSYNC_API_TOKEN": "s3cr3t-env", "USERSYNC_API_TOKEN_FILE": secretFile}, nil, "USERSYNC_API_TOKEN and USERSYNC_API_TOKEN_FILE are both set"},
 		{"secret file missing", map[string]string{"USERSYNC_OAUTH_CLIENT_SECRET_FILE": filepath.Join(dir, "nope")}, nil, "USERSYNC_OAUTH_CLIENT_SECRET_FILE"},
+		{"snapshot dir with credentials", map[string]string{"USERSYNC_SNAPSHOT_DIR": "s3://AKIA:s3cr3t@analytics/usersync"}, nil, "USERSYNC_SNAPSHOT_DIR holds credentials; use USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY"},
+		{"snapshot dir with credentials and a slash", nil, []string{"--snapshot-dir", "s3://AKIA:s3cr3t/x@analytics"}, "--snapshot-dir holds credentials"},
+		{"snapshot dir bad bucket", map[string]string{"USERSYNC_SNAPSHOT_DIR": "s3://Analytics_Bucket/usersync"}, nil, `USERSYNC_SNAPSHOT_DIR bucket name "Analytics_Bucket" is invalid`},
+		{"snapshot dir ip bucket", map[string]string{"USERSYNC_SNAPSHOT_DIR": "s3://10.0.0.1/usersync"}, nil, "USERSYNC_SNAPSHOT_DIR bucket name"},
+		{"snapshot dir scheme", map[string]string{"USERSYNC_SNAPSHOT_DIR": "gs://analytics"}, nil, "USERSYNC_SNAPSHOT_DIR unsupported scheme"},
 		{"secret file empty", map[string]string{"USERSYNC_OAUTH_REFRESH_TOKEN_FILE": emptyFile}, nil, "USERSYNC_OAUTH_REFRESH_TOKEN_FILE"},
 	}
 	for _, tt := range tests {

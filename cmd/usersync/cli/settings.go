@@ -11,6 +11,7 @@ import (
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/snapshot"
 )
 
 // Config is every setting of usersync, after the environment and then the
@@ -114,7 +115,7 @@ func settings() []setting {
 			}},
 		{Env: "USERSYNC_SNAPSHOT_DIR", Flag: "snapshot-dir", Default: "snapshots", Meaning: "where Parquet snapshots are written: a folder, or s3://bucket/prefix for S3-compatible storage; off disables snapshots.",
 			Example: "s3://analytics/usersync",
-			set:     func(c *Config, v string) error { c.SnapshotDir = v; return nil }},
+			set:     func(c *Config, v string) error { c.SnapshotDir = v; return checkSnapshotDir(v) }},
 		{Env: "USERSYNC_SNAPSHOT_COMPRESSION", Flag: "snapshot-compression", Default: "zstd", Meaning: "Parquet compression of snapshots: zstd, snappy or none.",
 			set: func(c *Config, v string) error { return parseEnum(&c.SnapshotCompression, v, "zstd", "snappy", "none") }},
 		{Env: "USERSYNC_SNAPSHOT_KEEP", Flag: "snapshot-keep", Default: "30", Meaning: "how many complete snapshots to keep; older ones are removed (the newest complete one never is).",
@@ -189,6 +190,19 @@ func settings() []setting {
 		{Env: "USERSYNC_WORKERS", Flag: "workers", Default: "2", Meaning: "jobs a worker process runs at once (runs share one sync lock per schema).",
 			set: func(c *Config, v string) error { return parseInt(&c.Workers, v, 1, 16) }},
 	}
+}
+
+// checkSnapshotDir checks the form of a snapshot destination at start, so a
+// bad bucket name fails now rather than at the first snapshot.
+func checkSnapshotDir(v string) error {
+	if v == "off" {
+		return nil
+	}
+	err := snapshot.CheckDestination(v)
+	if errors.Is(err, snapshot.ErrCredentialsInURL) {
+		return errors.New("holds credentials; use USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY (or the instance role) instead")
+	}
+	return err
 }
 
 func checkSchedule(v string) error {
