@@ -129,7 +129,7 @@ func (c Config) requireAPI() error {
 // in the order of the reference.
 func (c Config) String() string {
 	vals := map[string]string{
-		"DATABASE_URL": redactURL(c.DatabaseURL), "USERSYNC_API_URL": c.APIURL,
+		"DATABASE_URL": redactDSN(c.DatabaseURL), "USERSYNC_API_URL": c.APIURL,
 		"USERSYNC_API_TOKEN": mask(c.APIToken), "USERSYNC_OAUTH_TOKEN_URL": c.OAuthTokenURL,
 		"USERSYNC_OAUTH_CLIENT_ID": c.OAuthClientID, "USERSYNC_OAUTH_CLIENT_SECRET": mask(c.OAuthClientSecret),
 		"USERSYNC_OAUTH_REFRESH_TOKEN": mask(c.OAuthRefreshToken), "USERSYNC_ALLOW_INSECURE_HTTP": fmt.Sprint(c.AllowInsecureHTTP),

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/sync/warehouse"
@@ -20,11 +19,7 @@ func openPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error
 	}
 	pcfg, err := pgxpool.ParseConfig(e.cfg.DatabaseURL)
 	if err != nil {
-		var perr *pgconn.ParseConfigError
-		if errors.As(err, &perr) && perr.Unwrap() != nil {
-			err = perr.Unwrap()
-		}
-		return nil, usageError{fmt.Errorf("DATABASE_URL is not a valid PostgreSQL URL: %s", redactErr(err, e.cfg.DatabaseURL))}
+		return nil, usageError{fmt.Errorf("DATABASE_URL is not a valid PostgreSQL URL: %s", redactErr(errors.New(parseErrorText(err)), e.cfg.DatabaseURL))}
 	}
 	if maxConns > 0 {
 		pcfg.MaxConns = maxConns
@@ -38,19 +33,9 @@ func openPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connecting to the database (DATABASE_URL %s): %s", redactURL(e.cfg.DatabaseURL), redactErr(err, e.cfg.DatabaseURL))
+		return nil, fmt.Errorf("connecting to the database (DATABASE_URL %s): %s", redactDSN(e.cfg.DatabaseURL), redactErr(err, e.cfg.DatabaseURL))
 	}
 	return pool, nil
-}
-
-// redactErr removes the password of dsn from an error's text, whatever form
-// the driver echoed it in.
-func redactErr(err error, dsn string) string {
-	msg := err.Error()
-	if pw := passwordOf(dsn); pw != "" {
-		msg = replaceAll(msg, pw, "xxxxx")
-	}
-	return msg
 }
 
 // openStore opens the database and the warehouse store of the configured
