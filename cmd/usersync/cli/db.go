@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/sync/warehouse"
@@ -20,6 +22,10 @@ func openPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error
 	pcfg, err := pgxpool.ParseConfig(e.cfg.DatabaseURL)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("DATABASE_URL is not a valid PostgreSQL URL: %s", redactErr(errors.New(parseErrorText(err)), e.cfg.DatabaseURL))}
+	}
+	if host := plaintextHost(&pcfg.ConnConfig.Config); host != "" {
+		e.logger.WarnContext(ctx, "DATABASE_URL lets the connection to a remote host go unencrypted (no sslmode, or disable, allow or prefer); set sslmode=verify-full (or require)",
+			"host", host)
 	}
 	if maxConns > 0 {
 		pcfg.MaxConns = maxConns
@@ -36,6 +42,20 @@ func openPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error
 		return nil, fmt.Errorf("connecting to the database (DATABASE_URL %s): %s", redactDSN(e.cfg.DatabaseURL), redactErr(err, e.cfg.DatabaseURL))
 	}
 	return pool, nil
+}
+
+// plaintextHost returns the first host that is not on this machine (a
+// loopback address or a Unix socket's folder) and that the driver may talk
+// to without TLS, or "". pgx's default sslmode, prefer, falls back to
+// plaintext silently, as do allow and disable.
+func plaintextHost(cfg *pgconn.Config) string {
+	attempts := append([]*pgconn.FallbackConfig{{Host: cfg.Host, Port: cfg.Port, TLSConfig: cfg.TLSConfig}}, cfg.Fallbacks...)
+	for _, a := range attempts {
+		if a.TLSConfig == nil && !strings.HasPrefix(a.Host, "/") && !isLoopback(a.Host) {
+			return a.Host
+		}
+	}
+	return ""
 }
 
 // openStore opens the database and the warehouse store of the configured
