@@ -119,6 +119,56 @@ func TestParseDestination(t *testing.T) {
 	}
 }
 
+// TestCheckDestination: credentials in an s3:// URL and bucket names S3
+// would refuse are caught before anything is written, and no error quotes
+// the password.
+func TestCheckDestination(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		url  string
+		want string // "" for valid, else a part of the error
+	}{
+		{"s3://analytics/usersync", ""},
+		{"s3://my.bucket-1", ""},
+		{"s3://abc/", ""},
+		{"/var/lib/usersync/snapshots", ""},
+		{"snapshots", ""},
+		{"file:///var/lib/usersync", ""},
+		{"s3://user:hunter2pass@analytics/usersync", "credentials"},
+		{"s3://user@analytics", "credentials"},
+		{"s3://AKIA:pa/ss@analytics/p", "credentials"}, // a '/' in the password moves the apparent host
+		{"s3://AKIA:p@ss@analytics", "credentials"},
+		{"s3://ab", "shorter than 3"},
+		{"s3://" + strings.Repeat("a", 64), "longer than 63"},
+		{"s3://Analytics", "invalid characters"},
+		{"s3://my_bucket", "invalid characters"},
+		{"s3://-bucket", "invalid characters"},
+		{"s3://bucket-", "invalid characters"},
+		{"s3://my..bucket", "invalid characters"},
+		{"s3://192.168.10.1", "ip address"},
+		{"s3:///prefix", "needs a bucket"},
+		{"https://user:hunter2pass@host/x", "unsupported scheme \"https\""},
+		{"file://user:hunter2pass@host/x", "local path"},
+		{"", "empty"},
+	} {
+		err := CheckDestination(tc.url)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("CheckDestination(%q): %v", tc.url, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("CheckDestination(%q) = %v, want an error containing %q", tc.url, err, tc.want)
+		case err != nil && (strings.Contains(err.Error(), "hunter2pass") || strings.Contains(err.Error(), "pa/ss") || strings.Contains(err.Error(), "p@ss")):
+			t.Errorf("CheckDestination(%q) echoes the password: %v", tc.url, err)
+		}
+		if tc.want == "" {
+			continue // valid: ParseDestination would create the folder
+		}
+		if _, perr := ParseDestination(tc.url, S3Options{}); perr == nil || !strings.Contains(perr.Error(), tc.want) {
+			t.Errorf("ParseDestination(%q) = %v, want an error containing %q", tc.url, perr, tc.want)
+		}
+	}
+}
+
 func TestS3OptionsStringRedactsSecret(t *testing.T) {
 	t.Parallel()
 	s := S3Options{AccessKeyID: "AKID", SecretAccessKey: "very-secret", SessionToken: "tok"}.String()

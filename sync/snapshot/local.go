@@ -13,12 +13,19 @@ import (
 	"strings"
 )
 
+// Modes of what Local creates: the owner writes, the group (analysts' tools)
+// reads, others get nothing. The umask may take more away.
+const (
+	fileMode   = 0o640
+	folderMode = 0o750
+)
+
 // Local is a Destination in a local folder. Each object is written to a
 // temporary file next to its final name (".part-00000.parquet.tmp-<random>"),
 // fsynced, closed and renamed into place, and the folder is fsynced,
 // so a crash or a full disk never leaves a partial file under a final name.
 type Local struct {
-	root string // absolute
+	root string // absolute, symlinks resolved
 }
 
 var _ Destination = (*Local)(nil)
@@ -27,16 +34,23 @@ var _ Destination = (*Local)(nil)
 // file.
 const tempMarker = ".tmp-"
 
-// NewLocal returns a Destination rooted at dir, creating dir if needed.
+// NewLocal returns a Destination rooted at dir, creating dir if needed. A
+// dir that is (or lies under) a symlink is resolved once here: List walks
+// from the root, and a walk does not enter a symlinked root, which would
+// hide every snapshot from retention.
 func NewLocal(dir string) (*Local, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("resolving snapshot folder %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil { //nolint:gosec // G301: analysts' tools read the snapshots
+	if err := os.MkdirAll(abs, folderMode); err != nil {
 		return nil, fmt.Errorf("creating snapshot folder: %w", err)
 	}
-	return &Local{root: abs}, nil
+	root, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("resolving snapshot folder %s: %w", dir, err)
+	}
+	return &Local{root: root}, nil
 }
 
 // String returns the folder's absolute path.
@@ -56,7 +70,7 @@ func (l *Local) Create(_ context.Context, name string) (Object, error) {
 		return nil, fmt.Errorf("drawing a temporary name: %w", err)
 	}
 	tmp := filepath.Join(dir, "."+base+tempMarker+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644) //nolint:gosec // G302: analysts' tools read the snapshots
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode) //nolint:gosec // G302: the group (analysts' tools) reads the snapshots
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", tmp, err)
 	}
@@ -76,7 +90,7 @@ func (l *Local) mkdirAll(dir string) error {
 			continue
 		}
 		next := filepath.Join(cur, part)
-		err := os.Mkdir(next, 0o755) //nolint:gosec // G301: analysts' tools read the snapshots
+		err := os.Mkdir(next, folderMode)
 		switch {
 		case err == nil:
 			if err := syncDir(cur); err != nil {

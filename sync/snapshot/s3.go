@@ -11,6 +11,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/s3utils"
 )
 
 // S3Options configures an S3-compatible destination. Nothing is read from
@@ -114,27 +115,71 @@ func parseEndpoint(endpoint string) (host string, secure bool, err error) {
 	return u.Host, u.Scheme == "https", nil
 }
 
+// ErrCredentialsInURL refuses an s3:// URL with user:password@ in it: the
+// URL is printed in logs and status, the credentials belong in S3Options.
+var ErrCredentialsInURL = errors.New("must not hold credentials (user:password@)")
+
+// CheckDestination checks the form of a destination URL without touching it:
+// the scheme, an s3:// URL's bucket name (by S3's rules, so a bad one fails
+// at start rather than at the first snapshot) and the absence of
+// credentials. Its errors never quote what could be a password.
+func CheckDestination(raw string) error {
+	switch {
+	case raw == "":
+		return errors.New("snapshot destination is empty")
+	case strings.HasPrefix(raw, "s3://"):
+		_, _, err := splitS3(raw)
+		return err
+	case strings.HasPrefix(raw, "file://"):
+		u, err := url.Parse(raw)
+		if err != nil || (u.Host != "" && u.Host != "localhost") || u.Path == "" {
+			return errors.New("file:// URLs must name a local path, like file:///var/lib/usersync/snapshots")
+		}
+	case strings.Contains(raw, "://"):
+		scheme, _, _ := strings.Cut(raw, "://")
+		return fmt.Errorf("unsupported scheme %q (use s3://bucket/prefix or a folder)", scheme)
+	}
+	return nil
+}
+
+// splitS3 splits s3://bucket/prefix and checks the bucket's name. A ':' or
+// '@' before the first '/' is taken for credentials: bucket names hold
+// neither, and a password may hold a '/'.
+func splitS3(raw string) (bucket, prefix string, err error) {
+	bucket, prefix, _ = strings.Cut(strings.TrimPrefix(raw, "s3://"), "/")
+	if strings.ContainsAny(bucket, ":@") {
+		return "", "", ErrCredentialsInURL
+	}
+	if bucket == "" {
+		return "", "", errors.New("S3 destination needs a bucket")
+	}
+	if err := s3utils.CheckValidBucketNameStrict(bucket); err != nil {
+		return "", "", fmt.Errorf("bucket name %q is invalid: %s (S3 wants 3 to 63 lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit, not an IP address)",
+			bucket, strings.ToLower(err.Error()))
+	}
+	return bucket, prefix, nil
+}
+
 // ParseDestination returns the destination a URL names: s3://bucket/prefix
 // (with s3 for the endpoint and credentials), file:///path, or a plain
-// folder path.
+// folder path. It checks raw with CheckDestination first.
 func ParseDestination(raw string, s3 S3Options) (Destination, error) {
+	if err := CheckDestination(raw); err != nil {
+		return nil, fmt.Errorf("snapshot destination: %w", err)
+	}
 	switch {
 	case strings.HasPrefix(raw, "s3://"):
-		bucket, prefix, _ := strings.Cut(strings.TrimPrefix(raw, "s3://"), "/")
+		bucket, prefix, err := splitS3(raw)
+		if err != nil {
+			return nil, err
+		}
 		return NewS3(bucket, prefix, s3)
 	case strings.HasPrefix(raw, "file://"):
 		u, err := url.Parse(raw)
 		if err != nil {
 			return nil, fmt.Errorf("parsing snapshot destination: %w", err)
 		}
-		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("snapshot destination %q: file URLs must name a local path", raw)
-		}
 		return NewLocal(u.Path)
-	case strings.Contains(raw, "://"):
-		return nil, fmt.Errorf("snapshot destination %q: unsupported scheme (use s3://bucket/prefix or a folder)", raw)
-	case raw == "":
-		return nil, errors.New("snapshot destination is empty")
 	}
 	return NewLocal(raw)
 }

@@ -22,6 +22,12 @@ type MigrateOptions struct {
 	ReaderRole string // analysts' read-only role; "" skips role handling
 }
 
+// ErrReaderRoleIsMigrator refuses a reader role that is the migrating user or
+// a role it belongs to: the grants revoke the reader's access to the
+// bookkeeping tables (oauth_tokens, schema_migrations), which would take the
+// migrating user's own access away and lock the next migrate out.
+var ErrReaderRoleIsMigrator = errors.New("the reader role is the migrating user or a role it belongs to")
+
 // MigrateResult says what a Migrate call did.
 type MigrateResult struct {
 	Applied []string // names of the migrations applied by this call
@@ -59,6 +65,11 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions) (Migr
 	migrations, err := schema.Migrations(opts.Schema)
 	if err != nil {
 		return res, fmt.Errorf("loading migrations: %w", err)
+	}
+	if opts.ReaderRole != "" {
+		if err := checkReaderRole(ctx, pool, opts.ReaderRole); err != nil {
+			return res, err
+		}
 	}
 	s := schema.QuoteIdentifier(opts.Schema)
 	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+s); err != nil {
@@ -169,6 +180,24 @@ func applyComments(ctx context.Context, pool *pgxpool.Pool, schemaName string) e
 	}
 	if _, err := pool.Exec(ctx, b.String()); err != nil {
 		return fmt.Errorf("commenting tables: %w", err)
+	}
+	return nil
+}
+
+// checkReaderRole refuses a reader role the current user is, or is a member
+// of, directly or through other roles. pg_has_role would say yes to every
+// role for a superuser, so the memberships are walked instead.
+func checkReaderRole(ctx context.Context, pool *pgxpool.Pool, role string) error {
+	var mine bool
+	err := pool.QueryRow(ctx, `WITH RECURSIVE mine(oid) AS (
+			SELECT oid FROM pg_roles WHERE rolname = current_user
+			UNION SELECT m.roleid FROM pg_auth_members m JOIN mine ON m.member = mine.oid)
+		SELECT EXISTS (SELECT 1 FROM mine JOIN pg_roles r USING (oid) WHERE r.rolname = $1)`, role).Scan(&mine)
+	if err != nil {
+		return fmt.Errorf("checking reader role %s: %w", role, err)
+	}
+	if mine {
+		return fmt.Errorf("reader role %s: %w", role, ErrReaderRoleIsMigrator)
 	}
 	return nil
 }

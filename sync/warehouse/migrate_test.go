@@ -345,3 +345,68 @@ func TestMigrationLeanUsersKeepsData(t *testing.T) {
 		t.Errorf("versions by id: %s, want 1 1 2 3 4", got)
 	}
 }
+
+// TestReaderRoleIsMigrator: a reader role that is the migrating user, or a
+// role it belongs to, is refused before anything is granted or revoked (the
+// revokes would take the migrating user's own access to oauth_tokens and
+// schema_migrations and lock the next migrate out); a role of its own works.
+func TestReaderRoleIsMigrator(t *testing.T) {
+	t.Parallel()
+	pool := schematest.NewPool(t, 4)
+	name := schematest.NewSchemaName(t, pool)
+	owner, group, reader := name+"_owner", name+"_group", name+"_reader"
+	ctx := context.Background()
+	var db string
+	if err := pool.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE ROLE "` + owner + `" LOGIN NOCREATEROLE`, `CREATE ROLE "` + group + `" NOLOGIN`,
+		`CREATE ROLE "` + reader + `" NOLOGIN`, `GRANT "` + group + `" TO "` + owner + `"`,
+		`GRANT CREATE ON DATABASE "` + db + `" TO "` + owner + `"`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+name+`" CASCADE`)
+		_, _ = pool.Exec(ctx, `REVOKE CREATE ON DATABASE "`+db+`" FROM "`+owner+`"`)
+		for _, r := range []string{owner, group, reader} {
+			_, _ = pool.Exec(ctx, `DROP OWNED BY "`+r+`"`)
+			_, _ = pool.Exec(ctx, `DROP ROLE IF EXISTS "`+r+`"`)
+		}
+	})
+	cfg := pool.Config().Copy()
+	cfg.ConnConfig.User = owner
+	ownerPool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ownerPool.Close()
+	migrate := func(role string) (warehouse.MigrateResult, error) {
+		return warehouse.Migrate(ctx, ownerPool, warehouse.MigrateOptions{Schema: name, ReaderRole: role})
+	}
+	for _, role := range []string{owner, group} {
+		if _, err := migrate(role); !errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {
+			t.Errorf("reader role %s: err = %v, want ErrReaderRoleIsMigrator", role, err)
+		}
+	}
+	// Still migratable, and the owner still reads its own tables.
+	if _, err := migrate(""); err != nil {
+		t.Fatalf("migrating after a refused reader role: %v", err)
+	}
+	for _, tb := range []string{"oauth_tokens", "schema_migrations", "users"} {
+		if _, err := ownerPool.Exec(ctx, fmt.Sprintf(`SELECT * FROM %q.%q LIMIT 1`, name, tb)); err != nil {
+			t.Errorf("the owner cannot read %s: %v", tb, err)
+		}
+	}
+	res, err := migrate(reader)
+	if err != nil || len(res.Notices) != 0 {
+		t.Fatalf("a reader role of its own: %v, notices %v", err, res.Notices)
+	}
+	if _, err := migrate(reader); err != nil {
+		t.Errorf("migrating again: %v", err)
+	}
+}

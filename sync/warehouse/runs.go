@@ -140,12 +140,14 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, summary any, canWrit
 	})
 }
 
-// FailRun marks the run failed with its error. The checkpoint stays, so the
-// next run resumes from it.
+// FailRun marks the run failed with its error, cleaned by CleanText (the
+// error may quote a hostile server, and a NUL alone would make the update
+// fail and leave the run marked running). The checkpoint stays, so the next
+// run resumes from it.
 func (s *Store) FailRun(ctx context.Context, runID int64, runErr error) error {
 	msg := "unknown error"
 	if runErr != nil {
-		msg = runErr.Error()
+		msg = CleanText(runErr.Error())
 	}
 	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'failed', finished_at = now(), error = $2 WHERE run_id = $1`, runID, msg)
 	if err != nil {

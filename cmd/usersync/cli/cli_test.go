@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/schema/schematest"
@@ -107,6 +108,24 @@ func TestConfigErrors(t *testing.T) {
 		{"insecure flag", map[string]string{"USERSYNC_ALLOW_INSECURE_HTTP": "maybe"}, nil, "USERSYNC_ALLOW_INSECURE_HTTP"},
 		{"secret and file", map[string]string{"USERSYNC_API_TOKEN": "s3cr3t-env", "USERSYNC_API_TOKEN_FILE": secretFile}, nil, "USERSYNC_API_TOKEN and USERSYNC_API_TOKEN_FILE are both set"},
 		{"secret file missing", map[string]string{"USERSYNC_OAUTH_CLIENT_SECRET_FILE": filepath.Join(dir, "nope")}, nil, "USERSYNC_OAUTH_CLIENT_SECRET_FILE"},
+		{"snapshot dir with credentials", map[string]string{"USERSYNC_SNAPSHOT_DIR": "s3://AKIA:s3cr3t@analytics/usersync"}, nil, "USERSYNC_SNAPSHOT_DIR holds credentials; use USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY"},
+		{"snapshot dir with credentials and a slash", nil, []string{"--snapshot-dir", "s3://AKIA:s3cr3t/x@analytics"}, "--snapshot-dir holds credentials"},
+		{"snapshot dir bad bucket", map[string]string{"USERSYNC_SNAPSHOT_DIR": "s3://Analytics_Bucket/usersync"}, nil, `USERSYNC_SNAPSHOT_DIR bucket name "Analytics_Bucket" is invalid`},
+		{"snapshot dir ip bucket", map[string]string{"USERSYNC_SNAPSHOT_DIR": "s3://10.0.0.1/usersync"}, nil, "USERSYNC_SNAPSHOT_DIR bucket name"},
+		{"snapshot dir scheme", map[string]string{"USERSYNC_SNAPSHOT_DIR": "gs://analytics"}, nil, "USERSYNC_SNAPSHOT_DIR unsupported scheme"},
+		{"schema ending in _river", map[string]string{"USERSYNC_SCHEMA": "prod_river"}, nil, `USERSYNC_SCHEMA "prod_river" ends in _river`},
+		{"schema flag ending in _river", nil, []string{"--schema", "usersync_river"}, `--schema "usersync_river" ends in _river`},
+		{"schema public", map[string]string{"USERSYNC_SCHEMA": "public"}, nil, "USERSYNC_SCHEMA \"public\" is the database's shared schema; choose a schema of usersync's own, or set USERSYNC_SCHEMA_FORCE=true"},
+		{"schema force invalid", map[string]string{"USERSYNC_SCHEMA_FORCE": "yes please"}, nil, "USERSYNC_SCHEMA_FORCE must be true or false"},
+		{"max response bytes decimal unit", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "64MB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES must be a size between 64KiB and 4GiB"},
+		{"max response bytes too small", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "1000"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
+		{"max response bytes zero", nil, []string{"--max-response-bytes", "0MiB"}, "--max-response-bytes"},
+		{"max response bytes too large", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "5GiB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
+		{"max response bytes overflow", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "9223372036854775807GiB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
+		{"max response bytes fraction", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "1.5MiB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
+		{"max response bytes negative", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "-1MiB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
+		{"max future skew negative", map[string]string{"USERSYNC_MAX_FUTURE_SKEW": "-1h"}, nil, "USERSYNC_MAX_FUTURE_SKEW must be a duration between 0s and"},
+		{"max future skew text", nil, []string{"--max-future-skew", "a day"}, "--max-future-skew"},
 		{"secret file empty", map[string]string{"USERSYNC_OAUTH_REFRESH_TOKEN_FILE": emptyFile}, nil, "USERSYNC_OAUTH_REFRESH_TOKEN_FILE"},
 	}
 	for _, tt := range tests {
@@ -259,5 +278,63 @@ func TestMigrateCommand(t *testing.T) {
 	code, out, errs = run(t, env, "migrate")
 	if code != ExitOK || !strings.Contains(out, "is up to date") {
 		t.Errorf("second migrate: exit %d out %q err %q", code, out, errs)
+	}
+}
+
+// TestMigrateRefusesOwnRoleAsReader: USERSYNC_READER_ROLE naming the
+// migrating user is a usage error that names the setting, and the schema
+// stays migratable.
+func TestMigrateRefusesOwnRoleAsReader(t *testing.T) {
+	t.Parallel()
+	pool := schematest.NewPool(t, 2)
+	name := schematest.NewSchemaName(t, pool)
+	user := pool.Config().ConnConfig.User
+	env := map[string]string{"DATABASE_URL": schematest.DatabaseURL(t), "USERSYNC_SCHEMA": name, "USERSYNC_READER_ROLE": user}
+	code, _, errs := run(t, env, "migrate")
+	if code != ExitUsage || !strings.Contains(errs, "USERSYNC_READER_ROLE "+user+" is the migrating user") {
+		t.Errorf("migrate with the reader role %s: exit %d, stderr %q", user, code, errs)
+	}
+	if strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Errorf("error is not one line: %q", errs)
+	}
+	env["USERSYNC_READER_ROLE"] = ""
+	if code, _, errs := run(t, env, "migrate"); code != ExitOK {
+		t.Errorf("migrate afterwards: exit %d: %s", code, errs)
+	}
+}
+
+// TestSchemaForceAndLimits: a forced schema name is accepted, and the size
+// and skew settings parse their documented forms.
+func TestSchemaForceAndLimits(t *testing.T) {
+	t.Parallel()
+	for _, schemaName := range []string{"public", "prod_river"} {
+		cfg, err := configFor(map[string]string{"USERSYNC_SCHEMA": schemaName}, "--schema-force=true")
+		if err != nil || cfg.Schema != schemaName || !cfg.SchemaForce {
+			t.Errorf("forced schema %s: %+v %v", schemaName, cfg.Schema, err)
+		}
+	}
+	for _, schemaName := range []string{"usersync", "river", "river_data", "my_riverx"} {
+		if _, err := configFor(map[string]string{"USERSYNC_SCHEMA": schemaName}); err != nil {
+			t.Errorf("schema %s: %v", schemaName, err)
+		}
+	}
+	cfg, err := configFor(nil)
+	if err != nil || cfg.MaxResponseBytes != 64<<20 || cfg.MaxFutureSkew != 24*time.Hour {
+		t.Errorf("defaults: %d %s %v", cfg.MaxResponseBytes, cfg.MaxFutureSkew, err)
+	}
+	for in, want := range map[string]int64{"65536": 64 << 10, "64KiB": 64 << 10, "1 MiB": 1 << 20, " 256MiB ": 256 << 20, "4GiB": 4 << 30, "1048577": 1<<20 + 1} {
+		cfg, err := configFor(map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": in})
+		if err != nil || cfg.MaxResponseBytes != want {
+			t.Errorf("USERSYNC_MAX_RESPONSE_BYTES=%q: %d %v, want %d", in, cfg.MaxResponseBytes, err, want)
+		}
+	}
+	for in, want := range map[string]time.Duration{"0": 0, "0s": 0, "90m": 90 * time.Minute, "8760h": 8760 * time.Hour} {
+		cfg, err := configFor(nil, "--max-future-skew", in)
+		if err != nil || cfg.MaxFutureSkew != want {
+			t.Errorf("--max-future-skew %q: %s %v, want %s", in, cfg.MaxFutureSkew, err, want)
+		}
+	}
+	if s := cfg.String(); !strings.Contains(s, "USERSYNC_MAX_RESPONSE_BYTES=64MiB\n") || !strings.Contains(s, "USERSYNC_SCHEMA_FORCE=false\n") {
+		t.Errorf("String():\n%s", s)
 	}
 }

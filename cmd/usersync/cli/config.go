@@ -30,6 +30,7 @@ func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[strin
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var c Config
+	sources := map[string]string{}
 	for _, s := range settings() {
 		v, source := s.Default, s.Env
 		if ev, ok := lookupEnv(getenv, s.Env); ok {
@@ -53,6 +54,10 @@ func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[strin
 			}
 			return Config{}, fmt.Errorf("%s %w", source, err)
 		}
+		sources[s.Env] = source
+	}
+	if err := checkSchemaName(c); err != nil {
+		return Config{}, fmt.Errorf("%s %w", sources["USERSYNC_SCHEMA"], err)
 	}
 	return c, nil
 }
@@ -129,12 +134,13 @@ func (c Config) requireAPI() error {
 // in the order of the reference.
 func (c Config) String() string {
 	vals := map[string]string{
-		"DATABASE_URL": redactURL(c.DatabaseURL), "USERSYNC_API_URL": c.APIURL,
+		"DATABASE_URL": redactDSN(c.DatabaseURL), "USERSYNC_API_URL": c.APIURL,
 		"USERSYNC_API_TOKEN": mask(c.APIToken), "USERSYNC_OAUTH_TOKEN_URL": c.OAuthTokenURL,
 		"USERSYNC_OAUTH_CLIENT_ID": c.OAuthClientID, "USERSYNC_OAUTH_CLIENT_SECRET": mask(c.OAuthClientSecret),
 		"USERSYNC_OAUTH_REFRESH_TOKEN": mask(c.OAuthRefreshToken), "USERSYNC_ALLOW_INSECURE_HTTP": fmt.Sprint(c.AllowInsecureHTTP),
-		"USERSYNC_SCHEMA": c.Schema, "USERSYNC_READER_ROLE": c.ReaderRole, "USERSYNC_SNAPSHOT_DIR": c.SnapshotDir,
+		"USERSYNC_SCHEMA": c.Schema, "USERSYNC_SCHEMA_FORCE": fmt.Sprint(c.SchemaForce), "USERSYNC_READER_ROLE": c.ReaderRole, "USERSYNC_SNAPSHOT_DIR": c.SnapshotDir,
 		"USERSYNC_PAGE_SIZE": fmt.Sprint(c.PageSize), "USERSYNC_LOOKBACK": c.Lookback.String(),
+		"USERSYNC_MAX_RESPONSE_BYTES": formatBytes(c.MaxResponseBytes), "USERSYNC_MAX_FUTURE_SKEW": c.MaxFutureSkew.String(),
 		"USERSYNC_LOG_LEVEL": c.LogLevel, "USERSYNC_LOG_FORMAT": c.LogFormat,
 		"USERSYNC_HTTP_ADDR": c.HTTPAddr, "USERSYNC_HTTP_TOKEN": mask(c.HTTPToken), "USERSYNC_HTTP_BASIC_AUTH": mask(c.HTTPBasicAuth),
 		"USERSYNC_SYNC_SCHEDULE": c.SyncSchedule, "USERSYNC_RECONCILE_SCHEDULE": c.ReconcileSchedule,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,11 +21,11 @@ func openPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error
 	}
 	pcfg, err := pgxpool.ParseConfig(e.cfg.DatabaseURL)
 	if err != nil {
-		var perr *pgconn.ParseConfigError
-		if errors.As(err, &perr) && perr.Unwrap() != nil {
-			err = perr.Unwrap()
-		}
-		return nil, usageError{fmt.Errorf("DATABASE_URL is not a valid PostgreSQL URL: %s", redactErr(err, e.cfg.DatabaseURL))}
+		return nil, usageError{fmt.Errorf("DATABASE_URL is not a valid PostgreSQL URL: %s", redactErr(errors.New(parseErrorText(err)), e.cfg.DatabaseURL))}
+	}
+	if host := plaintextHost(&pcfg.ConnConfig.Config); host != "" {
+		e.logger.WarnContext(ctx, "DATABASE_URL lets the connection to a remote host go unencrypted (no sslmode, or disable, allow or prefer); set sslmode=verify-full (or require)",
+			"host", host)
 	}
 	if maxConns > 0 {
 		pcfg.MaxConns = maxConns
@@ -38,19 +39,23 @@ func openPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connecting to the database (DATABASE_URL %s): %s", redactURL(e.cfg.DatabaseURL), redactErr(err, e.cfg.DatabaseURL))
+		return nil, fmt.Errorf("connecting to the database (DATABASE_URL %s): %s", redactDSN(e.cfg.DatabaseURL), redactErr(err, e.cfg.DatabaseURL))
 	}
 	return pool, nil
 }
 
-// redactErr removes the password of dsn from an error's text, whatever form
-// the driver echoed it in.
-func redactErr(err error, dsn string) string {
-	msg := err.Error()
-	if pw := passwordOf(dsn); pw != "" {
-		msg = replaceAll(msg, pw, "xxxxx")
+// plaintextHost returns the first host that is not on this machine (a
+// loopback address or a Unix socket's folder) and that the driver may talk
+// to without TLS, or "". pgx's default sslmode, prefer, falls back to
+// plaintext silently, as do allow and disable.
+func plaintextHost(cfg *pgconn.Config) string {
+	attempts := append([]*pgconn.FallbackConfig{{Host: cfg.Host, Port: cfg.Port, TLSConfig: cfg.TLSConfig}}, cfg.Fallbacks...)
+	for _, a := range attempts {
+		if a.TLSConfig == nil && !strings.HasPrefix(a.Host, "/") && !isLoopback(a.Host) {
+			return a.Host
+		}
 	}
-	return msg
+	return ""
 }
 
 // openStore opens the database and the warehouse store of the configured

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,9 @@ processes at once: an advisory lock serializes them.`,
 					river, err = jobs.MigrateRiver(ctx, pool, jobs.RiverSchema(e.cfg.Schema), quietLogger(e))
 					return err
 				})
+				if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {
+					return usageError{fmt.Errorf("USERSYNC_READER_ROLE %s is the migrating user or a role it belongs to; give analysts a role of their own, or set it empty to skip the grants", e.cfg.ReaderRole)}
+				}
 				if err != nil {
 					return fmt.Errorf("migrating: %w", err)
 				}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/snapshot"
 )
 
 // Config is every setting of usersync, after the environment and then the
@@ -25,10 +26,13 @@ type Config struct {
 	OAuthRefreshToken string
 	AllowInsecureHTTP bool
 	Schema            string
+	SchemaForce       bool
 	ReaderRole        string
 	SnapshotDir       string
 	PageSize          int
 	Lookback          time.Duration
+	MaxResponseBytes  int64
+	MaxFutureSkew     time.Duration
 	LogLevel          string
 	LogFormat         string
 
@@ -94,7 +98,7 @@ func settings() []setting {
 			set: func(c *Config, v string) error { c.OAuthRefreshToken = v; return nil }},
 		{Env: "USERSYNC_ALLOW_INSECURE_HTTP", Flag: "allow-insecure-http", Default: "false", Meaning: "accept an http:// API URL on a non-loopback host (never do this in production).",
 			set: func(c *Config, v string) error { return parseBool(&c.AllowInsecureHTTP, v) }},
-		{Env: "USERSYNC_SCHEMA", Flag: "schema", Default: "usersync", Meaning: "PostgreSQL schema of the warehouse tables; River's tables go to <schema>_river.",
+		{Env: "USERSYNC_SCHEMA", Flag: "schema", Default: "usersync", Meaning: "PostgreSQL schema of the warehouse tables; River's tables go to <schema>_river. A name ending in _river (another deployment's job tables) or public is refused unless USERSYNC_SCHEMA_FORCE=true.",
 			set: func(c *Config, v string) error {
 				if err := schema.ValidateIdentifier(v); err != nil {
 					return err
@@ -102,7 +106,9 @@ func settings() []setting {
 				c.Schema = v
 				return nil
 			}},
-		{Env: "USERSYNC_READER_ROLE", Flag: "reader-role", Default: "usersync_reader", Meaning: "read-only role for analysts, created by migrate when missing (if allowed) and granted SELECT on the warehouse tables; empty to skip.",
+		{Env: "USERSYNC_SCHEMA_FORCE", Flag: "schema-force", Default: "false", Meaning: "accept a USERSYNC_SCHEMA that ends in _river or is public (only when that schema really is this deployment's own).",
+			set: func(c *Config, v string) error { return parseBool(&c.SchemaForce, v) }},
+		{Env: "USERSYNC_READER_ROLE", Flag: "reader-role", Default: "usersync_reader", Meaning: "read-only role for analysts, created by migrate when missing (if allowed) and granted SELECT on the warehouse tables; empty to skip. It must not be the migrating user or a role that user belongs to.",
 			set: func(c *Config, v string) error {
 				if v != "" {
 					if err := schema.ValidateIdentifier(v); err != nil {
@@ -112,9 +118,9 @@ func settings() []setting {
 				c.ReaderRole = v
 				return nil
 			}},
-		{Env: "USERSYNC_SNAPSHOT_DIR", Flag: "snapshot-dir", Default: "snapshots", Meaning: "where Parquet snapshots are written: a folder, or s3://bucket/prefix for S3-compatible storage; off disables snapshots.",
+		{Env: "USERSYNC_SNAPSHOT_DIR", Flag: "snapshot-dir", Default: "snapshots", Meaning: "where Parquet snapshots are written: a folder (files 0640, folders 0750), or s3://bucket/prefix for S3-compatible storage (credentials go in USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY, never in the URL); off disables snapshots.",
 			Example: "s3://analytics/usersync",
-			set:     func(c *Config, v string) error { c.SnapshotDir = v; return nil }},
+			set:     func(c *Config, v string) error { c.SnapshotDir = v; return checkSnapshotDir(v) }},
 		{Env: "USERSYNC_SNAPSHOT_COMPRESSION", Flag: "snapshot-compression", Default: "zstd", Meaning: "Parquet compression of snapshots: zstd, snappy or none.",
 			set: func(c *Config, v string) error { return parseEnum(&c.SnapshotCompression, v, "zstd", "snappy", "none") }},
 		{Env: "USERSYNC_SNAPSHOT_KEEP", Flag: "snapshot-keep", Default: "30", Meaning: "how many complete snapshots to keep; older ones are removed (the newest complete one never is).",
@@ -140,6 +146,10 @@ func settings() []setting {
 			set: func(c *Config, v string) error { return parseInt(&c.PageSize, v, 1, 1000) }},
 		{Env: "USERSYNC_LOOKBACK", Flag: "lookback", Default: "10m", Meaning: "how far before the watermark an incremental sync starts, to catch late-visible and out-of-order updates.",
 			set: func(c *Config, v string) error { return parseDuration(&c.Lookback, v, 0, 7*24*time.Hour) }},
+		{Env: "USERSYNC_MAX_RESPONSE_BYTES", Flag: "max-response-bytes", Default: "64MiB", Meaning: "largest API response body read, in bytes or with a KiB, MiB or GiB suffix; a larger one fails the request instead of filling memory.",
+			set: func(c *Config, v string) error { return parseBytes(&c.MaxResponseBytes, v, 64<<10, 4<<30) }},
+		{Env: "USERSYNC_MAX_FUTURE_SKEW", Flag: "max-future-skew", Default: "24h", Meaning: "how far ahead of this host's clock a record's updatedAt may be and still move the watermark; records dated further ahead are stored and counted but never move it.",
+			set: func(c *Config, v string) error { return parseDuration(&c.MaxFutureSkew, v, 0, 365*24*time.Hour) }},
 		{Env: "USERSYNC_DATA_CONNECTIONS", Flag: "data-connections", Default: "true", Meaning: "ask for each user's connections to external systems (provideDataConnections) and keep them in users.data_connections; false leaves stored values alone.",
 			set: func(c *Config, v string) error { return parseBool(&c.DataConnections, v) }},
 		{Env: "USERSYNC_LOG_LEVEL", Flag: "log-level", Default: "info", Meaning: "log level: debug, info, warn or error.",
@@ -191,6 +201,19 @@ func settings() []setting {
 	}
 }
 
+// checkSnapshotDir checks the form of a snapshot destination at start, so a
+// bad bucket name fails now rather than at the first snapshot.
+func checkSnapshotDir(v string) error {
+	if v == "off" {
+		return nil
+	}
+	err := snapshot.CheckDestination(v)
+	if errors.Is(err, snapshot.ErrCredentialsInURL) {
+		return errors.New("holds credentials; use USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY (or the instance role) instead")
+	}
+	return err
+}
+
 func checkSchedule(v string) error {
 	if _, err := jobs.ParseSchedule("", v); err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), " "))
@@ -223,6 +246,55 @@ func parseInt(dst *int, v string, lo, hi int) error {
 		return fmt.Errorf("must be a whole number between %d and %d, not %q", lo, hi, v)
 	}
 	*dst = n
+	return nil
+}
+
+// parseBytes reads a size: whole bytes, or a whole number of KiB, MiB or
+// GiB. Decimal units (KB, MB) are refused rather than guessed at.
+func parseBytes(dst *int64, v string, lo, hi int64) error {
+	s := strings.TrimSpace(v)
+	unit := int64(1)
+	for suffix, u := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			s, unit = strings.TrimSpace(n), u
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < lo/unit || n > hi/unit || n*unit < lo {
+		return fmt.Errorf("must be a size between %s and %s (bytes, or a whole number with KiB, MiB or GiB, like 64MiB), not %q",
+			formatBytes(lo), formatBytes(hi), v)
+	}
+	*dst = n * unit
+	return nil
+}
+
+// formatBytes writes a size with the largest binary unit that divides it.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// checkSchemaName refuses schema names that are, or could be, another
+// deployment's: <name>_river holds the job tables of the deployment whose
+// schema is <name>, and public is everyone's. Its errors are completed with
+// the source of USERSYNC_SCHEMA by loadConfig.
+func checkSchemaName(c Config) error {
+	switch {
+	case c.SchemaForce:
+		return nil
+	case strings.HasSuffix(c.Schema, "_river"):
+		return fmt.Errorf("%q ends in _river, the suffix of River's job schemas (another deployment's may be there); choose another name, or set USERSYNC_SCHEMA_FORCE=true if it is this deployment's own", c.Schema)
+	case c.Schema == "public":
+		return errors.New(`"public" is the database's shared schema; choose a schema of usersync's own, or set USERSYNC_SCHEMA_FORCE=true`)
+	}
 	return nil
 }
 
@@ -270,21 +342,4 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// redactURL masks the password of a URL for printing; text that is not a URL
-// is returned as a fixed marker, since it may hold a secret in another form.
-func redactURL(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		return "(not a URL)"
-	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
 }

@@ -22,6 +22,9 @@ func statusCommand() command {
 			asJSON := fs.Bool("json", false, "print as JSON")
 			runs := fs.Int("runs", 10, "how many recent runs to show")
 			return func(ctx context.Context, e *env, _ []string) error {
+				if *runs < 0 {
+					return usageError{fmt.Errorf("--runs must be 0 or more, not %d", *runs)}
+				}
 				pool, store, err := openStore(ctx, e, 2)
 				if err != nil {
 					return err
@@ -31,6 +34,7 @@ func statusCommand() command {
 				if err != nil {
 					return err
 				}
+				cleanStatus(&st)
 				jobCounts, err := jobs.JobCounts(ctx, pool, jobs.RiverSchema(e.cfg.Schema))
 				if err != nil {
 					return fmt.Errorf("reading the job queue: %w", err)
@@ -55,6 +59,20 @@ func statusCommand() command {
 			}
 		},
 	}
+}
+
+// cleanStatus cleans the text of st that came from the API: run errors
+// (rows written before FailRun cleaned them may hold escapes or megabytes)
+// and the names of unknown attributes.
+func cleanStatus(st *warehouse.Status) {
+	for i := range st.Runs {
+		st.Runs[i].Error = warehouse.CleanText(st.Runs[i].Error)
+	}
+	drift := make(map[string]int, len(st.Drift))
+	for k, v := range st.Drift {
+		drift[warehouse.CleanText(k)] += v
+	}
+	st.Drift = drift
 }
 
 func printStatus(w io.Writer, st warehouse.Status, now time.Time) {

@@ -1,0 +1,76 @@
+package warehouse_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+func TestCleanText(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 3*warehouse.MaxErrorText) // two bytes a rune: the cut must not split one
+	tests := []struct {
+		name, in, want string
+	}{
+		{"plain", "fetching page 3: 500 Internal Server Error", "fetching page 3: 500 Internal Server Error"},
+		{"nul", "detail\x00here", "detailhere"},
+		{"ansi", "\x1b[31mred\x1b[0m", "[31mred[0m"},
+		{"line breaks and tabs", "a\nb\r\nc\td", "a b  c d"},
+		{"c1 and del", "a\u0085b\x7fc\u009bd", "abcd"},
+		{"bidi override", "user \u202egnp.exe", "user gnp.exe"},
+		{"invalid utf-8", "a\xffb", "a\uFFFDb"},
+		{"unicode kept", "Zoë – 東京", "Zoë – 東京"},
+		{"exactly the limit", strings.Repeat("x", warehouse.MaxErrorText), strings.Repeat("x", warehouse.MaxErrorText)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := warehouse.CleanText(tt.in); got != tt.want {
+				t.Errorf("CleanText(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	got := warehouse.CleanText(long)
+	if len(got) > warehouse.MaxErrorText || !utf8.ValidString(got) || !strings.HasSuffix(got, "bytes in all]") ||
+		!strings.HasPrefix(got, strings.Repeat("é", 900)) {
+		t.Errorf("long text: %d bytes, valid %t, ends %q", len(got), utf8.ValidString(got), got[max(0, len(got)-40):])
+	}
+}
+
+// TestFailRunHostileError: a failure whose text holds a NUL, terminal escapes
+// and 5 MB still marks the run failed, with clean text of at most 2 KB.
+func TestFailRunHostileError(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	hostile := "fetching page 3: 422: \x1b[31mbad\x1b[0m detail\x00 " + strings.Repeat("A", 5<<20)
+	runID, err := s.StartRun(ctx, warehouse.KindIncremental, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FailRun(ctx, runID, errors.New(hostile)); err != nil {
+		t.Fatalf("FailRun: %v", err)
+	}
+	var status, stored string
+	err = s.Pool().QueryRow(ctx, `SELECT status, error FROM `+quoted(s)+`.sync_runs WHERE run_id = $1`, runID).Scan(&status, &stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != "failed" {
+		t.Errorf("status = %s, want failed", status)
+	}
+	if len(stored) > 2048 || strings.ContainsAny(stored, "\x00\x1b") || !strings.HasPrefix(stored, "fetching page 3: 422: [31mbad[0m detail ") ||
+		!strings.Contains(stored, "truncated") {
+		t.Errorf("stored error: %d bytes: %q…", len(stored), stored[:min(len(stored), 80)])
+	}
+	st, err := s.Status(ctx, 5)
+	if err != nil || len(st.Runs) != 1 || st.Runs[0].Error != stored {
+		t.Errorf("Status: %v %+v", err, st.Runs)
+	}
+}
+
+func quoted(s *warehouse.Store) string { return `"` + s.Schema() + `"` }
