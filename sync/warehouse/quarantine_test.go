@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/usersync/usersync/sync/warehouse"
@@ -31,6 +32,7 @@ func TestQuarantineStoresAnything(t *testing.T) {
 		{"lone surrogates", warehouse.Quarantined{ID: "3", Raw: []byte(`{"a":"\ud800","b":"\udc00\ud834\udd1e","c":"\ud800\u0041"}`)}, `"a": "�", "b": "�𝄞", "c": "�A"`},
 		{"long id", warehouse.Quarantined{ID: strings.Repeat("9", 5000), Raw: []byte(`{"id":` + strings.Repeat("9", 5000) + `}`)}, `"id": 9999`},
 		{"deep", warehouse.Quarantined{ID: "4", Field: "newThing", Raw: []byte(`{"id":4,"x":` + deep + `}`)}, `"{\"id\":4,\"x\":{\"a\":[{`},
+		{"terminal escapes and 5 MB", warehouse.Quarantined{ID: "6", Field: "a\x1b[31mb", Error: "\x1b[2J" + strings.Repeat("e", 5<<20), Raw: []byte(`{"id":6}`)}, `"id": 6`},
 		{"not JSON", warehouse.Quarantined{ID: "5", Raw: []byte("{\"id\":5,\x00\"a\":\xff}")}, `"{\"id\":5,�\"a\":�}"`},
 	}
 	for _, tt := range tests {
@@ -69,7 +71,8 @@ func TestQuarantineStoresAnything(t *testing.T) {
 				if err := rows.Scan(&id, &field, &errText, &raw); err != nil {
 					t.Fatal(err)
 				}
-				if len(id) > 64 || !utf8.ValidString(id+field+errText) {
+				if len(id) > 64 || !utf8.ValidString(id+field+errText) || strings.ContainsFunc(field+errText, unicode.IsControl) ||
+					len(errText) > warehouse.MaxErrorText {
 					t.Errorf("resource_id %q field %q error %q", id, field, errText)
 				}
 				if !json.Valid([]byte(raw)) || !strings.Contains(raw, tt.raw) {

@@ -25,7 +25,9 @@ func newAPIClient(e *env, store *warehouse.Store) (*jsonapi.Client, error) {
 		}
 		auth = o
 	}
-	c, err := jsonapi.NewClient(jsonapi.Options{BaseURL: e.cfg.APIURL, Auth: auth, UserAgent: UserAgent(), Logger: e.logger})
+	c, err := jsonapi.NewClient(jsonapi.Options{
+		BaseURL: e.cfg.APIURL, Auth: auth, UserAgent: UserAgent(), Logger: e.logger, MaxBodyBytes: e.cfg.MaxResponseBytes,
+	})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("configuring the API client: %w", err)}
 	}

@@ -124,7 +124,8 @@ func TestConfigErrors(t *testing.T) {
 		{"max response bytes overflow", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "9223372036854775807GiB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
 		{"max response bytes fraction", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "1.5MiB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
 		{"max response bytes negative", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "-1MiB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
-		{"max future skew negative", map[string]string{"USERSYNC_MAX_FUTURE_SKEW": "-1h"}, nil, "USERSYNC_MAX_FUTURE_SKEW must be a duration between 0s and"},
+		{"max future skew negative", map[string]string{"USERSYNC_MAX_FUTURE_SKEW": "-1h"}, nil, "USERSYNC_MAX_FUTURE_SKEW must be a duration between 1m0s and"},
+		{"max future skew zero", map[string]string{"USERSYNC_MAX_FUTURE_SKEW": "0"}, nil, "USERSYNC_MAX_FUTURE_SKEW must be a duration between 1m0s and"},
 		{"max future skew text", nil, []string{"--max-future-skew", "a day"}, "--max-future-skew"},
 		{"secret file empty", map[string]string{"USERSYNC_OAUTH_REFRESH_TOKEN_FILE": emptyFile}, nil, "USERSYNC_OAUTH_REFRESH_TOKEN_FILE"},
 	}
@@ -328,10 +329,10 @@ func TestSchemaForceAndLimits(t *testing.T) {
 			t.Errorf("USERSYNC_MAX_RESPONSE_BYTES=%q: %d %v, want %d", in, cfg.MaxResponseBytes, err, want)
 		}
 	}
-	for in, want := range map[string]time.Duration{"0": 0, "0s": 0, "90m": 90 * time.Minute, "8760h": 8760 * time.Hour} {
+	for in, want := range map[string]time.Duration{"1m": time.Minute, "90m": 90 * time.Minute, "8760h": 8760 * time.Hour} {
 		cfg, err := configFor(nil, "--max-future-skew", in)
-		if err != nil || cfg.MaxFutureSkew != want {
-			t.Errorf("--max-future-skew %q: %s %v, want %s", in, cfg.MaxFutureSkew, err, want)
+		if err != nil || cfg.MaxFutureSkew != want || cfg.syncerConfig(nil).MaxFutureSkew != want {
+			t.Errorf("--max-future-skew %q: %s (syncer %s) %v, want %s", in, cfg.MaxFutureSkew, cfg.syncerConfig(nil).MaxFutureSkew, err, want)
 		}
 	}
 	if s := cfg.String(); !strings.Contains(s, "USERSYNC_MAX_RESPONSE_BYTES=64MiB\n") || !strings.Contains(s, "USERSYNC_SCHEMA_FORCE=false\n") {

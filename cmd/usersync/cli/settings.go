@@ -149,7 +149,9 @@ func settings() []setting {
 		{Env: "USERSYNC_MAX_RESPONSE_BYTES", Flag: "max-response-bytes", Default: "64MiB", Meaning: "largest API response body read, in bytes or with a KiB, MiB or GiB suffix; a larger one fails the request instead of filling memory.",
 			set: func(c *Config, v string) error { return parseBytes(&c.MaxResponseBytes, v, 64<<10, 4<<30) }},
 		{Env: "USERSYNC_MAX_FUTURE_SKEW", Flag: "max-future-skew", Default: "24h", Meaning: "how far ahead of this host's clock a record's updatedAt may be and still move the watermark; records dated further ahead are stored and counted but never move it.",
-			set: func(c *Config, v string) error { return parseDuration(&c.MaxFutureSkew, v, 0, 365*24*time.Hour) }},
+			set: func(c *Config, v string) error {
+				return parseDuration(&c.MaxFutureSkew, v, time.Minute, 365*24*time.Hour)
+			}},
 		{Env: "USERSYNC_DATA_CONNECTIONS", Flag: "data-connections", Default: "true", Meaning: "ask for each user's connections to external systems (provideDataConnections) and keep them in users.data_connections; false leaves stored values alone.",
 			set: func(c *Config, v string) error { return parseBool(&c.DataConnections, v) }},
 		{Env: "USERSYNC_LOG_LEVEL", Flag: "log-level", Default: "info", Meaning: "log level: debug, info, warn or error.",

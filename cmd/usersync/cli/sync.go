@@ -198,5 +198,8 @@ func timeOrInf(t *time.Time) string {
 
 // syncerConfig is the syncer's configuration from the settings.
 func (c Config) syncerConfig(logger *slog.Logger) syncer.Config {
-	return syncer.Config{PageSize: c.PageSize, Lookback: c.Lookback, NoDataConnections: !c.DataConnections, Logger: logger}
+	return syncer.Config{
+		PageSize: c.PageSize, Lookback: c.Lookback, MaxFutureSkew: c.MaxFutureSkew,
+		NoDataConnections: !c.DataConnections, Logger: logger,
+	}
 }
