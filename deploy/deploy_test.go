@@ -203,7 +203,8 @@ func argsAfterUsersync(cmd []string) ([]string, bool) {
 
 // loadsCleanly runs `usersync version` in-process with env as its whole
 // environment: loading the configuration checks every setting, so exit 0
-// means every value given is valid. _FILE variables are pointed at a file
+// means every value given is valid and every USERSYNC_* variable is a
+// setting (--strict-config). _FILE variables are pointed at a file
 // holding a placeholder, since their real paths exist only where deployed.
 func loadsCleanly(t *testing.T, where string, env map[string]string) {
 	t.Helper()
@@ -211,15 +212,15 @@ func loadsCleanly(t *testing.T, where string, env map[string]string) {
 	if err := os.WriteFile(placeholder, []byte("placeholder:secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	getenv := func(k string) string {
-		v := env[k]
+	var environ []string
+	for k, v := range env {
 		if strings.HasSuffix(k, "_FILE") && v != "" {
-			return placeholder
+			v = placeholder
 		}
-		return v
+		environ = append(environ, k+"="+v)
 	}
 	var stdout, stderr bytes.Buffer
-	if code := cli.Main(context.Background(), []string{"version"}, getenv, &stdout, &stderr); code != cli.ExitOK {
+	if code := cli.Main(context.Background(), []string{"version", "--strict-config"}, environ, &stdout, &stderr); code != cli.ExitOK {
 		t.Errorf("%s: usersync refuses these settings (exit %d): %s", where, code, strings.TrimSpace(stderr.String()))
 	}
 }

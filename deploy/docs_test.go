@@ -229,7 +229,7 @@ func TestAnalystsSQL(t *testing.T) {
 	run := func(args ...string) {
 		t.Helper()
 		var stdout, stderr strings.Builder
-		if code := cli.Main(context.Background(), args, func(k string) string { return env[k] }, &stdout, &stderr); code != cli.ExitOK {
+		if code := cli.Main(context.Background(), args, environOf(env), &stdout, &stderr); code != cli.ExitOK {
 			t.Fatalf("usersync %s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
 		}
 	}
@@ -274,4 +274,13 @@ func withoutComments(s string) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return line
+}
+
+// environOf is env in os.Environ's form.
+func environOf(env map[string]string) []string {
+	var kv []string
+	for k, v := range env {
+		kv = append(kv, k+"="+v)
+	}
+	return kv
 }

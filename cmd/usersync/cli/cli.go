@@ -31,7 +31,6 @@ func (e usageError) Unwrap() error { return e.err }
 // and a logger. Commands write results to stdout and logs to stderr.
 type env struct {
 	cfg    Config
-	getenv func(string) string
 	stdout io.Writer
 	stderr io.Writer
 	logger *slog.Logger
@@ -63,12 +62,13 @@ func commands() []command {
 	}
 }
 
-// Main runs usersync with the given arguments (without the program name) and
-// returns the process exit code.
-func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// Main runs usersync with the given arguments (without the program name) in
+// the given environment (os.Environ's KEY=value form) and returns the process
+// exit code.
+func Main(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
-			return Main(ctx, []string{args[1], "-h"}, getenv, stdout, stderr)
+			return Main(ctx, []string{args[1], "-h"}, environ, stdout, stderr)
 		}
 		printHelp(stdout)
 		if len(args) == 0 {
@@ -99,12 +99,16 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		fmt.Fprintf(stderr, "usersync %s: %v (run usersync %s -h)\n", cmd.name, err, cmd.name)
 		return ExitUsage
 	}
-	cfg, err := loadConfig(getenv, fs, flagVals)
+	cfg, err := loadConfig(lookupIn(environ), fs, flagVals)
 	if err != nil {
 		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
 		return ExitUsage
 	}
-	e := &env{cfg: cfg, getenv: getenv, stdout: stdout, stderr: stderr, logger: newLogger(stderr, cfg, cmd.name == "worker")}
+	e := &env{cfg: cfg, stdout: stdout, stderr: stderr, logger: newLogger(stderr, cfg, cmd.name == "worker")}
+	if err := checkVariables(environ, cfg.StrictConfig, e.logger); err != nil {
+		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
+		return ExitUsage
+	}
 	if err := run(ctx, e, fs.Args()); err != nil {
 		fmt.Fprintf(stderr, "usersync %s: %s\n", cmd.name, oneLine(err.Error()))
 		var ue usageError

@@ -14,12 +14,20 @@ import (
 	"github.com/usersync/usersync/schema/schematest"
 )
 
+// environ is env in os.Environ's form.
+func environ(env map[string]string) []string {
+	var kv []string
+	for k, v := range env {
+		kv = append(kv, k+"="+v)
+	}
+	return kv
+}
+
 // run calls Main in-process with the given environment.
 func run(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	getenv := func(k string) string { return env[k] }
-	code = Main(context.Background(), args, getenv, &out, &errb)
+	code = Main(context.Background(), args, environ(env), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -337,5 +345,58 @@ func TestSchemaForceAndLimits(t *testing.T) {
 	}
 	if s := cfg.String(); !strings.Contains(s, "USERSYNC_MAX_RESPONSE_BYTES=64MiB\n") || !strings.Contains(s, "USERSYNC_SCHEMA_FORCE=false\n") {
 		t.Errorf("String():\n%s", s)
+	}
+}
+
+// TestUnknownVariables: a USERSYNC_* variable that is no setting gets one
+// warning line naming it and the closest setting, or exit 2 with
+// --strict-config / USERSYNC_STRICT_CONFIG; settings, secrets' _FILE forms
+// and the repository's tool variables are not reported.
+func TestUnknownVariables(t *testing.T) {
+	t.Parallel()
+	secret := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secret, []byte("t0ken-s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	quiet := map[string]string{"USERSYNC_SYNC_SCHEDULE": "@hourly", "USERSYNC_API_TOKEN_FILE": secret,
+		"USERSYNC_BENCH_USERS": "10", "USERSYNC_DEV_PG_NAME": "x", "USERSYNC_BIN": "bin/usersync", "OTHER_SCHEDUEL": "x"}
+	if code, _, errs := run(t, quiet, "version", "--strict-config"); code != ExitOK || errs != "" {
+		t.Errorf("known variables: exit %d, stderr %q", code, errs)
+	}
+	typo := map[string]string{"USERSYNC_SYNC_SCHEDUEL": "@hourly", "USERSYNC_PAGESIZE": "10"}
+	code, _, errs := run(t, typo, "version")
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	if code != ExitOK || len(lines) != 2 ||
+		!strings.Contains(lines[0], "USERSYNC_PAGESIZE is not a setting (did you mean USERSYNC_PAGE_SIZE?)") ||
+		!strings.Contains(lines[1], "USERSYNC_SYNC_SCHEDUEL is not a setting (did you mean USERSYNC_SYNC_SCHEDULE?)") ||
+		!strings.Contains(lines[1], "WARN") {
+		t.Errorf("typos: exit %d, stderr:\n%s", code, errs)
+	}
+	for _, strict := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{typo, []string{"version", "--strict-config"}},
+		{map[string]string{"USERSYNC_SYNC_SCHEDUEL": "@hourly", "USERSYNC_STRICT_CONFIG": "true"}, []string{"version"}},
+	} {
+		code, _, errs := run(t, strict.env, strict.args...)
+		if code != ExitUsage || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "USERSYNC_SYNC_SCHEDUEL is not a setting (did you mean USERSYNC_SYNC_SCHEDULE?)") {
+			t.Errorf("strict %v: exit %d, stderr %q", strict.args, code, errs)
+		}
+	}
+}
+
+// TestBoolSettingFlags: a boolean setting's flag may be given bare, or with
+// =true or =false.
+func TestBoolSettingFlags(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{{nil, false}, {[]string{"--schema-force"}, true}, {[]string{"--schema-force", "--page-size", "5"}, true}, {[]string{"--schema-force=true"}, true}, {[]string{"--schema-force=false"}, false}} {
+		cfg, err := configFor(map[string]string{"USERSYNC_SCHEMA": "public"}, tt.args...)
+		if tt.want && (err != nil || !cfg.SchemaForce) || !tt.want && err == nil {
+			t.Errorf("%v: SchemaForce %v, %v", tt.args, cfg.SchemaForce, err)
+		}
 	}
 }

@@ -17,11 +17,23 @@ func registerSettingFlags(fs *flag.FlagSet) map[string]*string {
 		if s.Flag == "" {
 			continue
 		}
-		usage := s.Meaning + " (env " + s.Env + ")"
-		vals[s.Flag] = fs.String(s.Flag, s.Default, usage)
+		f := &settingFlag{v: s.Default, isBool: s.Default == "true" || s.Default == "false"}
+		fs.Var(f, s.Flag, s.Meaning+" (env "+s.Env+")")
+		vals[s.Flag] = &f.v
 	}
 	return vals
 }
+
+// settingFlag holds a setting's flag text for loadConfig to parse. A boolean
+// setting's flag may be given bare (--strict-config), as flag.Bool's may.
+type settingFlag struct {
+	v      string
+	isBool bool
+}
+
+func (f *settingFlag) String() string     { return f.v }
+func (f *settingFlag) Set(v string) error { f.v = v; return nil }
+func (f *settingFlag) IsBoolFlag() bool   { return f.isBool }
 
 // loadConfig builds the Config: defaults, then the environment (and the _FILE
 // variants of secrets), then the flags that were given. Every error names the
@@ -141,7 +153,7 @@ func (c Config) String() string {
 		"USERSYNC_SCHEMA": c.Schema, "USERSYNC_SCHEMA_FORCE": fmt.Sprint(c.SchemaForce), "USERSYNC_READER_ROLE": c.ReaderRole, "USERSYNC_SNAPSHOT_DIR": c.SnapshotDir,
 		"USERSYNC_PAGE_SIZE": fmt.Sprint(c.PageSize), "USERSYNC_LOOKBACK": c.Lookback.String(),
 		"USERSYNC_MAX_RESPONSE_BYTES": formatBytes(c.MaxResponseBytes), "USERSYNC_MAX_FUTURE_SKEW": c.MaxFutureSkew.String(),
-		"USERSYNC_LOG_LEVEL": c.LogLevel, "USERSYNC_LOG_FORMAT": c.LogFormat,
+		"USERSYNC_STRICT_CONFIG": fmt.Sprint(c.StrictConfig), "USERSYNC_LOG_LEVEL": c.LogLevel, "USERSYNC_LOG_FORMAT": c.LogFormat,
 		"USERSYNC_HTTP_ADDR": c.HTTPAddr, "USERSYNC_HTTP_TOKEN": mask(c.HTTPToken), "USERSYNC_HTTP_BASIC_AUTH": mask(c.HTTPBasicAuth),
 		"USERSYNC_SYNC_SCHEDULE": c.SyncSchedule, "USERSYNC_RECONCILE_SCHEDULE": c.ReconcileSchedule,
 		"USERSYNC_SNAPSHOT_SCHEDULE": c.SnapshotSchedule, "USERSYNC_SNAPSHOT_AFTER_SYNC": fmt.Sprint(c.SnapshotAfterSync),

@@ -9,7 +9,7 @@ import (
 
 // env0 builds an *env from a Config, for tests that call helpers directly.
 func (c env0) env() *env {
-	return &env{cfg: c.cfg, getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard,
+	return &env{cfg: c.cfg, stdout: io.Discard, stderr: io.Discard,
 		logger: slog.New(slog.DiscardHandler)}
 }
 

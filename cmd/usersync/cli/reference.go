@@ -82,7 +82,12 @@ func ConfigurationMarkdown() string {
 	b.WriteString("Generated from `cmd/usersync/cli/settings.go` by `make docs`; a test fails when it is stale.\n\n")
 	b.WriteString("Settings come from the environment; a flag of the same name overrides it. Secrets come only from the\n")
 	b.WriteString("environment or from a file named by `<VARIABLE>_FILE` (Docker and Kubernetes secrets), and are never\n")
-	b.WriteString("printed. An invalid value stops the command at start with one line naming the setting.\n\n")
+	b.WriteString("printed. An invalid value stops the command at start with one line naming the setting. A boolean\n")
+	b.WriteString("setting's flag may be given bare (`--schema-force`) or with a value (`--schema-force=false`).\n\n")
+	b.WriteString("A `USERSYNC_*` variable that is not a setting (nor a secret's `_FILE` form) gets one warning line at\n")
+	b.WriteString("start naming it and the closest setting, e.g. `USERSYNC_SYNC_SCHEDUEL is not a setting (did you mean\n")
+	b.WriteString("USERSYNC_SYNC_SCHEDULE?)`; with `USERSYNC_STRICT_CONFIG=true` the command exits 2 instead. The\n")
+	fmt.Fprintf(&b, "variables of the repository's own scripts are not settings and are never reported: %s.\n\n", "`"+strings.Join(toolVariables, "`, `")+"`")
 	for _, s := range settings() {
 		fmt.Fprintf(&b, "## `%s`\n\n", s.Env)
 		if s.Flag != "" {

@@ -27,6 +27,7 @@ type Config struct {
 	AllowInsecureHTTP bool
 	Schema            string
 	SchemaForce       bool
+	StrictConfig      bool
 	ReaderRole        string
 	SnapshotDir       string
 	PageSize          int
@@ -154,6 +155,8 @@ func settings() []setting {
 			}},
 		{Env: "USERSYNC_DATA_CONNECTIONS", Flag: "data-connections", Default: "true", Meaning: "ask for each user's connections to external systems (provideDataConnections) and keep them in users.data_connections; false leaves stored values alone.",
 			set: func(c *Config, v string) error { return parseBool(&c.DataConnections, v) }},
+		{Env: "USERSYNC_STRICT_CONFIG", Flag: "strict-config", Default: "false", Meaning: "refuse to start (exit 2) when the environment holds a USERSYNC_* variable that is not a setting, instead of warning of it.",
+			set: func(c *Config, v string) error { return parseBool(&c.StrictConfig, v) }},
 		{Env: "USERSYNC_LOG_LEVEL", Flag: "log-level", Default: "info", Meaning: "log level: debug, info, warn or error.",
 			set: func(c *Config, v string) error { return parseEnum(&c.LogLevel, v, "debug", "info", "warn", "error") }},
 		{Env: "USERSYNC_LOG_FORMAT", Flag: "log-format", Default: "auto", Meaning: "log format on stderr: json, text, or auto (json for the worker, text for other commands).",

@@ -43,8 +43,7 @@ func startWorker(t *testing.T, env map[string]string) *inProcessWorker {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &inProcessWorker{cancel: cancel, done: make(chan int, 1), logs: &syncBuffer{}}
-	getenv := func(k string) string { return env[k] }
-	go func() { w.done <- Main(ctx, []string{"worker"}, getenv, io.Discard, w.logs) }()
+	go func() { w.done <- Main(ctx, []string{"worker"}, environ(env), io.Discard, w.logs) }()
 	t.Cleanup(func() { w.stop(t) })
 	return w
 }
