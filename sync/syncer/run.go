@@ -113,19 +113,19 @@ func (r *run) advancesWatermark() bool {
 // new one with its range.
 func (r *run) plan(ctx context.Context) error {
 	store := r.s.store
-	prev, err := store.UnfinishedRun(ctx, r.req.Kind)
+	wm, err := store.Watermark(ctx)
 	if err != nil {
 		return err
 	}
-	if prev == nil {
-		if prev, err = store.FailedRunToResume(ctx, r.req.Kind); err != nil {
-			return err
-		}
+	prev, err := r.runToResume(ctx, wm)
+	if err != nil {
+		return err
 	}
 	if prev != nil && r.sameRange(prev) {
 		if err := store.Reopen(ctx, prev.ID, r.req.JobID); err != nil {
 			return err
 		}
+		r.req.Kind = prev.Kind
 		r.runID, r.resumed = prev.ID, true
 		r.from, r.until = prev.RangeFrom, prev.RangeUntil
 		r.cp = warehouse.Checkpoint{RunID: prev.ID, NextURL: prev.NextURL, Progress: prev.Progress}
@@ -141,10 +141,6 @@ func (r *run) plan(ctx context.Context) error {
 	}
 	switch r.req.Kind {
 	case warehouse.KindIncremental:
-		wm, err := store.Watermark(ctx)
-		if err != nil {
-			return err
-		}
 		if wm.After(r.horizon) {
 			// Left by a version that let a future updatedAt move it: this
 			// run would see no change until that date.
@@ -163,6 +159,27 @@ func (r *run) plan(ctx context.Context) error {
 	}
 	r.cp = warehouse.Checkpoint{RunID: r.runID}
 	return nil
+}
+
+// runToResume returns the interrupted run (unfinished, or failed with a next
+// link) this request continues: the latest of its own kind or, for an
+// incremental sync while no watermark exists, of a full run, the same walk
+// of every user.
+func (r *run) runToResume(ctx context.Context, watermark time.Time) (*warehouse.Run, error) {
+	kinds := []string{r.req.Kind}
+	if r.req.Kind == warehouse.KindIncremental && watermark.IsZero() {
+		kinds = append(kinds, warehouse.KindFull)
+	}
+	for _, kind := range kinds {
+		prev, err := r.s.store.UnfinishedRun(ctx, kind)
+		if err == nil && prev == nil {
+			prev, err = r.s.store.FailedRunToResume(ctx, kind)
+		}
+		if err != nil || prev != nil {
+			return prev, err
+		}
+	}
+	return nil, nil
 }
 
 // sameRange says whether a previous run can be resumed by this request: an

@@ -181,10 +181,20 @@ func TestSimulateStopsOnSignal(t *testing.T) {
 }
 
 // TestKillMidSyncResumes kills a `usersync sync --full` process with SIGKILL
-// mid-run, then syncs again: nothing is lost or duplicated, and the second
+// mid-run, then syncs again, with --full or a plain sync (no watermark exists
+// yet, so it is the same walk): nothing is lost or duplicated, and the second
 // run resumes from the checkpoint, fetching far fewer pages than a fresh one.
 func TestKillMidSyncResumes(t *testing.T) {
 	t.Parallel()
+	for name, again := range map[string][]string{"full": {"sync", "--full", "--json"}, "plain": {"sync", "--json"}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			killMidSyncThenResume(t, again)
+		})
+	}
+}
+
+func killMidSyncThenResume(t *testing.T, again []string) {
 	c := newCLIEnv(t, apisim.Options{Seed: 5, Users: 6000, Knobs: apisim.Knobs{Latency: 15 * time.Millisecond}})
 	env := c.env
 	env["USERSYNC_PAGE_SIZE"] = "100" // 60 pages
@@ -212,7 +222,7 @@ func TestKillMidSyncResumes(t *testing.T) {
 	if pages < 25 || pages >= 60 {
 		t.Fatalf("killed at %d pages; want between 25 and 60", pages)
 	}
-	code, out, errs := run(t, env, "sync", "--full", "--json")
+	code, out, errs := run(t, env, again...)
 	if code != ExitOK {
 		t.Fatalf("resumed sync: %s", errs)
 	}
@@ -220,8 +230,8 @@ func TestKillMidSyncResumes(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatal(err)
 	}
-	if !sum.Resumed {
-		t.Error("second run did not resume the killed one")
+	if !sum.Resumed || sum.Kind != warehouse.KindFull {
+		t.Errorf("second run: resumed %v, kind %s; want the killed full run resumed", sum.Resumed, sum.Kind)
 	}
 	// The resumed run's counters include the killed process's pages; this
 	// process fetched the rest only.
