@@ -23,6 +23,7 @@ import (
 // counts) and the API client's counters are read when Prometheus scrapes.
 type Metrics struct {
 	reg      *prometheus.Registry
+	own      []prometheus.Collector // usersync's own metrics, as documented in docs/operations.md
 	rows     *prometheus.CounterVec
 	runs     *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -43,11 +44,13 @@ func NewMetrics(pool *pgxpool.Pool, store *warehouse.Store, riverSchema string, 
 	}
 	m.recon = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_reconcile_users_total",
 		Help: "Users found by reconciles, by finding (scanned, missing, stale, deleted, undeleted)."}, []string{"finding"})
-	m.reg.MustRegister(m.rows, m.runs, m.duration, m.recon, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&stateCollector{pool: pool, store: store, riverSchema: riverSchema, logger: logger})
+	m.own = []prometheus.Collector{m.rows, m.runs, m.duration, m.recon,
+		&stateCollector{pool: pool, store: store, riverSchema: riverSchema, logger: logger}}
 	if client != nil {
-		m.reg.MustRegister(&apiCollector{client: client})
+		m.own = append(m.own, &apiCollector{client: client})
 	}
+	m.reg.MustRegister(m.own...)
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
