@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/robfig/cron/v3"
 
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/syncer"
@@ -25,12 +26,14 @@ func TestParseSchedule(t *testing.T) {
 		{"@hourly", time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)},
 		{"@daily", time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)},
 		{"@every 15m", base.Add(15 * time.Minute)},
+		{"@every 1m", base.Add(time.Minute)},
+		{"CRON_TZ=Europe/Paris @every 90m", base.Add(90 * time.Minute)},
 		{"CRON_TZ=Europe/Paris 0 3 * * *", time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)},
 		{"off", time.Time{}},
 		{"OFF", time.Time{}},
 	}
 	for _, tt := range tests {
-		s, err := ParseSchedule("USERSYNC_SYNC_SCHEDULE", tt.spec)
+		s, err := ParseSchedule("USERSYNC_SYNC_SCHEDULE", tt.spec, time.Minute)
 		if err != nil {
 			t.Errorf("%q: %v", tt.spec, err)
 			continue
@@ -45,12 +48,40 @@ func TestParseSchedule(t *testing.T) {
 			t.Errorf("%q: next %v, want %v", tt.spec, got, tt.next)
 		}
 	}
-	for _, bad := range []string{"", "every day", "0 */5 * * * *", "61 * * * *", "CRON_TZ=Mars/Base 0 3 * * *"} {
-		_, err := ParseSchedule("USERSYNC_RECONCILE_SCHEDULE", bad)
-		if err == nil || !strings.HasPrefix(err.Error(), "USERSYNC_RECONCILE_SCHEDULE ") {
-			t.Errorf("%q: err %v, want one naming the variable", bad, err)
+	for _, bad := range []string{"", "every day", "0 */5 * * * *", "61 * * * *", "CRON_TZ=Mars/Base 0 3 * * *", "CRON_TZ=Nowhere/City * * * * *",
+		"CRON_TZ=", "TZ=", "CRON_TZ= ", "TZ=UTC", "CRON_TZ=UTC ", "CRON_TZ= 0 3 * * *", "@every 0s", "@every -5m", "@every", "@every soon",
+		"@every 30s", "@every 59s", "CRON_TZ=UTC @every 10s"} {
+		_, err := ParseSchedule("USERSYNC_RECONCILE_SCHEDULE", bad, time.Minute)
+		if err == nil || !strings.HasPrefix(err.Error(), "USERSYNC_RECONCILE_SCHEDULE ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: err %v, want one line naming the variable", bad, err)
 		}
 	}
+	if _, err := ParseSchedule("USERSYNC_SYNC_SCHEDULE", "@every 30s", time.Minute); err == nil || !strings.Contains(err.Error(), "@every 30s is shorter than 1m0s") {
+		t.Errorf("@every 30s: %v, want it said shorter than a minute", err)
+	}
+	if s, err := ParseSchedule("USERSYNC_SYNC_SCHEDULE", "@every 2s", time.Second); err != nil || !s.Next(base).Equal(base.Add(2*time.Second)) {
+		t.Errorf("@every 2s with a minimum of 1s: %v", err)
+	}
+}
+
+// FuzzParseSchedule: no schedule setting panics, and a parsed @every runs no
+// more often than the minimum.
+func FuzzParseSchedule(f *testing.F) {
+	for _, seed := range []string{"*/15 * * * *", "@hourly", "@every 15m", "CRON_TZ=Europe/Paris 0 3 * * *", "CRON_TZ=", "TZ=",
+		"CRON_TZ= ", "TZ=X", "@every -1s", "@every 0s", "0 0 31 2 *", "@every 1m", "CRON_TZ=UTC @every 2m", "off"} {
+		f.Add(seed)
+	}
+	base := time.Date(2026, 11, 22, 10, 7, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, spec string) {
+		s, err := ParseSchedule("USERSYNC_SYNC_SCHEDULE", spec, time.Minute)
+		if err != nil || s == nil {
+			return
+		}
+		if c, ok := s.(cron.ConstantDelaySchedule); ok && c.Delay < time.Minute {
+			t.Errorf("%q: every %s", spec, c.Delay)
+		}
+		_ = s.Next(base)
+	})
 }
 
 func TestOutcome(t *testing.T) {
@@ -68,6 +99,8 @@ func TestOutcome(t *testing.T) {
 		{"locked", warehouse.ErrLocked, "snooze", lockedSnooze},
 		{"drained", wrap(syncer.ErrDrained), "snooze", drainedSnooze},
 		{"rate limit", wrap(&jsonapi.RateLimitError{RetryAfter: 5 * time.Minute}), "snooze", 5 * time.Minute},
+		{"rate limit of 100 years", wrap(&jsonapi.RateLimitError{RetryAfter: 100 * 365 * 24 * time.Hour}), "snooze", jsonapi.MaxWait},
+		{"rate limit of no time", wrap(&jsonapi.RateLimitError{RetryAfter: -time.Minute}), "snooze", time.Second},
 		{"auth", wrap(&jsonapi.AuthError{StatusCode: 401}), "cancel", 0},
 		{"forbidden", wrap(&jsonapi.ResponseError{StatusCode: 403}), "cancel", 0},
 		{"query", wrap(&jsonapi.QueryError{Param: "sort"}), "cancel", 0},

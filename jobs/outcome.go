@@ -39,7 +39,7 @@ func outcome(err error) error {
 	case errors.Is(err, syncer.ErrDrained):
 		return river.JobSnooze(drainedSnooze)
 	case errors.As(err, &rl):
-		return river.JobSnooze(max(rl.RetryAfter, time.Second))
+		return river.JobSnooze(min(max(rl.RetryAfter, time.Second), jsonapi.MaxWait))
 	case errors.As(err, &auth), errors.As(err, &q):
 		return river.JobCancel(err)
 	case errors.As(err, &resp) && (resp.StatusCode == 401 || resp.StatusCode == 403 || resp.StatusCode == 400):

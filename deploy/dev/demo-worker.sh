@@ -11,6 +11,7 @@ export DATABASE_URL=${DATABASE_URL:-$(deploy/dev/postgres.sh up)}
 export USERSYNC_SCHEMA=usersync_demo
 export USERSYNC_API_TOKEN=demo-token
 export USERSYNC_SYNC_SCHEDULE="@every 10s"
+export USERSYNC_SCHEDULE_MIN_INTERVAL=10s # a demo; the default refuses schedules under a minute
 export USERSYNC_RECONCILE_SCHEDULE=off
 export USERSYNC_SNAPSHOT_SCHEDULE=off
 export USERSYNC_SNAPSHOT_AFTER_SYNC=false

@@ -279,7 +279,8 @@ func (o *OAuth) publish(tr tokenResponse, started time.Time) {
 	defer o.mu.Unlock()
 	o.access = tr.AccessToken
 	o.refreshAt = time.Time{}
-	if life := time.Duration(tr.ExpiresIn) * time.Second; life > 0 {
+	// A year bounds expires_in, whose seconds would overflow a Duration.
+	if life := time.Duration(min(int64(tr.ExpiresIn), 366*24*3600)) * time.Second; life > 0 {
 		margin := min(life/10, 60*time.Second)
 		o.refreshAt = started.Add(life - margin)
 	}

@@ -19,6 +19,28 @@ const resetMargin = time.Second
 // years long.
 const epochThreshold = 10 * 365 * 24 * 3600
 
+// maxEpoch (9999-12-31T23:59:59Z) bounds an x-ratelimit-reset epoch: a larger
+// one overflows time.Time.
+const maxEpoch = 253402300799
+
+// MaxWait bounds every wait the API can ask for (Retry-After,
+// x-ratelimit-reset) and so every RateLimitError.RetryAfter: a server that
+// asks for a century is asked again in an hour. Workers cap their snoozes
+// with it too.
+const MaxWait = time.Hour
+
+// secondsWait is n seconds, at most MaxWait (n seconds as a Duration
+// overflows past 292 years).
+func secondsWait(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	if n >= int(MaxWait/time.Second) {
+		return MaxWait
+	}
+	return time.Duration(n) * time.Second
+}
+
 // RateLimit holds the rate-limit headers of the last response that had them.
 type RateLimit struct {
 	// Limit is x-ratelimit-limit, or -1 if never seen.
@@ -93,9 +115,9 @@ func parseReset(v string, now time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	if n < epochThreshold {
-		return now.Add(time.Duration(n) * time.Second), true
+		return now.Add(secondsWait(n)), true
 	}
-	return time.Unix(int64(n), 0), true
+	return time.Unix(int64(min(n, maxEpoch)), 0), true
 }
 
 // parseRetryAfter parses Retry-After: delay seconds or an HTTP date.
@@ -105,13 +127,13 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	if n, ok := parseInt(v); ok {
-		return time.Duration(n) * time.Second, true
+		return secondsWait(n), true
 	}
 	t, err := http.ParseTime(v)
 	if err != nil {
 		return 0, false
 	}
-	return max(t.Sub(now), 0), true
+	return min(max(t.Sub(now), 0), MaxWait), true
 }
 
 func parseInt(v string) (int, bool) {
@@ -129,7 +151,7 @@ func rateLimitWait(h http.Header, now time.Time) (time.Duration, bool) {
 		return d, true
 	}
 	if reset, ok := parseReset(h.Get("X-Ratelimit-Reset"), now); ok {
-		return max(reset.Sub(now), 0) + resetMargin, true
+		return min(max(reset.Sub(now), 0), MaxWait-resetMargin) + resetMargin, true
 	}
 	return 0, false
 }
@@ -142,7 +164,7 @@ func pacingWait(rl RateLimit, reserve int, now time.Time) time.Duration {
 	if rl.Remaining < 0 || rl.Remaining > reserve || rl.Reset.IsZero() {
 		return 0
 	}
-	untilReset := rl.Reset.Sub(now)
+	untilReset := min(rl.Reset.Sub(now), MaxWait-resetMargin)
 	if untilReset <= 0 {
 		return 0
 	}

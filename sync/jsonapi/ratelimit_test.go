@@ -172,11 +172,12 @@ func TestRateLimitPacingWhenBudgetLow(t *testing.T) {
 	if got := clock.Sleeps(); len(got) != 1 || got[0] != 10*time.Second {
 		t.Errorf("sleeps %v, want [10s]", got)
 	}
-	// Nothing left for 2h: too long to sleep, refused before sending.
+	// Nothing left for 2h: too long to sleep, refused before sending; the
+	// caller is told to come back after MaxWait at most.
 	_, err := it.Next(context.Background())
 	var rle *RateLimitError
-	if !errors.As(err, &rle) || rle.RetryAfter < 2*time.Hour-10*time.Second {
-		t.Fatalf("error %v, want a *RateLimitError of about 2h", err)
+	if !errors.As(err, &rle) || rle.RetryAfter != MaxWait {
+		t.Fatalf("error %v, want a *RateLimitError of %s", err, MaxWait)
 	}
 	if rec.count() != 2 || c.Stats().PacingWaits != 1 {
 		t.Errorf("%d requests, stats %+v", rec.count(), c.Stats())
@@ -230,4 +231,51 @@ type cancellingClock struct {
 func (c *cancellingClock) Sleep(ctx context.Context, d time.Duration) error {
 	c.cancel()
 	return c.fakeClock.Sleep(ctx, d)
+}
+
+// TestRateLimitHugeWaits: a 429 asking to wait a century (in seconds, near
+// MaxInt64 seconds, as a date in 9999, as a reset epoch far ahead) returns a
+// RateLimitError of at most MaxWait, without overflowing; negative and
+// unparsable values are ignored.
+func TestRateLimitHugeWaits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		headers map[string]string
+		want    time.Duration
+	}{
+		{"retry-after 100 years", map[string]string{"Retry-After": strconv.Itoa(100 * 365 * 24 * 3600)}, MaxWait},
+		{"retry-after near MaxInt64", map[string]string{"Retry-After": "9223372036854775807"}, MaxWait},
+		{"retry-after year 9999", map[string]string{"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}, MaxWait},
+		{"reset epoch far ahead", map[string]string{"X-Ratelimit-Reset": "253402300799"}, MaxWait},
+		{"reset near MaxInt64", map[string]string{"X-Ratelimit-Reset": "9223372036854775807"}, MaxWait},
+		{"reset seconds just under the threshold", map[string]string{"X-Ratelimit-Reset": strconv.Itoa(epochThreshold - 1)}, MaxWait},
+		{"negative retry-after, reset in two hours", map[string]string{"Retry-After": "-5", "X-Ratelimit-Reset": "7200"}, MaxWait},
+		{"negative retry-after, reset in 90s", map[string]string{"Retry-After": "-5", "X-Ratelimit-Reset": "90"}, 91 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				for k, v := range tt.headers {
+					w.Header().Set(k, v)
+				}
+				writeDoc(w, http.StatusTooManyRequests, `{"errors":[{"id":"rateLimitExceeded"}]}`)
+			})
+			clock := newFakeClock(t)
+			c := newClient(t, srv.URL, clock, nil)
+			_, err := c.Collection("users", Query{}).Next(context.Background())
+			var rle *RateLimitError
+			if !errors.As(err, &rle) || rle.RetryAfter != tt.want {
+				t.Fatalf("error %v (%+v), want a *RateLimitError of %s", err, rle, tt.want)
+			}
+			if len(clock.Sleeps()) != 0 {
+				t.Errorf("slept %v", clock.Sleeps())
+			}
+		})
+	}
+	// Pacing toward a reset in 9999 waits at most MaxWait too.
+	if w := pacingWait(RateLimit{Limit: 100, Remaining: 0, Reset: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}, 20, time.Now()); w <= 0 || w > MaxWait+resetMargin {
+		t.Errorf("pacing toward 9999: %s", w)
+	}
 }

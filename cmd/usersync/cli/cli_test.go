@@ -133,6 +133,12 @@ func TestConfigErrors(t *testing.T) {
 		{"max response bytes fraction", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "1.5MiB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
 		{"max response bytes negative", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "-1MiB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
 		{"max future skew negative", map[string]string{"USERSYNC_MAX_FUTURE_SKEW": "-1h"}, nil, "USERSYNC_MAX_FUTURE_SKEW must be a duration between 1m0s and"},
+		{"schedule zone without expression", map[string]string{"USERSYNC_SYNC_SCHEDULE": "CRON_TZ="}, nil, "USERSYNC_SYNC_SCHEDULE is not a valid schedule"},
+		{"schedule TZ without expression", map[string]string{"USERSYNC_SNAPSHOT_SCHEDULE": "TZ="}, nil, "USERSYNC_SNAPSHOT_SCHEDULE is not a valid schedule"},
+		{"schedule every zero", map[string]string{"USERSYNC_RECONCILE_SCHEDULE": "@every 0s"}, nil, "USERSYNC_RECONCILE_SCHEDULE is not a valid schedule (@every takes a positive interval)"},
+		{"schedule under a minute", map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 30s"}, nil, "USERSYNC_SYNC_SCHEDULE @every 30s is shorter than 1m0s"},
+		{"schedule flag under the minimum", map[string]string{"USERSYNC_SCHEDULE_MIN_INTERVAL": "10s"}, []string{"--sync-schedule", "@every 5s"}, "--sync-schedule @every 5s is shorter than 10s"},
+		{"schedule minimum zero", map[string]string{"USERSYNC_SCHEDULE_MIN_INTERVAL": "0s"}, nil, "USERSYNC_SCHEDULE_MIN_INTERVAL must be a duration between 1s and"},
 		{"max future skew zero", map[string]string{"USERSYNC_MAX_FUTURE_SKEW": "0"}, nil, "USERSYNC_MAX_FUTURE_SKEW must be a duration between 1m0s and"},
 		{"max future skew text", nil, []string{"--max-future-skew", "a day"}, "--max-future-skew"},
 		{"secret file empty", map[string]string{"USERSYNC_OAUTH_REFRESH_TOKEN_FILE": emptyFile}, nil, "USERSYNC_OAUTH_REFRESH_TOKEN_FILE"},
@@ -342,6 +348,9 @@ func TestSchemaForceAndLimits(t *testing.T) {
 		if err != nil || cfg.MaxFutureSkew != want || cfg.syncerConfig(nil).MaxFutureSkew != want {
 			t.Errorf("--max-future-skew %q: %s (syncer %s) %v, want %s", in, cfg.MaxFutureSkew, cfg.syncerConfig(nil).MaxFutureSkew, err, want)
 		}
+	}
+	if _, err := configFor(map[string]string{"USERSYNC_SCHEDULE_MIN_INTERVAL": "1s", "USERSYNC_SYNC_SCHEDULE": "@every 2s"}); err != nil {
+		t.Errorf("@every 2s with a minimum of 1s: %v", err)
 	}
 	if s := cfg.String(); !strings.Contains(s, "USERSYNC_MAX_RESPONSE_BYTES=64MiB\n") || !strings.Contains(s, "USERSYNC_SCHEMA_FORCE=false\n") {
 		t.Errorf("String():\n%s", s)

@@ -71,6 +71,9 @@ func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[strin
 	if err := checkSchemaName(c); err != nil {
 		return Config{}, fmt.Errorf("%s %w", sources["USERSYNC_SCHEMA"], err)
 	}
+	if _, err := parseSchedules(c, sources); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }
 
@@ -156,7 +159,7 @@ func (c Config) String() string {
 		"USERSYNC_STRICT_CONFIG": fmt.Sprint(c.StrictConfig), "USERSYNC_LOG_LEVEL": c.LogLevel, "USERSYNC_LOG_FORMAT": c.LogFormat,
 		"USERSYNC_HTTP_ADDR": c.HTTPAddr, "USERSYNC_HTTP_TOKEN": mask(c.HTTPToken), "USERSYNC_HTTP_BASIC_AUTH": mask(c.HTTPBasicAuth),
 		"USERSYNC_SYNC_SCHEDULE": c.SyncSchedule, "USERSYNC_RECONCILE_SCHEDULE": c.ReconcileSchedule,
-		"USERSYNC_SNAPSHOT_SCHEDULE": c.SnapshotSchedule, "USERSYNC_SNAPSHOT_AFTER_SYNC": fmt.Sprint(c.SnapshotAfterSync),
+		"USERSYNC_SNAPSHOT_SCHEDULE": c.SnapshotSchedule, "USERSYNC_SCHEDULE_MIN_INTERVAL": c.ScheduleMinInterval.String(), "USERSYNC_SNAPSHOT_AFTER_SYNC": fmt.Sprint(c.SnapshotAfterSync),
 		"USERSYNC_JOB_TIMEOUT": c.JobTimeout.String(), "USERSYNC_SHUTDOWN_TIMEOUT": c.ShutdownTimeout.String(),
 		"USERSYNC_WORKERS": fmt.Sprint(c.Workers), "USERSYNC_DATA_CONNECTIONS": fmt.Sprint(c.DataConnections),
 		"USERSYNC_ORPHAN_AGE": c.OrphanAge.String(), "USERSYNC_RECONCILE_MAX_DELETE": fmt.Sprint(c.ReconcileMaxDelete),

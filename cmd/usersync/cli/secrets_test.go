@@ -53,6 +53,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 	}
 	wenv["USERSYNC_HTTP_ADDR"] = addr
 	wenv["USERSYNC_SYNC_SCHEDULE"] = "@every 1s"
+	wenv["USERSYNC_SCHEDULE_MIN_INTERVAL"] = "1s"
 	w := startWorker(t, wenv)
 	waitFor(t, "a worker sync", 30*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded' AND job_id IS NOT NULL`) >= 2

@@ -43,6 +43,7 @@ type Config struct {
 	SyncSchedule        string
 	ReconcileSchedule   string
 	SnapshotSchedule    string
+	ScheduleMinInterval time.Duration
 	SnapshotAfterSync   bool
 	JobTimeout          time.Duration
 	ShutdownTimeout     time.Duration
@@ -193,6 +194,8 @@ func settings() []setting {
 			}},
 		{Env: "USERSYNC_SNAPSHOT_SCHEDULE", Flag: "snapshot-schedule", Default: "@hourly", Meaning: "when the worker writes Parquet snapshots besides after each sync; a cron expression, descriptor, or off.",
 			set: func(c *Config, v string) error { c.SnapshotSchedule = v; return checkSchedule(v) }},
+		{Env: "USERSYNC_SCHEDULE_MIN_INTERVAL", Flag: "schedule-min-interval", Default: "1m", Meaning: "the shortest @every interval a schedule may have; lower it only for demos and tests (every run costs API requests).",
+			set: func(c *Config, v string) error { return parseDuration(&c.ScheduleMinInterval, v, time.Second, 24*time.Hour) }},
 		{Env: "USERSYNC_SNAPSHOT_AFTER_SYNC", Flag: "snapshot-after-sync", Default: "true", Meaning: "write a snapshot after each successful sync, backfill or reconcile of the worker.",
 			set: func(c *Config, v string) error { return parseBool(&c.SnapshotAfterSync, v) }},
 		{Env: "USERSYNC_JOB_TIMEOUT", Flag: "job-timeout", Default: "6h", Meaning: "longest a worker's run may take (0 for no bound); stuck jobs are rescued an hour after it. Size it above your longest full backfill.",
@@ -219,8 +222,10 @@ func checkSnapshotDir(v string) error {
 	return err
 }
 
+// checkSchedule checks a schedule's form; loadConfig checks its @every
+// interval against USERSYNC_SCHEDULE_MIN_INTERVAL once every setting is read.
 func checkSchedule(v string) error {
-	if _, err := jobs.ParseSchedule("", v); err != nil {
+	if _, err := jobs.ParseSchedule("", v, 0); err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), " "))
 	}
 	return nil

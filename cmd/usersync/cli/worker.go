@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -38,7 +39,7 @@ at once.`,
 
 func runWorker(ctx context.Context, e *env, _ []string) error {
 	cfg := e.cfg
-	schedules, err := parseSchedules(cfg)
+	schedules, err := parseSchedules(cfg, nil)
 	if err != nil {
 		return usageError{err}
 	}
@@ -151,17 +152,24 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	return nil
 }
 
-func parseSchedules(cfg Config) (jobs.Schedules, error) {
+// parseSchedules parses the three schedules; sources names where each came
+// from (a variable or a flag), for the error.
+func parseSchedules(cfg Config, sources map[string]string) (jobs.Schedules, error) {
 	var s jobs.Schedules
-	var err error
-	if s.Sync, err = jobs.ParseSchedule("USERSYNC_SYNC_SCHEDULE", cfg.SyncSchedule); err != nil {
-		return s, err
-	}
-	if s.Reconcile, err = jobs.ParseSchedule("USERSYNC_RECONCILE_SCHEDULE", cfg.ReconcileSchedule); err != nil {
-		return s, err
-	}
-	if s.Snapshot, err = jobs.ParseSchedule("USERSYNC_SNAPSHOT_SCHEDULE", cfg.SnapshotSchedule); err != nil {
-		return s, err
+	for _, sch := range []struct {
+		env  string
+		spec string
+		dst  *jobs.Schedule
+	}{
+		{"USERSYNC_SYNC_SCHEDULE", cfg.SyncSchedule, &s.Sync},
+		{"USERSYNC_RECONCILE_SCHEDULE", cfg.ReconcileSchedule, &s.Reconcile},
+		{"USERSYNC_SNAPSHOT_SCHEDULE", cfg.SnapshotSchedule, &s.Snapshot},
+	} {
+		name := cmp.Or(sources[sch.env], sch.env)
+		var err error
+		if *sch.dst, err = jobs.ParseSchedule(name, sch.spec, cfg.ScheduleMinInterval); err != nil {
+			return s, err
+		}
 	}
 	return s, nil
 }

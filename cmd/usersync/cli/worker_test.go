@@ -75,7 +75,7 @@ func freeAddr(t *testing.T) string {
 func workerEnv(c *cliEnv, extra map[string]string) map[string]string {
 	env := map[string]string{"USERSYNC_SYNC_SCHEDULE": "off", "USERSYNC_RECONCILE_SCHEDULE": "off",
 		"USERSYNC_SNAPSHOT_SCHEDULE": "off", "USERSYNC_SNAPSHOT_DIR": "off", "USERSYNC_HTTP_ADDR": "off", "USERSYNC_LOOKBACK": "1m",
-		"USERSYNC_SHUTDOWN_TIMEOUT": "5s"}
+		"USERSYNC_SHUTDOWN_TIMEOUT": "5s", "USERSYNC_SCHEDULE_MIN_INTERVAL": "1s"}
 	for k, v := range c.env {
 		env[k] = v
 	}
