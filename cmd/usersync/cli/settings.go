@@ -195,7 +195,9 @@ func settings() []setting {
 		{Env: "USERSYNC_SNAPSHOT_SCHEDULE", Flag: "snapshot-schedule", Default: "@hourly", Meaning: "when the worker writes Parquet snapshots besides after each sync; a cron expression, descriptor, or off.",
 			set: func(c *Config, v string) error { c.SnapshotSchedule = v; return checkSchedule(v) }},
 		{Env: "USERSYNC_SCHEDULE_MIN_INTERVAL", Flag: "schedule-min-interval", Default: "1m", Meaning: "the shortest @every interval a schedule may have; lower it only for demos and tests (every run costs API requests).",
-			set: func(c *Config, v string) error { return parseDuration(&c.ScheduleMinInterval, v, time.Second, 24*time.Hour) }},
+			set: func(c *Config, v string) error {
+				return parseDuration(&c.ScheduleMinInterval, v, time.Second, 24*time.Hour)
+			}},
 		{Env: "USERSYNC_SNAPSHOT_AFTER_SYNC", Flag: "snapshot-after-sync", Default: "true", Meaning: "write a snapshot after each successful sync, backfill or reconcile of the worker.",
 			set: func(c *Config, v string) error { return parseBool(&c.SnapshotAfterSync, v) }},
 		{Env: "USERSYNC_JOB_TIMEOUT", Flag: "job-timeout", Default: "6h", Meaning: "longest a worker's run may take (0 for no bound); stuck jobs are rescued an hour after it. Size it above your longest full backfill.",
