@@ -43,6 +43,9 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if err := jobs.CheckUIGuard(cfg.HTTPAddr, cfg.HTTPToken, cfg.HTTPBasicAuth); err != nil {
+		return usageError{err}
+	}
 	// A second signal stops at once; main's context takes the first.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -100,7 +103,7 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
 	srv, err := startHTTP(runCtx, e, jobs.HTTPConfig{Pool: pool, Schema: cfg.Schema, RiverSchema: riverSchema, Metrics: metrics,
-		River: rc, UIToken: cfg.HTTPToken, UIBasicAuth: cfg.HTTPBasicAuth, Logger: quietLogger(e)})
+		River: rc, Addr: cfg.HTTPAddr, UIToken: cfg.HTTPToken, UIBasicAuth: cfg.HTTPBasicAuth, Logger: quietLogger(e)})
 	if err != nil {
 		return err
 	}
@@ -191,7 +194,7 @@ func startHTTP(ctx context.Context, e *env, hc jobs.HTTPConfig) (*http.Server, e
 	if err != nil {
 		return nil, usageError{fmt.Errorf("USERSYNC_HTTP_ADDR: %w", err)}
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := jobs.NewHTTPServer(handler)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			e.logger.Error("HTTP server stopped", "error", err.Error())

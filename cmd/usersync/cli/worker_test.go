@@ -382,3 +382,24 @@ func TestKilledWorkerJobIsSwept(t *testing.T) {
 		t.Error("the backfill was not resumed as one run")
 	}
 }
+
+// TestWorkerRefusesAnOpenJobUI: a worker asked to serve the job UI on an
+// address that is not loopback, without a token or basic auth, or with basic
+// auth missing a part, exits 2 with one line naming the settings, before
+// connecting to anything.
+func TestWorkerRefusesAnOpenJobUI(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"USERSYNC_HTTP_ADDR": "0.0.0.0:9090"}, "USERSYNC_HTTP_ADDR=0.0.0.0:9090 is not a loopback address: set USERSYNC_HTTP_TOKEN or USERSYNC_HTTP_BASIC_AUTH"},
+		{map[string]string{"USERSYNC_HTTP_ADDR": "127.0.0.1:9090", "USERSYNC_HTTP_BASIC_AUTH": "admin:"}, "USERSYNC_HTTP_BASIC_AUTH must be user:password with neither part empty"},
+	} {
+		tt.env["DATABASE_URL"] = "postgres://usersync@192.0.2.1:1/none?sslmode=disable&connect_timeout=1"
+		code, _, errs := run(t, tt.env, "worker")
+		if code != ExitUsage || !strings.Contains(errs, tt.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q", tt.env, code, errs)
+		}
+	}
+}
