@@ -126,7 +126,7 @@ func NewClient(opts Options) (*Client, error) {
 	base.Path = strings.TrimSuffix(base.Path, "/")
 	base.RawPath = ""
 	opts = withDefaults(opts)
-	return &Client{base: base, auth: opts.Auth, log: opts.Logger, http: opts.HTTPClient,
+	return &Client{base: base, auth: opts.Auth, log: opts.Logger, http: sameOriginRedirects(opts.HTTPClient),
 		clock: opts.Clock, opts: opts}, nil
 }
 

@@ -128,6 +128,7 @@ func NewOAuth(cfg OAuthConfig) (*OAuth, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}
 	}
+	cfg.HTTPClient = sameOriginRedirects(cfg.HTTPClient)
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "usersync-jsonapi"
 	}
@@ -375,8 +376,11 @@ func (o *OAuth) post(ctx context.Context, refresh string) (tokenResponse, time.D
 	req.Header.Set("User-Agent", o.cfg.UserAgent)
 	resp, err := o.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return tokenResponse{}, 0, retryableTokenError{&TransportError{Method: http.MethodPost,
-			URL: sanitizeURL(o.cfg.TokenURL), Err: stripURLError(err)}}
+		te := &TransportError{Method: http.MethodPost, URL: sanitizeURL(o.cfg.TokenURL), Err: stripURLError(err)}
+		if redirect := (*RedirectError)(nil); errors.As(err, &redirect) {
+			return tokenResponse{}, 0, te
+		}
+		return tokenResponse{}, 0, retryableTokenError{te}
 	}
 	defer resp.Body.Close()
 	body, err := readBody(resp, 1<<20, func(size int) []byte { return make([]byte, 0, size) })

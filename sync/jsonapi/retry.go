@@ -96,7 +96,8 @@ func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, 
 		a.err = err
 		a.verdict = verdictRetry
 		var tooLarge errBodyTooLarge
-		if ctx.Err() != nil || errors.As(err, &tooLarge) {
+		var redirect *RedirectError
+		if ctx.Err() != nil || errors.As(err, &tooLarge) || errors.As(err, &redirect) {
 			a.verdict = verdictDone
 		}
 		return a
