@@ -90,7 +90,7 @@ type Options struct {
 	// RateLimitReserve is the remaining-request count at or below which the
 	// client spreads its requests until the window resets. Default 20.
 	RateLimitReserve int
-	// MaxBodyBytes bounds a response body. Default 256 MiB.
+	// MaxBodyBytes bounds a response body. Default 64 MiB.
 	MaxBodyBytes int64
 }
 
@@ -169,7 +169,7 @@ func withDefaults(o Options) Options {
 	setDefault(&o.PageSizeFloor, 10)
 	setDefault(&o.MaxRateLimitWait, 60*time.Second)
 	setDefault(&o.RateLimitReserve, 20)
-	setDefault(&o.MaxBodyBytes, 256<<20)
+	setDefault(&o.MaxBodyBytes, 64<<20)
 	return o
 }
 
@@ -274,20 +274,33 @@ func (c *Client) send(ctx context.Context, reqURL, token string) (*http.Response
 // errBodyTooLarge reports a body over Options.MaxBodyBytes.
 type errBodyTooLarge struct{ limit int64 }
 
-func (e errBodyTooLarge) Error() string { return fmt.Sprintf("body larger than %d bytes", e.limit) }
+func (e errBodyTooLarge) Error() string {
+	limit := fmt.Sprintf("%d bytes", e.limit)
+	if e.limit%(1<<20) == 0 {
+		limit = fmt.Sprintf("%d MiB", e.limit>>20)
+	}
+	return "body larger than " + limit + ", the limit (USERSYNC_MAX_RESPONSE_BYTES)"
+}
 
 // readBody reads the whole body into a buffer from alloc, sized from
-// Content-Length.
+// Content-Length. It never holds more than limit+1 bytes: a Content-Length
+// over the limit is refused before reading, and a buffer grows by doubling
+// up to limit+1 at most.
 func readBody(resp *http.Response, limit int64, alloc func(size int) []byte) ([]byte, error) {
 	size := resp.ContentLength
-	if size < 0 || size > limit {
+	if size > limit {
+		return nil, errBodyTooLarge{limit}
+	}
+	if size < 0 {
 		size = 64 << 10
 	}
 	buf := alloc(int(size) + 1)
 	r := io.LimitReader(resp.Body, limit+1)
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			grown := make([]byte, len(buf), min(2*cap(buf), int(limit)+1))
+			copy(grown, buf)
+			buf = grown
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
