@@ -64,7 +64,9 @@ func TestRedirectsKeepCredentials(t *testing.T) {
 		{"307 to another port, caller's client", func() *httptest.Server {
 			return httptest.NewServer(redirectTo(other.URL, http.StatusTemporaryRedirect))
 		}, func(*httptest.Server) *http.Client { return &http.Client{} }},
-		{"https to http", func() *httptest.Server { return httptest.NewTLSServer(redirectTo(other.URL, http.StatusMovedPermanently)) },
+		{"https to http", func() *httptest.Server {
+			return httptest.NewTLSServer(redirectTo(other.URL, http.StatusMovedPermanently))
+		},
 			func(s *httptest.Server) *http.Client { return s.Client() }},
 		{"to another host name", func() *httptest.Server {
 			return httptest.NewServer(redirectTo(strings.Replace(other.URL, "127.0.0.1", "localhost", 1), http.StatusFound))
@@ -133,6 +135,25 @@ func TestOAuthRedirectsKeepSecrets(t *testing.T) {
 		}
 		if got := other.seen(); len(got) != 0 {
 			t.Errorf("the other origin received %q", got)
+		}
+	}
+}
+
+// TestCheckpointURL: credential-looking parameters (any case, escaped or
+// not), userinfo and the fragment go; the cursor and the rest stay as sent.
+func TestCheckpointURL(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"https://api.example.com/api/v2/users?page%5Bafter%5D=abc%3D&sort=updatedAt":                 "https://api.example.com/api/v2/users?page%5Bafter%5D=abc%3D&sort=updatedAt",
+		"https://api.example.com/api/v2/users?page[after]=x&access_token=T&Access_Token=T&TOKEN=T":   "https://api.example.com/api/v2/users?page[after]=x",
+		"https://u:p@api.example.com/api/v2/users?api_key=K&page[key]=k#frag":                        "https://api.example.com/api/v2/users?page[key]=k",
+		"https://api.example.com/x?X-Amz-Signature=S&x-amz-credential=C&X-Amz-Date=D&a=1":            "https://api.example.com/x?a=1",
+		"https://api.example.com/x?client_secret=S&refresh_token=R&code=C&sig=S&password=P&secret=S": "https://api.example.com/x",
+		"https://api.example.com/x?access%5Ftoken=T&b=2":                                             "https://api.example.com/x?b=2",
+		"": "",
+	} {
+		if got := CheckpointURL(in); got != want {
+			t.Errorf("CheckpointURL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package jsonapi
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -51,6 +52,39 @@ func looksSecret(name string) bool {
 		}
 	}
 	return false
+}
+
+// credentialParams are the query parameters CheckpointURL removes, compared
+// case-insensitively; parameters starting with x-amz- (a presigned URL's
+// signature and credential) go too.
+var credentialParams = []string{"access_token", "token", "id_token", "refresh_token", "api_key", "apikey", "key",
+	"client_secret", "secret", "password", "passwd", "code", "signature", "sig", "auth", "authorization"}
+
+// CheckpointURL returns a next link fit to be stored as a run's checkpoint,
+// where others may read it: without userinfo, fragment, or a query parameter
+// that carries a credential (credentialParams). The client authenticates
+// with its own header, so a link resumed without them still works. Other
+// parameters (the cursor) keep their raw form.
+func CheckpointURL(link string) string {
+	u, err := url.Parse(link)
+	if err != nil {
+		return ""
+	}
+	u.User = nil
+	u.Fragment, u.RawFragment = "", ""
+	var kept []string
+	for part := range strings.SplitSeq(u.RawQuery, "&") {
+		name, _, _ := strings.Cut(part, "=")
+		if unescaped, err := url.QueryUnescape(name); err == nil {
+			name = unescaped
+		}
+		name = strings.ToLower(name)
+		if part != "" && !slices.Contains(credentialParams, name) && !strings.HasPrefix(name, "x-amz-") {
+			kept = append(kept, part)
+		}
+	}
+	u.RawQuery = strings.Join(kept, "&")
+	return u.String()
 }
 
 // requestURI returns the path and query of a (sanitized) URL, for one-line

@@ -327,7 +327,7 @@ func (r *run) writePage(ctx context.Context, p normalizedPage, number int64, pre
 	}
 	// The pages before this one have committed: the checkpoint is this
 	// goroutine's until it closes done.
-	r.cp.NextURL = p.page.NextURL
+	r.cp.NextURL = jsonapi.CheckpointURL(p.page.NextURL)
 	r.fillRequestCounters()
 	if _, err := pending.Commit(ctx, &r.cp); err != nil {
 		return fmt.Errorf("writing page %d: %w", number, err)
