@@ -16,7 +16,7 @@ TOOLS        := $(CURDIR)/.dev/tools
 # The race detector costs 5-10x; these packages are cheap enough to run under it.
 RACE_PKGS    := ./...
 # Fuzz targets: package and name. make test runs each briefly; make fuzz longer.
-FUZZ_TARGETS := ./sync/jsonapi:FuzzDecodeDocument ./sync/normalize:FuzzTypeAttributes ./sync/normalize:FuzzCanonicalJSON ./sync/normalize:FuzzDecodePage ./cmd/usersync/cli:FuzzLoadConfig ./jobs:FuzzParseSchedule
+FUZZ_TARGETS := ./sync/jsonapi:FuzzDecodeDocument ./sync/normalize:FuzzTypeAttributes ./sync/normalize:FuzzCanonicalJSON ./sync/normalize:FuzzDecodePage ./cmd/usersync/cli:FuzzLoadConfig ./jobs:FuzzParseSchedule ./sync/jsonapi:FuzzDecodeErrorBody ./sync/jsonapi:FuzzDecodeTokenResponse
 FUZZTIME     ?= 60s
 # Dataset sizes of make bench (comma-separated).
 BENCH_USERS  ?= 10000,100000,1000000

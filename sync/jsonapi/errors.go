@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	json "github.com/goccy/go-json"
 )
@@ -267,12 +269,33 @@ func statusLine(code int) string {
 }
 
 // oneLine replaces line breaks so an error message stays on one line.
+// oneLine makes text a response sent fit a one-line message, stored and
+// printed: control characters (line breaks, terminal escapes, NUL) and
+// bidirectional overrides become spaces, runs of spaces one, bytes that are
+// not UTF-8 U+FFFD, and it is cut to maxUntrusted bytes, marked "…".
 func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
+	var b strings.Builder
+	space := false
+	for _, r := range s { // an invalid byte comes as utf8.RuneError, U+FFFD
+		if unicode.IsControl(r) || unicode.IsSpace(r) || unicode.Is(unicode.Bidi_Control, r) {
+			space = b.Len() > 0
+			continue
+		}
+		if b.Len()+1+utf8.RuneLen(r) > maxUntrusted {
+			b.WriteString("…")
+			break
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
 	}
-	return strings.Join(strings.Fields(s), " ")
+	return b.String()
 }
+
+// maxUntrusted bounds each piece of response text in a message.
+const maxUntrusted = 2 << 10
 
 // quoteShort quotes s, cut to 40 bytes, for messages that name a bad value.
 func quoteShort(s string) string { return strconv.Quote(cut(s)) }

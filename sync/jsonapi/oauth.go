@@ -410,7 +410,7 @@ func (o *OAuth) parseTokenResponse(resp *http.Response, body []byte, refresh str
 	}
 	var te tokenErrorResponse
 	_ = json.Unmarshal(body, &te) // a refusal without a JSON body is still a refusal
-	return tokenResponse{}, 0, &AuthError{StatusCode: status, Code: oneLine(te.Error),
+	return tokenResponse{}, 0, &AuthError{StatusCode: status, Code: o.redact(te.Error, refresh),
 		Description: o.redact(te.Description, refresh)}
 }
 
