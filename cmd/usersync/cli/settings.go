@@ -81,7 +81,7 @@ type setting struct {
 
 func settings() []setting {
 	return []setting{
-		{Env: "DATABASE_URL", Flag: "database-url", Meaning: "PostgreSQL connection URL of the warehouse (and of River's job tables). Its password is never printed.",
+		{Env: "DATABASE_URL", Flag: "database-url", Meaning: "PostgreSQL connection URL (or libpq keyword/value string) of the warehouse and of River's job tables; its password is never printed. For a database on another host give sslmode=verify-full (with sslrootcert= when its CA is not in the system store): without sslmode the driver silently falls back to plaintext, and usersync warns at start.",
 			Example: "postgres://usersync@db:5432/analytics?sslmode=require", Secret: false,
 			set: func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
 		{Env: "USERSYNC_API_URL", Flag: "api-url", Meaning: "base URL of the API, without /api/v2 (e.g. https://api.example.com). http:// is accepted only for loopback hosts unless USERSYNC_ALLOW_INSECURE_HTTP=true.",
