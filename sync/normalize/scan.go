@@ -409,8 +409,8 @@ func skipNested(b []byte, i int) (end, depth int, bad, ok bool) {
 		if i >= len(b) {
 			return 0, 0, false, false
 		}
-		switch c := b[i]; {
-		case c == '{' || c == '[':
+		switch c := b[i]; c {
+		case '{', '[':
 			open = append(open, c)
 			depth = max(depth, len(open))
 			i = ws(b, i+1)
@@ -425,18 +425,18 @@ func skipNested(b []byte, i int) (end, depth int, bad, ok bool) {
 				}
 			}
 			continue
-		case c == '"':
+		case '"':
 			end, _, _, sbad, ok := scanString(b, i)
 			if !ok {
 				return 0, 0, false, false
 			}
 			bad = bad || sbad
 			i = end
-		case c == 't':
+		case 't':
 			i, ok = literal(b, i, "true")
-		case c == 'f':
+		case 'f':
 			i, ok = literal(b, i, "false")
-		case c == 'n':
+		case 'n':
 			i, ok = literal(b, i, "null")
 		default:
 			i, _, ok = scanNumber(b, i)

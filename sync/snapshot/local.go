@@ -43,7 +43,7 @@ func NewLocal(dir string) (*Local, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving snapshot folder %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(abs, folderMode); err != nil {
+	if err := os.MkdirAll(abs, folderMode); err != nil { //nolint:gosec // G703: the operator's own setting names the folder
 		return nil, fmt.Errorf("creating snapshot folder: %w", err)
 	}
 	root, err := filepath.EvalSymlinks(abs)
