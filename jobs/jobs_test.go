@@ -108,6 +108,14 @@ func TestOutcome(t *testing.T) {
 		{"other", errors.New("connection reset"), "retry", 0},
 	}
 	for _, tt := range tests {
+		// A run recorded as paused is a job snoozed, and counted so.
+		if paused, snoozed := syncer.Paused(tt.err), tt.want == "snooze"; paused && !snoozed {
+			t.Errorf("%s: the run is recorded paused but the job does not snooze", tt.name)
+		}
+		if want := map[string]string{"nil": "succeeded", "snooze": "snoozed"}[tt.want]; want != "" && runStatus(tt.err) != want ||
+			want == "" && runStatus(tt.err) != "failed" {
+			t.Errorf("%s: status label %s", tt.name, runStatus(tt.err))
+		}
 		got := outcome(tt.err)
 		switch tt.want {
 		case "nil":

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/jsonapi"
@@ -37,7 +39,7 @@ func NewMetrics(pool *pgxpool.Pool, store *warehouse.Store, riverSchema string, 
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_rows_total",
 			Help: "Users received by runs, by outcome (inserted, updated, unchanged, quarantined)."}, []string{"kind", "outcome"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_runs_total",
-			Help: "Runs finished, by kind and status (succeeded, failed)."}, []string{"kind", "status"}),
+			Help: "Runs ended, by kind and status (succeeded; snoozed: the job waits for a lock, a rate limit or a shutdown and runs again; failed)."}, []string{"kind", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "usersync_run_duration_seconds",
 			Help:    "Duration of runs, by kind.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200}}, []string{"kind"}),
@@ -54,13 +56,23 @@ func NewMetrics(pool *pgxpool.Pool, store *warehouse.Store, riverSchema string, 
 	return m
 }
 
+// runStatus is the status label of a run that ended with err: succeeded,
+// snoozed (its job waits and runs again: a lock held elsewhere, a long rate
+// limit, a shutdown; nothing failed) or failed.
+func runStatus(err error) string {
+	var snooze *river.JobSnoozeError
+	switch {
+	case err == nil:
+		return "succeeded"
+	case errors.As(outcome(err), &snooze):
+		return "snoozed"
+	}
+	return "failed"
+}
+
 // Observe records a finished run.
 func (m *Metrics) Observe(kind string, sum syncer.Summary, err error, d time.Duration) {
-	status := "succeeded"
-	if err != nil {
-		status = "failed"
-	}
-	m.runs.WithLabelValues(kind, status).Inc()
+	m.runs.WithLabelValues(kind, runStatus(err)).Inc()
 	m.duration.WithLabelValues(kind).Observe(d.Seconds())
 	for outcome, n := range map[string]int64{"inserted": sum.Inserted, "updated": sum.Updated, "unchanged": sum.Unchanged, "quarantined": sum.Quarantined} {
 		m.rows.WithLabelValues(kind, outcome).Add(float64(n))
@@ -69,11 +81,7 @@ func (m *Metrics) Observe(kind string, sum syncer.Summary, err error, d time.Dur
 
 // ObserveReconcile records a finished reconcile.
 func (m *Metrics) ObserveReconcile(sum syncer.ReconcileSummary, err error, d time.Duration) {
-	status := "succeeded"
-	if err != nil {
-		status = "failed"
-	}
-	m.runs.WithLabelValues("reconcile", status).Inc()
+	m.runs.WithLabelValues("reconcile", runStatus(err)).Inc()
 	m.duration.WithLabelValues("reconcile").Observe(d.Seconds())
 	for finding, n := range map[string]int64{"scanned": sum.Scanned, "missing": sum.Missing, "stale": sum.Stale,
 		"deleted": sum.Deleted, "undeleted": sum.Undeleted} {

@@ -35,7 +35,7 @@ func bookkeepingTables() []Table {
 			Columns: []Column{
 				{Name: "run_id", Type: "bigint", Meaning: "identity of the run"},
 				{Name: "kind", Type: "text", Meaning: "incremental, full, backfill or reconcile"},
-				{Name: "status", Type: "text", Meaning: "running, succeeded, failed or abandoned (a crashed run whose work a later run resumed)"},
+				{Name: "status", Type: "text", Meaning: "running, succeeded, failed, paused (stopped to wait for a rate limit or a shutdown; the next run of its kind resumes it) or abandoned (a crashed run whose work a later run resumed)"},
 				{Name: "started_at", Type: ts, Meaning: "when the run started"},
 				{Name: "finished_at", Type: ts, Nullable: true, Meaning: "when the run ended; null while running"},
 				{Name: "heartbeat_at", Type: ts, Meaning: "when the run last committed a page"},
@@ -57,7 +57,7 @@ func bookkeepingTables() []Table {
 				{Name: "unknown_attributes", Type: "jsonb", Meaning: "attributes the catalog does not know, with how often each was seen (schema drift)"},
 				{Name: "can_write", Type: "boolean", Nullable: true, Meaning: "whether the API user had write access to users, as last reported by the API"},
 				{Name: "job_id", Type: "bigint", Nullable: true, Meaning: "the River job that ran it, if any"},
-				{Name: "error", Type: "text", Nullable: true, Meaning: "the error that ended a failed run"},
+				{Name: "error", Type: "text", Nullable: true, Meaning: "the error that ended a failed run, or why a paused one paused"},
 				{Name: "summary", Type: "jsonb", Meaning: "the run's full summary as printed by usersync sync --json"},
 			}},
 		{Name: "sync_state", Analysts: true,

@@ -141,10 +141,25 @@ func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 	if err != nil && r.runID != 0 {
 		// Record the failure even when ctx was cancelled (SIGTERM): the
 		// checkpoint is already committed, so the next run resumes.
-		ferr := s.store.FailRun(context.WithoutCancel(ctx), r.runID, err)
+		ferr := s.store.EndRun(context.WithoutCancel(ctx), r.runID, runEnd(err), err)
 		err = errors.Join(err, ferr)
 	}
 	return sum, err
+}
+
+// Paused says whether err stopped a run to wait rather than failed it: a
+// worker draining for shutdown, or a rate limit longer than the client
+// sleeps. The run keeps its checkpoint and the next one resumes it.
+func Paused(err error) bool {
+	var rl *jsonapi.RateLimitError
+	return errors.Is(err, ErrDrained) || errors.As(err, &rl)
+}
+
+func runEnd(err error) warehouse.RunEnd {
+	if Paused(err) {
+		return warehouse.RunPaused
+	}
+	return warehouse.RunFailed
 }
 
 func (s *Syncer) lock(ctx context.Context, req Request) (*warehouse.SyncLock, error) {

@@ -140,28 +140,40 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, summary any, canWrit
 	})
 }
 
-// FailRun marks the run failed with its error, cleaned by CleanText (the
-// error may quote a hostile server, and a NUL alone would make the update
-// fail and leave the run marked running). The checkpoint stays, so the next
-// run resumes from it.
-func (s *Store) FailRun(ctx context.Context, runID int64, runErr error) error {
+// RunEnd is how a run that did not succeed ended.
+type RunEnd string
+
+const (
+	// RunFailed: an error stopped the run.
+	RunFailed RunEnd = "failed"
+	// RunPaused: the run stopped to wait (a long rate limit, a shutdown);
+	// nothing failed.
+	RunPaused RunEnd = "paused"
+)
+
+// EndRun marks the run failed or paused with its error, cleaned by
+// CleanText (the error may quote a hostile server, and a NUL alone would
+// make the update fail and leave the run marked running). The checkpoint
+// stays, so the next run of its kind resumes from it.
+func (s *Store) EndRun(ctx context.Context, runID int64, end RunEnd, runErr error) error {
 	msg := "unknown error"
 	if runErr != nil {
 		msg = CleanText(runErr.Error())
 	}
-	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'failed', finished_at = now(), error = $2 WHERE run_id = $1`, runID, msg)
+	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = $3, finished_at = now(), error = $2 WHERE run_id = $1`,
+		runID, msg, string(end))
 	if err != nil {
-		return fmt.Errorf("recording the failure of run %d: %w", runID, err)
+		return fmt.Errorf("recording the end of run %d: %w", runID, err)
 	}
 	return nil
 }
 
-// FailedRunToResume returns the newest failed run of kind that stopped with a
-// checkpoint and was not followed by a success, or nil: a failed run resumes
-// like a crashed one.
+// FailedRunToResume returns the newest failed or paused run of kind that
+// stopped with a checkpoint and was not followed by a success, or nil: such a
+// run resumes like a crashed one.
 func (s *Store) FailedRunToResume(ctx context.Context, kind string) (*Run, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+`
-		FROM `+s.q+`.sync_runs r WHERE kind = $1 AND status = 'failed' AND next_url IS NOT NULL
+		FROM `+s.q+`.sync_runs r WHERE kind = $1 AND status IN ('failed', 'paused') AND next_url IS NOT NULL
 		AND NOT EXISTS (SELECT 1 FROM `+s.q+`.sync_runs n WHERE n.kind = r.kind AND n.run_id > r.run_id AND n.status IN ('succeeded', 'running'))
 		ORDER BY run_id DESC LIMIT 1`, kind)
 	if err != nil {

@@ -52,7 +52,7 @@ func TestFailRunHostileError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FailRun(ctx, runID, errors.New(hostile)); err != nil {
+	if err := s.EndRun(ctx, runID, warehouse.RunFailed, errors.New(hostile)); err != nil {
 		t.Fatalf("FailRun: %v", err)
 	}
 	var status, stored string

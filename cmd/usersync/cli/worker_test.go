@@ -328,6 +328,9 @@ func TestSIGTERMDuringSync(t *testing.T) {
 	if n := c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state IN ('scheduled', 'available') AND attempt = 0`); n != 1 {
 		t.Errorf("the interrupted job is not waiting to run again without a used attempt (%d)", n)
 	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'paused' AND error LIKE '%shutting down%'`); n != 1 {
+		t.Errorf("the drained run is not recorded as paused (%d)", n)
+	}
 	startWorker(t, env)
 	waitFor(t, "the resumed backfill", 90*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 1
@@ -401,5 +404,44 @@ func TestWorkerRefusesAnOpenJobUI(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errs, tt.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q", tt.env, code, errs)
 		}
+	}
+}
+
+// TestLockWaitIsNotAFailure: a scheduled sync that finds the sync lock held
+// (a long backfill) snoozes: /metrics counts it snoozed, never failed, and
+// sync_runs and status show no failure; it runs once the lock is free.
+func TestLockWaitIsNotAFailure(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 18, Users: 300})
+	ctx := context.Background()
+	lock, err := c.store.Lock(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lock.Release) // before the pool closes, which waits for the lock's connection
+	addr := freeAddr(t)
+	startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 1s", "USERSYNC_HTTP_ADDR": addr}))
+	metric := func(status string) bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false // not listening yet
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(body), `usersync_runs_total{kind="incremental",status="`+status+`"}`)
+	}
+	waitFor(t, "a sync to snooze on the held lock", 60*time.Second, func() bool { return metric("snoozed") })
+	lock.Release()
+	waitFor(t, "a sync once the lock is free", 60*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded'`) >= 1
+	})
+	if metric("failed") {
+		t.Error("a lock wait was counted as a failed run")
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'failed'`); n != 0 {
+		t.Errorf("%d failed runs recorded", n)
+	}
+	if _, out, _ := run(t, c.env, "status"); strings.Contains(out, "failed") {
+		t.Errorf("status shows a failure:\n%s", out)
 	}
 }
