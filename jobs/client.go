@@ -49,8 +49,13 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		if s == nil {
 			return
 		}
-		periodic = append(periodic, river.NewPeriodicJob(s, func() (river.JobArgs, *river.InsertOpts) { return args, nil },
-			&river.PeriodicJobOpts{ID: id, RunOnStart: true}))
+		d := &due{pool: cfg.Pool, riverSchema: cfg.RiverSchema, kind: args.Kind(), schedule: s, logger: cfg.Deps.Logger}
+		periodic = append(periodic, river.NewPeriodicJob(s, func() (river.JobArgs, *river.InsertOpts) {
+			if !d.now(time.Now()) {
+				return nil, nil // River inserts nothing
+			}
+			return args, nil
+		}, &river.PeriodicJobOpts{ID: id, RunOnStart: true}))
 	}
 	add(KindSync, cfg.Schedules.Sync, SyncArgs{})
 	add(KindReconcile, cfg.Schedules.Reconcile, ReconcileArgs{})
@@ -67,6 +72,11 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		MaxAttempts:     MaxAttempts,
 		Logger:          cfg.Logger,
 		JobTimeout:      -1,
+		// due reads when each periodic job last ran from the jobs kept:
+		// keep them longer than the longest period worth catching up.
+		CompletedJobRetentionPeriod: jobRetention,
+		CancelledJobRetentionPeriod: jobRetention,
+		DiscardedJobRetentionPeriod: jobRetention,
 	}
 	if cfg.Deps.JobTimeout > 0 {
 		rcfg.JobTimeout = cfg.Deps.JobTimeout

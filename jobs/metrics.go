@@ -150,6 +150,7 @@ var (
 	limitedDesc  = prometheus.NewDesc("usersync_api_rate_limited_total", "API responses with status 429.", nil, nil)
 	retriesDesc  = prometheus.NewDesc("usersync_api_retries_total", "API requests retried after a fault.", nil, nil)
 	budgetDesc   = prometheus.NewDesc("usersync_api_ratelimit_remaining", "Requests left in the API's rate-limit window, as last reported.", nil, nil)
+	limitDesc    = prometheus.NewDesc("usersync_api_ratelimit_limit", "Requests the API allows in its rate-limit window (x-ratelimit-limit), as last reported.", nil, nil)
 )
 
 // apiCollector exposes the API client's own counters.
@@ -160,6 +161,7 @@ func (c *apiCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- limitedDesc
 	ch <- retriesDesc
 	ch <- budgetDesc
+	ch <- limitDesc
 }
 
 func (c *apiCollector) Collect(ch chan<- prometheus.Metric) {
@@ -171,6 +173,9 @@ func (c *apiCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(st.Retries))
 	if st.RateLimit.Remaining >= 0 {
 		ch <- prometheus.MustNewConstMetric(budgetDesc, prometheus.GaugeValue, float64(st.RateLimit.Remaining))
+	}
+	if st.RateLimit.Limit >= 0 {
+		ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(st.RateLimit.Limit))
 	}
 }
 

@@ -90,6 +90,11 @@ type Options struct {
 	// RateLimitReserve is the remaining-request count at or below which the
 	// client spreads its requests until the window resets. Default 20.
 	RateLimitReserve int
+	// Budget is the share of the token's rate limit (x-ratelimit-limit) the
+	// client may use, in (0, 1]; the rest is left to the token owner's other
+	// tools: the client never lets x-ratelimit-remaining fall below
+	// (1 - Budget) × limit, and waits for the reset instead. 0 means 1.
+	Budget float64
 	// MaxBodyBytes bounds a response body. Default 64 MiB.
 	MaxBodyBytes int64
 }
@@ -144,6 +149,9 @@ func checkNonNegative(o Options) error {
 		if f.value < 0 {
 			return fmt.Errorf("jsonapi: Options.%s must not be negative", f.name)
 		}
+	}
+	if o.Budget < 0 || o.Budget > 1 {
+		return fmt.Errorf("jsonapi: Options.Budget must be in (0, 1], or 0 for all of it")
 	}
 	return nil
 }

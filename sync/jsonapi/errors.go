@@ -172,10 +172,27 @@ type RateLimitError struct {
 	RetryAfter time.Duration
 	// Limit and Remaining are the last rate-limit figures seen (-1 if unknown).
 	Limit, Remaining int
+	// Reserved is how many of Limit Options.Budget leaves to others; when
+	// Remaining is down to it, the share the client may use is spent.
+	Reserved int
+	// Reset is when the window resets, zero if unknown.
+	Reset time.Time
 }
 
 // Error implements error.
 func (e *RateLimitError) Error() string {
+	if e.Reserved > 0 && e.Remaining >= 0 {
+		state := "running out (the last requests are spread until the reset)"
+		if e.Remaining <= e.Reserved {
+			state = "spent"
+		}
+		reset := ""
+		if !e.Reset.IsZero() {
+			reset = "; it resets at " + e.Reset.UTC().Format(time.RFC3339)
+		}
+		return fmt.Sprintf("%s %s: the API budget usersync may use is %s: %d of %d requests left, %d of them kept for the token owner's other tools (USERSYNC_API_BUDGET); retry after %s%s",
+			e.Method, requestURI(e.URL), state, e.Remaining, e.Limit, e.Reserved, e.RetryAfter.Round(time.Second), reset)
+	}
 	return fmt.Sprintf("%s %s: rate limited: retry after %s", e.Method, requestURI(e.URL), e.RetryAfter)
 }
 

@@ -2,6 +2,7 @@ package jsonapi
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -59,6 +60,8 @@ type RateLimit struct {
 // reader never sees half of an update.
 type rateState struct {
 	last atomic.Pointer[RateLimit]
+	// toldBad is set once an unreadable x-ratelimit-remaining was logged.
+	toldBad atomic.Bool
 }
 
 func (r *rateState) snapshot() RateLimit {
@@ -70,12 +73,13 @@ func (r *rateState) snapshot() RateLimit {
 
 // observe records the rate-limit headers of h, keeping earlier values for
 // the headers h lacks.
-func (r *rateState) observe(h http.Header, now time.Time) {
+func (r *rateState) observe(h http.Header, now time.Time) (badRemaining bool) {
 	limit, hasLimit := parseInt(h.Get("X-Ratelimit-Limit"))
 	all := parseRemaining(h.Get("X-Ratelimit-Remaining"))
+	badRemaining = all == nil && h.Get("X-Ratelimit-Remaining") != ""
 	reset, hasReset := parseReset(h.Get("X-Ratelimit-Reset"), now)
 	if !hasLimit && all == nil && !hasReset {
-		return
+		return badRemaining
 	}
 	next := r.snapshot()
 	if hasLimit {
@@ -88,6 +92,7 @@ func (r *rateState) observe(h http.Header, now time.Time) {
 		next.Reset = reset
 	}
 	r.last.Store(&next)
+	return badRemaining
 }
 
 // parseRemaining parses "9999" or "9999, 19988"; nil if absent or invalid.
@@ -174,17 +179,31 @@ func pacingWait(rl RateLimit, reserve int, now time.Time) time.Duration {
 	return untilReset / time.Duration(rl.Remaining+1)
 }
 
+// kept is how many of limit requests a budget share leaves to others.
+func kept(limit int, budget float64) int {
+	if limit <= 0 || budget <= 0 || budget >= 1 {
+		return 0
+	}
+	return int(math.Ceil((1 - budget) * float64(limit)))
+}
+
 // pace sleeps before a request when the rate-limit budget is low, or
-// returns a *RateLimitError when the wait exceeds MaxRateLimitWait.
+// returns a *RateLimitError when the wait exceeds MaxRateLimitWait. The
+// requests Options.Budget leaves to others count as spent.
 func (c *Client) pace(ctx context.Context, reqURL string) error {
 	rl := c.rate.snapshot()
-	wait := pacingWait(rl, c.opts.RateLimitReserve, c.clock.Now())
+	reserved := kept(rl.Limit, c.opts.Budget)
+	ours := rl
+	if rl.Remaining >= 0 {
+		ours.Remaining = max(rl.Remaining-reserved, 0)
+	}
+	wait := pacingWait(ours, c.opts.RateLimitReserve, c.clock.Now())
 	if wait <= 0 {
 		return nil
 	}
 	if wait > c.opts.MaxRateLimitWait {
 		return &RateLimitError{Method: http.MethodGet, URL: sanitizeURL(reqURL), RetryAfter: wait,
-			Limit: rl.Limit, Remaining: rl.Remaining}
+			Limit: rl.Limit, Remaining: rl.Remaining, Reserved: reserved, Reset: rl.Reset}
 	}
 	c.stats.paced.Add(1)
 	c.log.DebugContext(ctx, "pacing request", "remaining", rl.Remaining, "wait_ms", wait.Milliseconds())

@@ -86,7 +86,9 @@ func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, 
 	a := attempt{token: token}
 	if resp != nil {
 		a.status, a.header = resp.StatusCode, resp.Header
-		c.rate.observe(resp.Header, c.clock.Now())
+		if c.rate.observe(resp.Header, c.clock.Now()) && c.rate.toldBad.CompareAndSwap(false, true) {
+			c.log.DebugContext(ctx, "x-ratelimit-remaining is not a count: ignored for pacing", "value", oneLine(resp.Header.Get("X-Ratelimit-Remaining")))
+		}
 	}
 	c.stats.record(endpoint, a.status, len(body))
 	c.log.DebugContext(ctx, "http request", "method", http.MethodGet, "path", pathOf(reqURL),

@@ -3,6 +3,7 @@ package syncer
 import (
 	"time"
 
+	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -33,7 +34,30 @@ type Summary struct {
 	Retries         int64                       `json:"retries"`
 	Duration        time.Duration               `json:"duration_ns"`
 	Watermark       *time.Time                  `json:"watermark,omitempty"`
-	CanWrite        *bool                       `json:"can_write,omitempty"`
+	// RateLimit is the API's rate-limit figures as the run last saw them.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	CanWrite  *bool      `json:"can_write,omitempty"`
+}
+
+// RateLimit is the API's rate limit as last seen: the requests allowed in
+// its window, those left, and when the window resets.
+type RateLimit struct {
+	Limit     int        `json:"limit"`
+	Remaining int        `json:"remaining"`
+	Reset     *time.Time `json:"reset,omitempty"`
+}
+
+// rateLimitOf returns the figures of rl, or nil when the API sent none.
+func rateLimitOf(rl jsonapi.RateLimit) *RateLimit {
+	if rl.Limit < 0 || rl.Remaining < 0 {
+		return nil
+	}
+	out := &RateLimit{Limit: rl.Limit, Remaining: rl.Remaining}
+	if !rl.Reset.IsZero() {
+		reset := rl.Reset.UTC()
+		out.Reset = &reset
+	}
+	return out
 }
 
 func (r *run) summary() Summary {
@@ -48,6 +72,6 @@ func (r *run) summary() Summary {
 		Pages: p.Pages, Fetched: p.Fetched, Inserted: p.Inserted, Updated: p.Updated, Unchanged: p.Unchanged,
 		Quarantined: p.Quarantined, Versions: p.Versions, Unknown: unknown, Dimensions: r.dims, Membership: r.membership,
 		Requests: p.Requests, RateLimited: p.RateLimited, Retries: p.Retries, Duration: r.s.cfg.Now().Sub(r.started),
-		CanWrite: r.canWrite, FutureUpdatedAt: r.future,
+		CanWrite: r.canWrite, FutureUpdatedAt: r.future, RateLimit: rateLimitOf(r.s.client.Stats().RateLimit),
 	}
 }

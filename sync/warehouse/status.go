@@ -18,10 +18,13 @@ type Status struct {
 	// FutureUpdatedAt is how many users the last sync found updated
 	// further in the future than its allowance (they did not move the
 	// watermark).
-	FutureUpdatedAt int64       `json:"future_updated_at"`
-	Users           int64       `json:"users_live"`
-	CanWrite        *bool       `json:"can_write"` // the API user's write access to users, as last seen by a run
-	Runs            []RunStatus `json:"runs"`
+	FutureUpdatedAt int64 `json:"future_updated_at"`
+	// RateLimit is the API's rate limit as the last run that recorded it saw
+	// it (limit, remaining, reset), raw JSON; null when none did.
+	RateLimit json.RawMessage `json:"rate_limit"`
+	Users     int64           `json:"users_live"`
+	CanWrite  *bool           `json:"can_write"` // the API user's write access to users, as last seen by a run
+	Runs      []RunStatus     `json:"runs"`
 }
 
 // RunStatus is one run as `status` shows it.
@@ -58,8 +61,9 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 		(SELECT unknown_attributes FROM `+s.q+`.sync_runs WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1),
 		(SELECT can_write FROM `+s.q+`.sync_runs WHERE can_write IS NOT NULL ORDER BY run_id DESC LIMIT 1),
 		coalesce((SELECT (summary->>'future_updated_at')::bigint FROM `+s.q+`.sync_runs
-			WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1), 0)`).
-		Scan(&st.Quarantined, &st.Users, &drift, &st.CanWrite, &st.FutureUpdatedAt)
+			WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1), 0),
+		(SELECT summary->'rate_limit' FROM `+s.q+`.sync_runs WHERE summary ? 'rate_limit' ORDER BY run_id DESC LIMIT 1)`).
+		Scan(&st.Quarantined, &st.Users, &drift, &st.CanWrite, &st.FutureUpdatedAt, &st.RateLimit)
 	if err != nil {
 		return st, fmt.Errorf("reading status: %w", err)
 	}

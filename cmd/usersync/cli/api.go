@@ -26,7 +26,7 @@ func newAPIClient(e *env, store *warehouse.Store) (*jsonapi.Client, error) {
 		auth = o
 	}
 	c, err := jsonapi.NewClient(jsonapi.Options{
-		BaseURL: e.cfg.APIURL, Auth: auth, UserAgent: UserAgent(), Logger: e.logger, MaxBodyBytes: e.cfg.MaxResponseBytes,
+		BaseURL: e.cfg.APIURL, Auth: auth, UserAgent: UserAgent(), Logger: e.logger, MaxBodyBytes: e.cfg.MaxResponseBytes, Budget: e.cfg.APIBudget,
 	})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("configuring the API client: %w", err)}

@@ -33,6 +33,7 @@ type Config struct {
 	PageSize          int
 	Lookback          time.Duration
 	MaxResponseBytes  int64
+	APIBudget         float64
 	MaxFutureSkew     time.Duration
 	LogLevel          string
 	LogFormat         string
@@ -148,6 +149,15 @@ func settings() []setting {
 			set: func(c *Config, v string) error { return parseInt(&c.PageSize, v, 1, 1000) }},
 		{Env: "USERSYNC_LOOKBACK", Flag: "lookback", Default: "10m", Meaning: "how far before the watermark an incremental sync starts, to catch late-visible and out-of-order updates.",
 			set: func(c *Config, v string) error { return parseDuration(&c.Lookback, v, 0, 7*24*time.Hour) }},
+		{Env: "USERSYNC_API_BUDGET", Flag: "api-budget", Default: "0.5", Meaning: "the share of the token's hourly rate limit (x-ratelimit-limit) usersync may use, in (0, 1]; the rest is left to the token owner's other tools. usersync never lets x-ratelimit-remaining fall below (1 - share) x limit: it waits for the reset (the worker snoozes its job; a command waits up to a minute, then exits 1 saying when the budget resets).",
+			set: func(c *Config, v string) error {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil || !(f > 0 && f <= 1) {
+					return fmt.Errorf("must be a share above 0 and at most 1 (like 0.5), not %q", v)
+				}
+				c.APIBudget = f
+				return nil
+			}},
 		{Env: "USERSYNC_MAX_RESPONSE_BYTES", Flag: "max-response-bytes", Default: "64MiB", Meaning: "largest API response body read, in bytes or with a KiB, MiB or GiB suffix; a larger one fails the request instead of filling memory.",
 			set: func(c *Config, v string) error { return parseBytes(&c.MaxResponseBytes, v, 64<<10, 4<<30) }},
 		{Env: "USERSYNC_MAX_FUTURE_SKEW", Flag: "max-future-skew", Default: "24h", Meaning: "how far ahead of this host's clock a record's updatedAt may be and still move the watermark; records dated further ahead are stored and counted but never move it.",

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -94,6 +95,13 @@ func printStatus(w io.Writer, st warehouse.Status, now time.Time) {
 	} else {
 		fmt.Fprintln(w, "drift        none")
 	}
+	if rl := rateLimitOf(st); rl != nil {
+		reset := ""
+		if rl.Reset != nil {
+			reset = ", resets " + rl.Reset.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "api budget   %d of %d requests left as the last run saw them%s\n", rl.Remaining, rl.Limit, reset)
+	}
 	if st.FutureUpdatedAt > 0 {
 		fmt.Fprintf(w, "future       %d users updated further ahead than the allowance (USERSYNC_MAX_FUTURE_SKEW); the watermark ignores them\n", st.FutureUpdatedAt)
 	}
@@ -140,4 +148,13 @@ func writeAccess(canWrite *bool) string {
 	default:
 		return "read-only token"
 	}
+}
+
+// rateLimitOf decodes the rate limit the last run recorded, nil if none.
+func rateLimitOf(st warehouse.Status) *syncer.RateLimit {
+	var rl syncer.RateLimit
+	if len(st.RateLimit) == 0 || json.Unmarshal(st.RateLimit, &rl) != nil || rl.Limit <= 0 {
+		return nil
+	}
+	return &rl
 }

@@ -445,3 +445,34 @@ func TestLockWaitIsNotAFailure(t *testing.T) {
 		t.Errorf("status shows a failure:\n%s", out)
 	}
 }
+
+// TestRestartsAddNoWork: periodic jobs run at a worker's start only when
+// due. The first start (nothing ever ran) runs each once; three restarts
+// within the hour add no sync, reconcile or snapshot.
+func TestRestartsAddNoWork(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 19, Users: 200})
+	env := workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@hourly", "USERSYNC_RECONCILE_SCHEDULE": "0 3 * * *",
+		"USERSYNC_SNAPSHOT_SCHEDULE": "@hourly", "USERSYNC_SNAPSHOT_DIR": t.TempDir(), "USERSYNC_SNAPSHOT_AFTER_SYNC": "false"})
+	jobsOf := func(kind string) int64 {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = '`+kind+`'`)
+	}
+	kinds := []string{"usersync_sync", "usersync_reconcile", "usersync_snapshot"}
+	w := startWorker(t, env)
+	waitFor(t, "the first start's jobs to complete", 90*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE state = 'completed'`) == 3
+	})
+	w.stop(t)
+	for i := range 3 {
+		w := startWorker(t, env)
+		waitFor(t, "the restarted worker to find nothing due", 60*time.Second, func() bool {
+			return strings.Count(w.logs.String(), "periodic job not due") == len(kinds)
+		})
+		w.stop(t)
+		for _, kind := range kinds {
+			if n := jobsOf(kind); n != 1 {
+				t.Errorf("restart %d: %d %s jobs, want 1", i+1, n, kind)
+			}
+		}
+	}
+}

@@ -33,10 +33,14 @@ func (s *Server) limit(k *Knobs, seq int64, hdr http.Header) *apiError {
 	var refused bool
 	var retryAfter int64
 	if k.RateLimit > 0 {
-		if s.rateStart == 0 || now >= s.rateStart+hourMs {
+		window := int64(hourMs)
+		if k.RateLimitWindow > 0 {
+			window = k.RateLimitWindow.Milliseconds()
+		}
+		if s.rateStart == 0 || now >= s.rateStart+window {
 			s.rateStart, s.rateUsed = now, 0
 		}
-		reset := s.rateStart + hourMs
+		reset := s.rateStart + window
 		if s.rateUsed >= k.RateLimit {
 			refused, retryAfter = true, ceilDiv(reset-now, 1000)
 		} else {

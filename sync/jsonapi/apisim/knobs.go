@@ -33,6 +33,9 @@ type Knobs struct {
 	// x-ratelimit-reset (epoch seconds), and a request over budget gets 429
 	// with Retry-After. 0 disables rate limiting and its headers.
 	RateLimit int
+	// RateLimitWindow is how long RateLimit's budget lasts before it is
+	// whole again (x-ratelimit-reset). 0 means an hour, as the service.
+	RateLimitWindow time.Duration
 	// RateLimitEvery answers every Nth API request with 429 and a
 	// Retry-After of RetryAfter (whole seconds, rounded up). 0 = off.
 	RateLimitEvery int
@@ -119,6 +122,7 @@ func (k Knobs) Validate() error {
 	}
 	check(k.PageSizeCap >= 0 && k.PageSizeCap <= MaxPageSize, "PageSizeCap must be between 0 and %d", MaxPageSize)
 	check(k.RateLimit >= 0, "RateLimit must not be negative")
+	check(k.RateLimitWindow >= 0, "RateLimitWindow must not be negative")
 	check(k.RateLimitEvery >= 0, "RateLimitEvery must not be negative")
 	check(k.RetryAfter >= 0, "RetryAfter must not be negative")
 	check(k.FaultRate >= 0 && k.FaultRate <= 1, "FaultRate must be between 0 and 1")
