@@ -2,11 +2,14 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -19,8 +22,9 @@ import (
 type Deps struct {
 	Syncer *syncer.Syncer
 	Store  *warehouse.Store
-	// Snapshot writes a Parquet snapshot; nil disables snapshot jobs.
-	Snapshot func(ctx context.Context) error
+	// Snapshot writes a Parquet snapshot, unless nothing changed since the
+	// last one; nil disables snapshot jobs.
+	Snapshot func(ctx context.Context) (SnapshotOutcome, error)
 	// SnapshotAfterSync enqueues a snapshot after each successful sync,
 	// backfill or reconcile.
 	SnapshotAfterSync bool
@@ -132,5 +136,37 @@ func (w *SnapshotWorker) Work(ctx context.Context, job *river.Job[SnapshotArgs])
 	if w.d.Snapshot == nil {
 		return river.JobCancel(errSnapshotsOff)
 	}
-	return w.d.Snapshot(ctx)
+	out, err := w.d.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	return river.RecordOutput(ctx, out) // read by status
+}
+
+// SnapshotOutcome is what a snapshot job did, kept as the job's output.
+type SnapshotOutcome struct {
+	// ID is the snapshot written, or when Skipped the newest complete one,
+	// which holds the same content.
+	ID      string `json:"id"`
+	Skipped bool   `json:"skipped"`
+}
+
+// LastSnapshot returns the outcome of the newest completed snapshot job and
+// when it finished; a zero outcome when none is kept.
+func LastSnapshot(ctx context.Context, pool *pgxpool.Pool, riverSchema string) (SnapshotOutcome, time.Time, error) {
+	var out SnapshotOutcome
+	var raw []byte
+	var at time.Time
+	err := pool.QueryRow(ctx, `SELECT metadata->'output', finalized_at FROM `+pgx.Identifier{riverSchema, "river_job"}.Sanitize()+`
+		WHERE kind = $1 AND state = 'completed' AND metadata ? 'output' ORDER BY id DESC LIMIT 1`, KindSnapshot).Scan(&raw, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, at, nil
+	}
+	if err != nil {
+		return out, at, fmt.Errorf("reading the last snapshot job: %w", err)
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return out, at, fmt.Errorf("reading the last snapshot job: %w", err)
+	}
+	return out, at, nil
 }

@@ -25,6 +25,9 @@ type Manifest struct {
 	FinishedAt     time.Time       `json:"finished_at"`
 	Compression    Compression     `json:"compression"`
 	Tables         []TableManifest `json:"tables"`
+	// Changes marks the warehouse's content at the read (see readChanges):
+	// a later snapshot with the same mark would hold the same rows.
+	Changes string `json:"changes,omitempty"`
 }
 
 // TableManifest is one table of a snapshot.

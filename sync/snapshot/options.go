@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/usersync/usersync/schema"
 )
@@ -74,6 +75,10 @@ type Options struct {
 	// Keep is how many complete snapshots retention keeps, the newest first
 	// (default DefaultKeep). The newest complete snapshot is never removed.
 	Keep int
+	// KeepDaily also keeps, beyond the newest Keep, the newest complete
+	// snapshot of each UTC day within this long of now (0: none), so that
+	// history reaches back days whatever the number of snapshots a day.
+	KeepDaily time.Duration
 	// Tables restricts snapshots to these tables (default: every catalog
 	// table with Snapshot set).
 	Tables []string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"time"
 )
 
 // tidy runs after snapshot id is published. It removes, from the entries
@@ -23,10 +24,7 @@ func (w *Writer) tidy(ctx context.Context, existing []Entry, id string, log *slo
 	complete := append(completeIDs(existing), id)
 	slices.Sort(complete)
 	complete = slices.Compact(complete)
-	kept := map[string]bool{}
-	for _, k := range complete[max(0, len(complete)-w.opts.Keep):] {
-		kept[k] = true
-	}
+	kept := keptIDs(complete, w.opts.Keep, w.opts.KeepDaily, w.now())
 	stuck := map[string]bool{} // pruned snapshots whose manifest is still there
 	pruned, cleaned := 0, 0
 	for _, e := range existing {
@@ -51,8 +49,35 @@ func (w *Writer) tidy(ctx context.Context, existing []Entry, id string, log *slo
 		cleaned++
 	}
 	if pruned > 0 || cleaned > 0 {
-		log.InfoContext(ctx, "old snapshots removed", "snapshots", pruned, "files", cleaned, "keep", w.opts.Keep)
+		log.InfoContext(ctx, "old snapshots removed", "snapshots", pruned, "files", cleaned, "keep", w.opts.Keep,
+			"keep_daily", w.opts.KeepDaily.String())
 	}
+}
+
+// keptIDs returns which of the complete snapshot ids (sorted, oldest first)
+// retention keeps: the newest keep, and the newest of each UTC day younger
+// than daily.
+func keptIDs(complete []string, keep int, daily time.Duration, now time.Time) map[string]bool {
+	kept := map[string]bool{}
+	for _, k := range complete[max(0, len(complete)-keep):] {
+		kept[k] = true
+	}
+	if daily <= 0 {
+		return kept
+	}
+	since := now.Add(-daily)
+	newestOfDay := map[string]string{}
+	for _, id := range complete {
+		at, err := time.Parse(idLayout, id[:len(idLayout)])
+		if err != nil || at.Before(since) {
+			continue
+		}
+		newestOfDay[id[:8]] = id // sorted: the last one of a day wins
+	}
+	for _, id := range newestOfDay {
+		kept[id] = true
+	}
+	return kept
 }
 
 // committedManifest reports whether e is a committed manifest, and its id.

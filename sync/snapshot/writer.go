@@ -77,6 +77,7 @@ type snapshotRun struct {
 	schema    string
 	started   time.Time
 	watermark *time.Time
+	changes   string // readChanges
 }
 
 // arrowSchema is t's Arrow schema with the snapshot's metadata added.
@@ -100,6 +101,21 @@ func (s *snapshotRun) arrowSchema(t schema.Table) *arrow.Schema {
 // snapshots beyond Options.Keep. On error, the files of this snapshot are
 // removed and the previous snapshot stays the latest.
 func (w *Writer) Write(ctx context.Context) (Manifest, error) {
+	return w.write(ctx, false)
+}
+
+// ErrUnchanged is returned by WriteChanged when nothing a snapshot holds
+// changed since the newest complete one.
+var ErrUnchanged = errors.New("nothing changed since the last complete snapshot")
+
+// WriteChanged writes a snapshot unless the newest complete one holds the
+// same content: then it returns that one's manifest and ErrUnchanged.
+// Content is judged from the runs (readChanges), not by reading the tables.
+func (w *Writer) WriteChanged(ctx context.Context) (Manifest, error) {
+	return w.write(ctx, true)
+}
+
+func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error) {
 	run := &snapshotRun{schema: w.schema, started: w.now().UTC().Truncate(time.Microsecond)}
 	tx, err := w.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -114,9 +130,20 @@ func (w *Writer) Write(ctx context.Context) (Manifest, error) {
 	if run.watermark, err = readWatermark(ctx, tx, w.schema); err != nil {
 		return Manifest{}, err
 	}
+	if run.changes, err = readChanges(ctx, tx, w.schema); err != nil {
+		return Manifest{}, err
+	}
 	existing, err := w.dest.List(ctx, "")
 	if err != nil {
 		return Manifest{}, fmt.Errorf("listing %s: %w", w.dest, err)
+	}
+	if skipUnchanged {
+		if ids := completeIDs(existing); len(ids) > 0 {
+			last, err := ReadManifest(ctx, w.dest, slices.Max(ids))
+			if err == nil && last.Changes == run.changes && last.Schema == w.schema && last.CatalogVersion == schema.Version {
+				return last, ErrUnchanged
+			}
+		}
 	}
 	if run.id, err = nextID(run.started, existing); err != nil {
 		return Manifest{}, err
@@ -145,7 +172,7 @@ func (w *Writer) Write(ctx context.Context) (Manifest, error) {
 // writeTables writes every table and returns the manifest to publish.
 func (w *Writer) writeTables(ctx context.Context, rs *readers, run *snapshotRun, log *slog.Logger) (Manifest, error) {
 	m := Manifest{Format: ManifestFormat, ID: run.id, Schema: w.schema, CatalogVersion: schema.Version,
-		Watermark: run.watermark, StartedAt: run.started, Compression: w.opts.Compression}
+		Watermark: run.watermark, StartedAt: run.started, Compression: w.opts.Compression, Changes: run.changes}
 	for _, t := range w.tables {
 		start := w.now()
 		tm, err := w.writeTable(ctx, rs, run, t)
@@ -178,6 +205,34 @@ func (w *Writer) lock(ctx context.Context, tx pgx.Tx) error {
 }
 
 // readWatermark returns the users stream's committed watermark, nil if none.
+// readChanges marks the content of the warehouse as the snapshot reads it.
+// Every change to what a snapshot holds is made by a run and counted in its
+// row of sync_runs, in the transaction that makes it: users inserted,
+// updated, quarantined, deleted or undeleted per page, and the teams, roles,
+// profiles and memberships a run changed in its summary (written with its
+// end). The mark is the number of runs that changed something, the newest
+// of them with its counters, and the newest migration: equal marks, equal
+// content. (A run still writing its dimensions is counted when it ends: a
+// snapshot skipped meanwhile is written by the next one.)
+func readChanges(ctx context.Context, tx pgx.Tx, schemaName string) (string, error) {
+	q := pgx.Identifier{schemaName}.Sanitize()
+	var runs, newest, counted, migration int64
+	err := tx.QueryRow(ctx, `WITH changed AS (
+		SELECT run_id, inserted + updated + quarantined + deleted + undeleted AS n FROM `+q+`.sync_runs r
+		WHERE inserted + updated + quarantined + deleted + undeleted > 0
+		   OR coalesce((summary->'membership'->>'added')::bigint, 0) + coalesce((summary->'membership'->>'removed')::bigint, 0) > 0
+		   OR EXISTS (SELECT 1 FROM jsonb_each(CASE WHEN jsonb_typeof(summary->'dimensions') = 'object' THEN summary->'dimensions' ELSE '{}' END) d
+		              WHERE coalesce((d.value->>'Inserted')::bigint, 0) + coalesce((d.value->>'Updated')::bigint, 0)
+		                  + coalesce((d.value->>'Deleted')::bigint, 0) + coalesce((d.value->>'Quarantined')::bigint, 0) > 0))
+		SELECT count(*), coalesce(max(run_id), 0), coalesce((SELECT n FROM changed ORDER BY run_id DESC LIMIT 1), 0),
+			(SELECT coalesce(max(version), 0) FROM `+q+`.schema_migrations)
+		FROM changed`).Scan(&runs, &newest, &counted, &migration)
+	if err != nil {
+		return "", fmt.Errorf("reading the warehouse's changes: %w", err)
+	}
+	return fmt.Sprintf("m%d-r%d-n%d-%d", migration, runs, newest, counted), nil
+}
+
 func readWatermark(ctx context.Context, tx pgx.Tx, schemaName string) (*time.Time, error) {
 	var wm *time.Time
 	err := tx.QueryRow(ctx, `SELECT watermark FROM `+pgx.Identifier{schemaName, "sync_state"}.Sanitize()+

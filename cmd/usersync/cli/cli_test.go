@@ -143,6 +143,8 @@ func TestConfigErrors(t *testing.T) {
 		{"api budget above one", map[string]string{"USERSYNC_API_BUDGET": "1.5"}, nil, "USERSYNC_API_BUDGET must be a share above 0 and at most 1"},
 		{"api budget text", map[string]string{"USERSYNC_API_BUDGET": "abc"}, nil, "USERSYNC_API_BUDGET must be a share"},
 		{"api budget NaN", nil, []string{"--api-budget", "NaN"}, "--api-budget must be a share"},
+		{"snapshot keep for negative", map[string]string{"USERSYNC_SNAPSHOT_KEEP_FOR": "-1d"}, nil, "USERSYNC_SNAPSHOT_KEEP_FOR must be a number of days"},
+		{"snapshot keep for text", map[string]string{"USERSYNC_SNAPSHOT_KEEP_FOR": "a month"}, nil, "USERSYNC_SNAPSHOT_KEEP_FOR must be a number of days"},
 		{"max future skew zero", map[string]string{"USERSYNC_MAX_FUTURE_SKEW": "0"}, nil, "USERSYNC_MAX_FUTURE_SKEW must be a duration between 1m0s and"},
 		{"max future skew text", nil, []string{"--max-future-skew", "a day"}, "--max-future-skew"},
 		{"secret file empty", map[string]string{"USERSYNC_OAUTH_REFRESH_TOKEN_FILE": emptyFile}, nil, "USERSYNC_OAUTH_REFRESH_TOKEN_FILE"},

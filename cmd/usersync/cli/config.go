@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // registerSettingFlags adds a flag for every setting that has one. The flags'
@@ -164,7 +165,7 @@ func (c Config) String() string {
 		"USERSYNC_WORKERS": fmt.Sprint(c.Workers), "USERSYNC_DATA_CONNECTIONS": fmt.Sprint(c.DataConnections),
 		"USERSYNC_ORPHAN_AGE": c.OrphanAge.String(), "USERSYNC_RECONCILE_MAX_DELETE": fmt.Sprint(c.ReconcileMaxDelete),
 		"USERSYNC_RECONCILE_MEMBERSHIP": c.ReconcileMembership,
-		"USERSYNC_SNAPSHOT_COMPRESSION": c.SnapshotCompression, "USERSYNC_SNAPSHOT_KEEP": fmt.Sprint(c.SnapshotKeep),
+		"USERSYNC_SNAPSHOT_COMPRESSION": c.SnapshotCompression, "USERSYNC_SNAPSHOT_KEEP": fmt.Sprint(c.SnapshotKeep), "USERSYNC_SNAPSHOT_KEEP_FOR": formatAge(c.SnapshotKeepFor),
 		"USERSYNC_SNAPSHOT_BATCH_ROWS": fmt.Sprint(c.SnapshotBatchRows), "USERSYNC_SNAPSHOT_ROW_GROUP_ROWS": fmt.Sprint(c.SnapshotRowGroupRows),
 		"USERSYNC_SNAPSHOT_READERS": fmt.Sprint(c.SnapshotReaders),
 		"USERSYNC_S3_ENDPOINT":      c.S3Endpoint, "USERSYNC_S3_REGION": c.S3Region, "USERSYNC_S3_ACCESS_KEY_ID": c.S3AccessKeyID,
@@ -182,4 +183,12 @@ func mask(secret string) string {
 		return ""
 	}
 	return "(set)"
+}
+
+// formatAge prints a whole number of days as parseAge reads it ("14d").
+func formatAge(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
 }

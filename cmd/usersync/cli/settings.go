@@ -56,6 +56,7 @@ type Config struct {
 
 	SnapshotCompression  string
 	SnapshotKeep         int
+	SnapshotKeepFor      time.Duration
 	SnapshotBatchRows    int
 	SnapshotRowGroupRows int
 	SnapshotReaders      int
@@ -128,6 +129,8 @@ func settings() []setting {
 			set: func(c *Config, v string) error { return parseEnum(&c.SnapshotCompression, v, "zstd", "snappy", "none") }},
 		{Env: "USERSYNC_SNAPSHOT_KEEP", Flag: "snapshot-keep", Default: "30", Meaning: "how many complete snapshots to keep; older ones are removed (the newest complete one never is).",
 			set: func(c *Config, v string) error { return parseInt(&c.SnapshotKeep, v, 1, 100000) }},
+		{Env: "USERSYNC_SNAPSHOT_KEEP_FOR", Flag: "snapshot-keep-for", Default: "14d", Meaning: "beyond the newest USERSYNC_SNAPSHOT_KEEP, also keep the last complete snapshot of each UTC day this far back (days like 30d, or a duration; 0 keeps none beyond them).",
+			set: func(c *Config, v string) error { return parseAge(&c.SnapshotKeepFor, v, 3650) }},
 		{Env: "USERSYNC_SNAPSHOT_BATCH_ROWS", Flag: "snapshot-batch-rows", Default: "16384", Meaning: "rows read from PostgreSQL into one Arrow record batch; memory grows with it.",
 			set: func(c *Config, v string) error { return parseInt(&c.SnapshotBatchRows, v, 256, 1<<22) }},
 		{Env: "USERSYNC_SNAPSHOT_ROW_GROUP_ROWS", Flag: "snapshot-row-group-rows", Default: "1048576", Meaning: "most rows in one Parquet row group (a row group is also cut at 64 MiB of values); a row group is held in memory until written.",
@@ -324,6 +327,25 @@ func parseDuration(dst *time.Duration, v string, lo, hi time.Duration) error {
 	d, err := time.ParseDuration(strings.TrimSpace(v))
 	if err != nil || d < lo || d > hi {
 		return fmt.Errorf("must be a duration between %s and %s (like 10m or 1h30m), not %q", lo, hi, v)
+	}
+	*dst = d
+	return nil
+}
+
+// parseAge parses a number of days ("30d") or a duration ("36h"), from 0
+// to maxDays days.
+func parseAge(dst *time.Duration, v string, maxDays int) error {
+	t := strings.TrimSpace(v)
+	d, err := time.ParseDuration(t)
+	if days, ok := strings.CutSuffix(t, "d"); ok {
+		n, perr := strconv.Atoi(days)
+		d, err = time.Duration(n)*24*time.Hour, perr
+		if n > maxDays {
+			err = errors.New("too long")
+		}
+	}
+	if err != nil || d < 0 || d > time.Duration(maxDays)*24*time.Hour {
+		return fmt.Errorf("must be a number of days (like 30d) or a duration, from 0 to %dd, not %q", maxDays, v)
 	}
 	*dst = d
 	return nil

@@ -70,7 +70,7 @@ func newSnapshotWriter(e *env, pool *pgxpool.Pool, dir string) (*snapshot.Writer
 		return nil, usageError{fmt.Errorf("USERSYNC_SNAPSHOT_DIR: %w", err)}
 	}
 	w, err := snapshot.New(pool, e.cfg.Schema, dest, e.logger, time.Now, snapshot.Options{
-		Compression: snapshot.Compression(e.cfg.SnapshotCompression), Keep: e.cfg.SnapshotKeep,
+		Compression: snapshot.Compression(e.cfg.SnapshotCompression), Keep: e.cfg.SnapshotKeep, KeepDaily: e.cfg.SnapshotKeepFor,
 		BatchRows: e.cfg.SnapshotBatchRows, RowGroupRows: e.cfg.SnapshotRowGroupRows, Readers: e.cfg.SnapshotReaders})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("configuring snapshots: %w", err)}

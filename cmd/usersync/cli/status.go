@@ -40,12 +40,24 @@ func statusCommand() command {
 				if err != nil {
 					return fmt.Errorf("reading the job queue: %w", err)
 				}
+				snap, snapAt, err := jobs.LastSnapshot(ctx, pool, jobs.RiverSchema(e.cfg.Schema))
+				if err != nil {
+					return err
+				}
 				if *asJSON {
+					type lastSnapshot struct {
+						jobs.SnapshotOutcome
+						At time.Time `json:"at"`
+					}
 					out := struct {
 						warehouse.Status
 						WatermarkLagSeconds *float64        `json:"watermark_lag_seconds"`
 						Jobs                []jobs.JobCount `json:"jobs"`
+						LastSnapshot        *lastSnapshot   `json:"last_snapshot_job"`
 					}{Status: st, Jobs: jobCounts}
+					if snap.ID != "" {
+						out.LastSnapshot = &lastSnapshot{snap, snapAt}
+					}
 					if st.Watermark != nil {
 						lag := time.Since(*st.Watermark).Seconds()
 						out.WatermarkLagSeconds = &lag
@@ -55,6 +67,13 @@ func statusCommand() command {
 					return enc.Encode(out)
 				}
 				printStatus(e.stdout, st, time.Now())
+				if snap.ID != "" {
+					what := "wrote snapshot " + snap.ID
+					if snap.Skipped {
+						what = "skipped: nothing changed since snapshot " + snap.ID
+					}
+					fmt.Fprintf(e.stdout, "snapshot     %s (job finished %s)\n", what, snapAt.UTC().Format(time.RFC3339))
+				}
 				printJobs(e.stdout, jobCounts)
 				return nil
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/sync/snapshot"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -90,9 +91,13 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 		if err != nil {
 			return err
 		}
-		deps.Snapshot = func(ctx context.Context) error {
-			_, err := sw.Write(ctx)
-			return err
+		deps.Snapshot = func(ctx context.Context) (jobs.SnapshotOutcome, error) {
+			m, err := sw.WriteChanged(ctx)
+			if errors.Is(err, snapshot.ErrUnchanged) {
+				e.logger.InfoContext(ctx, "snapshot skipped: nothing changed since the last complete one", "snapshot", m.ID)
+				return jobs.SnapshotOutcome{ID: m.ID, Skipped: true}, nil
+			}
+			return jobs.SnapshotOutcome{ID: m.ID}, err
 		}
 	}
 	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: pool, RiverSchema: riverSchema, Deps: deps, Schedules: schedules,
