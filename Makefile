@@ -64,6 +64,10 @@ chaos: ## fault injection: 30 faults (20 kill -9) with seed 1, then with three r
 		$(GO) run ./cmd/usersync-chaos -seed $$seed -faults 30 -kills 20 $(CHAOS_ARGS) || exit 1; \
 	done
 
+.PHONY: soak
+soak: ## weeks of operation in minutes: two replicas for 10 minutes (SOAK_ARGS to change), then checks and a line of figures
+	$(GO) run ./cmd/usersync-chaos -seed 1 -soak 10m $(SOAK_ARGS)
+
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 60s; make test runs 5s each)
 	@for t in $(FUZZ_TARGETS); do \

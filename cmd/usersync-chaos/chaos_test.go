@@ -17,3 +17,14 @@ func TestChaosShort(t *testing.T) {
 		t.Fatalf("chaos: exit %d", code)
 	}
 }
+
+// TestSoakShort is the 60-second form of make soak: two replicas, rolling
+// restarts, a backfill holding the lock, a budget, links-only teams.
+func TestSoakShort(t *testing.T) {
+	var out bytes.Buffer
+	code := run(context.Background(), []string{"-seed", "1", "-soak", "60s", "-users", "1500"}, &out, &out)
+	t.Log("\n" + out.String())
+	if code != 0 || !strings.Contains(out.String(), "1 passed, 0 failed") {
+		t.Fatalf("soak: exit %d", code)
+	}
+}

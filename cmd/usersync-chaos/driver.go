@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -90,7 +91,11 @@ func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
 	if out, err := d.usersync(ctx, "migrate"); err != nil {
 		return nil, fmt.Errorf("migrating: %w: %s", err, out)
 	}
-	fmt.Fprintf(d.out, "chaos: seed %d, %d faults (%d kill -9), %d users, database %s\n", o.seed, o.faults, o.kills, o.users, d.pgURL)
+	if o.soak > 0 {
+		fmt.Fprintf(d.out, "soak: seed %d, %s, %d users, database %s\n", o.seed, o.soak, o.users, d.pgURL)
+	} else {
+		fmt.Fprintf(d.out, "chaos: seed %d, %d faults (%d kill -9), %d users, database %s\n", o.seed, o.faults, o.kills, o.users, d.pgURL)
+	}
 	return d, nil
 }
 
@@ -139,10 +144,11 @@ type proc struct {
 	err  error // the exit, once done is closed
 }
 
-// startWorker starts a worker process, logging to a file in the temp folder.
-func (d *driver) startWorker() (*proc, error) {
+// startWorker starts a worker process, logging to a file in the temp
+// folder; extra settings override the driver's.
+func (d *driver) startWorker(extra ...string) (*proc, error) {
 	cmd := exec.CommandContext(context.WithoutCancel(context.Background()), d.bin, "worker") // lives until stopped or killed
-	cmd.Env = d.env
+	cmd.Env = append(slices.Clip(d.env), extra...)
 	logs, err := os.Create(filepath.Join(d.tmp, fmt.Sprintf("worker-%d.log", time.Now().UnixNano())))
 	if err != nil {
 		return nil, err

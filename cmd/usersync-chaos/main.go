@@ -36,6 +36,7 @@ type options struct {
 	bin      string
 	converge time.Duration
 	keep     bool
+	soak     time.Duration
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -49,6 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "usersync binary (default: built from this checkout)")
 	fs.DurationVar(&o.converge, "converge", 90*time.Second, "how long the system may take to converge after a fault")
 	fs.BoolVar(&o.keep, "keep", false, "keep the chaos database cluster running afterwards")
+	fs.DurationVar(&o.soak, "soak", 0, "instead of faults, run two worker replicas this long with rolling restarts, a long backfill, a rate-limit budget and links-only teams, then check operations (restarts, failures, budget, snapshots)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -63,7 +65,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usersync-chaos: %v\n", err)
 		return 1
 	}
-	passed, failed := d.run(ctx)
+	drive := d.run
+	if o.soak > 0 {
+		drive = d.soak
+	}
+	passed, failed := drive(ctx)
 	d.close()
 	fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, failed)
 	if failed > 0 {
