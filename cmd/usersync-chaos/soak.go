@@ -73,7 +73,7 @@ func (d *driver) soak(ctx context.Context) (passed, failed int) {
 		return err
 	}
 	for i := range replicas {
-		replicas[i] = &replica{addr: freeLoopback()}
+		replicas[i] = &replica{addr: freeLoopback(ctx)}
 		if err := start(replicas[i]); err != nil {
 			fmt.Fprintf(d.out, "starting a worker: %v\n", err)
 			return 0, 1
@@ -103,7 +103,7 @@ func (d *driver) soak(ctx context.Context) (passed, failed int) {
 		}
 		if now.After(next) {
 			r := replicas[turn%len(replicas)]
-			failedSeen += scrapeFailed(r.addr)
+			failedSeen += scrapeFailed(ctx, r.addr)
 			if err := r.p.stop(20 * time.Second); err != nil {
 				fmt.Fprintf(d.out, "rolling restart: FAILED: %v\n", err)
 				failed++
@@ -119,10 +119,10 @@ func (d *driver) soak(ctx context.Context) (passed, failed int) {
 	}
 	elapsed := time.Since(began)
 	for _, r := range replicas[1:] {
-		failedSeen += scrapeFailed(r.addr)
+		failedSeen += scrapeFailed(ctx, r.addr)
 		_ = r.p.stop(20 * time.Second)
 	}
-	failedSeen += scrapeFailed(replicas[0].addr)
+	failedSeen += scrapeFailed(ctx, replicas[0].addr)
 	d.primary = replicas[0].p
 	d.churn = apisim.Churn{}
 	problems := d.converge(ctx)
@@ -172,20 +172,26 @@ func (d *driver) soak(ctx context.Context) (passed, failed int) {
 }
 
 // freeLoopback returns a loopback address with a free port.
-func freeLoopback() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func freeLoopback(ctx context.Context) string {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "127.0.0.1:0"
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
 }
 
 // scrapeFailed returns the sum of a worker's usersync_runs_total with status
 // failed, 0 when it does not answer.
-func scrapeFailed(addr string) float64 {
-	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get("http://" + addr + "/metrics")
+func scrapeFailed(ctx context.Context, addr string) float64 {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0
 	}

@@ -144,10 +144,10 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, summary any, canWrit
 type RunEnd string
 
 const (
-	// RunFailed: an error stopped the run.
+	// RunFailed is a run an error stopped.
 	RunFailed RunEnd = "failed"
-	// RunPaused: the run stopped to wait (a long rate limit, a shutdown);
-	// nothing failed.
+	// RunPaused is a run that stopped to wait (a long rate limit, a
+	// shutdown); nothing failed.
 	RunPaused RunEnd = "paused"
 )
 
