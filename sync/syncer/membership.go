@@ -2,7 +2,11 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
 
 	"github.com/usersync/usersync/sync/jsonapi"
 )
@@ -17,6 +21,10 @@ type MembershipSummary struct {
 	// run's users pass): the next sync writes them and lists membership
 	// again.
 	Absent int64 `json:"absent"`
+	// Deferred counts the users an incremental sync received without their
+	// team ids (an API that refuses include=teams): their membership is
+	// listed by the next reconcile, not by listing every team now.
+	Deferred int64 `json:"deferred,omitempty"`
 }
 
 // syncMembership rebuilds user_teams team by team, for APIs that send a
@@ -55,4 +63,45 @@ func (s *Syncer) syncMembership(ctx context.Context) (MembershipSummary, error) 
 		sum.Absent += absent
 	}
 	return sum, nil
+}
+
+// teamLinkage remembers whether the API refused include=teams. Users
+// requests ask for it: JSON:API requires full linkage in a compound document
+// (a resource in included is always identified in the primary data's
+// relationships), so include=teams with an empty fields[team] brings the
+// team ids of an API that otherwise sends the relationship as links only,
+// at no extra request and a few bytes per team. An API that answers 400 to
+// it is asked without it from then on; team membership then comes from
+// per-team listings, which incremental syncs leave to the next reconcile.
+type teamLinkage struct {
+	refused atomic.Bool
+}
+
+// withTeams adds include=teams to q unless the API refused it.
+func (s *Syncer) withTeams(q jsonapi.Query) jsonapi.Query {
+	if s.linkage.refused.Load() {
+		return q
+	}
+	return q.Include("teams").Fields("team")
+}
+
+// refusedInclude says whether err is the API refusing include=teams, and
+// remembers it; a refusal seen again (or another error) returns false.
+func (s *Syncer) refusedInclude(ctx context.Context, err error) bool {
+	var re *jsonapi.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusBadRequest || !mentionsInclude(re) || s.linkage.refused.Swap(true) {
+		return false
+	}
+	s.cfg.Logger.WarnContext(ctx, "the API refuses include=teams: team membership comes from per-team listings, in reconciles and full syncs only",
+		"error", err.Error())
+	return true
+}
+
+func mentionsInclude(re *jsonapi.ResponseError) bool {
+	for _, e := range re.Errors {
+		if e.Source.Parameter == "include" || strings.Contains(strings.ToLower(e.Detail+e.Title+e.ID+e.Code), "include") {
+			return true
+		}
+	}
+	return false
 }

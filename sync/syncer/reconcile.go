@@ -200,7 +200,11 @@ func (r *reconciler) execute(ctx context.Context) (ReconcileSummary, error) {
 	if err := r.queue(ctx, work); err != nil {
 		return r.summary(), err
 	}
-	if err := r.fetchQueued(ctx, work); err != nil {
+	err = r.fetchQueued(ctx, work)
+	if err != nil && r.s.refusedInclude(ctx, err) {
+		err = r.fetchQueued(ctx, work) // the first request failed: fetch without include
+	}
+	if err != nil {
 		return r.summary(), fmt.Errorf("fetching users by id: %w", err)
 	}
 	if r.sum.Deleted, err = work.MarkDeleted(ctx, r.runID, cmp.Gone); err != nil {

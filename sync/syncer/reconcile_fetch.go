@@ -29,10 +29,11 @@ func scanQuery() jsonapi.Query {
 	return jsonapi.Query{}.Fields("user", "updatedAt").Sort("id").PageSize(reconcilePageSize)
 }
 
-// fetchQuery fetches users by id, with every attribute and relationship and
-// the metadata every users request asks for (see UserQuery).
+// fetchQuery fetches users by id, with every attribute and relationship, the
+// metadata every users request asks for (see UserQuery) and the teams' ids
+// unless the API refused include=teams.
 func (s *Syncer) fetchQuery(ids []int64) jsonapi.Query {
-	return s.UserQuery().Filter("id", jsonapi.IDs(ids...)).PageSize(reconcilePageSize)
+	return s.withTeams(s.UserQuery()).Filter("id", jsonapi.IDs(ids...)).PageSize(reconcilePageSize)
 }
 
 // scan streams the (id, updatedAt) pairs of every user into the working

@@ -62,7 +62,12 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 	if err := r.syncUsers(ctx); err != nil {
 		return Summary{}, fmt.Errorf("syncing users: %w", err)
 	}
-	if r.noTeamsData > 0 {
+	switch {
+	case r.noTeamsData > 0 && r.req.Kind == warehouse.KindIncremental:
+		// Listing every team's members costs a request or more per team,
+		// each sync: the next reconcile does it once.
+		r.membership = &MembershipSummary{Deferred: r.noTeamsData}
+	case r.noTeamsData > 0:
 		m, err := r.s.syncMembership(ctx)
 		if err != nil {
 			return Summary{}, fmt.Errorf("syncing team membership: %w", err)

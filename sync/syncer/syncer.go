@@ -58,10 +58,11 @@ type Progress struct {
 
 // Syncer runs syncs against one API client and one warehouse.
 type Syncer struct {
-	client *jsonapi.Client
-	store  *warehouse.Store
-	cfg    Config
-	norm   map[string]*normalize.Normalizer
+	client  *jsonapi.Client
+	store   *warehouse.Store
+	cfg     Config
+	norm    map[string]*normalize.Normalizer
+	linkage teamLinkage
 }
 
 // New returns a Syncer.

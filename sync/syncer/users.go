@@ -16,9 +16,10 @@ import (
 )
 
 // usersQuery is the first request of a users walk over [from, until]:
-// sorted by updatedAt, count=false (the client's default), page[size].
+// sorted by updatedAt, count=false (the client's default), page[size], and
+// the teams' ids when the API includes them.
 func (s *Syncer) usersQuery(from, until *time.Time) jsonapi.Query {
-	q := s.UserQuery().Sort("updatedAt").PageSize(s.cfg.PageSize)
+	q := s.withTeams(s.UserQuery()).Sort("updatedAt").PageSize(s.cfg.PageSize)
 	if from != nil || until != nil {
 		var f, u time.Time
 		if from != nil {
@@ -73,6 +74,9 @@ func (r *run) syncUsers(ctx context.Context) error {
 		}
 	}
 	err := r.walk(ctx, pages)
+	if err != nil && !fromLink && r.cp.Progress.Pages == r.pagesAtStart() && r.s.refusedInclude(ctx, err) {
+		err = r.walk(ctx, r.s.client.Collection("users", r.s.usersQuery(r.from, r.until)))
+	}
 	if err != nil && fromLink && r.cp.Progress.Pages == r.pagesAtStart() && isStaleCursor(err) {
 		// The stored next link no longer works: walk again from just before
 		// the greatest updatedAt committed (or from the range's start).
@@ -85,6 +89,9 @@ func (r *run) syncUsers(ctx context.Context) error {
 		}
 		r.s.cfg.Logger.WarnContext(ctx, "stored next link refused; restarting the walk from the checkpoint", "run_id", r.runID, "from", fmtTime(from))
 		err = r.walk(ctx, r.s.client.Collection("users", r.s.usersQuery(from, r.until)))
+		if err != nil && r.cp.Progress.Pages == r.pagesAtStart() && r.s.refusedInclude(ctx, err) {
+			err = r.walk(ctx, r.s.client.Collection("users", r.s.usersQuery(from, r.until)))
+		}
 	}
 	if deferred {
 		// Built even when the walk failed: the warehouse is queried

@@ -201,7 +201,7 @@ func settings() []setting {
 				c.ReconcileMaxDelete = f
 				return nil
 			}},
-		{Env: "USERSYNC_RECONCILE_MEMBERSHIP", Flag: "reconcile-membership", Default: "auto", Meaning: "when a reconcile lists every team's members (one request or more per team): auto (only when the API sends users' teams without data), always, or never.",
+		{Env: "USERSYNC_RECONCILE_MEMBERSHIP", Flag: "reconcile-membership", Default: "auto", Meaning: "when a reconcile lists every team's members (one request or more per team): auto (only when the last sync received users without their team ids: an API that refuses include=teams), always, or never.",
 			set: func(c *Config, v string) error {
 				return parseEnum(&c.ReconcileMembership, v, "auto", "always", "never")
 			}},

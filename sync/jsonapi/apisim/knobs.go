@@ -70,6 +70,9 @@ type Knobs struct {
 	// {"links":{"related":".../api/v2/teams?filter[users][id]=<user>"}},
 	// unless the request includes teams.
 	TeamsLinksOnly bool
+	// RefuseInclude answers 400 to any include parameter, as an API that
+	// does not serve compound documents would.
+	RefuseInclude bool
 	// StringIDs sends every id as a numeric string ("42") instead of a number.
 	StringIDs bool
 	// OutOfOrder shuffles the rows within each collection page; the cursor

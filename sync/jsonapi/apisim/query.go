@@ -152,6 +152,8 @@ func (s *Server) parseQuery(t *typeDef, values url.Values, k *Knobs, collection 
 		switch {
 		case base == "fields" && len(segs) == 1:
 			err = s.parseFields(q, name, segs[0], v, k)
+		case name == "include" && k.RefuseInclude:
+			err = badParam("include", "includeParameter.invalid", "include is not supported here")
 		case name == "include":
 			err = q.parseInclude(v)
 		case name == "provideDataConnections", name == "provideAuthorizationMeta":
