@@ -1,11 +1,14 @@
 package jsonapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -277,5 +280,40 @@ func TestRateLimitHugeWaits(t *testing.T) {
 	// Pacing toward a reset in 9999 waits at most MaxWait too.
 	if w := pacingWait(RateLimit{Limit: 100, Remaining: 0, Reset: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}, 20, time.Now()); w <= 0 || w > MaxWait+resetMargin {
 		t.Errorf("pacing toward 9999: %s", w)
+	}
+}
+
+// TestRateLimitBadRemaining: an x-ratelimit-remaining that is empty, not a
+// number or negative is ignored for pacing (no wait, no error, whatever the
+// budget) and logged once at debug level.
+func TestRateLimitBadRemaining(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"abc", "-5", " , ", "1e3"} {
+		var rec recorder
+		srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+			n := rec.add(r)
+			w.Header().Set("X-Ratelimit-Limit", "100")
+			w.Header().Set("X-Ratelimit-Remaining", v)
+			w.Header().Set("X-Ratelimit-Reset", "3600")
+			writeDoc(w, http.StatusOK, pageBody(`{"next":"http://`+r.Host+`/api/v2/users?page=`+strconv.Itoa(n+1)+`"}`, n))
+		})
+		var logs bytes.Buffer
+		clock := newFakeClock(t)
+		c := newClient(t, srv.URL, clock, func(o *Options) {
+			o.Budget = 0.5
+			o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		})
+		it := c.Collection("users", Query{})
+		for range 3 {
+			if _, err := it.Next(context.Background()); err != nil {
+				t.Fatalf("%q: %v", v, err)
+			}
+		}
+		if len(clock.Sleeps()) != 0 || rec.count() != 3 {
+			t.Errorf("%q: slept %v over %d requests", v, clock.Sleeps(), rec.count())
+		}
+		if n := strings.Count(logs.String(), "x-ratelimit-remaining is not a count"); n != 1 {
+			t.Errorf("%q: logged %d times, want once", v, n)
+		}
 	}
 }

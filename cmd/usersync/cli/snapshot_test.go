@@ -80,4 +80,21 @@ func TestWorkerSnapshotsAfterSync(t *testing.T) {
 	if users, _ := m.Table("users"); users.Rows != 300 {
 		t.Errorf("snapshot users rows = %d", users.Rows)
 	}
+	if _, out, _ := run(t, c.env, "status"); !strings.Contains(out, "snapshot     wrote snapshot "+m.ID) {
+		t.Errorf("status does not show the snapshot written:\n%s", out)
+	}
+	// A sync that changes nothing is followed by a snapshot job that
+	// writes nothing, and says so.
+	if code, _, errs := run(t, c.env, "backfill", "--since", "2001-01-01", "--until", "2001-01-02"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	waitFor(t, "a second snapshot job", 60*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_snapshot' AND state = 'completed'`) >= 2
+	})
+	if again, err := snapshot.Latest(context.Background(), mustLocal(t, dir)); err != nil || again.ID != m.ID {
+		t.Errorf("after a run that changed nothing the newest snapshot is %s (%v), want %s again", again.ID, err, m.ID)
+	}
+	if _, out, _ := run(t, c.env, "status"); !strings.Contains(out, "snapshot     skipped: nothing changed since snapshot "+m.ID) {
+		t.Errorf("status does not show the skip:\n%s", out)
+	}
 }
