@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,6 +41,35 @@ type driver struct {
 	env     []string
 	primary *proc
 	churn   apisim.Churn
+	// remaining is the lowest x-ratelimit-remaining the simulator sent.
+	remaining lowest
+}
+
+// lowest keeps the lowest x-ratelimit-remaining seen.
+type lowest struct {
+	mu   sync.Mutex
+	seen bool
+	n    int
+}
+
+func (l *lowest) see(h http.Header) {
+	first, _, _ := strings.Cut(h.Get("X-Ratelimit-Remaining"), ",")
+	n, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.seen || n < l.n {
+		l.seen, l.n = true, n
+	}
+}
+
+// get returns the lowest seen, and whether any was.
+func (l *lowest) get() (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n, l.seen
 }
 
 const schemaName = "chaos"
@@ -78,7 +110,10 @@ func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
 	d.sim = apisim.New(apisim.Options{Seed: o.seed, Users: o.users, RefreshToken: "chaos-refresh-0",
 		ClientID: "chaos-client", ClientSecret: "chaos-client-secret", TokenTTL: 20 * time.Second,
 		Knobs: apisim.Knobs{Churn: d.churn}})
-	d.srv = httptest.NewServer(d.sim)
+	d.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.sim.ServeHTTP(w, r)
+		d.remaining.see(w.Header())
+	}))
 	d.env = append(os.Environ(),
 		"DATABASE_URL="+d.pgURL, "USERSYNC_SCHEMA="+schemaName, "USERSYNC_READER_ROLE=",
 		"USERSYNC_API_URL="+d.srv.URL, "USERSYNC_OAUTH_TOKEN_URL="+d.srv.URL+"/oauth/token",

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/usersync/usersync/sync/jsonapi/apisim"
@@ -41,18 +40,6 @@ type replica struct {
 // failed, reconciles ran as scheduled plus at most one catch-up per start,
 // the budget share held, no job is stuck, and snapshots are within retention.
 func (d *driver) soak(ctx context.Context) (passed, failed int) {
-	var lowMu sync.Mutex
-	lowest := soakRateLimit
-	inner := d.srv.Config.Handler
-	d.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inner.ServeHTTP(w, r)
-		first, _, _ := strings.Cut(w.Header().Get("X-Ratelimit-Remaining"), ",")
-		if n, err := strconv.Atoi(strings.TrimSpace(first)); err == nil {
-			lowMu.Lock()
-			lowest = min(lowest, n)
-			lowMu.Unlock()
-		}
-	})
 	snapDir := filepath.Join(d.tmp, "snapshots")
 	d.env = append(d.env, "USERSYNC_RECONCILE_SCHEDULE=@every "+soakReconcileEvery.String(),
 		"USERSYNC_SNAPSHOT_SCHEDULE=@every "+soakSnapshotEvery.String(), "USERSYNC_SNAPSHOT_DIR="+snapDir,
@@ -141,6 +128,7 @@ func (d *driver) soak(ctx context.Context) (passed, failed int) {
 	// due) adds one per leader change.
 	maxReconciles := int64(elapsed/soakReconcileEvery) + 3
 	floor := int(float64(soakRateLimit)*(1-soakBudget)) - 2*len(replicas) // two replicas may each have one request in flight
+	lowest, _ := d.remaining.get()
 	for _, c := range []struct {
 		ok   bool
 		what string

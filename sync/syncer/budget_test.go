@@ -45,8 +45,11 @@ func TestAPIBudget(t *testing.T) {
 	}
 	e.client = client
 	sum := e.run(t, syncer.Config{PageSize: 50}, syncer.Request{Kind: warehouse.KindFull})
-	if sum.Requests < 60 || lowest < 50 {
-		t.Errorf("%d requests, lowest remaining %d; want over 60 requests and never under 50 left", sum.Requests, lowest)
+	mu.Lock()
+	low := lowest
+	mu.Unlock()
+	if sum.Requests < 60 || low < 50 {
+		t.Errorf("%d requests, lowest remaining %d; want over 60 requests and never under 50 left", sum.Requests, low)
 	}
 	e.assertMirrors(t)
 	if sum.RateLimit == nil || sum.RateLimit.Limit != 100 || sum.RateLimit.Remaining < 50 {
