@@ -16,11 +16,13 @@ func simulateCommand() command {
 	return command{
 		name:    "simulate",
 		summary: "serve the built-in simulated API (for the demo, tests and trials)",
-		details: `Serves /api/v2/users, /teams, /roles, /profiles and POST /oauth/token over a
-deterministic generated dataset, faithful to the API's documentation: filters,
-sort, include, sparse fields, cursor pagination, counts, JSON:API errors. Knobs
-inject rate limits, faults, truncated bodies, latency and mutations. Without
---token any non-empty bearer token is accepted. Stops cleanly on SIGINT/SIGTERM.`,
+		details: `Serves /api/v2/users, /teams, /roles, /profiles, GET /oauth/authorize and
+POST /oauth/token over a deterministic generated dataset, faithful to the API's
+documentation: filters, sort, include, sparse fields, cursor pagination, counts,
+JSON:API errors. Knobs inject rate limits, faults, truncated bodies, latency and
+mutations. Without --token, --client-id or --refresh-token any non-empty bearer
+token is accepted. --client-id alone turns OAuth on with no refresh token: get
+one with usersync auth login. Stops cleanly on SIGINT/SIGTERM.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free one)")
 			var o apisim.Options
@@ -29,9 +31,10 @@ inject rate limits, faults, truncated bodies, latency and mutations. Without
 			fs.IntVar(&o.IdenticalTimestamps, "identical-timestamps", 0, "give this many users one shared updatedAt")
 			fs.StringVar(&o.Token, "token", "", "accept only this static bearer token (default: any non-empty token)")
 			fs.StringVar(&o.RefreshToken, "refresh-token", "", "turn on OAuth with this initial refresh token")
-			fs.StringVar(&o.ClientID, "client-id", "", "OAuth client id to require")
+			fs.StringVar(&o.ClientID, "client-id", "", "OAuth client id to require (turns OAuth on: the authorization-code flow issues the first refresh token)")
 			fs.StringVar(&o.ClientSecret, "client-secret", "", "OAuth client secret to require")
 			fs.DurationVar(&o.TokenTTL, "token-ttl", 0, "lifetime of issued access tokens (default 2h)")
+			fs.BoolVar(&o.DenyConsent, "deny-consent", false, "answer GET /oauth/authorize as if the user refused (error=access_denied)")
 			fs.IntVar(&o.PageSizeCap, "page-cap", 0, "serve at most this many resources a page (default 1000)")
 			fs.IntVar(&o.RateLimit, "rate-limit", 0, "requests allowed per hour before 429 (0: unlimited)")
 			fs.IntVar(&o.RateLimitEvery, "rate-limit-every", 0, "answer every Nth request with 429")

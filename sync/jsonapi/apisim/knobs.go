@@ -100,6 +100,9 @@ type Knobs struct {
 	WrongTypeRate float64
 	// DenyWrite makes meta.canWrite false (provideAuthorizationMeta=true).
 	DenyWrite bool
+	// DenyConsent makes GET /oauth/authorize answer as if the user refused:
+	// a redirect with error=access_denied and no code.
+	DenyConsent bool
 
 	// Churn mutates the dataset while serving.
 	Churn Churn

@@ -10,19 +10,21 @@ import (
 )
 
 // authState is the OAuth side of the simulator: the one valid refresh token
-// (it rotates on every grant) and the issued access tokens.
+// (it rotates on every grant), the issued access tokens and the
+// authorization codes not yet exchanged.
 type authState struct {
 	mu         sync.Mutex
 	rng        rng
 	refresh    string
 	issued     map[string]int64 // access token → expiry, Unix ms
+	codes      map[string]authCode
 	grants     int64
 	failNext   int
 	failStatus int
 }
 
 func (a *authState) init(r rng, refresh string) {
-	a.rng, a.refresh, a.issued = r, refresh, map[string]int64{}
+	a.rng, a.refresh, a.issued, a.codes = r, refresh, map[string]int64{}, map[string]authCode{}
 }
 
 func (a *authState) newToken(prefix string) string {
@@ -33,7 +35,10 @@ func (a *authState) newToken(prefix string) string {
 	return string(b)
 }
 
-func (s *Server) oauthMode() bool { return s.opts.RefreshToken != "" }
+// oauthMode reports whether OAuth is on: with a refresh token to start
+// from, or with a client id alone (a refresh token then comes only from an
+// authorization code).
+func (s *Server) oauthMode() bool { return s.opts.RefreshToken != "" || s.opts.ClientID != "" }
 
 // authenticate checks the bearer token of an API request.
 func (s *Server) authenticate(r *http.Request) *apiError {
@@ -78,7 +83,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, endpoint str
 		return
 	}
 	if !s.oauthMode() {
-		oauthErr(401, "invalid_client", "OAuth is not configured on this simulator (set Options.RefreshToken)")
+		oauthErr(401, "invalid_client", "OAuth is not configured on this simulator (set Options.ClientID or Options.RefreshToken)")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
@@ -99,12 +104,19 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, endpoint str
 	if !basic {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
+	grantType := r.PostForm.Get("grant_type")
 	switch {
-	case r.PostForm.Get("grant_type") != "refresh_token":
-		oauthErr(400, "unsupported_grant_type", "only grant_type=refresh_token is supported")
+	case grantType != "refresh_token" && grantType != "authorization_code":
+		oauthErr(400, "unsupported_grant_type", "grant_type must be refresh_token or authorization_code")
 	case s.opts.ClientID != "" && id != s.opts.ClientID,
 		s.opts.ClientSecret != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(s.opts.ClientSecret)) != 1:
 		oauthErr(401, "invalid_client", "client authentication failed")
+	case grantType == "authorization_code":
+		if desc := a.redeemCode(r.PostForm, id, s.nowMs()); desc != "" {
+			oauthErr(400, "invalid_grant", desc)
+			return
+		}
+		s.grant(w, endpoint)
 	case a.refresh == "" || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("refresh_token")), []byte(a.refresh)) != 1:
 		oauthErr(400, "invalid_grant", "The provided authorization grant is invalid, expired, revoked, or was issued to another client.")
 	default:

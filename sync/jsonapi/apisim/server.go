@@ -50,7 +50,10 @@ type Options struct {
 	// refresh token, and API requests then need an issued, unexpired access
 	// token (or Token).
 	RefreshToken string
-	// ClientID and ClientSecret are the OAuth client's credentials.
+	// ClientID and ClientSecret are the OAuth client's credentials. A
+	// ClientID alone also turns on OAuth: the first refresh token then comes
+	// from the authorization-code flow (GET /oauth/authorize, then the
+	// authorization_code grant).
 	ClientID, ClientSecret string
 	// TokenTTL is the lifetime of issued access tokens (expires_in); 0 means
 	// two hours, as the real service.
@@ -178,12 +181,16 @@ type route struct {
 	t        *typeDef
 	id       string // single resource, or ""
 	token    bool   // POST /oauth/token
+	authz    bool   // GET /oauth/authorize
 }
 
 func (s *Server) route(r *http.Request) (route, bool) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	if path == "/oauth/token" {
 		return route{endpoint: r.Method + " /oauth/token", token: true}, true
+	}
+	if path == "/oauth/authorize" {
+		return route{endpoint: r.Method + " /oauth/authorize", authz: true}, true
 	}
 	rest, ok := strings.CutPrefix(path, "/api/v2/")
 	if !ok {
@@ -212,6 +219,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rt.token {
 		s.serveToken(w, r, rt.endpoint)
+		return
+	}
+	if rt.authz {
+		s.serveAuthorize(w, r, rt.endpoint)
 		return
 	}
 	k := s.knobs.Load()
