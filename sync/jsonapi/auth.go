@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Authenticator supplies the bearer token of each request. Implementations
@@ -45,6 +46,16 @@ type TokenStore interface {
 	Load(ctx context.Context) (refreshToken string, err error)
 	// Save replaces the stored refresh token.
 	Save(ctx context.Context, refreshToken string) error
+}
+
+// GrantStore is a TokenStore that also keeps the current access token and
+// when it expires. OAuth saves through SaveGrant when its Store has it: after
+// every refresh, rotated or not, and after an authorization-code exchange.
+type GrantStore interface {
+	TokenStore
+	// SaveGrant replaces the stored refresh token, access token and expiry
+	// (zero when the token endpoint did not say).
+	SaveGrant(ctx context.Context, refreshToken, accessToken string, expiresAt time.Time) error
 }
 
 // MemoryTokenStore is a TokenStore in memory, for tests and one-off runs.

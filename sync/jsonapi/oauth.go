@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,7 @@ type OAuth struct {
 
 	mu        sync.Mutex
 	access    string
+	expiresAt time.Time // of access; zero when the endpoint did not say
 	refreshAt time.Time // zero: refresh only on 401
 	refresh   string    // current refresh token
 	loaded    bool      // the store was read
@@ -248,6 +250,15 @@ func (o *OAuth) lead(ctx context.Context) (string, error) {
 	if tr.RefreshToken != "" && tr.RefreshToken != refresh {
 		return tr.AccessToken, o.save(ctx, tr.RefreshToken)
 	}
+	if gs, ok := o.cfg.Store.(GrantStore); ok {
+		// Not rotated: only the access token's expiry is news, for status.
+		o.mu.Lock()
+		expires := o.expiresAt
+		o.mu.Unlock()
+		if err := gs.SaveGrant(ctx, refresh, tr.AccessToken, expires); err != nil {
+			o.cfg.Logger.WarnContext(ctx, "recording the access token's expiry failed", "err", err.Error())
+		}
+	}
 	return tr.AccessToken, nil
 }
 
@@ -279,11 +290,12 @@ func (o *OAuth) publish(tr tokenResponse, started time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.access = tr.AccessToken
-	o.refreshAt = time.Time{}
+	o.refreshAt, o.expiresAt = time.Time{}, time.Time{}
 	// A year bounds expires_in, whose seconds would overflow a Duration.
 	if life := time.Duration(min(int64(tr.ExpiresIn), 366*24*3600)) * time.Second; life > 0 {
 		margin := min(life/10, 60*time.Second)
 		o.refreshAt = started.Add(life - margin)
+		o.expiresAt = started.Add(life)
 	}
 	if tr.RefreshToken != "" && tr.RefreshToken != o.refresh {
 		o.refresh, o.unsaved = tr.RefreshToken, true
@@ -293,7 +305,16 @@ func (o *OAuth) publish(tr tokenResponse, started time.Time) {
 // save writes the rotated refresh token to the store. On failure the token
 // stays in memory and marked unsaved, so the next Token call saves again.
 func (o *OAuth) save(ctx context.Context, refresh string) error {
-	if err := o.cfg.Store.Save(ctx, refresh); err != nil {
+	var err error
+	if gs, ok := o.cfg.Store.(GrantStore); ok {
+		o.mu.Lock()
+		access, expires := o.access, o.expiresAt
+		o.mu.Unlock()
+		err = gs.SaveGrant(ctx, refresh, access, expires)
+	} else {
+		err = o.cfg.Store.Save(ctx, refresh)
+	}
+	if err != nil {
 		return fmt.Errorf("saving rotated refresh token: %w", err)
 	}
 	o.mu.Lock()
@@ -314,8 +335,22 @@ func isRefused(err error) bool {
 // and unreadable bodies with backoff. A refusal (400, 401 and other 4xx) is
 // an *AuthError and is not retried.
 func (o *OAuth) exchange(ctx context.Context, refresh string) (tokenResponse, error) {
+	form := url.Values{
+		"grant_type":    {"refresh_token"},
+		"refresh_token": {refresh},
+	}
+	if o.cfg.RedirectURI != "" {
+		form.Set("redirect_uri", o.cfg.RedirectURI)
+	}
+	return o.exchangeForm(ctx, form, refresh)
+}
+
+// exchangeForm posts a grant to the token endpoint with the client's
+// credentials, retrying as exchange says. secrets are redacted from the
+// endpoint's error texts besides the client's own.
+func (o *OAuth) exchangeForm(ctx context.Context, form url.Values, secrets ...string) (tokenResponse, error) {
 	for attempt := 1; ; attempt++ {
-		tr, retryAfter, err := o.post(ctx, refresh)
+		tr, retryAfter, err := o.post(ctx, form, secrets)
 		if err == nil || !isRetryableTokenError(err) || ctx.Err() != nil {
 			return tr, err
 		}
@@ -326,7 +361,7 @@ func (o *OAuth) exchange(ctx context.Context, refresh string) (tokenResponse, er
 		if retryAfter > 0 {
 			delay = min(retryAfter, o.cfg.BackoffMax)
 		}
-		o.cfg.Logger.InfoContext(ctx, "retrying token refresh", "attempt", attempt+1,
+		o.cfg.Logger.InfoContext(ctx, "retrying token request", "grant_type", form.Get("grant_type"), "attempt", attempt+1,
 			"delay_ms", delay.Milliseconds(), "reason", err.Error())
 		if err := o.cfg.Clock.Sleep(ctx, delay); err != nil {
 			return tr, fmt.Errorf("waiting to retry: %w", err)
@@ -353,19 +388,14 @@ func isRetryableTokenError(err error) bool {
 	return errors.As(err, &r)
 }
 
-// post sends one refresh-token grant. It returns the Retry-After of a 429 or
-// 503, if any.
-func (o *OAuth) post(ctx context.Context, refresh string) (tokenResponse, time.Duration, error) {
+// post sends one grant, form completed with the client's credentials. It
+// returns the Retry-After of a 429 or 503, if any.
+func (o *OAuth) post(ctx context.Context, grant url.Values, secrets []string) (tokenResponse, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.RequestTimeout)
 	defer cancel()
-	form := url.Values{
-		"grant_type":    {"refresh_token"},
-		"refresh_token": {refresh},
-		"client_id":     {o.cfg.ClientID},
-		"client_secret": {o.cfg.ClientSecret},
-	}
-	if o.cfg.RedirectURI != "" {
-		form.Set("redirect_uri", o.cfg.RedirectURI)
+	form := url.Values{"client_id": {o.cfg.ClientID}, "client_secret": {o.cfg.ClientSecret}}
+	for k, v := range grant {
+		form[k] = v
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.cfg.TokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -388,12 +418,12 @@ func (o *OAuth) post(ctx context.Context, refresh string) (tokenResponse, time.D
 		return tokenResponse{}, 0, retryableTokenError{&TransportError{Method: http.MethodPost,
 			URL: sanitizeURL(o.cfg.TokenURL), Err: fmt.Errorf("reading body: %w", err)}}
 	}
-	return o.parseTokenResponse(resp, body, refresh)
+	return o.parseTokenResponse(resp, body, secrets...)
 }
 
 // parseTokenResponse turns a token endpoint response into a token or a
 // typed error.
-func (o *OAuth) parseTokenResponse(resp *http.Response, body []byte, refresh string) (tokenResponse, time.Duration, error) {
+func (o *OAuth) parseTokenResponse(resp *http.Response, body []byte, secrets ...string) (tokenResponse, time.Duration, error) {
 	status := resp.StatusCode
 	switch {
 	case status == http.StatusOK:
@@ -410,14 +440,14 @@ func (o *OAuth) parseTokenResponse(resp *http.Response, body []byte, refresh str
 	}
 	var te tokenErrorResponse
 	_ = json.Unmarshal(body, &te) // a refusal without a JSON body is still a refusal
-	return tokenResponse{}, 0, &AuthError{StatusCode: status, Code: o.redact(te.Error, refresh),
-		Description: o.redact(te.Description, refresh)}
+	return tokenResponse{}, 0, &AuthError{StatusCode: status, Code: o.redact(te.Error, secrets...),
+		Description: o.redact(te.Description, secrets...)}
 }
 
-// redact removes the secrets of this OAuth from s, in case the endpoint
-// echoes them in an error description.
-func (o *OAuth) redact(s, refresh string) string {
-	for _, secret := range []string{refresh, o.cfg.RefreshToken, o.cfg.ClientSecret} {
+// redact removes the secrets of this OAuth, and those given, from s, in
+// case the endpoint echoes them in an error description.
+func (o *OAuth) redact(s string, secrets ...string) string {
+	for _, secret := range slices.Concat(secrets, []string{o.cfg.RefreshToken, o.cfg.ClientSecret}) {
 		if secret != "" {
 			s = strings.ReplaceAll(s, secret, "REDACTED")
 		}

@@ -1,0 +1,153 @@
+package jsonapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// AuthorizationRequest is one run of the OAuth 2 authorization-code flow
+// (RFC 6749 §4.1) with PKCE (RFC 7636, S256): the URL to send the user to,
+// and the state and code verifier that belong to it. State and Verifier are
+// secrets of this run: never print or log them.
+type AuthorizationRequest struct {
+	// URL is the authorize URL with response_type=code, client_id,
+	// redirect_uri, scope (when given), state and the code challenge.
+	URL string
+	// RedirectURI is where the authorization server sends the user back.
+	RedirectURI string
+	// State is 32 random bytes, base64url: the callback must return it.
+	State string
+	// Verifier is the PKCE code_verifier, 32 random bytes, base64url.
+	Verifier string
+}
+
+// ErrStateMismatch is the callback's state differing from the request's:
+// the redirect did not come from this request (a stale tab, or forgery).
+var ErrStateMismatch = errors.New("the callback's state does not match this login's (a stale browser tab, or a forged redirect)")
+
+// AuthorizeError is an error the authorization server sent back to the
+// redirect URI (RFC 6749 §4.1.2.1), such as access_denied.
+type AuthorizeError struct {
+	// Code is the error code ("access_denied").
+	Code string
+	// Description is error_description, cleaned to one line.
+	Description string
+}
+
+// Error implements error.
+func (e *AuthorizeError) Error() string {
+	msg := "the authorization server refused: " + e.Code
+	if e.Description != "" {
+		msg += ": " + e.Description
+	}
+	return msg
+}
+
+// NewAuthorizationRequest builds an authorization request for the client:
+// fresh state and PKCE verifier from crypto/rand, and the authorize URL.
+func NewAuthorizationRequest(authorizeURL, clientID, redirectURI, scope string) (AuthorizationRequest, error) {
+	u, err := url.Parse(authorizeURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return AuthorizationRequest{}, errors.New("the authorize URL must be an absolute http or https URL")
+	}
+	state, err := randomToken()
+	if err != nil {
+		return AuthorizationRequest{}, err
+	}
+	verifier, err := randomToken()
+	if err != nil {
+		return AuthorizationRequest{}, err
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	q := u.Query()
+	q.Set("response_type", "code")
+	q.Set("client_id", clientID)
+	q.Set("redirect_uri", redirectURI)
+	if scope != "" {
+		q.Set("scope", scope)
+	}
+	q.Set("state", state)
+	q.Set("code_challenge", base64.RawURLEncoding.EncodeToString(sum[:]))
+	q.Set("code_challenge_method", "S256")
+	u.RawQuery = q.Encode()
+	return AuthorizationRequest{URL: u.String(), RedirectURI: redirectURI, State: state, Verifier: verifier}, nil
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("reading random bytes: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// Callback checks the query the authorization server redirected with and
+// returns the code. An error parameter is an *AuthorizeError (checked
+// before the state, so a refusal reads as one even when the server drops
+// the state); a state other than the request's is ErrStateMismatch.
+func (r AuthorizationRequest) Callback(q url.Values) (string, error) {
+	if code := q.Get("error"); code != "" {
+		return "", &AuthorizeError{Code: oneLine(code), Description: oneLine(q.Get("error_description"))}
+	}
+	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(r.State)) != 1 {
+		return "", ErrStateMismatch
+	}
+	code := q.Get("code")
+	if code == "" {
+		return "", errors.New("the callback carries no code")
+	}
+	return code, nil
+}
+
+// Grant is what an authorization-code exchange obtained, without the
+// tokens themselves (the Store has those).
+type Grant struct {
+	// ExpiresAt is when the access token expires; zero when the token
+	// endpoint did not say.
+	ExpiresAt time.Time
+	// Scope is the scope granted, as the token endpoint sent it.
+	Scope string
+}
+
+// ExchangeCode exchanges an authorization code (RFC 6749 §4.1.3, with the
+// PKCE code_verifier when verifier is not empty) for tokens, makes the
+// access token current and saves the refresh token to the Store (with the
+// access token and expiry when it is a GrantStore). A refusal is an
+// *AuthError (invalid_grant for a code already used, expired, or issued for
+// another redirect URI or verifier); 429 and 5xx are retried as refreshes
+// are. A response without a refresh token is an error: the worker could not
+// go on without one.
+func (o *OAuth) ExchangeCode(ctx context.Context, code, redirectURI, verifier string) (Grant, error) {
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirectURI}}
+	if verifier != "" {
+		form.Set("code_verifier", verifier)
+	}
+	started := o.cfg.Clock.Now()
+	tr, err := o.exchangeForm(ctx, form, code, verifier)
+	if err != nil {
+		return Grant{}, fmt.Errorf("exchanging the authorization code: %w", err)
+	}
+	if tr.RefreshToken == "" {
+		return Grant{}, errors.New("exchanging the authorization code: the token endpoint issued no refresh token (does the application ask for offline access?)")
+	}
+	o.mu.Lock()
+	o.loaded = true
+	o.mu.Unlock()
+	o.publish(tr, started)
+	if err := o.save(ctx, tr.RefreshToken); err != nil {
+		return Grant{}, err
+	}
+	o.mu.Lock()
+	g := Grant{ExpiresAt: o.expiresAt, Scope: oneLine(strings.TrimSpace(tr.Scope))}
+	o.mu.Unlock()
+	o.cfg.Logger.DebugContext(ctx, "oauth authorization code exchanged", "expires_in_s", int64(tr.ExpiresIn))
+	return g, nil
+}
