@@ -1,0 +1,69 @@
+package warehouse_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// TestTokenStoreGrant: SaveGrant keeps the refresh token, access token and
+// expiry; Info reports the expiry and when the refresh token last changed
+// (not when only the access token did), and nothing for another credential.
+func TestTokenStoreGrant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := schematest.NewPool(t, 4)
+	name := schematest.NewSchemaName(t, pool)
+	if err := warehouse.WithMigrationLock(ctx, pool, func(ctx context.Context) error {
+		_, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := warehouse.NewStore(pool, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := s.TokenStore("https://api.example.com/oauth/token", "cid")
+	if info, err := ts.Info(ctx); err != nil || info.Stored || info.RotatedAt != nil || info.AccessExpiresAt != nil {
+		t.Fatalf("empty store: %+v %v", info, err)
+	}
+	exp := time.Now().Add(time.Hour).Truncate(time.Microsecond)
+	if err := ts.SaveGrant(ctx, "rt-1", "at-1", exp); err != nil {
+		t.Fatal(err)
+	}
+	info, err := ts.Info(ctx)
+	if err != nil || !info.Stored || info.RotatedAt == nil || info.AccessExpiresAt == nil || !info.AccessExpiresAt.Equal(exp) {
+		t.Fatalf("after SaveGrant: %+v %v", info, err)
+	}
+	if rt, _ := ts.Load(ctx); rt != "rt-1" {
+		t.Errorf("Load = %q", rt)
+	}
+	var access string
+	if err := pool.QueryRow(ctx, `SELECT access_token FROM "`+name+`".oauth_tokens`).Scan(&access); err != nil || access != "at-1" {
+		t.Errorf("access_token %q %v", access, err)
+	}
+	// A refresh that did not rotate: the expiry moves, the rotation time not.
+	exp2 := exp.Add(time.Hour)
+	if err := ts.SaveGrant(ctx, "rt-1", "at-2", exp2); err != nil {
+		t.Fatal(err)
+	}
+	info2, _ := ts.Info(ctx)
+	if !info2.RotatedAt.Equal(*info.RotatedAt) || !info2.AccessExpiresAt.Equal(exp2) {
+		t.Errorf("unrotated refresh: %+v, before %+v", info2, info)
+	}
+	// A rotation moves it; an unknown expiry is stored as unknown.
+	if err := ts.SaveGrant(ctx, "rt-2", "at-3", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	info3, _ := ts.Info(ctx)
+	if !info3.RotatedAt.After(*info.RotatedAt) || info3.AccessExpiresAt != nil {
+		t.Errorf("rotation: %+v, before %+v", info3, info)
+	}
+	if other, err := s.TokenStore("https://api.example.com/oauth/token", "other").Info(ctx); err != nil || other.Stored {
+		t.Errorf("another client's credential: %+v %v", other, err)
+	}
+}
