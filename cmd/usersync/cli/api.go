@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/usersync/usersync/sync/jsonapi"
@@ -9,15 +11,25 @@ import (
 
 // newAPIClient builds the API client from the configuration: a static token,
 // or OAuth whose rotated refresh token lives in the warehouse's oauth_tokens.
-func newAPIClient(e *env, store *warehouse.Store) (*jsonapi.Client, error) {
+func newAPIClient(ctx context.Context, e *env, store *warehouse.Store) (*jsonapi.Client, error) {
 	if err := e.cfg.requireAPI(); err != nil {
 		return nil, usageError{err}
 	}
 	auth := jsonapi.StaticToken(e.cfg.APIToken)
 	if e.cfg.OAuthTokenURL != "" {
+		tokens := store.TokenStore(e.cfg.OAuthTokenURL, e.cfg.OAuthClientID)
+		if e.cfg.OAuthRefreshToken == "" {
+			stored, err := tokens.Load(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if stored == "" {
+				return nil, usageError{errors.New("no OAuth refresh token: none is stored for this client and token URL, and USERSYNC_OAUTH_REFRESH_TOKEN is not set; run usersync auth login")}
+			}
+		}
 		o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{
 			TokenURL: e.cfg.OAuthTokenURL, ClientID: e.cfg.OAuthClientID, ClientSecret: e.cfg.OAuthClientSecret,
-			RefreshToken: e.cfg.OAuthRefreshToken, Store: store.TokenStore(e.cfg.OAuthTokenURL, e.cfg.OAuthClientID),
+			RefreshToken: e.cfg.OAuthRefreshToken, Store: tokens,
 			UserAgent: UserAgent(), Logger: e.logger,
 		})
 		if err != nil {

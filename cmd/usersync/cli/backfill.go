@@ -141,7 +141,7 @@ func countUsers(ctx context.Context, e *env, store *warehouse.Store) int64 {
 	if e.cfg.requireAPI() != nil {
 		return 0
 	}
-	client, err := newAPIClient(e, store)
+	client, err := newAPIClient(ctx, e, store)
 	if err != nil {
 		return 0
 	}

@@ -31,9 +31,11 @@ func (e usageError) Unwrap() error { return e.err }
 // and a logger. Commands write results to stdout and logs to stderr.
 type env struct {
 	cfg    Config
+	stdin  io.Reader // nil when the caller gave none
 	stdout io.Writer
 	stderr io.Writer
 	logger *slog.Logger
+	getenv func(string) string // the process environment, for what is not a setting (DISPLAY)
 }
 
 // command is one subcommand. setup registers the command's own flags on fs
@@ -59,6 +61,8 @@ func commands() []command {
 		schemaCommand(),
 		healthcheckCommand(),
 		versionCommand(),
+		authLoginCommand(),
+		authStatusCommand(),
 	}
 }
 
@@ -66,9 +70,16 @@ func commands() []command {
 // the given environment (os.Environ's KEY=value form) and returns the process
 // exit code.
 func Main(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	return MainWithInput(ctx, args, environ, nil, stdout, stderr)
+}
+
+// MainWithInput is Main with standard input, which usersync auth login
+// --no-browser reads the pasted code from.
+func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	args = joinSubcommand(args)
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
-			return Main(ctx, []string{args[1], "-h"}, environ, stdout, stderr)
+			return MainWithInput(ctx, append(append([]string(nil), args[1:]...), "-h"), environ, stdin, stdout, stderr)
 		}
 		printHelp(stdout)
 		if len(args) == 0 {
@@ -82,6 +93,19 @@ func Main(ctx context.Context, args, environ []string, stdout, stderr io.Writer)
 			cmd = &c
 			break
 		}
+	}
+	if cmd == nil && args[0] == "auth" {
+		if len(args) > 1 && (args[1] == "-h" || args[1] == "--help") {
+			fmt.Fprintln(stdout, "usersync auth: authorize usersync with the API's OAuth (run usersync help auth login)")
+			for _, c := range commands() {
+				if strings.HasPrefix(c.name, "auth ") {
+					fmt.Fprintf(stdout, "  usersync %-11s %s\n", c.name, c.summary)
+				}
+			}
+			return ExitOK
+		}
+		fmt.Fprintln(stderr, "usersync auth: give a subcommand: usersync auth login or usersync auth status (run usersync help auth login)")
+		return ExitUsage
 	}
 	if cmd == nil {
 		fmt.Fprintf(stderr, "usersync: unknown command %q (run usersync help)\n", args[0])
@@ -104,7 +128,8 @@ func Main(ctx context.Context, args, environ []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
 		return ExitUsage
 	}
-	e := &env{cfg: cfg, stdout: stdout, stderr: stderr, logger: newLogger(stderr, cfg, cmd.name == "worker")}
+	e := &env{cfg: cfg, stdin: stdin, stdout: stdout, stderr: stderr, logger: newLogger(stderr, cfg, cmd.name == "worker"),
+		getenv: lookupIn(environ)}
 	if err := checkVariables(environ, cfg.StrictConfig, e.logger); err != nil {
 		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
 		return ExitUsage
@@ -122,6 +147,14 @@ func Main(ctx context.Context, args, environ []string, stdout, stderr io.Writer)
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// joinSubcommand turns "auth login ..." into the command "auth login".
+func joinSubcommand(args []string) []string {
+	if len(args) > 1 && args[0] == "auth" && !strings.HasPrefix(args[1], "-") {
+		return append([]string{"auth " + args[1]}, args[2:]...)
+	}
+	return args
 }
 
 func newLogger(w io.Writer, cfg Config, json bool) *slog.Logger {
@@ -152,7 +185,7 @@ Commands:
 	cmds := commands()
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Run 'usersync <command> -h' for a command's flags and settings.

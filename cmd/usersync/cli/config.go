@@ -4,7 +4,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
+	"path"
 	"strings"
 	"time"
 )
@@ -129,21 +131,65 @@ func (c Config) requireAPI() error {
 	case oauth && c.APIToken != "":
 		return errors.New("USERSYNC_API_TOKEN and USERSYNC_OAUTH_* are both set; use one way to authenticate")
 	case oauth:
-		for _, m := range []struct{ name, v string }{
-			{"USERSYNC_OAUTH_TOKEN_URL", c.OAuthTokenURL}, {"USERSYNC_OAUTH_CLIENT_ID", c.OAuthClientID},
-			{"USERSYNC_OAUTH_CLIENT_SECRET", c.OAuthClientSecret}, {"USERSYNC_OAUTH_REFRESH_TOKEN", c.OAuthRefreshToken},
-		} {
-			if m.v == "" {
-				return fmt.Errorf("%s is not set (OAuth needs the token URL, client id, client secret and a refresh token)", m.name)
-			}
-		}
-		if err := validateAPIURL(c.OAuthTokenURL, c.AllowInsecureHTTP); err != nil && !strings.Contains(err.Error(), "/api/v2") {
-			return fmt.Errorf("USERSYNC_OAUTH_TOKEN_URL %w", err)
-		}
+		// The refresh token may be the one usersync auth login stored:
+		// newAPIClient checks that one of the two exists.
+		return c.requireOAuthClient()
 	case c.APIToken == "":
 		return errors.New("USERSYNC_API_TOKEN is not set (or configure OAuth with USERSYNC_OAUTH_TOKEN_URL and friends)")
 	}
 	return nil
+}
+
+// requireOAuthClient checks the OAuth client's settings: the token URL,
+// client id and secret, and the authorize URL, given or derived.
+func (c Config) requireOAuthClient() error {
+	if c.APIToken != "" {
+		return errors.New("USERSYNC_API_TOKEN and USERSYNC_OAUTH_* are both set; use one way to authenticate")
+	}
+	for _, m := range []struct{ name, v string }{
+		{"USERSYNC_OAUTH_TOKEN_URL", c.OAuthTokenURL}, {"USERSYNC_OAUTH_CLIENT_ID", c.OAuthClientID},
+		{"USERSYNC_OAUTH_CLIENT_SECRET", c.OAuthClientSecret},
+	} {
+		if m.v == "" {
+			return fmt.Errorf("%s is not set (OAuth needs the token URL, client id and client secret)", m.name)
+		}
+	}
+	if err := validateOAuthURL(c.OAuthTokenURL, c.AllowInsecureHTTP); err != nil {
+		return fmt.Errorf("USERSYNC_OAUTH_TOKEN_URL %w", err)
+	}
+	if c.OAuthAuthorizeURL != "" {
+		if err := validateOAuthURL(c.OAuthAuthorizeURL, c.AllowInsecureHTTP); err != nil {
+			return fmt.Errorf("USERSYNC_OAUTH_AUTHORIZE_URL %w", err)
+		}
+	}
+	return nil
+}
+
+// validateOAuthURL checks an OAuth endpoint as validateAPIURL checks the
+// API's URL, except for the /api/v2 rule.
+func validateOAuthURL(raw string, allowInsecure bool) error {
+	if err := validateAPIURL(raw, allowInsecure); err != nil && !strings.Contains(err.Error(), "/api/v2") {
+		return err
+	}
+	return nil
+}
+
+// authorizeURL is USERSYNC_OAUTH_AUTHORIZE_URL, or the token URL with its
+// last path segment replaced by authorize.
+func (c Config) authorizeURL() string {
+	if c.OAuthAuthorizeURL != "" {
+		return c.OAuthAuthorizeURL
+	}
+	u, err := url.Parse(c.OAuthTokenURL)
+	if err != nil {
+		return ""
+	}
+	dir, _ := path.Split(strings.TrimRight(u.Path, "/"))
+	u.Path, u.RawPath, u.RawQuery, u.Fragment = dir+"authorize", "", "", ""
+	if !strings.HasPrefix(u.Path, "/") {
+		u.Path = "/" + u.Path
+	}
+	return u.String()
 }
 
 // String prints the configuration with secrets masked, one setting a line,
@@ -153,7 +199,8 @@ func (c Config) String() string {
 		"DATABASE_URL": redactDSN(c.DatabaseURL), "USERSYNC_API_URL": c.APIURL,
 		"USERSYNC_API_TOKEN": mask(c.APIToken), "USERSYNC_OAUTH_TOKEN_URL": c.OAuthTokenURL,
 		"USERSYNC_OAUTH_CLIENT_ID": c.OAuthClientID, "USERSYNC_OAUTH_CLIENT_SECRET": mask(c.OAuthClientSecret),
-		"USERSYNC_OAUTH_REFRESH_TOKEN": mask(c.OAuthRefreshToken), "USERSYNC_ALLOW_INSECURE_HTTP": fmt.Sprint(c.AllowInsecureHTTP),
+		"USERSYNC_OAUTH_REFRESH_TOKEN": mask(c.OAuthRefreshToken), "USERSYNC_OAUTH_AUTHORIZE_URL": c.OAuthAuthorizeURL, "USERSYNC_OAUTH_SCOPES": c.OAuthScopes,
+		"USERSYNC_ALLOW_INSECURE_HTTP": fmt.Sprint(c.AllowInsecureHTTP),
 		"USERSYNC_SCHEMA": c.Schema, "USERSYNC_SCHEMA_FORCE": fmt.Sprint(c.SchemaForce), "USERSYNC_READER_ROLE": c.ReaderRole, "USERSYNC_SNAPSHOT_DIR": c.SnapshotDir,
 		"USERSYNC_PAGE_SIZE": fmt.Sprint(c.PageSize), "USERSYNC_LOOKBACK": c.Lookback.String(),
 		"USERSYNC_MAX_RESPONSE_BYTES": formatBytes(c.MaxResponseBytes), "USERSYNC_API_BUDGET": fmt.Sprint(c.APIBudget), "USERSYNC_MAX_FUTURE_SKEW": c.MaxFutureSkew.String(),

@@ -34,7 +34,7 @@ empty or truncated listing is not a mass deletion). It never moves the watermark
 					return err
 				}
 				defer pool.Close()
-				client, err := newAPIClient(e, store)
+				client, err := newAPIClient(ctx, e, store)
 				if err != nil {
 					return err
 				}

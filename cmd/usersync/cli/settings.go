@@ -24,6 +24,8 @@ type Config struct {
 	OAuthClientID     string
 	OAuthClientSecret string
 	OAuthRefreshToken string
+	OAuthAuthorizeURL string
+	OAuthScopes       string
 	AllowInsecureHTTP bool
 	Schema            string
 	SchemaForce       bool
@@ -91,15 +93,20 @@ func settings() []setting {
 			set:     func(c *Config, v string) error { c.APIURL = strings.TrimRight(v, "/"); return nil }},
 		{Env: "USERSYNC_API_TOKEN", Meaning: "static bearer token for the API (instead of OAuth). Also read from USERSYNC_API_TOKEN_FILE.", Secret: true,
 			set: func(c *Config, v string) error { c.APIToken = v; return nil }},
-		{Env: "USERSYNC_OAUTH_TOKEN_URL", Flag: "oauth-token-url", Meaning: "OAuth 2 token endpoint for the refresh-token grant; setting it turns OAuth on.",
+		{Env: "USERSYNC_OAUTH_TOKEN_URL", Flag: "oauth-token-url", Meaning: "OAuth 2 token endpoint (the refresh-token grant, and usersync auth login's authorization-code grant); setting it turns OAuth on.",
 			Example: "https://api.example.com/oauth/token",
 			set:     func(c *Config, v string) error { c.OAuthTokenURL = v; return nil }},
 		{Env: "USERSYNC_OAUTH_CLIENT_ID", Flag: "oauth-client-id", Meaning: "OAuth client id of the registered application.",
 			set: func(c *Config, v string) error { c.OAuthClientID = v; return nil }},
 		{Env: "USERSYNC_OAUTH_CLIENT_SECRET", Meaning: "OAuth client secret. Also read from USERSYNC_OAUTH_CLIENT_SECRET_FILE.", Secret: true,
 			set: func(c *Config, v string) error { c.OAuthClientSecret = v; return nil }},
-		{Env: "USERSYNC_OAUTH_REFRESH_TOKEN", Meaning: "initial OAuth refresh token; rotated tokens are kept in the oauth_tokens table and preferred after the first refresh. Also read from USERSYNC_OAUTH_REFRESH_TOKEN_FILE.", Secret: true,
+		{Env: "USERSYNC_OAUTH_REFRESH_TOKEN", Meaning: "initial OAuth refresh token, not needed once usersync auth login has stored one: the stored token (in the oauth_tokens table, rotated on every refresh) is always preferred, and this one is the fallback when the API refuses it. Also read from USERSYNC_OAUTH_REFRESH_TOKEN_FILE.", Secret: true,
 			set: func(c *Config, v string) error { c.OAuthRefreshToken = v; return nil }},
+		{Env: "USERSYNC_OAUTH_AUTHORIZE_URL", Flag: "oauth-authorize-url", Meaning: "OAuth 2 authorize endpoint that usersync auth login sends the browser to; empty derives it from USERSYNC_OAUTH_TOKEN_URL by replacing its last path segment with authorize (…/oauth/token gives …/oauth/authorize).",
+			Example: "https://api.example.com/oauth/authorize",
+			set:     func(c *Config, v string) error { c.OAuthAuthorizeURL = v; return nil }},
+		{Env: "USERSYNC_OAUTH_SCOPES", Flag: "oauth-scopes", Default: "users.read teams.read roles.read profiles.read", Meaning: "space-separated scopes usersync auth login asks for: read access to users, teams, roles and profiles is all usersync needs; empty sends no scope (the application's default).",
+			set: func(c *Config, v string) error { c.OAuthScopes = strings.Join(strings.Fields(v), " "); return nil }},
 		{Env: "USERSYNC_ALLOW_INSECURE_HTTP", Flag: "allow-insecure-http", Default: "false", Meaning: "accept an http:// API URL on a non-loopback host (never do this in production).",
 			set: func(c *Config, v string) error { return parseBool(&c.AllowInsecureHTTP, v) }},
 		{Env: "USERSYNC_SCHEMA", Flag: "schema", Default: "usersync", Meaning: "PostgreSQL schema of the warehouse tables; River's tables go to <schema>_river. A name ending in _river (another deployment's job tables) or public is refused unless USERSYNC_SCHEMA_FORCE=true.",

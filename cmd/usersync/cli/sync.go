@@ -106,7 +106,7 @@ func runSync(ctx context.Context, e *env, req syncer.Request, live bool) (syncer
 		return syncer.Summary{}, err
 	}
 	defer pool.Close()
-	client, err := newAPIClient(e, store)
+	client, err := newAPIClient(ctx, e, store)
 	if err != nil {
 		return syncer.Summary{}, err
 	}

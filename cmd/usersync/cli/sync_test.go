@@ -157,7 +157,7 @@ func TestSimulateStopsOnSignal(t *testing.T) {
 	}
 	env := map[string]string{"USERSYNC_API_URL": url, "USERSYNC_API_TOKEN": "x"}
 	cfg, _ := configFor(env)
-	client, err := newAPIClient(env0{cfg}.env(), nil)
+	client, err := newAPIClient(context.Background(), env0{cfg}.env(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

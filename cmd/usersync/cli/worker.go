@@ -68,7 +68,7 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	if ok, err := jobs.RiverMigrationsCurrent(ctx, pool, riverSchema); err != nil || !ok {
 		return fmt.Errorf("job queue schema %s is not migrated: run usersync migrate first", riverSchema)
 	}
-	api, err := newAPIClient(e, store)
+	api, err := newAPIClient(ctx, e, store)
 	if err != nil {
 		return err
 	}
