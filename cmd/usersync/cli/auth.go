@@ -411,7 +411,8 @@ func printAuthStatus(w io.Writer, cfg Config, schemaName string, info warehouse.
 			fmt.Fprintln(w, "access token   expiry unknown")
 		}
 		if info.RotatedAt != nil {
-			fmt.Fprintf(w, "refresh token  last rotated %s (%s)\n", info.RotatedAt.UTC().Format(time.RFC3339), relative(*info.RotatedAt, now))
+			ago := max(now.Sub(*info.RotatedAt), 0).Round(time.Second) // the database's clock may be ahead
+			fmt.Fprintf(w, "refresh token  last rotated %s (%s ago)\n", info.RotatedAt.UTC().Format(time.RFC3339), ago)
 		}
 	}
 	fallback := "USERSYNC_OAUTH_REFRESH_TOKEN not set"
