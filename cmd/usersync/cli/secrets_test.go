@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,55 @@ func TestNoSecretAnywhere(t *testing.T) {
 		t.Error("the debug logs were not captured (no refresh logged)")
 	}
 	for _, secret := range []string{clientSecret, refresh, uiToken, c.sim.RefreshToken(), "Bearer "} {
+		if strings.Contains(all, secret) {
+			i := strings.Index(all, secret)
+			t.Errorf("a secret appears in the output: …%s…", all[max(0, i-80):min(len(all), i+40)])
+		}
+	}
+}
+
+// TestNoSecretInAuthLogin runs auth login (a forged state, a grant, a denial), auth
+// status and a sync at debug level and greps everything
+// they print for the client secret, the codes and states issued, and the
+// stored refresh and access tokens.
+func TestNoSecretInAuthLogin(t *testing.T) {
+	t.Parallel()
+	a := newAuthEnv(t, apisim.Options{Seed: 44, Users: 100}, map[string]string{"USERSYNC_LOG_LEVEL": "debug"})
+	var everything strings.Builder
+	record := func(args ...string) int {
+		code, out, errs := run(t, a.oauth, args...)
+		everything.WriteString(out + errs)
+		return code
+	}
+	login := []string{"auth", "login", "--follow-redirect", "--redirect-port", "0"}
+	a.tamper.setEdit(func(loc *url.URL) {
+		q := loc.Query()
+		q.Set("state", q.Get("state")+"x")
+		loc.RawQuery = q.Encode()
+	})
+	record(login...)
+	a.tamper.setEdit(nil)
+	if code := record(login...); code != ExitOK {
+		t.Fatalf("auth login: %s", everything.String())
+	}
+	record("auth", "status")
+	record("auth", "status", "--json")
+	if code := record("sync", "--full"); code != ExitOK {
+		t.Fatalf("sync: %s", everything.String())
+	}
+	if err := a.sim.UpdateKnobs(func(k *apisim.Knobs) { k.DenyConsent = true }); err != nil {
+		t.Fatal(err)
+	}
+	record(login...)
+	all := everything.String()
+	if !strings.Contains(all, "oauth authorization code exchanged") {
+		t.Error("the debug logs were not captured")
+	}
+	secrets := append(a.tamper.issued(), "auth-test-secret", a.sim.RefreshToken(), accessToken(t, a.cliEnv), "Bearer ")
+	if len(secrets) < 7 {
+		t.Fatalf("too few codes and states recorded: %d", len(secrets))
+	}
+	for _, secret := range secrets {
 		if strings.Contains(all, secret) {
 			i := strings.Index(all, secret)
 			t.Errorf("a secret appears in the output: …%s…", all[max(0, i-80):min(len(all), i+40)])
