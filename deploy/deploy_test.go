@@ -100,6 +100,11 @@ func checkArgs(t *testing.T, where string, args []string) {
 		return
 	}
 	cmd := args[0]
+	if _, ok := flags[cmd]; !ok && len(args) > 1 {
+		if _, ok := flags[cmd+" "+args[1]]; ok { // a subcommand: auth login
+			cmd, args = cmd+" "+args[1], args[1:]
+		}
+	}
 	if cmd == "help" {
 		if len(args) > 1 {
 			if _, ok := flags[args[1]]; !ok {

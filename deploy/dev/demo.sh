@@ -2,7 +2,11 @@
 # The end-to-end demo behind `make demo`: a throwaway PostgreSQL, the built-in
 # simulated API with 20,000 users that keeps changing, a full sync, an
 # incremental sync that picks up the changes, and what an analyst then sees.
-# It works in its own schema, usersync_demo, which it recreates each time.
+# It authenticates as a real deployment does: OAuth, authorized once with
+# `usersync auth login` (here --follow-redirect plays the browser), so the
+# syncs run on the stored, rotating refresh token with none in the
+# environment. It works in its own schema, usersync_demo, which it recreates
+# each time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -10,7 +14,9 @@ bin=${USERSYNC_BIN:-bin/usersync}
 export DATABASE_URL=${DATABASE_URL:-$(deploy/dev/postgres.sh up)}
 export USERSYNC_SCHEMA=usersync_demo
 export USERSYNC_READER_ROLE=usersync_reader
-export USERSYNC_API_TOKEN=demo-token
+unset USERSYNC_API_TOKEN USERSYNC_OAUTH_REFRESH_TOKEN
+export USERSYNC_OAUTH_CLIENT_ID=demo-client
+export USERSYNC_OAUTH_CLIENT_SECRET=demo-client-secret # the simulator's; a real one goes in USERSYNC_OAUTH_CLIENT_SECRET_FILE
 users=${DEMO_USERS:-20000}
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -18,9 +24,11 @@ sql() { psql "$DATABASE_URL" -X -q -P pager=off -v ON_ERROR_STOP=1 -c "SET searc
 
 port=$(for p in $(seq 18080 18180); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; break; }; done)
 export USERSYNC_API_URL="http://127.0.0.1:$port"
+export USERSYNC_OAUTH_TOKEN_URL="$USERSYNC_API_URL/oauth/token"
 
-say "simulated API: $users users on $USERSYNC_API_URL (users change every few requests)"
+say "simulated API: $users users on $USERSYNC_API_URL (users change every few requests; OAuth)"
 "$bin" simulate --addr "127.0.0.1:$port" --users "$users" --seed 42 \
+	--client-id "$USERSYNC_OAUTH_CLIENT_ID" --client-secret "$USERSYNC_OAUTH_CLIENT_SECRET" \
 	--mutate-every 4 --mutate-update 40 --mutate-create 3 --mutate-delete-every 3 --log-level warn &
 sim=$!
 trap 'kill $sim 2>/dev/null || true; wait $sim 2>/dev/null || true' EXIT
@@ -30,7 +38,11 @@ say "usersync migrate (schema usersync_demo, fresh)"
 psql "$DATABASE_URL" -X -q -c "DROP SCHEMA IF EXISTS usersync_demo CASCADE" -c "DROP SCHEMA IF EXISTS usersync_demo_river CASCADE" 2>/dev/null
 "$bin" migrate | grep -v '^  table\|^  view'
 
-say "usersync sync --full"
+say "usersync auth login (the browser's part played by --follow-redirect, for demos only)"
+"$bin" auth login --follow-redirect --redirect-port 0
+"$bin" auth status
+
+say "usersync sync --full (on the stored token: USERSYNC_OAUTH_REFRESH_TOKEN is not set)"
 "$bin" sync --full
 
 say "usersync sync (incremental: only what changed since the watermark)"
