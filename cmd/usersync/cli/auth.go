@@ -156,7 +156,6 @@ func authLogin(ctx context.Context, e *env, opts loginOptions) error {
 		fmt.Fprintf(e.stdout, "Scope granted: %s\n", grant.Scope)
 	}
 	fmt.Fprintln(e.stdout, "Next: usersync worker (USERSYNC_OAUTH_REFRESH_TOKEN is not needed).")
-	e.logger.InfoContext(ctx, "oauth authorization stored", "client_id", e.cfg.OAuthClientID)
 	return nil
 }
 
