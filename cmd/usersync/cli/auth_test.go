@@ -342,3 +342,27 @@ func TestAuthLoginNoBrowser(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthSubcommands: auth alone names its subcommands (exit 2), auth -h
+// lists them, and help auth login is auth login -h.
+func TestAuthSubcommands(t *testing.T) {
+	t.Parallel()
+	if code, _, errs := run(t, nil, "auth"); code != ExitUsage || !strings.Contains(errs, "usersync auth login or usersync auth status") {
+		t.Errorf("auth: %d %s", code, errs)
+	}
+	if code, out, _ := run(t, nil, "auth", "-h"); code != ExitOK || !strings.Contains(out, "auth login") || !strings.Contains(out, "auth status") {
+		t.Errorf("auth -h: %d %s", code, out)
+	}
+	_, direct, _ := run(t, nil, "auth", "login", "-h")
+	code, viaHelp, _ := run(t, nil, "help", "auth", "login")
+	if code != ExitOK || viaHelp != direct || !strings.Contains(direct, "--follow-redirect") || !strings.Contains(direct, "USERSYNC_OAUTH_AUTHORIZE_URL") {
+		t.Errorf("help auth login: %d\n%s", code, viaHelp)
+	}
+	if code, _, errs := run(t, map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "https://a.example.com/oauth/token"}, "auth", "status"); code != ExitUsage || !strings.Contains(errs, "USERSYNC_OAUTH_CLIENT_ID") {
+		t.Errorf("auth status without a client id: %d %s", code, errs)
+	}
+	if code, _, errs := run(t, map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "http://127.0.0.1:1/oauth/token", "USERSYNC_OAUTH_CLIENT_ID": "c",
+		"USERSYNC_OAUTH_CLIENT_SECRET": "s"}, "auth", "login", "--no-browser", "--redirect-port", "0"); code != ExitUsage || !strings.Contains(errs, "fixed --redirect-port") {
+		t.Errorf("--no-browser with port 0: %d %s", code, errs)
+	}
+}

@@ -258,7 +258,11 @@ func TestRequireAPI(t *testing.T) {
 		{map[string]string{"USERSYNC_API_URL": "not a url", "USERSYNC_API_TOKEN": "x"}, "USERSYNC_API_URL must be an absolute"},
 		{map[string]string{"USERSYNC_API_TOKEN": "x", "USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_API_URL": "https://api.example.com"}, "both set"},
 		{map[string]string{"USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_API_URL": "https://api.example.com"}, "USERSYNC_OAUTH_TOKEN_URL is not set"},
-		{map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "https://a/oauth/token", "USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_OAUTH_CLIENT_SECRET": "s", "USERSYNC_API_URL": "https://api.example.com"}, "USERSYNC_OAUTH_REFRESH_TOKEN is not set"},
+		// No refresh token: it may be stored (newAPIClient checks).
+		{map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "https://a/oauth/token", "USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_OAUTH_CLIENT_SECRET": "s", "USERSYNC_API_URL": "https://api.example.com"}, ""},
+		{map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "https://a/oauth/token", "USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_API_URL": "https://api.example.com"}, "USERSYNC_OAUTH_CLIENT_SECRET is not set"},
+		{map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "http://a.example.com/oauth/token", "USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_OAUTH_CLIENT_SECRET": "s", "USERSYNC_API_URL": "https://api.example.com"}, "USERSYNC_OAUTH_TOKEN_URL uses http://"},
+		{map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "https://a/oauth/token", "USERSYNC_OAUTH_AUTHORIZE_URL": "http://a.example.com/oauth/authorize", "USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_OAUTH_CLIENT_SECRET": "s", "USERSYNC_API_URL": "https://api.example.com"}, "USERSYNC_OAUTH_AUTHORIZE_URL uses http://"},
 		{map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "https://a/oauth/token", "USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_OAUTH_CLIENT_SECRET": "s", "USERSYNC_OAUTH_REFRESH_TOKEN": "r", "USERSYNC_API_URL": "https://api.example.com"}, ""},
 	}
 	for _, tt := range tests {
@@ -413,5 +417,35 @@ func TestBoolSettingFlags(t *testing.T) {
 		if tt.want && (err != nil || !cfg.SchemaForce) || !tt.want && err == nil {
 			t.Errorf("%v: SchemaForce %v, %v", tt.args, cfg.SchemaForce, err)
 		}
+	}
+}
+
+// TestAuthorizeURL: the authorize URL is the setting, or the token URL with
+// authorize for its last path segment; the scopes are normalized.
+func TestAuthorizeURL(t *testing.T) {
+	t.Parallel()
+	for token, want := range map[string]string{
+		"https://api.example.com/oauth/token":         "https://api.example.com/oauth/authorize",
+		"https://api.example.com/oauth/token/":        "https://api.example.com/oauth/authorize",
+		"https://login.example.com/connect/token?x=1": "https://login.example.com/connect/authorize",
+		"https://api.example.com/token":               "https://api.example.com/authorize",
+		"http://127.0.0.1:8080/oauth/v2/access_token": "http://127.0.0.1:8080/oauth/v2/authorize",
+		"https://api.example.com":                     "https://api.example.com/authorize",
+	} {
+		cfg, err := configFor(map[string]string{"USERSYNC_OAUTH_TOKEN_URL": token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.authorizeURL(); got != want {
+			t.Errorf("token URL %s: authorize URL %s, want %s", token, got, want)
+		}
+	}
+	cfg, _ := configFor(map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "https://a.example.com/oauth/token",
+		"USERSYNC_OAUTH_AUTHORIZE_URL": "https://b.example.com/authorize", "USERSYNC_OAUTH_SCOPES": "  users.read\tteams.read "})
+	if cfg.authorizeURL() != "https://b.example.com/authorize" || cfg.OAuthScopes != "users.read teams.read" {
+		t.Errorf("authorize URL %s, scopes %q", cfg.authorizeURL(), cfg.OAuthScopes)
+	}
+	if cfg, _ := configFor(nil); cfg.OAuthScopes != "users.read teams.read roles.read profiles.read" {
+		t.Errorf("default scopes %q", cfg.OAuthScopes)
 	}
 }
