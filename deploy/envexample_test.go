@@ -38,7 +38,7 @@ var envExampleSet = map[string]string{
 var envExampleNotes = map[string]string{
 	"DATABASE_URL": "Keep the password out of the URL: passfile names a file of " +
 		"host:port:database:user:password lines, like ~/.pgpass.",
-	"USERSYNC_API_TOKEN": "Use either this token or OAuth (the USERSYNC_OAUTH_ settings), not both.",
+	"USERSYNC_API_TOKEN":       "Use either this token or OAuth (the USERSYNC_OAUTH_ settings), not both.",
 	"USERSYNC_OAUTH_CLIENT_ID": "Then authorize once with usersync auth login (docs/operations.md, OAuth).",
 	"USERSYNC_HTTP_ADDR": "Keep it on loopback unless Prometheus scrapes from another host; guard " +
 		"the job UI with USERSYNC_HTTP_TOKEN or USERSYNC_HTTP_BASIC_AUTH when it is not.",
