@@ -106,7 +106,7 @@ func authLogin(ctx context.Context, e *env, opts loginOptions) error {
 		if err != nil {
 			return fmt.Errorf("listening for the redirect: %w", err)
 		}
-		defer ln.Close()
+		defer func() { _ = ln.Close() }() // usually closed already, by the callback server's shutdown
 		port = ln.Addr().(*net.TCPAddr).Port
 	}
 	redirectURI := "http://127.0.0.1:" + strconv.Itoa(port) + "/callback"
@@ -191,10 +191,13 @@ func awaitCallback(ctx context.Context, e *env, ln net.Listener, req jsonapi.Aut
 	mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
 		code, err := req.Callback(r.URL.Query())
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
 		if err != nil {
+			// A fixed text: the query's words (an error description) are
+			// the sender's, and shown on the command line only, cleaned.
 			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintln(w, "usersync auth login failed: "+callbackError(err).Error())
+			fmt.Fprintln(w, "usersync auth login failed; the command line says why. You may close this tab.")
 		} else {
 			fmt.Fprintln(w, "usersync is authorized; the command line finishes the login. You may close this tab.")
 		}
