@@ -21,7 +21,7 @@ func TestPageLockWaitIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.lockTimeout = "200ms"
+	s.sql = newUserSQL(s.schema, s.tables["user"], "200ms")
 	ctx := context.Background()
 	page := `{"data": [{"id": 1, "type": "user", "attributes": {"title": "a"}}]}`
 	if _, err := s.LoadUsers(ctx, normalized(t, schema.User(), page), nil, nil); err != nil {

@@ -6,17 +6,18 @@ import (
 	"github.com/usersync/usersync/schema"
 )
 
+// pageLockTimeout bounds how long a users page's statements wait for a lock
+// (PostgreSQL's lock_timeout): see prepareUsers.
+const pageLockTimeout = "1min"
+
 // Store reads and writes one warehouse schema.
 type Store struct {
 	pool   *pgxpool.Pool
 	schema string
 	q      string // the quoted schema name, for statements
 	tables map[string]tableSQL
-	users  userSQL
+	sql    userSQL
 	links  userLinks
-	// lockTimeout bounds how long a users page's statements wait for a
-	// lock (PostgreSQL's lock_timeout).
-	lockTimeout string
 	// ddlLockTimeout bounds how long DeferTeamIndex waits for user_teams'
 	// exclusive lock.
 	ddlLockTimeout string
@@ -27,11 +28,11 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	if err := schema.ValidateIdentifier(schemaName); err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName), tables: map[string]tableSQL{}, lockTimeout: "1min", ddlLockTimeout: teamIndexLockTimeout}
+	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName), tables: map[string]tableSQL{}, ddlLockTimeout: teamIndexLockTimeout}
 	for _, r := range schema.Resources() {
 		s.tables[r.Type] = newTableSQL(schemaName, r)
 	}
-	s.users = newUserSQL(schemaName, s.tables["user"])
+	s.sql = newUserSQL(schemaName, s.tables["user"], pageLockTimeout)
 	s.links = newUserLinks(schema.User())
 	return s, nil
 }
