@@ -180,10 +180,13 @@ func unescape(s []byte) (string, bool) {
 	return bytesString(out), true // out is never written again
 }
 
-// bytesString returns b as a string without copying it. b must never be
-// written again: the single pass gives it only bytes of a response body
-// (see DecodeData: the client never writes to or reuses a body) and
-// buffers it has just filled and drops.
+// bytesString returns b as a string without copying it: b must not be
+// written while the string is in use. The single pass gives it bytes of a
+// response body and buffers it has just filled and drops. A body is reused
+// for a later page once its page is released (jsonapi.Page.Release, called
+// by warehouse.UsersLoad after the page's commit), so a row's strings live
+// no longer than its page; under the usersync_poison build tag a released
+// body is overwritten at once, and a row kept longer fails the tests.
 func bytesString(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b)) //nolint:gosec // G103: audited; the only use of unsafe
 }
