@@ -96,21 +96,27 @@ func prefixAll(prefix string, names []string) string {
 	return strings.Join(out, ", ")
 }
 
-// userSQL holds the statements of a users page besides its table's.
+// userSQL holds the statements of a users page besides its table's (see
+// sql/users.sql), rendered for one schema.
 type userSQL struct {
-	beginPage         string // a page's transaction, its lock waits bounded
-	usersEmpty        string
-	archiveVersions   string // superseded versions of the staged users, into user_version_history
-	copyTeams         string // binary COPY of (user_id, team_id) into user_teams
-	deleteTeams       string
-	insertTeams       string
-	resolveQuarantine string
-	insertQuarantine  string
-	checkpoint        string
+	beginPage          string // a page's transaction, its lock waits bounded
+	usersEmpty         string
+	archiveVersions    string // superseded versions of the staged users, into user_version_history
+	copyTeams          string // binary COPY of (user_id, team_id) into user_teams
+	deleteTeams        string
+	insertTeams        string
+	resolveQuarantine  string
+	insertQuarantine   string
+	checkpoint         string
+	lockTeams          string
+	teamIndexDroppable string
+	dropTeamIndex      string
+	teamIndexMissing   string
+	createTeamIndex    string
+	analyze            string
 }
 
-func newUserSQL(schemaName string, users tableSQL, lockTimeout string) userSQL {
-	s := schema.QuoteIdentifier(schemaName)
+func newUserSQL(schemaName string, users tableSQL, lockTimeout string) (userSQL, error) {
 	// A version's columns: the content, not the keys, hashes or linkage.
 	u := schema.User()
 	versionCols := []string{}
@@ -121,31 +127,28 @@ func newUserSQL(schemaName string, users tableSQL, lockTimeout string) userSQL {
 		versionCols = append(versionCols, schema.QuoteIdentifier(rel.Column()))
 	}
 	versionCols = append(versionCols, "raw", "data_connections")
-	vc := strings.Join(versionCols, ", ")
-	return userSQL{
-		beginPage:  "BEGIN; SET LOCAL lock_timeout = '" + lockTimeout + "'",
-		usersEmpty: fmt.Sprintf(`SELECT NOT EXISTS (SELECT FROM %s.users)`, s),
-		copyTeams:  copySQL(s+".user_teams", []string{"user_id", "team_id"}),
-		insertQuarantine: fmt.Sprintf(`INSERT INTO %s.quarantine (run_id, resource_type, resource_id, field, error, raw)
-VALUES ($1, $2, $3, $4, $5, $6)`, s),
-		// Before the upsert replaces a user's content, its current version
-		// (held in the users row) is closed into the history.
-		archiveVersions: fmt.Sprintf(`INSERT INTO %[1]s.user_version_history (version_id, user_id, content_hash, %[3]s, valid_from, valid_to, run_id)
-OVERRIDING SYSTEM VALUE
-SELECT u.version_id, u.id, u.content_hash, %[4]s, u.version_valid_from, now(), u.version_run_id
-FROM %[2]s u JOIN %[5]s st ON st.id = u.id WHERE u.content_hash <> st.content_hash`,
-			s, users.table, vc, prefixAll("u.", versionCols), users.stage),
-		// The diff deletes use NOT IN over a subquery, which PostgreSQL runs as a
-		// hashed subplan; a correlated NOT EXISTS over unnest() was planned as a
-		// nested loop and grew with the square of the page.
-		deleteTeams: fmt.Sprintf(`DELETE FROM %[1]s.user_teams ut WHERE ut.user_id = ANY($1::bigint[])
-AND (ut.user_id, ut.team_id) NOT IN (SELECT u, t FROM unnest($2::bigint[], $3::bigint[]) AS n(u, t))`, s),
-		insertTeams: fmt.Sprintf(`INSERT INTO %[1]s.user_teams (user_id, team_id)
-SELECT u, t FROM unnest($1::bigint[], $2::bigint[]) AS n(u, t) ON CONFLICT DO NOTHING`, s),
-		resolveQuarantine: fmt.Sprintf(`UPDATE %[1]s.quarantine SET resolved_at = now()
-WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id = ANY($2::text[])`, s),
-		checkpoint: fmt.Sprintf(`UPDATE %[1]s.sync_runs SET next_url = $2, max_updated_at = $3, pages = $4, fetched = $5,
-inserted = $6, updated = $7, unchanged = $8, quarantined = $9, requests = $10, rate_limited = $11, retries = $12,
-unknown_attributes = $13, heartbeat_at = now() WHERE run_id = $1`, s),
+	st, err := loadStatements("users", map[string]string{
+		"schema": schema.QuoteIdentifier(schemaName), "lock_timeout": lockTimeout, "users_stage": users.stage,
+		"version_columns": strings.Join(versionCols, ", "), "u.version_columns": prefixAll("u.", versionCols),
+	})
+	if err != nil {
+		return userSQL{}, err
 	}
+	var q userSQL
+	for name, field := range map[string]*string{
+		"beginPage": &q.beginPage, "usersEmpty": &q.usersEmpty, "archiveVersions": &q.archiveVersions,
+		"copyTeams": &q.copyTeams, "deleteTeams": &q.deleteTeams, "insertTeams": &q.insertTeams,
+		"resolveQuarantine": &q.resolveQuarantine, "insertQuarantine": &q.insertQuarantine, "checkpoint": &q.checkpoint,
+		"lockTeams": &q.lockTeams, "teamIndexDroppable": &q.teamIndexDroppable, "dropTeamIndex": &q.dropTeamIndex,
+		"teamIndexMissing": &q.teamIndexMissing, "createTeamIndex": &q.createTeamIndex, "analyze": &q.analyze,
+	} {
+		if *field = st[name]; *field == "" {
+			return userSQL{}, fmt.Errorf("sql/users.sql has no statement %s", name)
+		}
+		delete(st, name)
+	}
+	for name := range st {
+		return userSQL{}, fmt.Errorf("sql/users.sql: statement %s is not used", name)
+	}
+	return q, nil
 }

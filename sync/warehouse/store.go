@@ -32,7 +32,10 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	for _, r := range schema.Resources() {
 		s.tables[r.Type] = newTableSQL(schemaName, r)
 	}
-	s.sql = newUserSQL(schemaName, s.tables["user"], pageLockTimeout)
+	var err error
+	if s.sql, err = newUserSQL(schemaName, s.tables["user"], pageLockTimeout); err != nil {
+		return nil, err
+	}
 	s.links = newUserLinks(schema.User())
 	return s, nil
 }

@@ -20,7 +20,8 @@ import (
 // A load that dies before it ends leaves the index missing; every sync and
 // reconcile builds it before it reads or writes user_teams.
 
-// teamIndex is the index's name, as migration 0001 created it.
+// teamIndex is the index's name, as migration 0001 created it (sql/users.sql
+// names it too).
 const teamIndex = "user_teams_team_id"
 
 // teamIndexLockTimeout bounds the wait for user_teams' exclusive lock
@@ -37,16 +38,15 @@ const teamIndexLockTimeout = "5s"
 func (s *Store) deferTeamIndex(ctx context.Context) (bool, error) {
 	dropped := false
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL lock_timeout = '" + s.ddlLockTimeout + "'"}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `LOCK TABLE `+s.q+`.user_teams IN ACCESS EXCLUSIVE MODE`); err != nil {
+		if _, err := tx.Exec(ctx, s.sql.lockTeams); err != nil {
 			return err
 		}
 		var drop bool
-		err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT FROM `+s.q+`.user_teams) AND to_regclass($1) IS NOT NULL`,
-			s.q+"."+teamIndex).Scan(&drop)
+		err := tx.QueryRow(ctx, s.sql.teamIndexDroppable).Scan(&drop)
 		if err != nil || !drop {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DROP INDEX `+s.q+`.`+teamIndex); err != nil {
+		if _, err := tx.Exec(ctx, s.sql.dropTeamIndex); err != nil {
 			return err
 		}
 		dropped = true
@@ -75,13 +75,13 @@ func (s *Store) EnsureTeamIndex(ctx context.Context, log *slog.Logger) error {
 
 func (s *Store) ensureTeamIndex(ctx context.Context) (bool, error) {
 	var missing bool
-	if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NULL`, s.q+"."+teamIndex).Scan(&missing); err != nil {
+	if err := s.pool.QueryRow(ctx, s.sql.teamIndexMissing).Scan(&missing); err != nil {
 		return false, fmt.Errorf("looking for the team_id index of user_teams: %w", err)
 	}
 	if !missing {
 		return false, nil
 	}
-	if _, err := s.pool.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+teamIndex+` ON `+s.q+`.user_teams (team_id)`); err != nil {
+	if _, err := s.pool.Exec(ctx, s.sql.createTeamIndex); err != nil {
 		return false, fmt.Errorf("building the team_id index of user_teams: %w", err)
 	}
 	return true, nil
