@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	json "github.com/goccy/go-json"
+	"encoding/json"
 )
 
 // OAuthConfig configures an OAuth refresh-token Authenticator. TokenURL,

@@ -4,10 +4,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/internal/jsonscan"
 	"github.com/usersync/usersync/sync/jsonapi"
 )
 
@@ -50,23 +52,23 @@ func (n *Normalizer) DecodeData(b []byte) (any, int, error) {
 func (n *Normalizer) decodeArray(b []byte) (*Page, int, error) {
 	s := pageScanner{b: b, n: n, names: map[string]string{}}
 	page := &Page{Rows: make([]Row, 0, len(b)/2048+1)} // users are 2-4 kB
-	i := ws(b, 0)
+	i := jsonscan.WS(b, 0)
 	if i >= len(b) || b[i] != '[' {
 		return nil, 0, &jsonapi.DecodeError{Reason: "data is not an array"}
 	}
-	end, ok := elements(b, i, func(v int) (int, bool) {
+	end, ok := jsonscan.Elements(b, i, func(v int) (int, bool) {
 		var row Row
 		if end, ok := s.resource(v, &row); ok {
 			page.Rows = append(page.Rows, row)
 			return end, true
 		}
-		end, depth, _, ok := skipNested(b, v)
+		end, depth, _, ok := jsonscan.SkipNested(b, v)
 		if !ok {
 			return 0, false
 		}
 		page.General++
 		if depth > MaxNesting {
-			// Never handed to the JSON decoder, which refuses the depth.
+
 			page.Rejected = append(page.Rejected, tooDeep(b[v:end]))
 			return end, true
 		}
@@ -76,6 +78,7 @@ func (n *Normalizer) decodeArray(b []byte) (*Page, int, error) {
 		}
 		return end, true
 	})
+
 	if s.err != nil {
 		return nil, 0, s.err
 	}
@@ -197,16 +200,16 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 	var seen int
 	typeOK := false
 	var attrs [2]int
-	end, ok := members(s.b, i, func(key []byte, plain bool, _, v int) (int, bool) {
+	end, ok := jsonscan.Members(s.b, i, func(key []byte, plain bool, _, v int) (int, bool) {
 		if !plain {
 			return 0, false
 		}
 		bit := memberBit(key)
 		if bit == 0 {
 			if foldsTo(key, []string{"id", "type", "attributes", "relationships", "links", "meta"}) {
-				return 0, false // the general decoder matches member names in any case
+				return 0, false
 			}
-			return skipValue(s.b, v, 0)
+			return jsonscan.SkipValue(s.b, v, 0)
 		}
 		if seen&bit != 0 {
 			return 0, false
@@ -218,7 +221,7 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 			row.ID = id
 			return end, ok
 		case memberType:
-			end, esc, wide, _, ok := scanString(s.b, v)
+			end, esc, wide, _, ok := jsonscan.ScanString(s.b, v)
 			if !ok || esc || wide {
 				return 0, false
 			}
@@ -232,13 +235,14 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 			return s.relationships(v)
 		case memberLinks:
 			return links(s.b, v)
-		default: // memberMeta
+		default:
 			if s.b[v] != '{' {
 				return 0, false
 			}
 			return s.meta(v, row)
 		}
 	})
+
 	const required = memberID | memberType | memberAttributes
 	if !ok || seen&required != required || !typeOK {
 		return 0, false
@@ -314,12 +318,11 @@ func (s *pageScanner) attributes(i int, row *Row, vals []any) (int, bool) {
 		}
 	}
 	prev := len(attrs.res.Attributes) // before the first attribute
-	end, ok := members(s.b, i, func(key []byte, plain bool, k, v int) (int, bool) {
+	end, ok := jsonscan.Members(s.b, i, func(key []byte, plain bool, k, v int) (int, bool) {
 		if !plain {
 			return 0, false
 		}
-		// The API sends attributes in the same order every time: try the
-		// one that followed the previous attribute last time before the map.
+
 		idx, known := s.guess[prev], true
 		if idx < 0 || string(key) != attrs.res.Attributes[idx].Name {
 			if idx, known = attrs.index[string(key)]; known {
@@ -327,7 +330,7 @@ func (s *pageScanner) attributes(i int, row *Row, vals []any) (int, bool) {
 			}
 		}
 		if !known {
-			end, ok := skipValue(s.b, v, 0)
+			end, ok := jsonscan.SkipValue(s.b, v, 0)
 			if !ok {
 				return 0, false
 			}
@@ -349,6 +352,7 @@ func (s *pageScanner) attributes(i int, row *Row, vals []any) (int, bool) {
 		vals[idx] = val
 		return end, ok
 	})
+
 	// A value holding what PostgreSQL cannot store (\u0000, bytes that are
 	// not UTF-8, a lone surrogate) was refused above: the general path
 	// names it.
@@ -360,24 +364,24 @@ func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, ok bool
 	b := s.b
 	switch b[v] {
 	case 'n':
-		end, ok = literal(b, v, "null")
+		end, ok = jsonscan.Literal(b, v, "null")
 		return end, nil, ok
 	case 't', 'f':
 		if t != schema.Boolean {
 			return 0, nil, false
 		}
 		if b[v] == 't' {
-			end, ok = literal(b, v, "true")
+			end, ok = jsonscan.Literal(b, v, "true")
 			return end, true, ok
 		}
-		end, ok = literal(b, v, "false")
+		end, ok = jsonscan.Literal(b, v, "false")
 		return end, false, ok
 	case '"':
 		if t != schema.String && t != schema.DateTime {
 			return 0, nil, false
 		}
 		var esc, bad bool
-		end, esc, _, bad, ok = scanString(b, v)
+		end, esc, _, bad, ok = jsonscan.ScanString(b, v)
 		if !ok || bad {
 			return 0, nil, false // the general path names what is bad
 		}
@@ -389,7 +393,7 @@ func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, ok bool
 			str = bytesString(b[v+1 : end-1])
 		} else {
 			var plain bool
-			if str, plain = unescape(b[v+1 : end-1]); !plain {
+			if str, plain = jsonscan.Unescape(b[v+1 : end-1]); !plain {
 				str = gjson.Parse(string(b[v:end])).Str // the general path's decoder
 			}
 		}
@@ -405,7 +409,7 @@ func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, ok bool
 		if t != schema.Object {
 			return 0, nil, false
 		}
-		if end, ok = skipValue(b, v, 0); !ok {
+		if end, ok = jsonscan.SkipValue(b, v, 0); !ok {
 			return 0, nil, false
 		}
 		return end, b[v:end:end], true
@@ -413,11 +417,11 @@ func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, ok bool
 	if t != schema.Integer {
 		return 0, nil, false
 	}
-	end, integer, ok := scanNumber(b, v)
+	end, integer, ok := jsonscan.ScanNumber(b, v)
 	if !ok || !integer {
 		return 0, nil, false
 	}
-	n, ok := parseInt(b[v:end])
+	n, ok := jsonscan.ParseInt(b[v:end])
 	if !ok {
 		return 0, nil, false
 	}
@@ -430,7 +434,7 @@ func (s *pageScanner) relationships(i int) (int, bool) {
 	if s.b[i] != '{' {
 		return 0, false
 	}
-	return members(s.b, i, func(key []byte, plain bool, k, v int) (int, bool) {
+	return jsonscan.Members(s.b, i, func(key []byte, plain bool, k, v int) (int, bool) {
 		if !plain || s.b[v] != '{' {
 			return 0, false
 		}
@@ -451,7 +455,7 @@ func (s *pageScanner) relationships(i int) (int, bool) {
 		}
 		l := linkage{name: name, shape: jsonapi.ShapeAbsent, from: len(s.ids)}
 		var seen int
-		end, ok := members(s.b, v, func(key []byte, plain bool, _, v int) (int, bool) {
+		end, ok := jsonscan.Members(s.b, v, func(key []byte, plain bool, _, v int) (int, bool) {
 			if !plain {
 				return 0, false
 			}
@@ -473,13 +477,14 @@ func (s *pageScanner) relationships(i int) (int, bool) {
 					return 0, false
 				}
 				seen |= 4
-				return skipValue(s.b, v, 0)
+				return jsonscan.SkipValue(s.b, v, 0)
 			}
 			if foldsTo(key, []string{"data", "links", "meta"}) {
 				return 0, false
 			}
-			return skipValue(s.b, v, 0)
+			return jsonscan.SkipValue(s.b, v, 0)
 		})
+
 		l.to = len(s.ids)
 		s.rels = append(s.rels, l)
 		for len(s.relTypes) <= p {
@@ -488,6 +493,7 @@ func (s *pageScanner) relationships(i int) (int, bool) {
 		s.relTypes[p] = s.typeGuess
 		return end, ok
 	})
+
 }
 
 // linkageData reads a relationship's "data" at b[v].
@@ -495,13 +501,13 @@ func (s *pageScanner) linkageData(v int, l *linkage) (int, bool) {
 	switch s.b[v] {
 	case 'n':
 		l.shape = jsonapi.ShapeNull
-		return literal(s.b, v, "null")
+		return jsonscan.Literal(s.b, v, "null")
 	case '{':
 		l.shape = jsonapi.ShapeOne
 		return s.identifier(v)
 	case '[':
 		l.shape = jsonapi.ShapeMany
-		return elements(s.b, v, s.identifier)
+		return jsonscan.Elements(s.b, v, s.identifier)
 	}
 	return 0, false
 }
@@ -510,11 +516,11 @@ func (s *pageScanner) linkageData(v int, l *linkage) (int, bool) {
 // integer that is a valid jsonapi.ID (a string or anything else goes the
 // general way).
 func (s *pageScanner) id(v int) (int, int64, bool) {
-	end, integer, ok := scanNumber(s.b, v)
+	end, integer, ok := jsonscan.ScanNumber(s.b, v)
 	if !ok || !integer {
 		return 0, 0, false
 	}
-	n, ok := parseInt(s.b[v:end])
+	n, ok := jsonscan.ParseInt(s.b[v:end])
 	if !ok || jsonapi.ID(n) == jsonapi.InvalidID {
 		return 0, 0, false
 	}
@@ -528,7 +534,7 @@ func (s *pageScanner) identifier(v int) (int, bool) {
 	}
 	var id jsonapi.Identifier
 	var seen int
-	end, ok := members(s.b, v, func(key []byte, plain bool, _, v int) (int, bool) {
+	end, ok := jsonscan.Members(s.b, v, func(key []byte, plain bool, _, v int) (int, bool) {
 		if !plain {
 			return 0, false
 		}
@@ -546,7 +552,7 @@ func (s *pageScanner) identifier(v int) (int, bool) {
 				return 0, false
 			}
 			seen |= 2
-			end, esc, wide, _, ok := scanString(s.b, v)
+			end, esc, wide, _, ok := jsonscan.ScanString(s.b, v)
 			if !ok || esc || wide || end-v == 2 {
 				return 0, false
 			}
@@ -562,13 +568,14 @@ func (s *pageScanner) identifier(v int) (int, bool) {
 				return 0, false
 			}
 			seen |= 4
-			return skipValue(s.b, v, 0)
+			return jsonscan.SkipValue(s.b, v, 0)
 		}
 		if foldsTo(key, []string{"id", "type", "meta"}) {
 			return 0, false
 		}
-		return skipValue(s.b, v, 0)
+		return jsonscan.SkipValue(s.b, v, 0)
 	})
+
 	if !ok || seen&3 != 3 {
 		return 0, false
 	}
@@ -579,7 +586,7 @@ func (s *pageScanner) identifier(v int) (int, bool) {
 // meta reads canWrite and dataConnections from the meta object at b[i].
 func (s *pageScanner) meta(i int, row *Row) (int, bool) {
 	var seen int
-	return members(s.b, i, func(key []byte, plain bool, _, v int) (int, bool) {
+	return jsonscan.Members(s.b, i, func(key []byte, plain bool, _, v int) (int, bool) {
 		if !plain {
 			return 0, false
 		}
@@ -589,7 +596,7 @@ func (s *pageScanner) meta(i int, row *Row) (int, bool) {
 				return 0, false
 			}
 			seen |= 1
-			end, ok := skipValue(s.b, v, 0)
+			end, ok := jsonscan.SkipValue(s.b, v, 0)
 			if !ok {
 				return 0, false
 			}
@@ -608,16 +615,17 @@ func (s *pageScanner) meta(i int, row *Row) (int, bool) {
 				b := s.b[v] == 't'
 				row.CanWrite = &b
 				if b {
-					return literal(s.b, v, "true")
+					return jsonscan.Literal(s.b, v, "true")
 				}
-				return literal(s.b, v, "false")
+				return jsonscan.Literal(s.b, v, "false")
 			case 'n':
-				return literal(s.b, v, "null")
+				return jsonscan.Literal(s.b, v, "null")
 			}
 			return 0, false
 		}
-		return skipValue(s.b, v, 0)
+		return jsonscan.SkipValue(s.b, v, 0)
 	})
+
 }
 
 // links checks a links object at b[v]: null, or an object whose members are
@@ -625,18 +633,19 @@ func (s *pageScanner) meta(i int, row *Row) (int, bool) {
 func links(b []byte, v int) (int, bool) {
 	switch b[v] {
 	case 'n':
-		return literal(b, v, "null")
+		return jsonscan.Literal(b, v, "null")
 	case '{':
-		return members(b, v, func(_ []byte, _ bool, _, v int) (int, bool) {
+		return jsonscan.Members(b, v, func(_ []byte, _ bool, _, v int) (int, bool) {
 			switch b[v] {
 			case '"':
-				end, _, _, _, ok := scanString(b, v)
+				end, _, _, _, ok := jsonscan.ScanString(b, v)
 				return end, ok
 			case 'n':
-				return literal(b, v, "null")
+				return jsonscan.Literal(b, v, "null")
 			}
 			return 0, false
 		})
+
 	}
 	return 0, false
 }
@@ -649,4 +658,15 @@ func foldsTo(key []byte, names []string) bool {
 		}
 	}
 	return false
+}
+
+// bytesString returns b as a string without copying it: b must not be
+// written while the string is in use. The single pass gives it bytes of a
+// response body only. A body is reused
+// for a later page once its page is released (jsonapi.Page.Release, called
+// by warehouse.UsersLoad after the page's commit), so a row's strings live
+// no longer than its page; under the usersync_poison build tag a released
+// body is overwritten at once, and a row kept longer fails the tests.
+func bytesString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b)) //nolint:gosec // G103: audited; the only use of unsafe
 }
