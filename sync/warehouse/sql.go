@@ -135,20 +135,12 @@ func newUserSQL(schemaName string, users tableSQL, lockTimeout string) (userSQL,
 		return userSQL{}, err
 	}
 	var q userSQL
-	for name, field := range map[string]*string{
+	err = assignStatements("users", st, map[string]*string{
 		"beginPage": &q.beginPage, "usersEmpty": &q.usersEmpty, "archiveVersions": &q.archiveVersions,
 		"copyTeams": &q.copyTeams, "deleteTeams": &q.deleteTeams, "insertTeams": &q.insertTeams,
 		"resolveQuarantine": &q.resolveQuarantine, "insertQuarantine": &q.insertQuarantine, "checkpoint": &q.checkpoint,
 		"lockTeams": &q.lockTeams, "teamIndexDroppable": &q.teamIndexDroppable, "dropTeamIndex": &q.dropTeamIndex,
 		"teamIndexMissing": &q.teamIndexMissing, "createTeamIndex": &q.createTeamIndex, "analyze": &q.analyze,
-	} {
-		if *field = st[name]; *field == "" {
-			return userSQL{}, fmt.Errorf("sql/users.sql has no statement %s", name)
-		}
-		delete(st, name)
-	}
-	for name := range st {
-		return userSQL{}, fmt.Errorf("sql/users.sql: statement %s is not used", name)
-	}
-	return q, nil
+	})
+	return q, err
 }

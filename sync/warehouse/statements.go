@@ -50,3 +50,20 @@ func loadStatements(file string, vars map[string]string) (map[string]string, err
 	flush()
 	return out, nil
 }
+
+// assignStatements sets each field to the statement of its name in st (the
+// statements of sql/<file>.sql), refusing a name st lacks and a statement no
+// field takes.
+func assignStatements(file string, st map[string]string, fields map[string]*string) error {
+	for name, field := range fields {
+		if *field = st[name]; *field == "" {
+			return fmt.Errorf("sql/%s.sql has no statement %s", file, name)
+		}
+	}
+	for name := range st {
+		if _, ok := fields[name]; !ok {
+			return fmt.Errorf("sql/%s.sql: statement %s is not used", file, name)
+		}
+	}
+	return nil
+}

@@ -44,7 +44,7 @@ func TestStatementsGolden(t *testing.T) {
 			write(r.Table+" list", s.dimensionSQL(t))
 		}
 	}
-	write("reconcile", newReconcileSQL(s))
+	write("reconcile", s.reconcile)
 	got := b.String()
 	const golden = "testdata/statements.golden.sql"
 	if *update {

@@ -12,12 +12,13 @@ const pageLockTimeout = "1min"
 
 // Store reads and writes one warehouse schema.
 type Store struct {
-	pool   *pgxpool.Pool
-	schema string
-	q      string // the quoted schema name, for statements
-	tables map[string]tableSQL
-	sql    userSQL
-	links  userLinks
+	pool      *pgxpool.Pool
+	schema    string
+	q         string // the quoted schema name, for statements
+	tables    map[string]tableSQL
+	sql       userSQL
+	reconcile reconcileSQL
+	links     userLinks
 	// ddlLockTimeout bounds how long DeferTeamIndex waits for user_teams'
 	// exclusive lock.
 	ddlLockTimeout string
@@ -34,6 +35,9 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	}
 	var err error
 	if s.sql, err = newUserSQL(schemaName, s.tables["user"], pageLockTimeout); err != nil {
+		return nil, err
+	}
+	if s.reconcile, err = newReconcileSQL(schemaName, s.tables["user"]); err != nil {
 		return nil, err
 	}
 	s.links = newUserLinks(schema.User())

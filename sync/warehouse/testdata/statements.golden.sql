@@ -274,12 +274,14 @@ SELECT count(*) FILTER (WHERE reason = 'missing'), count(*) FILTER (WHERE reason
 	(SELECT count(*) FROM skipped) FROM ins;
 
 -- reconcile.queueDeletedLinks
-WITH hit AS (SELECT u.id FROM "usersync"."users" u WHERE u.deleted_at IS NULL AND (u."role_id" = ANY($2::bigint[])
+WITH hit AS (
+	SELECT u.id FROM "usersync"."users" u WHERE u.deleted_at IS NULL AND (u."role_id" = ANY($2::bigint[])
 		OR u."profile_id" = ANY($3::bigint[])
 		OR u."direct_assigned_team_ids" && $1::bigint[]
 		OR u."role_assigned_team_ids" && $1::bigint[]
 		OR EXISTS (SELECT 1 FROM jsonb_each(u.other_relationships) AS o, jsonb_array_elements(o.value) AS e
-		WHERE (e.value->>'type' = 'team' AND (e.value->>'id')::bigint = ANY($1::bigint[])) OR (e.value->>'type' = 'role' AND (e.value->>'id')::bigint = ANY($2::bigint[])) OR (e.value->>'type' = 'profile' AND (e.value->>'id')::bigint = ANY($3::bigint[]))))), ins AS (
+		WHERE (e.value->>'type' = 'team' AND (e.value->>'id')::bigint = ANY($1::bigint[])) OR (e.value->>'type' = 'role' AND (e.value->>'id')::bigint = ANY($2::bigint[])) OR (e.value->>'type' = 'profile' AND (e.value->>'id')::bigint = ANY($3::bigint[]))))
+), ins AS (
 	INSERT INTO pg_temp.usersync_reconcile_fetch (id, reason) SELECT id, 'relinked' FROM hit ON CONFLICT (id) DO NOTHING RETURNING 1
 )
 SELECT count(*) FROM ins;
