@@ -3,14 +3,17 @@
 // store and the status queries. Every statement is schema-qualified with the
 // configured schema; values are always parameters.
 //
-// Where the SQL lives: statements of the users write path and the team_id
-// index are in sql/users.sql, rendered once per Store (sql.go); statements
-// whose column lists come from the catalog (each resource table's COPY,
-// upsert and reads, the dimension lists, the reconcile) are rendered once per
+// Where the SQL lives: the statements a Store runs are in sql/*.sql (the
+// users write path and the team_id index in users.sql, the reconcile in
+// reconcile.sql, the run bookkeeping, status and membership in runs.sql),
+// rendered once per Store by statements.go; those whose column lists come
+// from the catalog (each resource table's COPY, upsert and reads, the
+// dimension lists, the reconcile's link conditions) are rendered once per
 // Store from it (sql.go, dimension_sql.go, reconcile.go). Every one of them
 // is in testdata/statements.golden.sql, rendered for schema usersync, which
-// TestStatementsGolden keeps true. The run bookkeeping and status queries
-// (runs.go, status.go, membership.go, tokens.go) are still written inline.
+// TestStatementsGolden keeps true. Still inline: the migration runner
+// (migrate.go, which works before a Store exists), the OAuth token store
+// (tokens.go) and the advisory locks (constant statements).
 //
 // The users write path reads top-down: UsersLoad (usersload.go) takes the
 // pages of a walk and commits them in order with the checkpoint; each page

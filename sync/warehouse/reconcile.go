@@ -280,20 +280,19 @@ func (e *TooManyDeletionsError) Error() string {
 // DeletedDimensionIDs returns the ids of the teams, roles and profiles
 // marked deleted, by type ("team", "role", "profile").
 func (s *Store) DeletedDimensionIDs(ctx context.Context) (map[string][]int64, error) {
+	rows, err := s.pool.Query(ctx, s.runs.deletedDimensionIDs)
+	if err != nil {
+		return nil, fmt.Errorf("listing deleted teams, roles and profiles: %w", err)
+	}
 	out := map[string][]int64{}
-	for _, typ := range dimensionTypes() {
-		t := s.tables[typ]
-		rows, err := s.pool.Query(ctx, `SELECT id FROM `+t.table+` WHERE deleted_at IS NOT NULL ORDER BY id`)
-		if err != nil {
-			return nil, fmt.Errorf("listing deleted %s: %w", t.res.Table, err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return nil, fmt.Errorf("listing deleted %s: %w", t.res.Table, err)
-		}
-		if len(ids) > 0 {
-			out[typ] = ids
-		}
+	var typ string
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&typ, &id}, func() error {
+		out[typ] = append(out[typ], id)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing deleted teams, roles and profiles: %w", err)
 	}
 	return out, nil
 }
@@ -301,8 +300,7 @@ func (s *Store) DeletedDimensionIDs(ctx context.Context) (map[string][]int64, er
 // TouchRun records a run's request counters and heartbeat, for a run that
 // works between page commits (a reconcile's scan) and before it finishes.
 func (s *Store) TouchRun(ctx context.Context, runID int64, p Progress) error {
-	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET heartbeat_at = now(), requests = $2, rate_limited = $3, retries = $4
-		WHERE run_id = $1`, runID, p.Requests, p.RateLimited, p.Retries)
+	_, err := s.pool.Exec(ctx, s.runs.touchRun, runID, p.Requests, p.RateLimited, p.Retries)
 	if err != nil {
 		return fmt.Errorf("recording the progress of run %d: %w", runID, err)
 	}

@@ -144,3 +144,29 @@ func newUserSQL(schemaName string, users tableSQL, lockTimeout string) (userSQL,
 	})
 	return q, err
 }
+
+// runSQL holds the run bookkeeping, status and membership statements (see
+// sql/runs.sql), rendered for one schema.
+type runSQL struct {
+	startRun, unfinishedRuns, abandonRuns, finishRun, advanceWatermark, endRun string
+	failedRunToResume, watermark, reopenRun, runOfJob, touchRun                string
+	status, lastRuns, lastSyncListedMembership                                 string
+	liveTeamIDs, deletedDimensionIDs, replaceTeamMembers                       string
+}
+
+func newRunSQL(schemaName string) (runSQL, error) {
+	st, err := loadStatements("runs", map[string]string{"schema": schema.QuoteIdentifier(schemaName), "run_columns": runColumns})
+	if err != nil {
+		return runSQL{}, err
+	}
+	var q runSQL
+	err = assignStatements("runs", st, map[string]*string{
+		"startRun": &q.startRun, "unfinishedRuns": &q.unfinishedRuns, "abandonRuns": &q.abandonRuns,
+		"finishRun": &q.finishRun, "advanceWatermark": &q.advanceWatermark, "endRun": &q.endRun,
+		"failedRunToResume": &q.failedRunToResume, "watermark": &q.watermark, "reopenRun": &q.reopenRun,
+		"runOfJob": &q.runOfJob, "touchRun": &q.touchRun, "status": &q.status, "lastRuns": &q.lastRuns,
+		"lastSyncListedMembership": &q.lastSyncListedMembership, "liveTeamIDs": &q.liveTeamIDs,
+		"deletedDimensionIDs": &q.deletedDimensionIDs, "replaceTeamMembers": &q.replaceTeamMembers,
+	})
+	return q, err
+}

@@ -45,6 +45,7 @@ func TestStatementsGolden(t *testing.T) {
 		}
 	}
 	write("reconcile", s.reconcile)
+	write("runs", s.runs)
 	got := b.String()
 	const golden = "testdata/statements.golden.sql"
 	if *update {

@@ -18,6 +18,7 @@ type Store struct {
 	tables    map[string]tableSQL
 	sql       userSQL
 	reconcile reconcileSQL
+	runs      runSQL
 	links     userLinks
 	// ddlLockTimeout bounds how long DeferTeamIndex waits for user_teams'
 	// exclusive lock.
@@ -38,6 +39,9 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 		return nil, err
 	}
 	if s.reconcile, err = newReconcileSQL(schemaName, s.tables["user"]); err != nil {
+		return nil, err
+	}
+	if s.runs, err = newRunSQL(schemaName); err != nil {
 		return nil, err
 	}
 	s.links = newUserLinks(schema.User())

@@ -319,3 +319,97 @@ WITH gone AS (
 	UPDATE "usersync".sync_runs SET deleted = deleted + (SELECT count(*) FROM gone) WHERE run_id = $1
 )
 SELECT count(*) FROM gone;
+
+-- runs.startRun
+INSERT INTO "usersync".sync_runs (kind, range_from, range_until, job_id)
+VALUES ($1, $2, $3, $4) RETURNING run_id;
+
+-- runs.unfinishedRuns
+SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
+	coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
+	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary
+FROM "usersync".sync_runs WHERE kind = $1 AND status = 'running' ORDER BY run_id DESC;
+
+-- runs.abandonRuns
+UPDATE "usersync".sync_runs SET status = 'abandoned', finished_at = now()
+WHERE run_id = ANY($1) AND status = 'running';
+
+-- runs.finishRun
+UPDATE "usersync".sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
+summary = $2, can_write = $3 WHERE run_id = $1 RETURNING max_updated_at;
+
+-- runs.advanceWatermark
+INSERT INTO "usersync".sync_state (stream, watermark, run_id) VALUES ($1, $2, $3)
+ON CONFLICT (stream) DO UPDATE SET watermark = greatest(sync_state.watermark, EXCLUDED.watermark),
+run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.watermark IS NULL THEN EXCLUDED.run_id ELSE sync_state.run_id END,
+updated_at = now();
+
+-- runs.endRun
+UPDATE "usersync".sync_runs SET status = $3, finished_at = now(), error = $2 WHERE run_id = $1;
+
+-- runs.failedRunToResume
+SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
+	coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
+	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary
+FROM "usersync".sync_runs r WHERE kind = $1 AND status IN ('failed', 'paused') AND next_url IS NOT NULL
+AND NOT EXISTS (SELECT 1 FROM "usersync".sync_runs n WHERE n.kind = r.kind AND n.run_id > r.run_id AND n.status IN ('succeeded', 'running'))
+ORDER BY run_id DESC LIMIT 1;
+
+-- runs.watermark
+SELECT watermark FROM "usersync".sync_state WHERE stream = $1;
+
+-- runs.reopenRun
+UPDATE "usersync".sync_runs SET status = 'running', finished_at = NULL, error = NULL,
+heartbeat_at = now(), job_id = coalesce($2, job_id) WHERE run_id = $1;
+
+-- runs.runOfJob
+SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
+	coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
+	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary
+FROM "usersync".sync_runs WHERE job_id = $1 ORDER BY run_id DESC LIMIT 1;
+
+-- runs.touchRun
+UPDATE "usersync".sync_runs SET heartbeat_at = now(), requests = $2, rate_limited = $3, retries = $4
+WHERE run_id = $1;
+
+-- runs.status
+SELECT
+	(SELECT count(*) FROM "usersync".quarantine WHERE resolved_at IS NULL),
+	(SELECT count(*) FROM "usersync".users WHERE deleted_at IS NULL),
+	(SELECT unknown_attributes FROM "usersync".sync_runs WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1),
+	(SELECT can_write FROM "usersync".sync_runs WHERE can_write IS NOT NULL ORDER BY run_id DESC LIMIT 1),
+	coalesce((SELECT (summary->>'future_updated_at')::bigint FROM "usersync".sync_runs
+		WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1), 0),
+	(SELECT summary->'rate_limit' FROM "usersync".sync_runs WHERE summary ? 'rate_limit' ORDER BY run_id DESC LIMIT 1);
+
+-- runs.lastRuns
+SELECT run_id, kind, status, started_at, finished_at, pages, fetched, inserted,
+	updated, quarantined, requests, coalesce(error, '') FROM "usersync".sync_runs ORDER BY run_id DESC LIMIT $1;
+
+-- runs.lastSyncListedMembership
+SELECT coalesce((SELECT summary ? 'membership' FROM "usersync".sync_runs
+	WHERE status = 'succeeded' AND kind IN ('incremental', 'full', 'backfill') ORDER BY run_id DESC LIMIT 1), false);
+
+-- runs.liveTeamIDs
+SELECT id FROM "usersync".teams WHERE deleted_at IS NULL ORDER BY id;
+
+-- runs.deletedDimensionIDs
+SELECT 'team', id FROM "usersync".teams WHERE deleted_at IS NOT NULL
+UNION ALL SELECT 'role', id FROM "usersync".roles WHERE deleted_at IS NOT NULL
+UNION ALL SELECT 'profile', id FROM "usersync".profiles WHERE deleted_at IS NOT NULL
+ORDER BY 1, 2;
+
+-- runs.replaceTeamMembers
+WITH known AS (
+	SELECT u.id FROM "usersync".users u WHERE u.id = ANY($2::bigint[])
+), gone AS (
+	DELETE FROM "usersync".user_teams WHERE team_id = $1 AND NOT (user_id = ANY($2::bigint[])) RETURNING user_id
+), added AS (
+	INSERT INTO "usersync".user_teams (user_id, team_id) SELECT id, $1 FROM known
+	ON CONFLICT DO NOTHING RETURNING user_id
+), touched AS (
+	UPDATE "usersync".users SET linkage_hash = NULL
+	WHERE id IN (SELECT user_id FROM gone UNION SELECT user_id FROM added) AND linkage_hash IS NOT NULL
+)
+SELECT (SELECT count(*) FROM added), (SELECT count(*) FROM gone),
+	(SELECT count(DISTINCT m) FROM unnest($2::bigint[]) AS m) - (SELECT count(*) FROM known);
