@@ -15,6 +15,9 @@ GOVULNCHECK  := v1.9.0
 TOOLS        := $(CURDIR)/.dev/tools
 # The race detector costs 5-10x; these packages are cheap enough to run under it.
 RACE_PKGS    := ./...
+# Built with the usersync_poison tag, a released response body is overwritten at once: these
+# packages' tests then fail if a row outlives its page (sync/jsonapi/poison_on.go).
+POISON_PKGS  := ./sync/jsonapi ./sync/syncer
 # Fuzz targets: package and name. make test runs each briefly; make fuzz longer.
 FUZZ_TARGETS := ./sync/jsonapi:FuzzDecodeDocument ./sync/normalize:FuzzTypeAttributes ./sync/normalize:FuzzCanonicalJSON ./sync/normalize:FuzzDecodePage ./cmd/usersync/cli:FuzzLoadConfig ./jobs:FuzzParseSchedule ./sync/jsonapi:FuzzDecodeErrorBody ./sync/jsonapi:FuzzDecodeTokenResponse
 FUZZTIME     ?= 60s
@@ -32,10 +35,11 @@ build: ## build bin/usersync (static, version-stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/usersync
 
 .PHONY: test
-test: ## go vet and go test (race detector on) against a throwaway PostgreSQL
+test: ## go vet and go test (race detector on, then the sync under the usersync_poison tag) against a throwaway PostgreSQL
 	@export DATABASE_URL="$$($(PG) up)"; \
 	$(GO) vet ./... && \
 	$(GO) test -race -timeout 40m -count=1 $(RACE_PKGS) && \
+	$(GO) test -tags usersync_poison -timeout 20m -count=1 $(POISON_PKGS) && \
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 .PHONY: demo

@@ -24,6 +24,12 @@ const orphanAge = 2 * time.Minute
 // rescue (an hour past the job timeout). Sync, backfill and reconcile jobs
 // hold the schema's sync lock for their whole run; when none holds it, a job
 // marked running for more than orphanAge has no live worker.
+//
+// It writes River's river_job table itself because River 0.51 offers no
+// way to do this: Client.JobRetry leaves running jobs untouched, and the
+// rescuer (Config.RescueStuckJobsAfter) goes by time alone, so it cannot
+// tell a dead worker's job from a long backfill still running; set low, it
+// would run live jobs twice. The sync lock can tell them apart.
 type Sweeper struct {
 	Pool        *pgxpool.Pool
 	Store       *warehouse.Store

@@ -35,8 +35,10 @@ func (p *bodyPool) get(size int) []byte {
 	return make([]byte, 0, size)
 }
 
-// put keeps b for a later body; b must not be used again by the caller.
+// put keeps b for a later body; b must not be used again by the caller,
+// nor anything that refers to its bytes.
 func (p *bodyPool) put(b []byte) {
+	poison(b)
 	if cap(b) == 0 || cap(b) > maxPooledBody {
 		return
 	}

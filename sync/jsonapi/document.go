@@ -5,7 +5,9 @@ import (
 	"errors"
 	"math"
 
-	json "github.com/goccy/go-json"
+	"encoding/json"
+
+	"github.com/usersync/usersync/sync/internal/jsonscan"
 )
 
 // Shape says which form a "data" member took: absent, null, one object or an
@@ -471,40 +473,11 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	if len(digits) >= 2 && digits[0] == '"' && digits[len(digits)-1] == '"' {
 		digits = digits[1 : len(digits)-1]
 	}
-	n, ok := parseInt64(digits)
+	n, ok := jsonscan.ParseInt(digits)
 	if !ok || ID(n) == InvalidID {
 		*id = InvalidID
 		return nil
 	}
 	*id = ID(n)
 	return nil
-}
-
-// parseInt64 parses an optional minus sign followed by decimal digits, without
-// the allocations of strconv on a []byte.
-func parseInt64(b []byte) (int64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	if neg {
-		if n > 1<<63 {
-			return 0, false
-		}
-		return -int64(n), true
-	}
-	if n > 1<<63-1 {
-		return 0, false
-	}
-	return int64(n), true
 }

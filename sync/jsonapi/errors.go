@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	json "github.com/goccy/go-json"
+	"encoding/json"
 )
 
 // DecodeError reports a body that is not a valid JSON:API document.

@@ -1,5 +1,7 @@
 package jsonapi
 
+import "github.com/usersync/usersync/sync/internal/jsonscan"
+
 // This file holds the fast path of relationship linkage decoding. A page of
 // 1000 users carries about 9000 linkages; a nested decoder call for each
 // costs more than the rest of the page. The parser below accepts only the
@@ -9,7 +11,7 @@ package jsonapi
 
 // parseLinkage parses null, one identifier object, or an array of them.
 func parseLinkage(b []byte) (Shape, []Identifier, bool) {
-	i := skipSpace(b, 0)
+	i := jsonscan.WS(b, 0)
 	if i >= len(b) {
 		return 0, nil, false
 	}
@@ -21,7 +23,7 @@ func parseLinkage(b []byte) (Shape, []Identifier, bool) {
 		return 0, nil, false
 	case '{':
 		id, end, ok := parseIdentifier(b, i)
-		if !ok || skipSpace(b, end) != len(b) {
+		if !ok || jsonscan.WS(b, end) != len(b) {
 			return 0, nil, false
 		}
 		return ShapeOne, []Identifier{id}, true
@@ -33,9 +35,9 @@ func parseLinkage(b []byte) (Shape, []Identifier, bool) {
 
 func parseIdentifierArray(b []byte, i int) (Shape, []Identifier, bool) {
 	ids := make([]Identifier, 0, 4)
-	i = skipSpace(b, i+1)
+	i = jsonscan.WS(b, i+1)
 	if i < len(b) && b[i] == ']' {
-		return ShapeMany, ids, skipSpace(b, i+1) == len(b)
+		return ShapeMany, ids, jsonscan.WS(b, i+1) == len(b)
 	}
 	for i < len(b) {
 		id, end, ok := parseIdentifier(b, i)
@@ -43,15 +45,15 @@ func parseIdentifierArray(b []byte, i int) (Shape, []Identifier, bool) {
 			return 0, nil, false
 		}
 		ids = append(ids, id)
-		i = skipSpace(b, end)
+		i = jsonscan.WS(b, end)
 		if i >= len(b) {
 			return 0, nil, false
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = jsonscan.WS(b, i+1)
 		case ']':
-			return ShapeMany, ids, skipSpace(b, i+1) == len(b)
+			return ShapeMany, ids, jsonscan.WS(b, i+1) == len(b)
 		default:
 			return 0, nil, false
 		}
@@ -67,17 +69,17 @@ func parseIdentifier(b []byte, i int) (Identifier, int, bool) {
 	if i >= len(b) || b[i] != '{' {
 		return id, 0, false
 	}
-	i = skipSpace(b, i+1)
+	i = jsonscan.WS(b, i+1)
 	for i < len(b) {
 		key, next, ok := plainString(b, i)
 		if !ok {
 			return id, 0, false
 		}
-		i = skipSpace(b, next)
+		i = jsonscan.WS(b, next)
 		if i >= len(b) || b[i] != ':' {
 			return id, 0, false
 		}
-		i = skipSpace(b, i+1)
+		i = jsonscan.WS(b, i+1)
 		switch string(key) {
 		case "id":
 			if hasID {
@@ -100,13 +102,13 @@ func parseIdentifier(b []byte, i int) (Identifier, int, bool) {
 		default:
 			return id, 0, false
 		}
-		i = skipSpace(b, i)
+		i = jsonscan.WS(b, i)
 		if i >= len(b) {
 			return id, 0, false
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = jsonscan.WS(b, i+1)
 		case '}':
 			return id, i + 1, hasID && hasType
 		default:
@@ -140,14 +142,14 @@ func plainIDValue(b []byte, i int) (int64, int, bool) {
 		if !ok {
 			return 0, 0, false
 		}
-		n, ok := parseInt64(s)
+		n, ok := jsonscan.ParseInt(s)
 		return n, next, ok
 	}
 	j := i
 	for j < len(b) && (b[j] == '-' || (b[j] >= '0' && b[j] <= '9')) {
 		j++
 	}
-	n, ok := parseInt64(b[i:j])
+	n, ok := jsonscan.ParseInt(b[i:j])
 	return n, j, ok
 }
 
@@ -168,18 +170,6 @@ func internType(t []byte) string {
 		return "contentCategory"
 	}
 	return string(t)
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
 }
 
 func trimSpaceRight(b []byte) []byte {

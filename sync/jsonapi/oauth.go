@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	json "github.com/goccy/go-json"
+	"encoding/json"
 )
 
 // OAuthConfig configures an OAuth refresh-token Authenticator. TokenURL,

@@ -1,27 +1,29 @@
 package jsonapi
 
+import "github.com/usersync/usersync/sync/internal/jsonscan"
+
 // dataAt finds the top-level "data" member of a document and returns its
 // shape and the index of its value, reading only up to it: servers send
 // "data" first, so this costs next to nothing, and it spares the decoder a
 // copy of the whole array. The full decoder checks the syntax afterwards;
 // this scan only needs to find its way.
 func dataAt(body []byte) (Shape, int, error) {
-	i := skipSpace(body, 0)
+	i := jsonscan.WS(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return 0, 0, &DecodeError{Reason: "document is not a JSON object"}
 	}
-	i = skipSpace(body, i+1)
+	i = jsonscan.WS(body, i+1)
 	for i < len(body) && body[i] == '"' {
-		keyEnd, ok := skipString(body, i)
+		keyEnd, _, _, _, ok := jsonscan.ScanString(body, i)
 		if !ok {
 			break
 		}
 		key := body[i+1 : keyEnd-1]
-		i = skipSpace(body, keyEnd)
+		i = jsonscan.WS(body, keyEnd)
 		if i >= len(body) || body[i] != ':' {
 			break
 		}
-		i = skipSpace(body, i+1)
+		i = jsonscan.WS(body, i+1)
 		if string(key) == "data" {
 			shape, err := shapeAt(body, i)
 			return shape, i, err
@@ -30,9 +32,9 @@ func dataAt(body []byte) (Shape, int, error) {
 		if !ok {
 			break
 		}
-		i = skipSpace(body, end)
+		i = jsonscan.WS(body, end)
 		if i < len(body) && body[i] == ',' {
-			i = skipSpace(body, i+1)
+			i = jsonscan.WS(body, i+1)
 		}
 	}
 	// No "data" member found (or the scan got lost in bad syntax, which
@@ -54,27 +56,15 @@ func shapeAt(body []byte, i int) (Shape, error) {
 	return 0, &DecodeError{Reason: "data is neither an object, an array nor null"}
 }
 
-// skipString returns the index after the string starting at b[i] == '"'.
-func skipString(b []byte, i int) (int, bool) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, true
-		}
-	}
-	return 0, false
-}
-
 // skipJSONValue returns the index after the value starting at b[i], counting
-// brackets outside strings. It does not validate.
+// brackets outside strings. It validates only the strings (unlike
+// jsonscan.SkipValue, it follows any depth: the decoder has the last word).
 func skipJSONValue(b []byte, i int) (int, bool) {
 	depth := 0
 	for i < len(b) {
 		switch b[i] {
 		case '"':
-			end, ok := skipString(b, i)
+			end, _, _, _, ok := jsonscan.ScanString(b, i)
 			if !ok {
 				return 0, false
 			}

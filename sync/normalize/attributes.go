@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/internal/jsonscan"
 	"github.com/usersync/usersync/sync/jsonapi"
 )
 
@@ -207,13 +208,13 @@ func tooDeep(raw []byte) Rejected {
 	res.Type = obj.Get("type").String()
 	field := "resource"
 	obj.ForEach(func(key, value gjson.Result) bool {
-		if _, depth, _, _ := skipNested([]byte(value.Raw), 0); depth+1 <= MaxNesting {
+		if _, depth, _, _ := jsonscan.SkipNested([]byte(value.Raw), 0); depth+1 <= MaxNesting {
 			return true
 		}
 		field = storableName(key.Str)
 		if key.Str == "attributes" {
 			value.ForEach(func(k, v gjson.Result) bool {
-				if _, depth, _, _ := skipNested([]byte(v.Raw), 0); depth+2 > MaxNesting {
+				if _, depth, _, _ := jsonscan.SkipNested([]byte(v.Raw), 0); depth+2 > MaxNesting {
 					field = storableName(k.Str)
 					return false
 				}
@@ -267,7 +268,7 @@ func unstorableJSON(raw string) string {
 		if b[i] != '"' {
 			continue
 		}
-		end, _, _, bad, ok := scanString(b, i)
+		end, _, _, bad, ok := jsonscan.ScanString(b, i)
 		if !ok {
 			return "" // not JSON: left to the decoder
 		}

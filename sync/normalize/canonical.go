@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/usersync/usersync/sync/internal/jsonscan"
 )
 
 // CanonicalJSON re-encodes a JSON value with sorted keys and no spaces, so
@@ -25,7 +27,7 @@ func CanonicalJSON(b []byte) []byte {
 
 // appendCanonical appends CanonicalJSON(b) to dst.
 func appendCanonical(dst, b []byte) []byte {
-	if out, end, ok := appendCanonicalAt(dst, b, ws(b, 0), 0); ok && ws(b, end) == len(b) {
+	if out, end, ok := appendCanonicalAt(dst, b, jsonscan.WS(b, 0), 0); ok && jsonscan.WS(b, end) == len(b) {
 		return out
 	}
 	return append(dst, canonicalSlow(b)...)
@@ -37,29 +39,29 @@ func appendCanonical(dst, b []byte) []byte {
 // HTML characters in strings, repeated keys, deep nesting, invalid JSON),
 // which encoding/json then decides.
 func appendCanonicalAt(dst, b []byte, i, depth int) ([]byte, int, bool) {
-	if i >= len(b) || depth >= maxDepth {
+	if i >= len(b) || depth >= jsonscan.MaxDepth {
 		return dst, 0, false
 	}
 	switch b[i] {
 	case '"':
-		end, esc, wide, _, ok := scanString(b, i)
+		end, esc, wide, _, ok := jsonscan.ScanString(b, i)
 		if !ok || esc || wide || !plainString(string(b[i:end])) {
 			return dst, 0, false
 		}
 		return append(dst, b[i:end]...), end, true
 	case 't':
-		end, ok := literal(b, i, "true")
+		end, ok := jsonscan.Literal(b, i, "true")
 		return append(dst, "true"...), end, ok
 	case 'f':
-		end, ok := literal(b, i, "false")
+		end, ok := jsonscan.Literal(b, i, "false")
 		return append(dst, "false"...), end, ok
 	case 'n':
-		end, ok := literal(b, i, "null")
+		end, ok := jsonscan.Literal(b, i, "null")
 		return append(dst, "null"...), end, ok
 	case '[':
 		dst = append(dst, '[')
 		first := true
-		end, ok := elements(b, i, func(v int) (int, bool) {
+		end, ok := jsonscan.Elements(b, i, func(v int) (int, bool) {
 			if !first {
 				dst = append(dst, ',')
 			}
@@ -69,6 +71,7 @@ func appendCanonicalAt(dst, b []byte, i, depth int) ([]byte, int, bool) {
 			dst, end, ok = appendCanonicalAt(dst, b, v, depth+1)
 			return end, ok
 		})
+
 		return append(dst, ']'), end, ok
 	case '{':
 		type member struct {
@@ -77,18 +80,19 @@ func appendCanonicalAt(dst, b []byte, i, depth int) ([]byte, int, bool) {
 		}
 		var buf [8]member // objects of a few members need no allocation
 		ms := buf[:0]
-		end, ok := members(b, i, func(key []byte, plain bool, k, v int) (int, bool) {
+		end, ok := jsonscan.Members(b, i, func(key []byte, plain bool, k, v int) (int, bool) {
 			if !plain || !plainString(string(b[k:k+len(key)+2])) {
 				return 0, false
 			}
 			for _, m := range ms {
 				if bytes.Equal(m.key, key) {
-					return 0, false // a repeated key: left to encoding/json
+					return 0, false
 				}
 			}
 			ms = append(ms, member{key, v})
-			return skipValue(b, v, depth+1)
+			return jsonscan.SkipValue(b, v, depth+1)
 		})
+
 		if !ok {
 			return dst, 0, false
 		}
@@ -105,7 +109,7 @@ func appendCanonicalAt(dst, b []byte, i, depth int) ([]byte, int, bool) {
 		}
 		return append(dst, '}'), end, true
 	}
-	end, integer, ok := scanNumber(b, i)
+	end, integer, ok := jsonscan.ScanNumber(b, i)
 	if !ok {
 		return dst, 0, false
 	}

@@ -1,13 +1,9 @@
 package normalize
 
 import (
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
-
-	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/internal/jsonscan"
 	"github.com/usersync/usersync/sync/jsonapi"
 )
 
@@ -50,23 +46,23 @@ func (n *Normalizer) DecodeData(b []byte) (any, int, error) {
 func (n *Normalizer) decodeArray(b []byte) (*Page, int, error) {
 	s := pageScanner{b: b, n: n, names: map[string]string{}}
 	page := &Page{Rows: make([]Row, 0, len(b)/2048+1)} // users are 2-4 kB
-	i := ws(b, 0)
+	i := jsonscan.WS(b, 0)
 	if i >= len(b) || b[i] != '[' {
 		return nil, 0, &jsonapi.DecodeError{Reason: "data is not an array"}
 	}
-	end, ok := elements(b, i, func(v int) (int, bool) {
+	end, ok := jsonscan.Elements(b, i, func(v int) (int, bool) {
 		var row Row
 		if end, ok := s.resource(v, &row); ok {
 			page.Rows = append(page.Rows, row)
 			return end, true
 		}
-		end, depth, _, ok := skipNested(b, v)
+		end, depth, _, ok := jsonscan.SkipNested(b, v)
 		if !ok {
 			return 0, false
 		}
 		page.General++
 		if depth > MaxNesting {
-			// Never handed to the JSON decoder, which refuses the depth.
+
 			page.Rejected = append(page.Rejected, tooDeep(b[v:end]))
 			return end, true
 		}
@@ -76,6 +72,7 @@ func (n *Normalizer) decodeArray(b []byte) (*Page, int, error) {
 		}
 		return end, true
 	})
+
 	if s.err != nil {
 		return nil, 0, s.err
 	}
@@ -197,16 +194,16 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 	var seen int
 	typeOK := false
 	var attrs [2]int
-	end, ok := members(s.b, i, func(key []byte, plain bool, _, v int) (int, bool) {
+	end, ok := jsonscan.Members(s.b, i, func(key []byte, plain bool, _, v int) (int, bool) {
 		if !plain {
 			return 0, false
 		}
 		bit := memberBit(key)
 		if bit == 0 {
 			if foldsTo(key, []string{"id", "type", "attributes", "relationships", "links", "meta"}) {
-				return 0, false // the general decoder matches member names in any case
+				return 0, false
 			}
-			return skipValue(s.b, v, 0)
+			return jsonscan.SkipValue(s.b, v, 0)
 		}
 		if seen&bit != 0 {
 			return 0, false
@@ -218,7 +215,7 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 			row.ID = id
 			return end, ok
 		case memberType:
-			end, esc, wide, _, ok := scanString(s.b, v)
+			end, esc, wide, _, ok := jsonscan.ScanString(s.b, v)
 			if !ok || esc || wide {
 				return 0, false
 			}
@@ -232,13 +229,14 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 			return s.relationships(v)
 		case memberLinks:
 			return links(s.b, v)
-		default: // memberMeta
+		default:
 			if s.b[v] != '{' {
 				return 0, false
 			}
 			return s.meta(v, row)
 		}
 	})
+
 	const required = memberID | memberType | memberAttributes
 	if !ok || seen&required != required || !typeOK {
 		return 0, false
@@ -273,380 +271,4 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 		row.Links = nil
 	}
 	return end, true
-}
-
-// sortedRels returns the order that sorts the current resource's
-// relationships by name (the general path's order), worked out again only
-// when the names differ from the last resource's.
-func (s *pageScanner) sortedRels() []int {
-	same := len(s.rels) == len(s.relNames)
-	for k := 0; same && k < len(s.rels); k++ {
-		same = s.rels[k].name == s.relNames[k]
-	}
-	if same {
-		return s.relOrder
-	}
-	s.relNames, s.relOrder = s.relNames[:0], s.relOrder[:0]
-	for k, l := range s.rels {
-		s.relNames = append(s.relNames, l.name)
-		s.relOrder = append(s.relOrder, k)
-	}
-	slices.SortFunc(s.relOrder, func(a, b int) int { return strings.Compare(s.relNames[a], s.relNames[b]) })
-	return s.relOrder
-}
-
-// attributes types the attributes object at b[i] into vals, and the
-// attributes the catalog does not know into row.Unknown and row.Raw (left
-// open: the caller closes it).
-func (s *pageScanner) attributes(i int, row *Row, vals []any) (int, bool) {
-	if i >= len(s.b) || s.b[i] != '{' {
-		return 0, false
-	}
-	attrs := s.n.attrs
-	var seen [4]uint64 // catalog attributes met, by index
-	if len(attrs.res.Attributes) > 64*len(seen) {
-		return 0, false
-	}
-	if s.guess == nil {
-		s.guess = make([]int, len(attrs.res.Attributes)+1)
-		for j := range s.guess {
-			s.guess[j] = -1
-		}
-	}
-	prev := len(attrs.res.Attributes) // before the first attribute
-	end, ok := members(s.b, i, func(key []byte, plain bool, k, v int) (int, bool) {
-		if !plain {
-			return 0, false
-		}
-		// The API sends attributes in the same order every time: try the
-		// one that followed the previous attribute last time before the map.
-		idx, known := s.guess[prev], true
-		if idx < 0 || string(key) != attrs.res.Attributes[idx].Name {
-			if idx, known = attrs.index[string(key)]; known {
-				s.guess[prev] = idx
-			}
-		}
-		if !known {
-			end, ok := skipValue(s.b, v, 0)
-			if !ok {
-				return 0, false
-			}
-			row.Unknown = append(row.Unknown, string(key))
-			if row.Raw == nil {
-				row.Raw = append(row.Raw, '{')
-			} else {
-				row.Raw = append(row.Raw, ',')
-			}
-			row.Raw = append(append(append(row.Raw, s.b[k:k+len(key)+2]...), ':'), s.b[v:end]...)
-			return end, true
-		}
-		if seen[idx/64]&(1<<(idx%64)) != 0 {
-			return 0, false
-		}
-		prev = idx
-		seen[idx/64] |= 1 << (idx % 64)
-		end, val, ok := s.value(v, attrs.res.Attributes[idx].Type)
-		vals[idx] = val
-		return end, ok
-	})
-	// A value holding what PostgreSQL cannot store (\u0000, bytes that are
-	// not UTF-8, a lone surrogate) was refused above: the general path
-	// names it.
-	return end, ok
-}
-
-// value types the attribute value at b[v].
-func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, ok bool) {
-	b := s.b
-	switch b[v] {
-	case 'n':
-		end, ok = literal(b, v, "null")
-		return end, nil, ok
-	case 't', 'f':
-		if t != schema.Boolean {
-			return 0, nil, false
-		}
-		if b[v] == 't' {
-			end, ok = literal(b, v, "true")
-			return end, true, ok
-		}
-		end, ok = literal(b, v, "false")
-		return end, false, ok
-	case '"':
-		if t != schema.String && t != schema.DateTime {
-			return 0, nil, false
-		}
-		var esc, bad bool
-		end, esc, _, bad, ok = scanString(b, v)
-		if !ok || bad {
-			return 0, nil, false // the general path names what is bad
-		}
-		var str string
-		if !esc {
-			// The string is b's own bytes, not a copy: the rows already
-			// keep b (Row.attrs, Row.DataConnections), and nothing
-			// writes to it (see DecodeData).
-			str = bytesString(b[v+1 : end-1])
-		} else {
-			var plain bool
-			if str, plain = unescape(b[v+1 : end-1]); !plain {
-				str = gjson.Parse(string(b[v:end])).Str // the general path's decoder
-			}
-		}
-		if t == schema.String {
-			return end, str, true
-		}
-		ts, err := ParseTime(str)
-		if err != nil {
-			return 0, nil, false
-		}
-		return end, ts, true
-	case '{', '[':
-		if t != schema.Object {
-			return 0, nil, false
-		}
-		if end, ok = skipValue(b, v, 0); !ok {
-			return 0, nil, false
-		}
-		return end, b[v:end:end], true
-	}
-	if t != schema.Integer {
-		return 0, nil, false
-	}
-	end, integer, ok := scanNumber(b, v)
-	if !ok || !integer {
-		return 0, nil, false
-	}
-	n, ok := parseInt(b[v:end])
-	if !ok {
-		return 0, nil, false
-	}
-	return end, n, true
-}
-
-// relationships reads the relationships object at b[i] into s.rels and
-// s.ids.
-func (s *pageScanner) relationships(i int) (int, bool) {
-	if s.b[i] != '{' {
-		return 0, false
-	}
-	return members(s.b, i, func(key []byte, plain bool, k, v int) (int, bool) {
-		if !plain || s.b[v] != '{' {
-			return 0, false
-		}
-		p := len(s.rels)
-		var name string
-		if p < len(s.relNames) && string(key) == s.relNames[p] {
-			name = s.relNames[p]
-		} else {
-			name = s.intern(key)
-		}
-		if p < len(s.relTypes) {
-			s.typeGuess = s.relTypes[p]
-		}
-		for _, l := range s.rels {
-			if l.name == name {
-				return 0, false
-			}
-		}
-		l := linkage{name: name, shape: jsonapi.ShapeAbsent, from: len(s.ids)}
-		var seen int
-		end, ok := members(s.b, v, func(key []byte, plain bool, _, v int) (int, bool) {
-			if !plain {
-				return 0, false
-			}
-			switch string(key) {
-			case "data":
-				if seen&1 != 0 {
-					return 0, false
-				}
-				seen |= 1
-				return s.linkageData(v, &l)
-			case "links":
-				if seen&2 != 0 {
-					return 0, false
-				}
-				seen |= 2
-				return links(s.b, v)
-			case "meta":
-				if seen&4 != 0 {
-					return 0, false
-				}
-				seen |= 4
-				return skipValue(s.b, v, 0)
-			}
-			if foldsTo(key, []string{"data", "links", "meta"}) {
-				return 0, false
-			}
-			return skipValue(s.b, v, 0)
-		})
-		l.to = len(s.ids)
-		s.rels = append(s.rels, l)
-		for len(s.relTypes) <= p {
-			s.relTypes = append(s.relTypes, "")
-		}
-		s.relTypes[p] = s.typeGuess
-		return end, ok
-	})
-}
-
-// linkageData reads a relationship's "data" at b[v].
-func (s *pageScanner) linkageData(v int, l *linkage) (int, bool) {
-	switch s.b[v] {
-	case 'n':
-		l.shape = jsonapi.ShapeNull
-		return literal(s.b, v, "null")
-	case '{':
-		l.shape = jsonapi.ShapeOne
-		return s.identifier(v)
-	case '[':
-		l.shape = jsonapi.ShapeMany
-		return elements(s.b, v, s.identifier)
-	}
-	return 0, false
-}
-
-// id reads an id at b[v] in the form the single pass handles: a JSON
-// integer that is a valid jsonapi.ID (a string or anything else goes the
-// general way).
-func (s *pageScanner) id(v int) (int, int64, bool) {
-	end, integer, ok := scanNumber(s.b, v)
-	if !ok || !integer {
-		return 0, 0, false
-	}
-	n, ok := parseInt(s.b[v:end])
-	if !ok || jsonapi.ID(n) == jsonapi.InvalidID {
-		return 0, 0, false
-	}
-	return end, n, true
-}
-
-// identifier reads the resource identifier object at b[v] into s.ids.
-func (s *pageScanner) identifier(v int) (int, bool) {
-	if s.b[v] != '{' {
-		return 0, false
-	}
-	var id jsonapi.Identifier
-	var seen int
-	end, ok := members(s.b, v, func(key []byte, plain bool, _, v int) (int, bool) {
-		if !plain {
-			return 0, false
-		}
-		switch string(key) {
-		case "id":
-			if seen&1 != 0 {
-				return 0, false
-			}
-			seen |= 1
-			end, n, ok := s.id(v)
-			id.ID = jsonapi.ID(n)
-			return end, ok
-		case "type":
-			if seen&2 != 0 {
-				return 0, false
-			}
-			seen |= 2
-			end, esc, wide, _, ok := scanString(s.b, v)
-			if !ok || esc || wide || end-v == 2 {
-				return 0, false
-			}
-			if typ := s.b[v+1 : end-1]; string(typ) == s.typeGuess {
-				id.Type = s.typeGuess
-			} else {
-				id.Type = s.intern(typ)
-				s.typeGuess = id.Type
-			}
-			return end, true
-		case "meta":
-			if seen&4 != 0 {
-				return 0, false
-			}
-			seen |= 4
-			return skipValue(s.b, v, 0)
-		}
-		if foldsTo(key, []string{"id", "type", "meta"}) {
-			return 0, false
-		}
-		return skipValue(s.b, v, 0)
-	})
-	if !ok || seen&3 != 3 {
-		return 0, false
-	}
-	s.ids = append(s.ids, id)
-	return end, true
-}
-
-// meta reads canWrite and dataConnections from the meta object at b[i].
-func (s *pageScanner) meta(i int, row *Row) (int, bool) {
-	var seen int
-	return members(s.b, i, func(key []byte, plain bool, _, v int) (int, bool) {
-		if !plain {
-			return 0, false
-		}
-		switch string(key) {
-		case "dataConnections":
-			if seen&1 != 0 {
-				return 0, false
-			}
-			seen |= 1
-			end, ok := skipValue(s.b, v, 0)
-			if !ok {
-				return 0, false
-			}
-			row.DataConnectionsSent = true
-			if s.b[v] != 'n' {
-				row.DataConnections = s.b[v:end:end]
-			}
-			return end, ok
-		case "canWrite":
-			if seen&2 != 0 {
-				return 0, false
-			}
-			seen |= 2
-			switch s.b[v] {
-			case 't', 'f':
-				b := s.b[v] == 't'
-				row.CanWrite = &b
-				if b {
-					return literal(s.b, v, "true")
-				}
-				return literal(s.b, v, "false")
-			case 'n':
-				return literal(s.b, v, "null")
-			}
-			return 0, false
-		}
-		return skipValue(s.b, v, 0)
-	})
-}
-
-// links checks a links object at b[v]: null, or an object whose members are
-// strings or null (the general decoder refuses some other forms).
-func links(b []byte, v int) (int, bool) {
-	switch b[v] {
-	case 'n':
-		return literal(b, v, "null")
-	case '{':
-		return members(b, v, func(_ []byte, _ bool, _, v int) (int, bool) {
-			switch b[v] {
-			case '"':
-				end, _, _, _, ok := scanString(b, v)
-				return end, ok
-			case 'n':
-				return literal(b, v, "null")
-			}
-			return 0, false
-		})
-	}
-	return 0, false
-}
-
-// foldsTo reports whether key equals one of names in another case.
-func foldsTo(key []byte, names []string) bool {
-	for _, n := range names {
-		if len(key) == len(n) && strings.EqualFold(string(key), n) {
-			return true
-		}
-	}
-	return false
 }

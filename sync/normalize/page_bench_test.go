@@ -49,7 +49,6 @@ func BenchmarkHashRows(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		page := rows[i%len(rows)]
 		for j := range page {
-			page[j].Changed()
 			page[j].Hash()
 			page[j].LinkageHash()
 		}

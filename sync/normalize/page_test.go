@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/internal/jsonscan"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/jsonapi/apisim"
 )
@@ -19,7 +20,7 @@ import (
 // decodePage types data, one "data" array, with DecodeData.
 func (n *Normalizer) decodePage(data []byte) (*Page, error) {
 	page, end, err := n.decodeArray(data)
-	if err == nil && ws(data, end) != len(data) {
+	if err == nil && jsonscan.WS(data, end) != len(data) {
 		return nil, &jsonapi.DecodeError{Reason: "data is followed by more"}
 	}
 	return page, err
@@ -88,14 +89,14 @@ func nesting(b []byte) int {
 // (jsonapi.DecodeDocument, then Row per resource) gives for data.
 func samePage(t testing.TB, n *Normalizer, data []byte) *Page {
 	t.Helper()
-	if i := ws(data, 0); i == len(data) || data[i] != '[' {
+	if i := jsonscan.WS(data, 0); i == len(data) || data[i] != '[' {
 		// The client calls a DataDecoder only for a "data" array.
 		if _, err := n.decodePage(data); err == nil {
 			t.Fatalf("no error for data that is not an array: %s", data)
 		}
 		return nil
 	}
-	if _, end, err := n.decodeArray(data); err == nil && ws(data, end) != len(data) {
+	if _, end, err := n.decodeArray(data); err == nil && jsonscan.WS(data, end) != len(data) {
 		// More after the array: the rest of a document, which the client
 		// decodes (see the jsonapi tests).
 		return nil

@@ -53,13 +53,7 @@ type Row struct {
 	CanWrite *bool
 
 	attrs []byte // the attributes object as sent, for the hash
-
-	hash, linkageHash []byte // computed once, dropped by Changed
 }
-
-// Changed drops the cached hashes after a caller changed the row (for
-// example filled in linkage that was not sent).
-func (r *Row) Changed() { r.hash, r.linkageHash = nil, nil }
 
 // Normalizer maps resources of one catalog type to rows.
 type Normalizer struct {
@@ -200,15 +194,9 @@ func readMeta(row *Row, meta []byte) error {
 
 // Hash is the content hash of a row: the attributes object as sent, the
 // to-one ids and the data connections. Two rows with the same hash are the
-// same version.
+// same version. It is computed at each call: a row is a value, and a copy
+// with other to-one ids or data connections has another hash.
 func (r *Row) Hash() []byte {
-	if r.hash == nil {
-		r.hash = r.contentHash()
-	}
-	return r.hash
-}
-
-func (r *Row) contentHash() []byte {
 	h := sha256.New()
 	h.Write(r.attrs)
 	// The rest is small: gathered in one buffer (on the stack for the usual
@@ -232,15 +220,8 @@ func (r *Row) contentHash() []byte {
 // LinkageHash is the hash of the to-many linkage the row carries: teams
 // (whether sent, and the set), and every other relationship sent with its
 // elements. The warehouse skips the linkage of users whose hash it already
-// holds.
+// holds. It is computed at each call, as Hash is.
 func (r *Row) LinkageHash() []byte {
-	if r.linkageHash == nil {
-		r.linkageHash = r.computeLinkageHash()
-	}
-	return r.linkageHash
-}
-
-func (r *Row) computeLinkageHash() []byte {
 	// The linkage is gathered in one buffer (on the stack for a usual user)
 	// and hashed at once: a Write per piece costs more than the hashing.
 	var buf [1024]byte

@@ -171,7 +171,7 @@ func (r *reconciler) execute(ctx context.Context) (ReconcileSummary, error) {
 	if err := r.start(ctx); err != nil {
 		return r.sum, err
 	}
-	if err := r.s.ensureTeamIndex(ctx); err != nil { // the membership pass needs it
+	if err := r.s.store.EnsureTeamIndex(ctx, r.s.cfg.Logger); err != nil { // the membership pass needs it
 		return r.summary(), err
 	}
 	if err := r.syncDimensions(ctx); err != nil {

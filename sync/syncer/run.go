@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
-
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -30,19 +28,8 @@ type run struct {
 	future     int64
 	membership *MembershipSummary
 	canWrite   *bool
-	startPages int64               // pages committed when the current walk began
-	base       *warehouse.Progress // counters of the resumed run, before this process
-	// seen holds, on an initial load (users was empty when the walk began),
-	// every user id handed to a writer so far: any other id is new to the
-	// warehouse, and a page need not read the warehouse for it. nil
-	// otherwise, or once it outgrows maxSeenBytes.
-	seen *roaring64.Bitmap
+	base       warehouse.Progress // counters of the resumed run, before this process
 }
-
-// maxSeenBytes bounds run.seen. Real user ids are dense integers, a few
-// bits each; ids scattered over the 64-bit range would cost far more, and
-// then the run goes back to reading every page's ids.
-const maxSeenBytes = 32 << 20
 
 func (r *run) execute(ctx context.Context) (Summary, error) {
 	r.horizon = r.started.Add(r.s.cfg.MaxFutureSkew)
@@ -134,6 +121,7 @@ func (r *run) plan(ctx context.Context) error {
 		r.runID, r.resumed = prev.ID, true
 		r.from, r.until = prev.RangeFrom, prev.RangeUntil
 		r.cp = warehouse.Checkpoint{RunID: prev.ID, NextURL: prev.NextURL, Progress: prev.Progress}
+		r.base = prev.Progress
 		if prev.MaxUpdatedAt != nil {
 			r.cp.MaxUpdatedAt = *prev.MaxUpdatedAt
 		}
@@ -217,4 +205,13 @@ func isStaleCursor(err error) bool {
 	var re *jsonapi.ResponseError
 	return errors.As(err, &re) && re.StatusCode >= 400 && re.StatusCode < 500 &&
 		re.StatusCode != 401 && re.StatusCode != 403 && re.StatusCode != 429
+}
+
+// fillRequests brings p's request counters up to date: those of the resumed
+// run plus this process's since the run began.
+func (r *run) fillRequests(p *warehouse.Progress) {
+	now := r.s.client.Stats()
+	p.Requests = r.base.Requests + now.Requests - r.statsBefore.Requests
+	p.RateLimited = r.base.RateLimited + now.RateLimited - r.statsBefore.RateLimited
+	p.Retries = r.base.Retries + now.Retries - r.statsBefore.Retries
 }

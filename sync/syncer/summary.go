@@ -61,7 +61,7 @@ func rateLimitOf(rl jsonapi.RateLimit) *RateLimit {
 }
 
 func (r *run) summary() Summary {
-	r.fillRequestCounters()
+	r.fillRequests(&r.cp.Progress)
 	p := r.cp.Progress
 	unknown := p.Unknown
 	if unknown == nil {

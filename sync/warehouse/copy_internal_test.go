@@ -272,29 +272,39 @@ func TestCopyReader(t *testing.T) {
 
 // TestCopyColumnTypes checks the type of every column the encoder writes:
 // the catalog's, and the one the encoder assumes for the columns it writes
-// without looking (ids, raw, hashes, linkage).
+// without looking (ids, raw, hashes, linkage); and that the columns are
+// every column of the catalog's table but those the database fills.
 func TestCopyColumnTypes(t *testing.T) {
 	t.Parallel()
+	filled := map[string]bool{"synced_at": true, "deleted_at": true, "version_id": true, "version_valid_from": true}
 	for _, res := range schema.Resources() {
 		tsql := newTableSQL("s", res)
 		want := map[string]pgType{"id": pgBigint, "raw": pgJSONB, "content_hash": pgBytea, "linkage_hash": pgBytea,
 			"data_connections": pgJSONB, "version_run_id": pgBigint, "other_relationships": pgJSONB}
-		for _, c := range tsql.toOneCols {
-			want[c] = pgBigint
+		for _, rel := range res.ToOne() {
+			want[rel.Column()] = pgBigint
 		}
-		for _, c := range tsql.arrayCols {
-			want[c] = pgBigintArray
+		for _, rel := range res.ArrayLinks() {
+			want[rel.Column()] = pgBigintArray
 		}
-		if len(tsql.types) != len(tsql.columns) {
-			t.Fatalf("%s: %d types for %d columns", res.Table, len(tsql.types), len(tsql.columns))
-		}
-		for i, c := range tsql.columns {
-			if tsql.types[i] == pgUnknown {
-				t.Errorf("%s.%s: no binary encoding", res.Table, c)
+		written := map[string]bool{}
+		for _, c := range tsql.cols {
+			written[c.name] = true
+			if c.typ == pgUnknown {
+				t.Errorf("%s.%s: no binary encoding", res.Table, c.name)
 			}
-			if w, ok := want[c]; ok && tsql.types[i] != w {
-				t.Errorf("%s.%s: catalog type %s, the encoder writes %s", res.Table, c, tsql.types[i], w)
+			if w, ok := want[c.name]; ok && c.typ != w {
+				t.Errorf("%s.%s: catalog type %s, the encoder writes %s", res.Table, c.name, c.typ, w)
 			}
+		}
+		cat, _ := schema.TableNamed(res.Table)
+		for _, c := range cat.Columns {
+			if !written[c.Name] && !filled[c.Name] {
+				t.Errorf("%s.%s: in the catalog, written by no COPY", res.Table, c.Name)
+			}
+		}
+		if len(written) != len(tsql.cols) {
+			t.Errorf("%s: a column is written twice", res.Table)
 		}
 	}
 }
@@ -349,26 +359,36 @@ func TestCopyUsersMatchesPgx(t *testing.T) {
 		}
 	}
 	rows := normalized(t, schema.User(), fullUsers)
-	if err := s.CopyUsersRaw(ctx, "users_binary", rows, 2); err != nil {
+	if _, err := s.CopyUsersRaw(ctx, "users_binary", rows, 2); err != nil {
 		t.Fatal(err)
 	}
 	users := s.tables["user"]
+	// The values by column name, from the catalog: not in the encoder's order.
 	src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 		r := &rows[i]
-		v := append([]any{r.ID}, r.Values...)
-		for _, o := range r.ToOne {
-			if o.Valid {
-				v = append(v, o.ID)
-			} else {
-				v = append(v, nil)
+		l := s.links.values(r)
+		by := map[string]any{"id": r.ID, "raw": r.Raw, "content_hash": r.Hash(), "linkage_hash": r.LinkageHash(),
+			"data_connections": r.DataConnections, "version_run_id": nil, "other_relationships": l.other}
+		for j, a := range schema.User().Attributes {
+			by[a.Column()] = r.Values[j]
+		}
+		for j, rel := range schema.User().ToOne() {
+			by[rel.Column()] = nil
+			if o := r.ToOne[j]; o.Valid {
+				by[rel.Column()] = o.ID
 			}
 		}
-		l := s.links.values(r)
-		v = append(v, r.Raw, r.Hash(), r.LinkageHash(), r.DataConnections, nil)
-		for _, a := range l.arrays {
-			v = append(v, a)
+		for k, rel := range schema.User().ArrayLinks() {
+			by[rel.Column()] = l.arrays[k]
 		}
-		return append(v, l.other), nil
+		v := make([]any, len(users.columns))
+		for j, c := range users.columns {
+			var ok bool
+			if v[j], ok = by[c]; !ok {
+				return nil, fmt.Errorf("no value for column %s", c)
+			}
+		}
+		return v, nil
 	})
 	if _, err := pool.CopyFrom(ctx, pgx.Identifier{name, "users_pgx"}, users.columns, src); err != nil {
 		t.Fatal(err)

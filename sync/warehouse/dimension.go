@@ -86,13 +86,13 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 	}
 	err := pgx.BeginFunc(ctx, d.conn, func(tx pgx.Tx) error {
 		if len(rows) > 0 {
-			if _, err := d.s.fillUnsent(ctx, tx, d.t, rows); err != nil {
+			load, err := d.s.completeRows(ctx, tx, d.t, rows)
+			if err != nil {
 				return err
 			}
 			// Each row is followed by its arrival order and its updatedAt.
-			src := plainSource(&d.t, rows)
-			_, err := copyBinary(ctx, tx, d.sql.copyRows, len(rows), func(b []byte, i int) ([]byte, error) {
-				b, err := src.appendFields(appendFieldCount(b, len(d.sql.rowColumns)), i)
+			_, err = copyBinary(ctx, tx, d.sql.copyRows, len(rows), func(b []byte, i int) ([]byte, error) {
+				b, err := d.t.appendRow(appendFieldCount(b, len(d.sql.rowColumns)), &load[i], 0)
 				if err != nil {
 					return b, err
 				}

@@ -80,28 +80,25 @@ func (l userLinks) values(row *normalize.Row) linkValues {
 	return v
 }
 
-// keepUnsent adds to row the stored linkage of the relationships it did not
-// send, so that "not sent" keeps what the warehouse holds: arrays (one per
-// column, nil when the column is NULL) and other_relationships as stored.
-func (l userLinks) keepUnsent(row *normalize.Row, arrays [][]int64, other []byte) {
+// keepUnsent returns row with the stored linkage of the relationships it did
+// not send added, so that "not sent" keeps what the warehouse holds: arrays
+// (one per column, nil when the column is NULL) and other_relationships as
+// stored. The returned row's LinksSent and Links are new slices when they
+// change.
+func (l userLinks) keepUnsent(row normalize.Row, arrays [][]int64, other []byte) normalize.Row {
 	sent := map[string]bool{}
 	for _, name := range row.LinksSent {
 		sent[name] = true
 	}
-	kept := map[string]bool{}
-	keep := func(name string) {
-		if !kept[name] {
-			kept[name] = true
-			row.LinksSent = append(row.LinksSent, name)
-		}
-	}
+	var names []string
+	var added []normalize.Link
 	for name, i := range l.index {
 		if sent[name] || i >= len(arrays) || arrays[i] == nil {
 			continue
 		}
-		keep(name)
+		names = append(names, name)
 		for _, id := range arrays[i] {
-			row.Links = append(row.Links, normalize.Link{Relationship: name, Type: l.types[i], ID: id})
+			added = append(added, normalize.Link{Relationship: name, Type: l.types[i], ID: id})
 		}
 	}
 	if len(other) > 0 {
@@ -111,21 +108,25 @@ func (l userLinks) keepUnsent(row *normalize.Row, arrays [][]int64, other []byte
 				if sent[name] {
 					continue
 				}
-				keep(name)
+				if !slices.Contains(names, name) { // also an array column's: elements of another type
+					names = append(names, name)
+				}
 				for _, e := range links {
-					row.Links = append(row.Links, normalize.Link{Relationship: name, Type: e.Type, ID: e.ID})
+					added = append(added, normalize.Link{Relationship: name, Type: e.Type, ID: e.ID})
 				}
 			}
 		}
 	}
-	if len(kept) == 0 {
-		return
+	if len(names) == 0 {
+		return row
 	}
 	// The order normalize gives: relationships by name, elements in order
 	// (the array's, then other_relationships').
+	row.LinksSent = append(slices.Clone(row.LinksSent), names...)
+	row.Links = append(slices.Clone(row.Links), added...)
 	sort.Strings(row.LinksSent)
 	sort.SliceStable(row.Links, func(i, j int) bool { return row.Links[i].Relationship < row.Links[j].Relationship })
-	row.Changed()
+	return row
 }
 
 // sentAll reports whether row sent every relationship that has an array

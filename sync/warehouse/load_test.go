@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -364,43 +367,111 @@ func TestLoadUsersLinkage(t *testing.T) {
 	}
 }
 
-// TestPrepareUsersNewIDs: ids the caller vouches are new are not read back
-// first, and a wrong voucher fails the page on the primary key rather than
-// writing a second row.
-func TestPrepareUsersNewIDs(t *testing.T) {
+// TestUsersLoad writes pages through a UsersLoad with two writers: pages
+// sharing a user wait for each other, the checkpoint passes from page to
+// page in order, each page is released once committed, and the stored
+// checkpoint is the last page's.
+func TestUsersLoad(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
-	page := fmt.Sprintf(`{"data": [%s, %s]}`, user(1, "a", `{"data": []}`, `{"data": null}`), user(2, "b", `{"data": []}`, `{"data": null}`))
-	empty, err := s.UsersEmpty(ctx)
-	if err != nil || !empty {
-		t.Fatalf("UsersEmpty on a new warehouse = %v, %v", empty, err)
-	}
-	p, err := s.PrepareUsers(ctx, rows(t, schema.User(), page), nil, 0, func(int64) bool { return true })
+	runID, err := s.StartRun(ctx, warehouse.KindFull, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := p.Commit(ctx, nil); err != nil || c.Inserted != 2 {
-		t.Fatalf("first load: %+v, %v", c, err)
-	}
-	if empty, err := s.UsersEmpty(ctx); err != nil || empty {
-		t.Fatalf("UsersEmpty after a load = %v, %v", empty, err)
-	}
-	// Vouching only for user 3: users 1 and 2 are read and found unchanged.
-	page = fmt.Sprintf(`{"data": [%s, %s, %s]}`, user(1, "a", `{"data": []}`, `{"data": null}`),
-		user(2, "b2", `{"data": []}`, `{"data": null}`), user(3, "c", `{"data": []}`, `{"data": null}`))
-	p, err = s.PrepareUsers(ctx, rows(t, schema.User(), page), nil, 0, func(id int64) bool { return id == 3 })
+	var committed []int64
+	var mu sync.Mutex
+	l, err := s.BeginUsersLoad(ctx, warehouse.Checkpoint{RunID: runID}, warehouse.UsersLoadOptions{Writers: 2,
+		Requests: func(p *warehouse.Progress) { p.Requests = p.Pages + 1 },
+		Committed: func(cp warehouse.Checkpoint, _ int, _ time.Duration) {
+			mu.Lock()
+			committed = append(committed, cp.Progress.Pages)
+			mu.Unlock()
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := p.Commit(ctx, nil); err != nil || c.Inserted != 1 || c.Updated != 1 || c.Unchanged != 1 {
-		t.Fatalf("second load: %+v, %v, want 1 inserted, 1 updated, 1 unchanged", c, err)
+	released := make([]bool, 6)
+	for i := range released {
+		// Pages 2 and 3 share user 1 with page 1: written after it.
+		id := 1 + i
+		if i == 2 || i == 3 {
+			id = 1
+		}
+		page := fmt.Sprintf(`{"data": [%s]}`, user(id, fmt.Sprint("title ", i), `{"data": [{"id": 1, "type": "team"}]}`, `{"data": null}`))
+		next := fmt.Sprintf("http://x/next/%d", i+1)
+		if i == len(released)-1 {
+			next = ""
+		}
+		if err := l.Add(ctx, warehouse.UsersPage{Rows: rows(t, schema.User(), page), NextURL: next,
+			Release: func() { released[i] = true }}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// A wrong voucher: user 1 is in the warehouse.
-	if _, err := s.PrepareUsers(ctx, rows(t, schema.User(), page), nil, 0, func(int64) bool { return true }); err == nil {
-		t.Fatal("vouching for ids the warehouse holds did not fail")
+	cp, err := l.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.users`); n != 3 {
-		t.Errorf("%d users rows, want 3", n)
+	if !slices.Equal(committed, []int64{1, 2, 3, 4, 5, 6}) {
+		t.Errorf("pages committed in the order %v", committed)
+	}
+	if !slices.Equal(released, []bool{true, true, true, true, true, true}) {
+		t.Errorf("released %v", released)
+	}
+	if cp.Progress.Pages != 6 || cp.Progress.Fetched != 6 || cp.Progress.Inserted != 4 || cp.Progress.Updated != 2 || cp.NextURL != "" || cp.Progress.Requests != 6 {
+		t.Errorf("checkpoint after the load: %+v", cp)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE next_url IS NULL AND pages = 6 AND requests = 6 AND updated = 2`); n != 1 {
+		t.Error("stored checkpoint is not the last page's")
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.users WHERE id = 1 AND title = 'title 3'`); n != 1 {
+		t.Error("user 1 does not hold the last page's title")
+	}
+}
+
+// TestUsersLoadStopsAtFailure: a page that fails stops the load; the pages
+// after it never commit, the checkpoint stays the last committed page's, and
+// a failed page is not released.
+func TestUsersLoadStopsAtFailure(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	runID, err := s.StartRun(ctx, warehouse.KindFull, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.BeginUsersLoad(ctx, warehouse.Checkpoint{RunID: runID}, warehouse.UsersLoadOptions{Writers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := make([]bool, 3)
+	var addErr error
+	for i := range released {
+		r := rows(t, schema.User(), fmt.Sprintf(`{"data": [%s]}`, user(1+i, "x", `{"data": []}`, `{"data": null}`)))
+		if i == 1 {
+			r[0].Values = r[0].Values[:1] // cannot be encoded
+		}
+		if addErr = l.Add(ctx, warehouse.UsersPage{Rows: r, NextURL: fmt.Sprint("http://x/", i), Release: func() { released[i] = true }}); addErr != nil {
+			break
+		}
+	}
+	cp, err := l.Finish(ctx)
+	if err == nil || !strings.Contains(err.Error(), "writing page 2") {
+		t.Fatalf("Finish: %v, want page 2's error", err)
+	}
+	if addErr != nil && addErr.Error() != err.Error() {
+		t.Errorf("Add returned %v, Finish %v", addErr, err)
+	}
+	if cp.Progress.Pages != 1 || cp.NextURL != "http://x/0" {
+		t.Errorf("checkpoint %+v, want page 1's", cp)
+	}
+	if released[1] || released[2] || !released[0] {
+		t.Errorf("released %v, want only page 1", released)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.users`); n != 1 {
+		t.Errorf("%d users written, want page 1's only", n)
+	}
+	if n := count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE pages = 1 AND next_url = 'http://x/0'`); n != 1 {
+		t.Error("stored checkpoint is not page 1's")
 	}
 }

@@ -21,7 +21,9 @@ func TestPageLockWaitIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.lockTimeout = "200ms"
+	if s.sql, err = newUserSQL(s.schema, s.tables["user"], "200ms"); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	page := `{"data": [{"id": 1, "type": "user", "attributes": {"title": "a"}}]}`
 	if _, err := s.LoadUsers(ctx, normalized(t, schema.User(), page), nil, nil); err != nil {

@@ -79,7 +79,7 @@ func (s *Store) BeginReconciliation(ctx context.Context) (*Reconciliation, error
 	if err != nil {
 		return nil, fmt.Errorf("acquiring a connection for the reconcile: %w", err)
 	}
-	r := &Reconciliation{s: s, conn: conn, sql: newReconcileSQL(s)}
+	r := &Reconciliation{s: s, conn: conn, sql: s.reconcile}
 	if _, err := conn.Exec(ctx, r.sql.create); err != nil {
 		conn.Release()
 		return nil, fmt.Errorf("creating the reconcile tables: %w", err)
@@ -280,20 +280,19 @@ func (e *TooManyDeletionsError) Error() string {
 // DeletedDimensionIDs returns the ids of the teams, roles and profiles
 // marked deleted, by type ("team", "role", "profile").
 func (s *Store) DeletedDimensionIDs(ctx context.Context) (map[string][]int64, error) {
+	rows, err := s.pool.Query(ctx, s.runs.deletedDimensionIDs)
+	if err != nil {
+		return nil, fmt.Errorf("listing deleted teams, roles and profiles: %w", err)
+	}
 	out := map[string][]int64{}
-	for _, typ := range dimensionTypes() {
-		t := s.tables[typ]
-		rows, err := s.pool.Query(ctx, `SELECT id FROM `+t.table+` WHERE deleted_at IS NOT NULL ORDER BY id`)
-		if err != nil {
-			return nil, fmt.Errorf("listing deleted %s: %w", t.res.Table, err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return nil, fmt.Errorf("listing deleted %s: %w", t.res.Table, err)
-		}
-		if len(ids) > 0 {
-			out[typ] = ids
-		}
+	var typ string
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&typ, &id}, func() error {
+		out[typ] = append(out[typ], id)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing deleted teams, roles and profiles: %w", err)
 	}
 	return out, nil
 }
@@ -301,8 +300,7 @@ func (s *Store) DeletedDimensionIDs(ctx context.Context) (map[string][]int64, er
 // TouchRun records a run's request counters and heartbeat, for a run that
 // works between page commits (a reconcile's scan) and before it finishes.
 func (s *Store) TouchRun(ctx context.Context, runID int64, p Progress) error {
-	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET heartbeat_at = now(), requests = $2, rate_limited = $3, retries = $4
-		WHERE run_id = $1`, runID, p.Requests, p.RateLimited, p.Retries)
+	_, err := s.pool.Exec(ctx, s.runs.touchRun, runID, p.Requests, p.RateLimited, p.Retries)
 	if err != nil {
 		return fmt.Errorf("recording the progress of run %d: %w", runID, err)
 	}
@@ -337,78 +335,36 @@ type reconcileSQL struct {
 	markDeleted       string
 }
 
-func newReconcileSQL(s *Store) reconcileSQL {
-	const (
-		scan   = "pg_temp." + reconcileScanTable
-		fetch  = "pg_temp." + reconcileFetchTable
-		linked = "pg_temp." + reconcileLinkedTable
-	)
-	users := s.tables["user"].table
+func newReconcileSQL(schemaName string, users tableSQL) (reconcileSQL, error) {
 	q := reconcileSQL{dims: dimensionTypes()}
-	q.drop = `DROP TABLE IF EXISTS ` + scan + `, ` + fetch + `, ` + linked
-	q.create = q.drop + `;
-CREATE TEMP TABLE ` + reconcileScanTable + ` (id bigint NOT NULL, updated_at timestamptz, updated_text text);
-CREATE TEMP TABLE ` + reconcileFetchTable + ` (id bigint PRIMARY KEY, reason text NOT NULL);
-CREATE TEMP TABLE ` + reconcileLinkedTable + ` (user_id bigint NOT NULL, related_type text NOT NULL, target bigint NOT NULL)`
-	// The index is built once the scan is complete: COPY into an unindexed
-	// table is faster, and the table is analyzed with its final contents.
-	q.index = `CREATE INDEX IF NOT EXISTS usersync_reconcile_scan_id ON ` + scan + ` (id); ANALYZE ` + scan
-	q.compare = `SELECT (SELECT count(DISTINCT id) FROM ` + scan + `),
-	(SELECT count(*) FROM ` + users + ` WHERE deleted_at IS NULL),
-	(SELECT count(*) FROM ` + users + ` u WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM ` + scan + ` s WHERE s.id = u.id))`
-	q.undelete = `WITH back AS (
-	UPDATE ` + users + ` u SET deleted_at = NULL
-	WHERE u.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM ` + scan + ` s WHERE s.id = u.id) RETURNING 1
-), counted AS (
-	UPDATE ` + s.q + `.sync_runs SET undeleted = undeleted + (SELECT count(*) FROM back) WHERE run_id = $1
-)
-SELECT count(*) FROM back`
-	// A missing or stale id is left alone when the quarantine holds it,
-	// unresolved, with the updatedAt the scan saw: fetching it again would
-	// only add a second quarantine record.
-	q.queueChanged = `WITH listed AS (
-	SELECT DISTINCT ON (id) id, updated_at, updated_text FROM ` + scan + ` ORDER BY id, updated_at DESC NULLS LAST
-), cand AS (
-	SELECT l.id, l.updated_text, CASE WHEN u.id IS NULL THEN '` + FetchMissing + `' ELSE '` + FetchStale + `' END AS reason
-	FROM listed l LEFT JOIN ` + users + ` u ON u.id = l.id
-	WHERE u.id IS NULL OR l.updated_at > u.updated_at OR (u.updated_at IS NULL AND l.updated_at IS NOT NULL)
-), skipped AS (
-	SELECT c.id FROM cand c WHERE c.updated_text IS NOT NULL AND EXISTS (
-		SELECT 1 FROM ` + s.q + `.quarantine q WHERE q.resolved_at IS NULL AND q.resource_type = 'user'
-		AND q.resource_id = c.id::text AND q.raw->'attributes'->>'updatedAt' = c.updated_text)
-), ins AS (
-	INSERT INTO ` + fetch + ` (id, reason) SELECT id, reason FROM cand WHERE id NOT IN (SELECT id FROM skipped)
-	ON CONFLICT (id) DO NOTHING RETURNING reason
-)
-SELECT count(*) FILTER (WHERE reason = '` + FetchMissing + `'), count(*) FILTER (WHERE reason = '` + FetchStale + `'),
-	(SELECT count(*) FROM skipped) FROM ins`
-	q.queueDeletedLinks, q.queueLinked = linkStatements(s, q.dims, fetch, linked)
-	q.queueGone = `WITH ins AS (
-	INSERT INTO ` + fetch + ` (id, reason)
-	SELECT u.id, '` + FetchGone + `' FROM ` + users + ` u
-	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM ` + scan + ` s WHERE s.id = u.id)
-	ON CONFLICT (id) DO NOTHING RETURNING 1
-)
-SELECT count(*) FROM ins`
-	q.fetchBatch = `SELECT id FROM ` + fetch + ` WHERE id > $1 ORDER BY id LIMIT $2`
-	q.queued = `SELECT reason, count(*) FROM ` + fetch + ` GROUP BY reason`
-	q.markDeleted = `WITH gone AS (
-	UPDATE ` + users + ` u SET deleted_at = now()
-	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM ` + scan + ` s WHERE s.id = u.id) RETURNING 1
-), counted AS (
-	UPDATE ` + s.q + `.sync_runs SET deleted = deleted + (SELECT count(*) FROM gone) WHERE run_id = $1
-)
-SELECT count(*) FROM gone`
-	return q
+	hit, restored := linkConditions(schema.QuoteIdentifier(schemaName), q.dims)
+	st, err := loadStatements("reconcile", map[string]string{
+		"schema": schema.QuoteIdentifier(schemaName), "users": users.table,
+		"scan": "pg_temp." + reconcileScanTable, "fetch": "pg_temp." + reconcileFetchTable, "linked": "pg_temp." + reconcileLinkedTable,
+		"scan_table": reconcileScanTable, "fetch_table": reconcileFetchTable, "linked_table": reconcileLinkedTable,
+		"missing": FetchMissing, "stale": FetchStale, "gone": FetchGone, "relinked": FetchRelinked,
+		"hit_conditions": hit, "restored_diff": restored,
+	})
+	if err != nil {
+		return q, err
+	}
+	err = assignStatements("reconcile", st, map[string]*string{
+		"drop": &q.drop, "create": &q.create, "index": &q.index, "compare": &q.compare, "undelete": &q.undelete,
+		"queueChanged": &q.queueChanged, "queueDeletedLinks": &q.queueDeletedLinks, "queueLinked": &q.queueLinked,
+		"queueGone": &q.queueGone, "fetchBatch": &q.fetchBatch, "queued": &q.queued, "markDeleted": &q.markDeleted,
+	})
+	return q, err
 }
 
-// linkStatements builds, from the catalog, the statements that queue users
-// whose linkage to a dimension disagrees with the API: a to-one column
-// (role_id, profile_id), an array column (direct_assigned_team_ids...) or an
-// other_relationships element of a related type that is a dimension.
-// user_teams is left to the membership pass.
-func linkStatements(s *Store, dims []string, fetch, linked string) (deletedLinks, restoredLinks string) {
-	users := s.tables["user"].table
+// linkConditions builds, from the catalog, the conditions of the statements
+// that queue users whose linkage to a dimension disagrees with the API: a
+// to-one column (role_id, profile_id), an array column
+// (direct_assigned_team_ids...) or an other_relationships element of a
+// related type that is a dimension. user_teams is left to the membership
+// pass. hit finds the users linked to a deleted dimension id ($n: the ids
+// of dims[n-1]); restored the members of restored dimensions whose linkage
+// is out of date.
+func linkConditions(q string, dims []string) (hit, restored string) {
 	param := map[string]int{}
 	for i, typ := range dims {
 		param[typ] = i + 1
@@ -433,29 +389,12 @@ func linkStatements(s *Store, dims []string, fetch, linked string) (deletedLinks
 	}
 	cond = append(cond, `EXISTS (SELECT 1 FROM jsonb_each(u.other_relationships) AS o, jsonb_array_elements(o.value) AS e
 		WHERE `+strings.Join(other, " OR ")+`)`)
-	// One scan of users.
-	hit := `SELECT u.id FROM ` + users + ` u WHERE u.deleted_at IS NULL AND (` + strings.Join(cond, "\n\t\tOR ") + `)`
-	deletedLinks = `WITH hit AS (` + hit + `), ins AS (
-	INSERT INTO ` + fetch + ` (id, reason) SELECT id, '` + FetchRelinked + `' FROM hit ON CONFLICT (id) DO NOTHING RETURNING 1
-)
-SELECT count(*) FROM ins`
-	// A member of a restored dimension is out of date when its to-one column
-	// does not point at it, or, for a type it only relates to through
-	// to-many linkage, when no user_relationships row does.
 	manyOnly := `NOT EXISTS (
-		SELECT 1 FROM ` + s.q + `.user_relationships ur WHERE ur.user_id = l.user_id AND ur.related_type = l.related_type AND ur.related_id = l.target)`
+		SELECT 1 FROM ` + q + `.user_relationships ur WHERE ur.user_id = l.user_id AND ur.related_type = l.related_type AND ur.related_id = l.target)`
 	if types := toOneTypes(param); len(types) > 0 {
 		manyOnly = `l.related_type NOT IN (` + quoteList(types) + `) AND ` + manyOnly
 	}
-	diff := append(toOneDiff, "("+manyOnly+")")
-	restoredLinks = `WITH hit AS (
-	SELECT DISTINCT l.user_id AS id FROM ` + linked + ` l JOIN ` + users + ` u ON u.id = l.user_id
-	WHERE ` + strings.Join(diff, " OR ") + `
-), ins AS (
-	INSERT INTO ` + fetch + ` (id, reason) SELECT id, '` + FetchRelinked + `' FROM hit ON CONFLICT (id) DO NOTHING RETURNING 1
-)
-SELECT count(*) FROM ins`
-	return deletedLinks, restoredLinks
+	return strings.Join(cond, "\n\t\tOR "), strings.Join(append(toOneDiff, "("+manyOnly+")"), " OR ")
 }
 
 // toOneTypes returns the dimension types users relate to with a to-one

@@ -41,8 +41,7 @@ type Run struct {
 // StartRun records a new run and returns its id.
 func (s *Store) StartRun(ctx context.Context, kind string, from, until *time.Time, jobID *int64) (int64, error) {
 	var id int64
-	err := s.pool.QueryRow(ctx, `INSERT INTO `+s.q+`.sync_runs (kind, range_from, range_until, job_id)
-		VALUES ($1, $2, $3, $4) RETURNING run_id`, kind, from, until, jobID).Scan(&id)
+	err := s.pool.QueryRow(ctx, s.runs.startRun, kind, from, until, jobID).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("recording the run: %w", err)
 	}
@@ -53,8 +52,7 @@ func (s *Store) StartRun(ctx context.Context, kind string, from, until *time.Tim
 // process died: the caller holds the sync lock, so no live process owns it),
 // or nil. Older unfinished runs are marked abandoned.
 func (s *Store) UnfinishedRun(ctx context.Context, kind string) (*Run, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+`
-		FROM `+s.q+`.sync_runs WHERE kind = $1 AND status = 'running' ORDER BY run_id DESC`, kind)
+	rows, err := s.pool.Query(ctx, s.runs.unfinishedRuns, kind)
 	if err != nil {
 		return nil, fmt.Errorf("finding unfinished runs: %w", err)
 	}
@@ -70,8 +68,7 @@ func (s *Store) UnfinishedRun(ctx context.Context, kind string) (*Run, error) {
 		for _, r := range runs[1:] {
 			old = append(old, r.ID)
 		}
-		if _, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'abandoned', finished_at = now()
-			WHERE run_id = ANY($1)`, old); err != nil {
+		if _, err := s.pool.Exec(ctx, s.runs.abandonRuns, old); err != nil {
 			return nil, fmt.Errorf("abandoning old runs: %w", err)
 		}
 	}
@@ -103,7 +100,7 @@ func scanRun(row pgx.CollectableRow) (Run, error) {
 
 // Abandon marks a run abandoned (a resumed or superseded run).
 func (s *Store) Abandon(ctx context.Context, runID int64) error {
-	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'abandoned', finished_at = now() WHERE run_id = $1 AND status = 'running'`, runID)
+	_, err := s.pool.Exec(ctx, s.runs.abandonRuns, []int64{runID})
 	if err != nil {
 		return fmt.Errorf("abandoning run %d: %w", runID, err)
 	}
@@ -121,18 +118,14 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, summary any, canWrit
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var maxAt *time.Time
-		err := tx.QueryRow(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
-			summary = $2, can_write = $3 WHERE run_id = $1 RETURNING max_updated_at`, runID, sum, canWrite).Scan(&maxAt)
+		err := tx.QueryRow(ctx, s.runs.finishRun, runID, sum, canWrite).Scan(&maxAt)
 		if err != nil {
 			return fmt.Errorf("finishing run %d: %w", runID, err)
 		}
 		if !advance || maxAt == nil {
 			return nil
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO `+s.q+`.sync_state (stream, watermark, run_id) VALUES ($1, $2, $3)
-			ON CONFLICT (stream) DO UPDATE SET watermark = greatest(sync_state.watermark, EXCLUDED.watermark),
-			run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.watermark IS NULL THEN EXCLUDED.run_id ELSE sync_state.run_id END,
-			updated_at = now()`, UsersStream, *maxAt, runID)
+		_, err = tx.Exec(ctx, s.runs.advanceWatermark, UsersStream, *maxAt, runID)
 		if err != nil {
 			return fmt.Errorf("advancing the watermark: %w", err)
 		}
@@ -160,8 +153,7 @@ func (s *Store) EndRun(ctx context.Context, runID int64, end RunEnd, runErr erro
 	if runErr != nil {
 		msg = CleanText(runErr.Error())
 	}
-	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = $3, finished_at = now(), error = $2 WHERE run_id = $1`,
-		runID, msg, string(end))
+	_, err := s.pool.Exec(ctx, s.runs.endRun, runID, msg, string(end))
 	if err != nil {
 		return fmt.Errorf("recording the end of run %d: %w", runID, err)
 	}
@@ -172,10 +164,7 @@ func (s *Store) EndRun(ctx context.Context, runID int64, end RunEnd, runErr erro
 // stopped with a checkpoint and was not followed by a success, or nil: such a
 // run resumes like a crashed one.
 func (s *Store) FailedRunToResume(ctx context.Context, kind string) (*Run, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+`
-		FROM `+s.q+`.sync_runs r WHERE kind = $1 AND status IN ('failed', 'paused') AND next_url IS NOT NULL
-		AND NOT EXISTS (SELECT 1 FROM `+s.q+`.sync_runs n WHERE n.kind = r.kind AND n.run_id > r.run_id AND n.status IN ('succeeded', 'running'))
-		ORDER BY run_id DESC LIMIT 1`, kind)
+	rows, err := s.pool.Query(ctx, s.runs.failedRunToResume, kind)
 	if err != nil {
 		return nil, fmt.Errorf("finding a failed run to resume: %w", err)
 	}
@@ -189,7 +178,7 @@ func (s *Store) FailedRunToResume(ctx context.Context, kind string) (*Run, error
 // Watermark returns the users watermark, or the zero time when none.
 func (s *Store) Watermark(ctx context.Context) (time.Time, error) {
 	var w *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT watermark FROM `+s.q+`.sync_state WHERE stream = $1`, UsersStream).Scan(&w)
+	err := s.pool.QueryRow(ctx, s.runs.watermark, UsersStream).Scan(&w)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && w == nil) {
 		return time.Time{}, nil
 	}
@@ -203,8 +192,7 @@ func (s *Store) Watermark(ctx context.Context) (time.Time, error) {
 // its id, counters and checkpoint). A run resumed by another job takes that
 // job's id.
 func (s *Store) Reopen(ctx context.Context, runID int64, jobID *int64) error {
-	_, err := s.pool.Exec(ctx, `UPDATE `+s.q+`.sync_runs SET status = 'running', finished_at = NULL, error = NULL,
-		heartbeat_at = now(), job_id = coalesce($2, job_id) WHERE run_id = $1`, runID, jobID)
+	_, err := s.pool.Exec(ctx, s.runs.reopenRun, runID, jobID)
 	if err != nil {
 		return fmt.Errorf("reopening run %d: %w", runID, err)
 	}
@@ -213,8 +201,7 @@ func (s *Store) Reopen(ctx context.Context, runID int64, jobID *int64) error {
 
 // RunOfJob returns the newest run started by the River job id, or nil.
 func (s *Store) RunOfJob(ctx context.Context, jobID int64) (*Run, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+`
-		FROM `+s.q+`.sync_runs WHERE job_id = $1 ORDER BY run_id DESC LIMIT 1`, jobID)
+	rows, err := s.pool.Query(ctx, s.runs.runOfJob, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the run of job %d: %w", jobID, err)
 	}

@@ -10,46 +10,35 @@ import (
 // tableSQL holds the statements of one resource table, built once from the
 // catalog for a schema, so the hot path only binds parameters.
 type tableSQL struct {
-	res       schema.Resource
-	table     string   // qualified table name
-	stage     string   // per-connection temp staging table name (unqualified: pg_temp)
-	columns   []string // COPY columns, in order: id, attributes, to-one ids, raw[, content_hash, ...]
-	types     []pgType // the catalog's type of each COPY column
-	toOneCols []string
-	arrayCols []string // users only: the bigint[] linkage columns, in catalog order
-	hashed    bool     // the table has content_hash (users)
+	res     schema.Resource
+	table   string      // qualified table name
+	stage   string      // per-connection temp staging table name (unqualified: pg_temp)
+	cols    []rowColumn // what COPY writes, in order (see rowColumns)
+	columns []string    // their names
+	toOnes  int         // to-one id columns
+	hashed  bool        // the table has content_hash (users)
 
 	copyTable   string // binary COPY of columns into table
 	copyStage   string // the same into stage
 	createStage string
 	upsert      string // returns (inserted, updated)
-	current     string // users only: (id, content_hash, linkage_hash, deleted) of a set of ids
-	currentOne  string // current to-one ids of a set of ids
+	current     string // users only: (id, content_hash, linkage_hash, deleted, other_relationships) of a set of ids
+	currentFill string // (id, the stored value of each fill column) of a set of ids
 	liveCount   string
 }
 
 func newTableSQL(schemaName string, res schema.Resource) tableSQL {
 	s := schema.QuoteIdentifier(schemaName)
-	t := tableSQL{res: res, table: s + "." + schema.QuoteIdentifier(res.Table), hashed: res.Type == "user"}
+	t := tableSQL{res: res, table: s + "." + schema.QuoteIdentifier(res.Table), hashed: res.Type == "user",
+		cols: rowColumns(res), toOnes: len(res.ToOne())}
 	t.stage = schema.QuoteIdentifier("usersync_stage_" + schemaName + "_" + res.Table)
-	t.columns = append(t.columns, "id")
-	for _, a := range res.Attributes {
-		t.columns = append(t.columns, a.Column())
-	}
-	for _, rel := range res.ToOne() {
-		t.columns = append(t.columns, rel.Column())
-		t.toOneCols = append(t.toOneCols, rel.Column())
-	}
-	t.columns = append(t.columns, "raw")
-	if t.hashed {
-		t.columns = append(t.columns, "content_hash", "linkage_hash", "data_connections", "version_run_id")
-		for _, rel := range res.ArrayLinks() {
-			t.columns = append(t.columns, rel.Column())
-			t.arrayCols = append(t.arrayCols, rel.Column())
+	fill := []string{"id"}
+	for _, c := range t.cols {
+		t.columns = append(t.columns, c.name)
+		if c.fill != nil {
+			fill = append(fill, c.read)
 		}
-		t.columns = append(t.columns, "other_relationships")
 	}
-	t.types = columnTypes(res.Table, t.columns)
 	t.copyTable, t.copyStage = copySQL(t.table, t.columns), copySQL(t.stage, t.columns)
 	quoted := quoteAll(t.columns)
 	t.createStage = fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`, t.stage, t.table)
@@ -84,30 +73,11 @@ SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FR
 	if t.hashed {
 		t.current = fmt.Sprintf(`SELECT id, content_hash, linkage_hash, deleted_at IS NOT NULL, other_relationships::text FROM %s WHERE id = ANY($1::bigint[])`, t.table)
 	}
-	if len(t.toOneCols) > 0 {
-		extra := ""
-		if t.hashed {
-			extra = ", data_connections::text, " + strings.Join(quoteAll(t.arrayCols), ", ")
-		}
-		t.currentOne = fmt.Sprintf(`SELECT id, %s%s FROM %s WHERE id = ANY($1::bigint[])`, strings.Join(quoteAll(t.toOneCols), ", "), extra, t.table)
+	if len(fill) > 1 {
+		t.currentFill = fmt.Sprintf(`SELECT %s FROM %s WHERE id = ANY($1::bigint[])`, strings.Join(fill, ", "), t.table)
 	}
 	t.liveCount = fmt.Sprintf(`SELECT count(*) FROM %s WHERE deleted_at IS NULL`, t.table)
 	return t
-}
-
-// columnTypes returns the type the catalog gives each of columns of table
-// (pgUnknown for a column it does not list, which COPY then refuses).
-func columnTypes(table string, columns []string) []pgType {
-	cat, _ := schema.TableNamed(table)
-	byName := make(map[string]pgType, len(cat.Columns))
-	for _, c := range cat.Columns {
-		byName[c.Name] = columnType(c.Type)
-	}
-	out := make([]pgType, len(columns))
-	for i, c := range columns {
-		out[i] = byName[c]
-	}
-	return out
 }
 
 func quoteAll(names []string) []string {
@@ -126,17 +96,27 @@ func prefixAll(prefix string, names []string) string {
 	return strings.Join(out, ", ")
 }
 
-// userSQL holds the statements specific to users: history and linkage.
+// userSQL holds the statements of a users page besides its table's (see
+// sql/users.sql), rendered for one schema.
 type userSQL struct {
-	archiveVersions string // superseded versions of the staged users, into user_version_history
-	deleteTeams     string
-	insertTeams     string
-	resolveQuarant  string
-	checkpoint      string
+	beginPage          string // a page's transaction, its lock waits bounded
+	usersEmpty         string
+	archiveVersions    string // superseded versions of the staged users, into user_version_history
+	copyTeams          string // binary COPY of (user_id, team_id) into user_teams
+	deleteTeams        string
+	insertTeams        string
+	resolveQuarantine  string
+	insertQuarantine   string
+	checkpoint         string
+	lockTeams          string
+	teamIndexDroppable string
+	dropTeamIndex      string
+	teamIndexMissing   string
+	createTeamIndex    string
+	analyze            string
 }
 
-func newUserSQL(schemaName string, users tableSQL) userSQL {
-	s := schema.QuoteIdentifier(schemaName)
+func newUserSQL(schemaName string, users tableSQL, lockTimeout string) (userSQL, error) {
 	// A version's columns: the content, not the keys, hashes or linkage.
 	u := schema.User()
 	versionCols := []string{}
@@ -147,26 +127,46 @@ func newUserSQL(schemaName string, users tableSQL) userSQL {
 		versionCols = append(versionCols, schema.QuoteIdentifier(rel.Column()))
 	}
 	versionCols = append(versionCols, "raw", "data_connections")
-	vc := strings.Join(versionCols, ", ")
-	return userSQL{
-		// Before the upsert replaces a user's content, its current version
-		// (held in the users row) is closed into the history.
-		archiveVersions: fmt.Sprintf(`INSERT INTO %[1]s.user_version_history (version_id, user_id, content_hash, %[3]s, valid_from, valid_to, run_id)
-OVERRIDING SYSTEM VALUE
-SELECT u.version_id, u.id, u.content_hash, %[4]s, u.version_valid_from, now(), u.version_run_id
-FROM %[2]s u JOIN %[5]s st ON st.id = u.id WHERE u.content_hash <> st.content_hash`,
-			s, users.table, vc, prefixAll("u.", versionCols), users.stage),
-		// The diff deletes use NOT IN over a subquery, which PostgreSQL runs as a
-		// hashed subplan; a correlated NOT EXISTS over unnest() was planned as a
-		// nested loop and grew with the square of the page.
-		deleteTeams: fmt.Sprintf(`DELETE FROM %[1]s.user_teams ut WHERE ut.user_id = ANY($1::bigint[])
-AND (ut.user_id, ut.team_id) NOT IN (SELECT u, t FROM unnest($2::bigint[], $3::bigint[]) AS n(u, t))`, s),
-		insertTeams: fmt.Sprintf(`INSERT INTO %[1]s.user_teams (user_id, team_id)
-SELECT u, t FROM unnest($1::bigint[], $2::bigint[]) AS n(u, t) ON CONFLICT DO NOTHING`, s),
-		resolveQuarant: fmt.Sprintf(`UPDATE %[1]s.quarantine SET resolved_at = now()
-WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id = ANY($2::text[])`, s),
-		checkpoint: fmt.Sprintf(`UPDATE %[1]s.sync_runs SET next_url = $2, max_updated_at = $3, pages = $4, fetched = $5,
-inserted = $6, updated = $7, unchanged = $8, quarantined = $9, requests = $10, rate_limited = $11, retries = $12,
-unknown_attributes = $13, heartbeat_at = now() WHERE run_id = $1`, s),
+	st, err := loadStatements("users", map[string]string{
+		"schema": schema.QuoteIdentifier(schemaName), "lock_timeout": lockTimeout, "users_stage": users.stage,
+		"version_columns": strings.Join(versionCols, ", "), "u.version_columns": prefixAll("u.", versionCols),
+	})
+	if err != nil {
+		return userSQL{}, err
 	}
+	var q userSQL
+	err = assignStatements("users", st, map[string]*string{
+		"beginPage": &q.beginPage, "usersEmpty": &q.usersEmpty, "archiveVersions": &q.archiveVersions,
+		"copyTeams": &q.copyTeams, "deleteTeams": &q.deleteTeams, "insertTeams": &q.insertTeams,
+		"resolveQuarantine": &q.resolveQuarantine, "insertQuarantine": &q.insertQuarantine, "checkpoint": &q.checkpoint,
+		"lockTeams": &q.lockTeams, "teamIndexDroppable": &q.teamIndexDroppable, "dropTeamIndex": &q.dropTeamIndex,
+		"teamIndexMissing": &q.teamIndexMissing, "createTeamIndex": &q.createTeamIndex, "analyze": &q.analyze,
+	})
+	return q, err
+}
+
+// runSQL holds the run bookkeeping, status and membership statements (see
+// sql/runs.sql), rendered for one schema.
+type runSQL struct {
+	startRun, unfinishedRuns, abandonRuns, finishRun, advanceWatermark, endRun string
+	failedRunToResume, watermark, reopenRun, runOfJob, touchRun                string
+	status, lastRuns, lastSyncListedMembership                                 string
+	liveTeamIDs, deletedDimensionIDs, replaceTeamMembers                       string
+}
+
+func newRunSQL(schemaName string) (runSQL, error) {
+	st, err := loadStatements("runs", map[string]string{"schema": schema.QuoteIdentifier(schemaName), "run_columns": runColumns})
+	if err != nil {
+		return runSQL{}, err
+	}
+	var q runSQL
+	err = assignStatements("runs", st, map[string]*string{
+		"startRun": &q.startRun, "unfinishedRuns": &q.unfinishedRuns, "abandonRuns": &q.abandonRuns,
+		"finishRun": &q.finishRun, "advanceWatermark": &q.advanceWatermark, "endRun": &q.endRun,
+		"failedRunToResume": &q.failedRunToResume, "watermark": &q.watermark, "reopenRun": &q.reopenRun,
+		"runOfJob": &q.runOfJob, "touchRun": &q.touchRun, "status": &q.status, "lastRuns": &q.lastRuns,
+		"lastSyncListedMembership": &q.lastSyncListedMembership, "liveTeamIDs": &q.liveTeamIDs,
+		"deletedDimensionIDs": &q.deletedDimensionIDs, "replaceTeamMembers": &q.replaceTeamMembers,
+	})
+	return q, err
 }

@@ -55,15 +55,7 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 		st.Watermark = &wm
 	}
 	var drift []byte
-	err = s.pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM `+s.q+`.quarantine WHERE resolved_at IS NULL),
-		(SELECT count(*) FROM `+s.q+`.users WHERE deleted_at IS NULL),
-		(SELECT unknown_attributes FROM `+s.q+`.sync_runs WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1),
-		(SELECT can_write FROM `+s.q+`.sync_runs WHERE can_write IS NOT NULL ORDER BY run_id DESC LIMIT 1),
-		coalesce((SELECT (summary->>'future_updated_at')::bigint FROM `+s.q+`.sync_runs
-			WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1), 0),
-		(SELECT summary->'rate_limit' FROM `+s.q+`.sync_runs WHERE summary ? 'rate_limit' ORDER BY run_id DESC LIMIT 1)`).
-		Scan(&st.Quarantined, &st.Users, &drift, &st.CanWrite, &st.FutureUpdatedAt, &st.RateLimit)
+	err = s.pool.QueryRow(ctx, s.runs.status).Scan(&st.Quarantined, &st.Users, &drift, &st.CanWrite, &st.FutureUpdatedAt, &st.RateLimit)
 	if err != nil {
 		return st, fmt.Errorf("reading status: %w", err)
 	}
@@ -72,8 +64,7 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 			return st, fmt.Errorf("decoding drift: %w", err)
 		}
 	}
-	rows, err := s.pool.Query(ctx, `SELECT run_id, kind, status, started_at, finished_at, pages, fetched, inserted,
-		updated, quarantined, requests, coalesce(error, '') FROM `+s.q+`.sync_runs ORDER BY run_id DESC LIMIT $1`, lastRuns)
+	rows, err := s.pool.Query(ctx, s.runs.lastRuns, lastRuns)
 	if err != nil {
 		return st, fmt.Errorf("reading runs: %w", err)
 	}
@@ -93,8 +84,7 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 // to list team membership per team (the API sent users' teams without data).
 func (s *Store) LastSyncListedMembership(ctx context.Context) (bool, error) {
 	var listed bool
-	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT summary ? 'membership' FROM `+s.q+`.sync_runs
-		WHERE status = 'succeeded' AND kind IN ('incremental', 'full', 'backfill') ORDER BY run_id DESC LIMIT 1), false)`).Scan(&listed)
+	err := s.pool.QueryRow(ctx, s.runs.lastSyncListedMembership).Scan(&listed)
 	if err != nil {
 		return false, fmt.Errorf("reading the last sync: %w", err)
 	}

@@ -6,17 +6,20 @@ import (
 	"github.com/usersync/usersync/schema"
 )
 
+// pageLockTimeout bounds how long a users page's statements wait for a lock
+// (PostgreSQL's lock_timeout): see prepareUsers.
+const pageLockTimeout = "1min"
+
 // Store reads and writes one warehouse schema.
 type Store struct {
-	pool   *pgxpool.Pool
-	schema string
-	q      string // the quoted schema name, for statements
-	tables map[string]tableSQL
-	users  userSQL
-	links  userLinks
-	// lockTimeout bounds how long a users page's statements wait for a
-	// lock (PostgreSQL's lock_timeout).
-	lockTimeout string
+	pool      *pgxpool.Pool
+	schema    string
+	q         string // the quoted schema name, for statements
+	tables    map[string]tableSQL
+	sql       userSQL
+	reconcile reconcileSQL
+	runs      runSQL
+	links     userLinks
 	// ddlLockTimeout bounds how long DeferTeamIndex waits for user_teams'
 	// exclusive lock.
 	ddlLockTimeout string
@@ -27,11 +30,20 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	if err := schema.ValidateIdentifier(schemaName); err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName), tables: map[string]tableSQL{}, lockTimeout: "1min", ddlLockTimeout: teamIndexLockTimeout}
+	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName), tables: map[string]tableSQL{}, ddlLockTimeout: teamIndexLockTimeout}
 	for _, r := range schema.Resources() {
 		s.tables[r.Type] = newTableSQL(schemaName, r)
 	}
-	s.users = newUserSQL(schemaName, s.tables["user"])
+	var err error
+	if s.sql, err = newUserSQL(schemaName, s.tables["user"], pageLockTimeout); err != nil {
+		return nil, err
+	}
+	if s.reconcile, err = newReconcileSQL(schemaName, s.tables["user"]); err != nil {
+		return nil, err
+	}
+	if s.runs, err = newRunSQL(schemaName); err != nil {
+		return nil, err
+	}
 	s.links = newUserLinks(schema.User())
 	return s, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -13,12 +15,13 @@ import (
 // per-team membership diff (ReplaceTeamMembers). In a backfill it costs
 // more than the table's own rows: every (user, team) pair goes into it at
 // a random place. An initial load, which starts with user_teams empty,
-// drops it (DeferTeamIndex) and builds it once the walk ends
+// drops it (deferTeamIndex) and builds it once the walk ends
 // (EnsureTeamIndex): one sorted build instead of a random insert per pair.
 // A load that dies before it ends leaves the index missing; every sync and
 // reconcile builds it before it reads or writes user_teams.
 
-// teamIndex is the index's name, as migration 0001 created it.
+// teamIndex is the index's name, as migration 0001 created it (sql/users.sql
+// names it too).
 const teamIndex = "user_teams_team_id"
 
 // teamIndexLockTimeout bounds the wait for user_teams' exclusive lock
@@ -26,25 +29,24 @@ const teamIndex = "user_teams_team_id"
 // the load keeps the index.
 const teamIndexLockTimeout = "5s"
 
-// DeferTeamIndex drops user_teams' team_id index when user_teams is empty,
+// deferTeamIndex drops user_teams' team_id index when user_teams is empty,
 // for the load about to fill it to build it at the end with
 // EnsureTeamIndex. It reports whether it dropped it. It keeps the index,
 // without an error, when user_teams holds rows, when the table's lock is
 // not granted within a few seconds, or when the role may not drop the
 // index (a warehouse migrated by another role).
-func (s *Store) DeferTeamIndex(ctx context.Context) (bool, error) {
+func (s *Store) deferTeamIndex(ctx context.Context) (bool, error) {
 	dropped := false
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL lock_timeout = '" + s.ddlLockTimeout + "'"}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `LOCK TABLE `+s.q+`.user_teams IN ACCESS EXCLUSIVE MODE`); err != nil {
+		if _, err := tx.Exec(ctx, s.sql.lockTeams); err != nil {
 			return err
 		}
 		var drop bool
-		err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT FROM `+s.q+`.user_teams) AND to_regclass($1) IS NOT NULL`,
-			s.q+"."+teamIndex).Scan(&drop)
+		err := tx.QueryRow(ctx, s.sql.teamIndexDroppable).Scan(&drop)
 		if err != nil || !drop {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DROP INDEX `+s.q+`.`+teamIndex); err != nil {
+		if _, err := tx.Exec(ctx, s.sql.dropTeamIndex); err != nil {
 			return err
 		}
 		dropped = true
@@ -60,17 +62,26 @@ func (s *Store) DeferTeamIndex(ctx context.Context) (bool, error) {
 	return dropped, nil
 }
 
-// EnsureTeamIndex builds user_teams' team_id index if it is missing, and
-// reports whether it built it.
-func (s *Store) EnsureTeamIndex(ctx context.Context) (bool, error) {
+// EnsureTeamIndex builds user_teams' team_id index if it is missing (a load
+// that deferred it died), and logs that it did.
+func (s *Store) EnsureTeamIndex(ctx context.Context, log *slog.Logger) error {
+	start := time.Now()
+	built, err := s.ensureTeamIndex(ctx)
+	if built {
+		log.InfoContext(ctx, "built the team_id index of user_teams", "duration_ms", time.Since(start).Milliseconds())
+	}
+	return err
+}
+
+func (s *Store) ensureTeamIndex(ctx context.Context) (bool, error) {
 	var missing bool
-	if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NULL`, s.q+"."+teamIndex).Scan(&missing); err != nil {
+	if err := s.pool.QueryRow(ctx, s.sql.teamIndexMissing).Scan(&missing); err != nil {
 		return false, fmt.Errorf("looking for the team_id index of user_teams: %w", err)
 	}
 	if !missing {
 		return false, nil
 	}
-	if _, err := s.pool.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+teamIndex+` ON `+s.q+`.user_teams (team_id)`); err != nil {
+	if _, err := s.pool.Exec(ctx, s.sql.createTeamIndex); err != nil {
 		return false, fmt.Errorf("building the team_id index of user_teams: %w", err)
 	}
 	return true, nil

@@ -36,28 +36,28 @@ func TestDeferTeamIndex(t *testing.T) {
 	if _, err := reader.Exec(ctx, `SELECT count(*) FROM `+s.q+`.user_teams`); err != nil {
 		t.Fatal(err)
 	}
-	if dropped, err := s.DeferTeamIndex(ctx); err != nil || dropped || !teamIndexExists(t, s) {
+	if dropped, err := s.deferTeamIndex(ctx); err != nil || dropped || !teamIndexExists(t, s) {
 		t.Fatalf("with user_teams locked: dropped %v, err %v; want the index kept", dropped, err)
 	}
 	_ = reader.Rollback(ctx)
 
-	if dropped, err := s.DeferTeamIndex(ctx); err != nil || !dropped || teamIndexExists(t, s) {
+	if dropped, err := s.deferTeamIndex(ctx); err != nil || !dropped || teamIndexExists(t, s) {
 		t.Fatalf("empty user_teams: dropped %v, err %v; want the index dropped", dropped, err)
 	}
-	if dropped, err := s.DeferTeamIndex(ctx); err != nil || dropped {
+	if dropped, err := s.deferTeamIndex(ctx); err != nil || dropped {
 		t.Fatalf("dropping again: dropped %v, err %v; want nothing dropped", dropped, err)
 	}
-	if built, err := s.EnsureTeamIndex(ctx); err != nil || !built || !teamIndexExists(t, s) {
+	if built, err := s.ensureTeamIndex(ctx); err != nil || !built || !teamIndexExists(t, s) {
 		t.Fatalf("EnsureTeamIndex: built %v, err %v; want the index built", built, err)
 	}
-	if built, err := s.EnsureTeamIndex(ctx); err != nil || built {
+	if built, err := s.ensureTeamIndex(ctx); err != nil || built {
 		t.Fatalf("EnsureTeamIndex again: built %v, err %v; want nothing built", built, err)
 	}
 
 	if _, err := pool.Exec(ctx, `INSERT INTO `+s.q+`.user_teams (user_id, team_id) VALUES (1, 2)`); err != nil {
 		t.Fatal(err)
 	}
-	if dropped, err := s.DeferTeamIndex(ctx); err != nil || dropped || !teamIndexExists(t, s) {
+	if dropped, err := s.deferTeamIndex(ctx); err != nil || dropped || !teamIndexExists(t, s) {
 		t.Fatalf("user_teams with rows: dropped %v, err %v; want the index kept", dropped, err)
 	}
 }

@@ -1,24 +1,24 @@
-package normalize
+// Package jsonscan is a strict JSON scanner: it validates every byte it
+// passes and reports positions, never building values. normalize's single
+// pass over a users page and its canonical form of JSON are built on it,
+// and the API client finds a document's data member with it.
+package jsonscan
 
 import (
 	"encoding/binary"
 	"math/bits"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 )
 
-// A strict JSON scanner for DecodePage: it validates every byte it passes
-// and reports positions, never building values. Anything it refuses goes to
-// the general decoder, which then has the last word.
+// MaxDepth bounds the nesting SkipValue follows (normalize hands deeper
+// values to its general decoder).
+const MaxDepth = 64
 
-// maxDepth bounds the nesting skipValue follows; deeper values go to the
-// general decoder.
-const maxDepth = 64
-
-// ws returns the index of the first byte at or after i that is not JSON
+// WS returns the index of the first byte at or after i that is not JSON
 // white space.
-func ws(b []byte, i int) int {
+func WS(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':
@@ -30,13 +30,13 @@ func ws(b []byte, i int) int {
 	return i
 }
 
-// scanString scans the string at b[i] == '"' and returns the index after
+// ScanString scans the string at b[i] == '"' and returns the index after
 // it, whether it holds an escape, whether it holds bytes above ASCII and
 // whether it is bad: it holds something PostgreSQL cannot store (\u0000,
 // bytes that are not UTF-8, a UTF-16 surrogate escape not in a pair). It
 // refuses anything else at b[i]. The checks cost only on the bytes that
 // already leave the fast loop: escapes and bytes above ASCII.
-func scanString(b []byte, i int) (end int, esc, wide, bad, ok bool) {
+func ScanString(b []byte, i int) (end int, esc, wide, bad, ok bool) {
 	if i >= len(b) || b[i] != '"' {
 		return 0, false, false, false, false
 	}
@@ -140,29 +140,30 @@ func specialBytes(v uint64) uint64 {
 	return zero(v^(ones*'"')) | zero(v^(ones*'\\')) | (v-ones*0x20)&^v&highs | v&highs
 }
 
-// unescape returns the contents of a JSON string holding escapes, checked by
-// scanString, decoded as gjson decodes them (the general path's decoder).
-// It reports false for a \u escape of a UTF-16 surrogate, left to gjson.
-func unescape(s []byte) (string, bool) {
-	out := make([]byte, 0, len(s))
+// Unescape returns the contents of a JSON string holding escapes, checked by
+// ScanString, decoded as gjson decodes them (normalize's general path). It
+// reports false for a \u escape of a UTF-16 surrogate, left to gjson.
+func Unescape(s []byte) (string, bool) {
+	var out strings.Builder // its String does not copy
+	out.Grow(len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c != '\\' {
-			out = append(out, c)
+			out.WriteByte(c)
 			continue
 		}
 		i++
 		switch s[i] {
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
 			var r rune
 			for _, h := range s[i+1 : i+5] {
@@ -171,36 +172,32 @@ func unescape(s []byte) (string, bool) {
 			if utf16.IsSurrogate(r) {
 				return "", false
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 			i += 4
 		default: // '"', '\\', '/'
-			out = append(out, s[i])
+			out.WriteByte(s[i])
 		}
 	}
-	return bytesString(out), true // out is never written again
+	return out.String(), true
 }
 
-// bytesString returns b as a string without copying it. b must never be
-// written again: the single pass gives it only bytes of a response body
-// (see DecodeData: the client never writes to or reuses a body) and
-// buffers it has just filled and drops.
-func bytesString(b []byte) string {
-	return unsafe.String(unsafe.SliceData(b), len(b)) //nolint:gosec // G103: audited; the only use of unsafe
-}
-
-// parseInt parses an integer as scanNumber found it (-?(0|[1-9][0-9]*)),
-// reporting false when it does not fit in an int64, as strconv.ParseInt
-// would, without its allocation.
-func parseInt(b []byte) (int64, bool) {
-	neg := b[0] == '-'
+// ParseInt parses an optional minus sign followed by decimal digits (as
+// ScanNumber finds an integer, or an id sent as a string), reporting false
+// for anything else or a value that does not fit in an int64, as
+// strconv.ParseInt would, without its allocation.
+func ParseInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
 	if neg {
 		b = b[1:]
 	}
-	if len(b) > 19 { // 19 digits cannot overflow a uint64
+	if len(b) == 0 || len(b) > 19 { // 19 digits cannot overflow a uint64
 		return 0, false
 	}
 	var n uint64
 	for _, c := range b {
+		if !isDigit(c) {
+			return 0, false
+		}
 		n = n*10 + uint64(c-'0')
 	}
 	switch {
@@ -236,9 +233,9 @@ func digits(b []byte, i int) int {
 	return i
 }
 
-// scanNumber scans the number at b[i] and returns the index after it and
+// ScanNumber scans the number at b[i] and returns the index after it and
 // whether it is written as an integer (no fraction, no exponent).
-func scanNumber(b []byte, i int) (end int, integer, ok bool) {
+func ScanNumber(b []byte, i int) (end int, integer, ok bool) {
 	j := i
 	if j < len(b) && b[j] == '-' {
 		j++
@@ -277,53 +274,53 @@ func scanNumber(b []byte, i int) (end int, integer, ok bool) {
 	return j, integer, true
 }
 
-// literal checks that b[i:] starts with lit (true, false or null).
-func literal(b []byte, i int, lit string) (int, bool) {
+// Literal checks that b[i:] starts with lit (true, false or null).
+func Literal(b []byte, i int, lit string) (int, bool) {
 	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
 		return 0, false
 	}
 	return i + len(lit), true
 }
 
-// skipValue returns the index after the value at b[i], checking its syntax.
-// It refuses a bad string (see scanString) and nesting deeper than maxDepth:
-// see skipNested.
-func skipValue(b []byte, i, depth int) (int, bool) {
+// SkipValue returns the index after the value at b[i], checking its syntax.
+// It refuses a bad string (see ScanString) and nesting deeper than MaxDepth:
+// see SkipNested.
+func SkipValue(b []byte, i, depth int) (int, bool) {
 	if i >= len(b) {
 		return 0, false
 	}
 	switch b[i] {
 	case '"':
-		end, _, _, bad, ok := scanString(b, i)
+		end, _, _, bad, ok := ScanString(b, i)
 		return end, ok && !bad
 	case '{':
-		if depth >= maxDepth {
+		if depth >= MaxDepth {
 			return 0, false
 		}
-		return members(b, i, func(_ []byte, _ bool, _, v int) (int, bool) { return skipValue(b, v, depth+1) })
+		return Members(b, i, func(_ []byte, _ bool, _, v int) (int, bool) { return SkipValue(b, v, depth+1) })
 	case '[':
-		if depth >= maxDepth {
+		if depth >= MaxDepth {
 			return 0, false
 		}
-		return elements(b, i, func(v int) (int, bool) { return skipValue(b, v, depth+1) })
+		return Elements(b, i, func(v int) (int, bool) { return SkipValue(b, v, depth+1) })
 	case 't':
-		return literal(b, i, "true")
+		return Literal(b, i, "true")
 	case 'f':
-		return literal(b, i, "false")
+		return Literal(b, i, "false")
 	case 'n':
-		return literal(b, i, "null")
+		return Literal(b, i, "null")
 	}
-	end, _, ok := scanNumber(b, i)
+	end, _, ok := ScanNumber(b, i)
 	return end, ok
 }
 
-// members walks the object at b[i] == '{', refusing a bad key (see
-// scanString). For each member it calls f with
+// Members walks the object at b[i] == '{', refusing a bad key (see
+// ScanString). For each member it calls f with
 // the key's contents, whether the key is plain (no escape, ASCII only), the
 // index of the key's opening quote and the index of the value; f returns
-// the index after the value. members returns the index after the object.
-func members(b []byte, i int, f func(key []byte, plain bool, k, v int) (int, bool)) (int, bool) {
-	i = ws(b, i+1)
+// the index after the value. Members returns the index after the object.
+func Members(b []byte, i int, f func(key []byte, plain bool, k, v int) (int, bool)) (int, bool) {
+	i = WS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
 	}
@@ -331,29 +328,29 @@ func members(b []byte, i int, f func(key []byte, plain bool, k, v int) (int, boo
 		if i >= len(b) || b[i] != '"' {
 			return 0, false
 		}
-		end, esc, wide, bad, ok := scanString(b, i)
+		end, esc, wide, bad, ok := ScanString(b, i)
 		if !ok || bad {
 			return 0, false
 		}
 		k := i
-		i = ws(b, end)
+		i = WS(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return 0, false
 		}
-		i = ws(b, i+1)
+		i = WS(b, i+1)
 		if i >= len(b) {
 			return 0, false
 		}
 		if i, ok = f(b[k+1:end-1], !esc && !wide, k, i); !ok {
 			return 0, false
 		}
-		i = ws(b, i)
+		i = WS(b, i)
 		if i >= len(b) {
 			return 0, false
 		}
 		switch b[i] {
 		case ',':
-			i = ws(b, i+1)
+			i = WS(b, i+1)
 		case '}':
 			return i + 1, true
 		default:
@@ -362,11 +359,11 @@ func members(b []byte, i int, f func(key []byte, plain bool, k, v int) (int, boo
 	}
 }
 
-// elements walks the array at b[i] == '[', calling f with the index of each
-// element; f returns the index after it. elements returns the index after
+// Elements walks the array at b[i] == '[', calling f with the index of each
+// element; f returns the index after it. Elements returns the index after
 // the array.
-func elements(b []byte, i int, f func(v int) (int, bool)) (int, bool) {
-	i = ws(b, i+1)
+func Elements(b []byte, i int, f func(v int) (int, bool)) (int, bool) {
+	i = WS(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1, true
 	}
@@ -378,13 +375,13 @@ func elements(b []byte, i int, f func(v int) (int, bool)) (int, bool) {
 		if i, ok = f(i); !ok {
 			return 0, false
 		}
-		i = ws(b, i)
+		i = WS(b, i)
 		if i >= len(b) {
 			return 0, false
 		}
 		switch b[i] {
 		case ',':
-			i = ws(b, i+1)
+			i = WS(b, i+1)
 		case ']':
 			return i + 1, true
 		default:
@@ -393,14 +390,14 @@ func elements(b []byte, i int, f func(v int) (int, bool)) (int, bool) {
 	}
 }
 
-// skipNested returns the index after the value at b[i], checking its syntax
-// as skipValue does, but at any depth and whatever its strings hold. It also
+// SkipNested returns the index after the value at b[i], checking its syntax
+// as SkipValue does, but at any depth and whatever its strings hold. It also
 // returns the depth of the value (the most containers around a point of it:
 // 0 for a scalar, 1 for [] or {"a":1}) and whether a string in it
-// is bad (see scanString). It keeps the open brackets in a slice, not on the
+// is bad (see ScanString). It keeps the open brackets in a slice, not on the
 // stack: a body of a million brackets costs a megabyte, not a goroutine's
 // stack.
-func skipNested(b []byte, i int) (end, depth int, bad, ok bool) {
+func SkipNested(b []byte, i int) (end, depth int, bad, ok bool) {
 	var open []byte // the brackets of the containers around b[i]
 	var buf [64]byte
 	open = buf[:0]
@@ -413,7 +410,7 @@ func skipNested(b []byte, i int) (end, depth int, bad, ok bool) {
 		case '{', '[':
 			open = append(open, c)
 			depth = max(depth, len(open))
-			i = ws(b, i+1)
+			i = WS(b, i+1)
 			if i < len(b) && (c == '[' && b[i] == ']' || c == '{' && b[i] == '}') {
 				open = open[:len(open)-1]
 				i++
@@ -426,20 +423,20 @@ func skipNested(b []byte, i int) (end, depth int, bad, ok bool) {
 			}
 			continue
 		case '"':
-			end, _, _, sbad, ok := scanString(b, i)
+			end, _, _, sbad, ok := ScanString(b, i)
 			if !ok {
 				return 0, 0, false, false
 			}
 			bad = bad || sbad
 			i = end
 		case 't':
-			i, ok = literal(b, i, "true")
+			i, ok = Literal(b, i, "true")
 		case 'f':
-			i, ok = literal(b, i, "false")
+			i, ok = Literal(b, i, "false")
 		case 'n':
-			i, ok = literal(b, i, "null")
+			i, ok = Literal(b, i, "null")
 		default:
-			i, _, ok = scanNumber(b, i)
+			i, _, ok = ScanNumber(b, i)
 		}
 		if !ok {
 			return 0, 0, false, false
@@ -449,13 +446,13 @@ func skipNested(b []byte, i int) (end, depth int, bad, ok bool) {
 			if len(open) == 0 {
 				return i, depth, bad, true
 			}
-			i = ws(b, i)
+			i = WS(b, i)
 			if i >= len(b) {
 				return 0, 0, false, false
 			}
 			top := open[len(open)-1]
 			if b[i] == ',' {
-				i = ws(b, i+1)
+				i = WS(b, i+1)
 				if top == '{' {
 					if i, ok = skipKey(b, i, &bad); !ok {
 						return 0, 0, false, false
@@ -476,14 +473,14 @@ func skipNested(b []byte, i int) (end, depth int, bad, ok bool) {
 // skipKey skips an object key and its colon at b[i], returning the index of
 // the value; a bad key sets *bad.
 func skipKey(b []byte, i int, bad *bool) (int, bool) {
-	end, _, _, kbad, ok := scanString(b, i)
+	end, _, _, kbad, ok := ScanString(b, i)
 	if !ok {
 		return 0, false
 	}
 	*bad = *bad || kbad
-	i = ws(b, end)
+	i = WS(b, end)
 	if i >= len(b) || b[i] != ':' {
 		return 0, false
 	}
-	return ws(b, i+1), true
+	return WS(b, i+1), true
 }

@@ -1,0 +1,101 @@
+-- The statements of a reconcile, rendered once per Store (see reconcile.go).
+-- {{scan}}, {{fetch}} and {{linked}} are the reconcile's temporary tables
+-- (pg_temp), {{users}} the users table; {{hit_conditions}} and
+-- {{restored_diff}} come from the catalog's relationships (linkStatements).
+-- The fetch reasons are the Fetch* constants.
+
+-- name: drop
+DROP TABLE IF EXISTS {{scan}}, {{fetch}}, {{linked}}
+
+-- name: create
+DROP TABLE IF EXISTS {{scan}}, {{fetch}}, {{linked}};
+CREATE TEMP TABLE {{scan_table}} (id bigint NOT NULL, updated_at timestamptz, updated_text text);
+CREATE TEMP TABLE {{fetch_table}} (id bigint PRIMARY KEY, reason text NOT NULL);
+CREATE TEMP TABLE {{linked_table}} (user_id bigint NOT NULL, related_type text NOT NULL, target bigint NOT NULL)
+
+-- name: index
+-- Built once the scan is complete: COPY into an unindexed table is faster,
+-- and the table is analyzed with its final contents.
+CREATE INDEX IF NOT EXISTS usersync_reconcile_scan_id ON {{scan}} (id); ANALYZE {{scan}}
+
+-- name: compare
+SELECT (SELECT count(DISTINCT id) FROM {{scan}}),
+	(SELECT count(*) FROM {{users}} WHERE deleted_at IS NULL),
+	(SELECT count(*) FROM {{users}} u WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM {{scan}} s WHERE s.id = u.id))
+
+-- name: undelete
+WITH back AS (
+	UPDATE {{users}} u SET deleted_at = NULL
+	WHERE u.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM {{scan}} s WHERE s.id = u.id) RETURNING 1
+), counted AS (
+	UPDATE {{schema}}.sync_runs SET undeleted = undeleted + (SELECT count(*) FROM back) WHERE run_id = $1
+)
+SELECT count(*) FROM back
+
+-- name: queueChanged
+-- A missing or stale id is left alone when the quarantine holds it,
+-- unresolved, with the updatedAt the scan saw: fetching it again would only
+-- add a second quarantine record.
+WITH listed AS (
+	SELECT DISTINCT ON (id) id, updated_at, updated_text FROM {{scan}} ORDER BY id, updated_at DESC NULLS LAST
+), cand AS (
+	SELECT l.id, l.updated_text, CASE WHEN u.id IS NULL THEN '{{missing}}' ELSE '{{stale}}' END AS reason
+	FROM listed l LEFT JOIN {{users}} u ON u.id = l.id
+	WHERE u.id IS NULL OR l.updated_at > u.updated_at OR (u.updated_at IS NULL AND l.updated_at IS NOT NULL)
+), skipped AS (
+	SELECT c.id FROM cand c WHERE c.updated_text IS NOT NULL AND EXISTS (
+		SELECT 1 FROM {{schema}}.quarantine q WHERE q.resolved_at IS NULL AND q.resource_type = 'user'
+		AND q.resource_id = c.id::text AND q.raw->'attributes'->>'updatedAt' = c.updated_text)
+), ins AS (
+	INSERT INTO {{fetch}} (id, reason) SELECT id, reason FROM cand WHERE id NOT IN (SELECT id FROM skipped)
+	ON CONFLICT (id) DO NOTHING RETURNING reason
+)
+SELECT count(*) FILTER (WHERE reason = '{{missing}}'), count(*) FILTER (WHERE reason = '{{stale}}'),
+	(SELECT count(*) FROM skipped) FROM ins
+
+-- name: queueDeletedLinks
+-- Users linked to a dimension the API no longer lists, in one scan of users:
+-- $1, $2, ... are the deleted ids of each dimension type, in the order of
+-- reconcileSQL.dims.
+WITH hit AS (
+	SELECT u.id FROM {{users}} u WHERE u.deleted_at IS NULL AND ({{hit_conditions}})
+), ins AS (
+	INSERT INTO {{fetch}} (id, reason) SELECT id, '{{relinked}}' FROM hit ON CONFLICT (id) DO NOTHING RETURNING 1
+)
+SELECT count(*) FROM ins
+
+-- name: queueLinked
+-- A member of a restored dimension is out of date when its to-one column
+-- does not point at it, or, for a type it only relates to through to-many
+-- linkage, when no user_relationships row does.
+WITH hit AS (
+	SELECT DISTINCT l.user_id AS id FROM {{linked}} l JOIN {{users}} u ON u.id = l.user_id
+	WHERE {{restored_diff}}
+), ins AS (
+	INSERT INTO {{fetch}} (id, reason) SELECT id, '{{relinked}}' FROM hit ON CONFLICT (id) DO NOTHING RETURNING 1
+)
+SELECT count(*) FROM ins
+
+-- name: queueGone
+WITH ins AS (
+	INSERT INTO {{fetch}} (id, reason)
+	SELECT u.id, '{{gone}}' FROM {{users}} u
+	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM {{scan}} s WHERE s.id = u.id)
+	ON CONFLICT (id) DO NOTHING RETURNING 1
+)
+SELECT count(*) FROM ins
+
+-- name: fetchBatch
+SELECT id FROM {{fetch}} WHERE id > $1 ORDER BY id LIMIT $2
+
+-- name: queued
+SELECT reason, count(*) FROM {{fetch}} GROUP BY reason
+
+-- name: markDeleted
+WITH gone AS (
+	UPDATE {{users}} u SET deleted_at = now()
+	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM {{scan}} s WHERE s.id = u.id) RETURNING 1
+), counted AS (
+	UPDATE {{schema}}.sync_runs SET deleted = deleted + (SELECT count(*) FROM gone) WHERE run_id = $1
+)
+SELECT count(*) FROM gone

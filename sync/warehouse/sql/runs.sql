@@ -1,0 +1,94 @@
+-- The run bookkeeping, status and membership statements, rendered once per
+-- Store (see runs.go, status.go, membership.go). {{run_columns}} is the
+-- column list scanRun reads.
+
+-- name: startRun
+INSERT INTO {{schema}}.sync_runs (kind, range_from, range_until, job_id)
+VALUES ($1, $2, $3, $4) RETURNING run_id
+
+-- name: unfinishedRuns
+SELECT {{run_columns}}
+FROM {{schema}}.sync_runs WHERE kind = $1 AND status = 'running' ORDER BY run_id DESC
+
+-- name: abandonRuns
+UPDATE {{schema}}.sync_runs SET status = 'abandoned', finished_at = now()
+WHERE run_id = ANY($1) AND status = 'running'
+
+-- name: finishRun
+UPDATE {{schema}}.sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
+summary = $2, can_write = $3 WHERE run_id = $1 RETURNING max_updated_at
+
+-- name: advanceWatermark
+-- Never backwards: the watermark is the greatest updatedAt any run committed.
+INSERT INTO {{schema}}.sync_state (stream, watermark, run_id) VALUES ($1, $2, $3)
+ON CONFLICT (stream) DO UPDATE SET watermark = greatest(sync_state.watermark, EXCLUDED.watermark),
+run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.watermark IS NULL THEN EXCLUDED.run_id ELSE sync_state.run_id END,
+updated_at = now()
+
+-- name: endRun
+UPDATE {{schema}}.sync_runs SET status = $3, finished_at = now(), error = $2 WHERE run_id = $1
+
+-- name: failedRunToResume
+SELECT {{run_columns}}
+FROM {{schema}}.sync_runs r WHERE kind = $1 AND status IN ('failed', 'paused') AND next_url IS NOT NULL
+AND NOT EXISTS (SELECT 1 FROM {{schema}}.sync_runs n WHERE n.kind = r.kind AND n.run_id > r.run_id AND n.status IN ('succeeded', 'running'))
+ORDER BY run_id DESC LIMIT 1
+
+-- name: watermark
+SELECT watermark FROM {{schema}}.sync_state WHERE stream = $1
+
+-- name: reopenRun
+UPDATE {{schema}}.sync_runs SET status = 'running', finished_at = NULL, error = NULL,
+heartbeat_at = now(), job_id = coalesce($2, job_id) WHERE run_id = $1
+
+-- name: runOfJob
+SELECT {{run_columns}}
+FROM {{schema}}.sync_runs WHERE job_id = $1 ORDER BY run_id DESC LIMIT 1
+
+-- name: touchRun
+UPDATE {{schema}}.sync_runs SET heartbeat_at = now(), requests = $2, rate_limited = $3, retries = $4
+WHERE run_id = $1
+
+-- name: status
+SELECT
+	(SELECT count(*) FROM {{schema}}.quarantine WHERE resolved_at IS NULL),
+	(SELECT count(*) FROM {{schema}}.users WHERE deleted_at IS NULL),
+	(SELECT unknown_attributes FROM {{schema}}.sync_runs WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1),
+	(SELECT can_write FROM {{schema}}.sync_runs WHERE can_write IS NOT NULL ORDER BY run_id DESC LIMIT 1),
+	coalesce((SELECT (summary->>'future_updated_at')::bigint FROM {{schema}}.sync_runs
+		WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1), 0),
+	(SELECT summary->'rate_limit' FROM {{schema}}.sync_runs WHERE summary ? 'rate_limit' ORDER BY run_id DESC LIMIT 1)
+
+-- name: lastRuns
+SELECT run_id, kind, status, started_at, finished_at, pages, fetched, inserted,
+	updated, quarantined, requests, coalesce(error, '') FROM {{schema}}.sync_runs ORDER BY run_id DESC LIMIT $1
+
+-- name: lastSyncListedMembership
+SELECT coalesce((SELECT summary ? 'membership' FROM {{schema}}.sync_runs
+	WHERE status = 'succeeded' AND kind IN ('incremental', 'full', 'backfill') ORDER BY run_id DESC LIMIT 1), false)
+
+-- name: liveTeamIDs
+SELECT id FROM {{schema}}.teams WHERE deleted_at IS NULL ORDER BY id
+
+-- name: deletedDimensionIDs
+SELECT 'team', id FROM {{schema}}.teams WHERE deleted_at IS NOT NULL
+UNION ALL SELECT 'role', id FROM {{schema}}.roles WHERE deleted_at IS NOT NULL
+UNION ALL SELECT 'profile', id FROM {{schema}}.profiles WHERE deleted_at IS NOT NULL
+ORDER BY 1, 2
+
+-- name: replaceTeamMembers
+-- Users whose membership changes here lose their linkage hash, so the next
+-- page that carries their teams diffs them again.
+WITH known AS (
+	SELECT u.id FROM {{schema}}.users u WHERE u.id = ANY($2::bigint[])
+), gone AS (
+	DELETE FROM {{schema}}.user_teams WHERE team_id = $1 AND NOT (user_id = ANY($2::bigint[])) RETURNING user_id
+), added AS (
+	INSERT INTO {{schema}}.user_teams (user_id, team_id) SELECT id, $1 FROM known
+	ON CONFLICT DO NOTHING RETURNING user_id
+), touched AS (
+	UPDATE {{schema}}.users SET linkage_hash = NULL
+	WHERE id IN (SELECT user_id FROM gone UNION SELECT user_id FROM added) AND linkage_hash IS NOT NULL
+)
+SELECT (SELECT count(*) FROM added), (SELECT count(*) FROM gone),
+	(SELECT count(DISTINCT m) FROM unnest($2::bigint[]) AS m) - (SELECT count(*) FROM known)

@@ -1,0 +1,68 @@
+-- The statements of a users page besides its table's own (rendered from the
+-- catalog: see tableSQL), and of the team_id index. {{schema}} is replaced
+-- by the quoted warehouse schema when the Store is made, {{lock_timeout}} by
+-- the page's lock timeout. testdata/statements.golden.sql holds every
+-- statement as the Store runs it, for schema usersync.
+
+-- name: beginPage
+-- A page's transaction: pages written at once must never wait long for
+-- each other's locks (see prepareUsers).
+BEGIN; SET LOCAL lock_timeout = '{{lock_timeout}}'
+
+-- name: usersEmpty
+SELECT NOT EXISTS (SELECT FROM {{schema}}.users)
+
+-- name: archiveVersions
+-- Before the upsert replaces a user's content, its current version (held in
+-- the users row) is closed into the history.
+INSERT INTO {{schema}}.user_version_history (version_id, user_id, content_hash, {{version_columns}}, valid_from, valid_to, run_id)
+OVERRIDING SYSTEM VALUE
+SELECT u.version_id, u.id, u.content_hash, {{u.version_columns}}, u.version_valid_from, now(), u.version_run_id
+FROM {{schema}}.users u JOIN {{users_stage}} st ON st.id = u.id WHERE u.content_hash <> st.content_hash
+
+-- name: copyTeams
+COPY {{schema}}.user_teams ("user_id", "team_id") FROM STDIN (FORMAT binary)
+
+-- name: deleteTeams
+-- The diff deletes use NOT IN over a subquery, which PostgreSQL runs as a
+-- hashed subplan; a correlated NOT EXISTS over unnest() was planned as a
+-- nested loop and grew with the square of the page.
+DELETE FROM {{schema}}.user_teams ut WHERE ut.user_id = ANY($1::bigint[])
+AND (ut.user_id, ut.team_id) NOT IN (SELECT u, t FROM unnest($2::bigint[], $3::bigint[]) AS n(u, t))
+
+-- name: insertTeams
+INSERT INTO {{schema}}.user_teams (user_id, team_id)
+SELECT u, t FROM unnest($1::bigint[], $2::bigint[]) AS n(u, t) ON CONFLICT DO NOTHING
+
+-- name: resolveQuarantine
+UPDATE {{schema}}.quarantine SET resolved_at = now()
+WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id = ANY($2::text[])
+
+-- name: insertQuarantine
+INSERT INTO {{schema}}.quarantine (run_id, resource_type, resource_id, field, error, raw)
+VALUES ($1, $2, $3, $4, $5, $6)
+
+-- name: checkpoint
+UPDATE {{schema}}.sync_runs SET next_url = $2, max_updated_at = $3, pages = $4, fetched = $5,
+inserted = $6, updated = $7, unchanged = $8, quarantined = $9, requests = $10, rate_limited = $11, retries = $12,
+unknown_attributes = $13, heartbeat_at = now() WHERE run_id = $1
+
+-- name: lockTeams
+LOCK TABLE {{schema}}.user_teams IN ACCESS EXCLUSIVE MODE
+
+-- name: teamIndexDroppable
+SELECT NOT EXISTS (SELECT FROM {{schema}}.user_teams) AND to_regclass('{{schema}}.user_teams_team_id') IS NOT NULL
+
+-- name: dropTeamIndex
+DROP INDEX {{schema}}.user_teams_team_id
+
+-- name: teamIndexMissing
+SELECT to_regclass('{{schema}}.user_teams_team_id') IS NULL
+
+-- name: createTeamIndex
+CREATE INDEX IF NOT EXISTS user_teams_team_id ON {{schema}}.user_teams (team_id)
+
+-- name: analyze
+-- For users, only the columns the views join and filter on are analyzed.
+ANALYZE {{schema}}.users (id, role_id, profile_id, updated_at, deleted_at), {{schema}}.user_teams, {{schema}}.teams,
+{{schema}}.roles, {{schema}}.profiles, {{schema}}.user_version_history (user_id, valid_from)

@@ -1,0 +1,317 @@
+package warehouse
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/usersync/usersync/sync/normalize"
+)
+
+// userPage is one users page being written in its own transaction: begun
+// and written by prepareUsers (the rows, versions and teams of new users,
+// the bulk of the work), then completed by commit (the linkage diff,
+// quarantine and checkpoint). Two pages with no user in common touch no
+// common row until their checkpoints, so a page may be prepared on one
+// connection while the page before it is being committed on another, as
+// long as it commits after it (UsersLoad keeps that order).
+type userPage struct {
+	s     *Store
+	tx    pgx.Tx
+	rows  []normalize.Row
+	bad   []Quarantined
+	runID int64
+	c     Counts
+	b     *pgx.Batch // the linkage diff, sent with the checkpoint
+}
+
+// prepareUsers begins a page's transaction and writes its heavy part. The
+// page must then be committed or rolled back.
+func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, runID int64) (*userPage, error) {
+	rows = dedupe(rows)
+	p := &userPage{s: s, rows: rows, bad: bad, runID: runID, b: &pgx.Batch{}}
+	// Pages written at once must never wait for each other's locks (the
+	// writer would wait for a page that waits for it, and PostgreSQL could
+	// not see the cycle): a wait over lockTimeout fails the page, and the
+	// run resumes later, rather than hang.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.sql.beginPage})
+	if err != nil {
+		return nil, fmt.Errorf("loading %d users: beginning: %w", len(rows), err)
+	}
+	p.tx = tx
+	if err := p.write(ctx); err != nil {
+		p.rollback(ctx)
+		return nil, fmt.Errorf("loading %d users: %w", len(rows), err)
+	}
+	return p, nil
+}
+
+// write compares the page with the warehouse (one indexed read, two when
+// rows left linkage unsent) and writes only what differs: users new to the
+// warehouse are copied straight into users (their row is their first
+// version) with their teams; users whose content or linkage changed go
+// through the staging table, their superseded version into
+// user_version_history, and the guarded upsert; unchanged users cost
+// nothing more.
+func (p *userPage) write(ctx context.Context) error {
+	if len(p.rows) == 0 {
+		return nil
+	}
+	s, t := p.s, p.s.tables["user"]
+	stored, err := s.readStored(ctx, p.tx, t, p.rows)
+	if err != nil {
+		return err
+	}
+	c := classify(p.rows, stored, s.links)
+	p.c.Inserted, p.c.Updated, p.c.Unchanged = int64(len(c.fresh)), c.updated, c.unchanged
+	if len(c.fresh) > 0 {
+		// A new user's row is its first version: nothing else to write.
+		if _, err := copyRows(ctx, p.tx, t.copyTable, &t, c.fresh, p.runID); err != nil {
+			return fmt.Errorf("copying new users: %w", err)
+		}
+		p.c.Versions += int64(len(c.fresh))
+		if err := s.copyNewTeams(ctx, p.tx, c.fresh); err != nil {
+			return err
+		}
+	}
+	if len(c.changed) > 0 {
+		if _, err := p.tx.Exec(ctx, t.createStage); err != nil {
+			return fmt.Errorf("creating staging table: %w", err)
+		}
+		if _, err := copyRows(ctx, p.tx, t.copyStage, &t, c.changed, p.runID); err != nil {
+			return fmt.Errorf("copying into staging: %w", err)
+		}
+		if c.contentChanged {
+			tag, err := p.tx.Exec(ctx, s.sql.archiveVersions)
+			if err != nil {
+				return fmt.Errorf("closing replaced versions: %w", err)
+			}
+			p.c.Versions += tag.RowsAffected()
+		}
+		if _, err := p.tx.Exec(ctx, t.upsert); err != nil {
+			return fmt.Errorf("upserting changed users: %w", err)
+		}
+		s.queueTeamDiff(p.b, c.changed, c.relinked)
+	}
+	return nil
+}
+
+// commit writes the page's linkage diff, quarantine and checkpoint (cp
+// advanced by the page; nil: none) and commits. It returns the page's counts
+// and the checkpoint after it. On error the transaction is rolled back.
+func (p *userPage) commit(ctx context.Context, cp *Checkpoint) (Counts, Checkpoint, error) {
+	p.s.queueQuarantine(p.b, "user", p.rows, p.bad, p.runID)
+	c := p.c
+	c.Quarantined = int64(len(p.bad))
+	var next Checkpoint // cp as it is once this page commits
+	if cp != nil {
+		next = advance(*cp, p.rows, c)
+		p.s.queueCheckpoint(p.b, &next)
+	}
+	err := p.tx.SendBatch(ctx, p.b).Close()
+	if err == nil {
+		err = p.tx.Commit(ctx)
+	}
+	if err != nil {
+		p.rollback(ctx)
+		return Counts{}, Checkpoint{}, fmt.Errorf("loading %d users: %w", len(p.rows), err)
+	}
+	return c, next, nil
+}
+
+// rollback abandons the page. It is a no-op after commit.
+func (p *userPage) rollback(ctx context.Context) {
+	// The error is of no use: a failed rollback closes the connection,
+	// and the transaction dies with it.
+	_ = p.tx.Rollback(context.WithoutCancel(ctx))
+}
+
+// readStored reads what the warehouse holds of the rows' ids: hashes and
+// state of each, and the fill (see storedFill) of those that left something
+// unsent.
+func (s *Store) readStored(ctx context.Context, tx pgx.Tx, t tableSQL, rows []normalize.Row) (map[int64]storedUser, error) {
+	ids := make([]int64, len(rows))
+	var fill []int64
+	for i := range rows {
+		ids[i] = rows[i].ID
+		if needsFill(&rows[i], s.links, t.hashed) {
+			fill = append(fill, rows[i].ID)
+		}
+	}
+	out := make(map[int64]storedUser, len(ids))
+	err := scanEach(ctx, tx, t.current, ids, func(r pgx.Rows) error {
+		var id int64
+		var u storedUser
+		var other *string
+		if err := r.Scan(&id, &u.hash, &u.linkage, &u.deleted, &other); err != nil {
+			return err
+		}
+		if other != nil {
+			u.other = []byte(*other)
+		}
+		out[id] = u
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the page's users from the warehouse: %w", err)
+	}
+	fills, err := s.readFill(ctx, tx, t, fill)
+	if err != nil {
+		return nil, err
+	}
+	for id, f := range fills {
+		if u, ok := out[id]; ok {
+			u.fill = f
+			out[id] = u
+		}
+	}
+	return out, nil
+}
+
+// readFill reads the stored values of what rows may leave unsent, for ids.
+func (s *Store) readFill(ctx context.Context, tx pgx.Tx, t tableSQL, ids []int64) (map[int64]*storedFill, error) {
+	if len(ids) == 0 || t.currentFill == "" {
+		return nil, nil
+	}
+	out := make(map[int64]*storedFill, len(ids))
+	arrays := len(t.res.ArrayLinks())
+	err := scanEach(ctx, tx, t.currentFill, ids, func(r pgx.Rows) error {
+		f := &storedFill{toOne: make([]*int64, t.toOnes)}
+		if t.hashed {
+			f.arrays = make([][]int64, arrays)
+		}
+		var id int64
+		dest := []any{&id}
+		for _, c := range t.cols {
+			if c.fill != nil {
+				dest = append(dest, c.fill(f))
+			}
+		}
+		if err := r.Scan(dest...); err != nil {
+			return err
+		}
+		out[id] = f
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading stored relationships: %w", err)
+	}
+	return out, nil
+}
+
+// scanEach runs a query over a set of ids and calls scan for each row.
+func scanEach(ctx context.Context, tx pgx.Tx, sql string, ids []int64, scan func(pgx.Rows) error) error {
+	rows, err := tx.Query(ctx, sql, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// copyNewTeams writes the teams of users new to the warehouse with COPY:
+// they have no user_teams rows to diff against (user_teams only holds rows
+// of users in users: see ReplaceTeamMembers and migration 0004). (Their
+// other linkage is in their users row.)
+func (s *Store) copyNewTeams(ctx context.Context, tx pgx.Tx, fresh []loadRow) error {
+	var teams [][2]int64
+	for i := range fresh {
+		if r := &fresh[i].row; r.TeamsSent {
+			for _, t := range r.Teams {
+				teams = append(teams, [2]int64{r.ID, t})
+			}
+		}
+	}
+	if len(teams) == 0 {
+		return nil
+	}
+	teams = dedupePairs(teams)
+	pair := func(b []byte, i int) ([]byte, error) {
+		return appendBigint(appendBigint(appendFieldCount(b, 2), teams[i][0]), teams[i][1]), nil
+	}
+	if _, err := copyBinary(ctx, tx, s.sql.copyTeams, len(teams), pair); err != nil {
+		return fmt.Errorf("copying teams of new users: %w", err)
+	}
+	return nil
+}
+
+// dedupePairs drops repeated (user, team) pairs, keeping the first of each
+// (an API listing the same team twice must not break the primary key).
+func dedupePairs(pairs [][2]int64) [][2]int64 {
+	seen := make(map[[2]int64]bool, len(pairs))
+	out := pairs[:0]
+	for _, p := range pairs {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// queueTeamDiff diffs the teams of the relinked users against what the
+// warehouse holds: rows that differ are deleted or inserted, the rest stay.
+// (Their other linkage is in their users row, written by the upsert.)
+func (s *Store) queueTeamDiff(b *pgx.Batch, changed []loadRow, relinked map[int64]bool) {
+	var teamUsers, tu, tt []int64
+	for i := range changed {
+		r := &changed[i].row
+		if !relinked[r.ID] || !r.TeamsSent {
+			continue
+		}
+		teamUsers = append(teamUsers, r.ID)
+		for _, team := range r.Teams {
+			tu, tt = append(tu, r.ID), append(tt, team)
+		}
+	}
+	if len(teamUsers) > 0 {
+		b.Queue(s.sql.deleteTeams, teamUsers, tu, tt)
+		if len(tu) > 0 {
+			b.Queue(s.sql.insertTeams, tu, tt)
+		}
+	}
+}
+
+func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, bad []Quarantined, runID int64) {
+	if len(rows) > 0 {
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i] = fmt.Sprint(r.ID)
+		}
+		b.Queue(s.sql.resolveQuarantine, typ, ids)
+	}
+	for _, q := range bad {
+		q = storable(q)
+		b.Queue(s.sql.insertQuarantine, nullID(runID), q.Type, q.ID, q.Field, q.Error, q.Raw)
+	}
+}
+
+func (s *Store) queueCheckpoint(b *pgx.Batch, cp *Checkpoint) {
+	p := cp.Progress
+	unknown := p.Unknown
+	if unknown == nil {
+		unknown = map[string]int{}
+	}
+	var next, maxAt any
+	if cp.NextURL != "" {
+		next = cp.NextURL
+	}
+	if !cp.MaxUpdatedAt.IsZero() {
+		maxAt = cp.MaxUpdatedAt
+	}
+	b.Queue(s.sql.checkpoint, cp.RunID, next, maxAt, p.Pages, p.Fetched, p.Inserted, p.Updated, p.Unchanged,
+		p.Quarantined, p.Requests, p.RateLimited, p.Retries, unknown)
+}
+
+func nullID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}
