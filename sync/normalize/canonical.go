@@ -59,56 +59,70 @@ func appendCanonicalAt(dst, b []byte, i, depth int) ([]byte, int, bool) {
 		end, ok := jsonscan.Literal(b, i, "null")
 		return append(dst, "null"...), end, ok
 	case '[':
-		dst = append(dst, '[')
-		first := true
-		end, ok := jsonscan.Elements(b, i, func(v int) (int, bool) {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			var end int
-			var ok bool
-			dst, end, ok = appendCanonicalAt(dst, b, v, depth+1)
-			return end, ok
-		})
-
-		return append(dst, ']'), end, ok
+		return appendCanonicalArray(dst, b, i, depth)
 	case '{':
-		type member struct {
-			key   []byte // the key's contents
-			value int    // the index of the value
+		return appendCanonicalObject(dst, b, i, depth)
+	}
+	return appendCanonicalNumber(dst, b, i)
+}
+
+func appendCanonicalArray(dst, b []byte, i, depth int) ([]byte, int, bool) {
+	dst = append(dst, '[')
+	first := true
+	end, ok := jsonscan.Elements(b, i, func(v int) (int, bool) {
+		if !first {
+			dst = append(dst, ',')
 		}
-		var buf [8]member // objects of a few members need no allocation
-		ms := buf[:0]
-		end, ok := jsonscan.Members(b, i, func(key []byte, plain bool, k, v int) (int, bool) {
-			if !plain || !plainString(string(b[k:k+len(key)+2])) {
+		first = false
+		var end int
+		var ok bool
+		dst, end, ok = appendCanonicalAt(dst, b, v, depth+1)
+		return end, ok
+	})
+	return append(dst, ']'), end, ok
+}
+
+// appendCanonicalObject appends the object at b[i] with its members sorted
+// by key; it refuses a key that is not plain or that repeats.
+func appendCanonicalObject(dst, b []byte, i, depth int) ([]byte, int, bool) {
+	type member struct {
+		key   []byte // the key's contents
+		value int    // the index of the value
+	}
+	var buf [8]member // objects of a few members need no allocation
+	ms := buf[:0]
+	end, ok := jsonscan.Members(b, i, func(key []byte, plain bool, k, v int) (int, bool) {
+		if !plain || !plainString(string(b[k:k+len(key)+2])) {
+			return 0, false
+		}
+		for _, m := range ms {
+			if bytes.Equal(m.key, key) {
 				return 0, false
 			}
-			for _, m := range ms {
-				if bytes.Equal(m.key, key) {
-					return 0, false
-				}
-			}
-			ms = append(ms, member{key, v})
-			return jsonscan.SkipValue(b, v, depth+1)
-		})
-
-		if !ok {
+		}
+		ms = append(ms, member{key, v})
+		return jsonscan.SkipValue(b, v, depth+1)
+	})
+	if !ok {
+		return dst, 0, false
+	}
+	slices.SortFunc(ms, func(x, y member) int { return bytes.Compare(x.key, y.key) })
+	dst = append(dst, '{')
+	for j, m := range ms {
+		if j > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(append(append(append(dst, '"'), m.key...), '"'), ':')
+		if dst, _, ok = appendCanonicalAt(dst, b, m.value, depth+1); !ok {
 			return dst, 0, false
 		}
-		slices.SortFunc(ms, func(x, y member) int { return bytes.Compare(x.key, y.key) })
-		dst = append(dst, '{')
-		for j, m := range ms {
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(append(append(append(dst, '"'), m.key...), '"'), ':')
-			if dst, _, ok = appendCanonicalAt(dst, b, m.value, depth+1); !ok {
-				return dst, 0, false
-			}
-		}
-		return append(dst, '}'), end, true
 	}
+	return append(dst, '}'), end, true
+}
+
+// appendCanonicalNumber appends the number at b[i] as encoding/json prints
+// a float64.
+func appendCanonicalNumber(dst, b []byte, i int) ([]byte, int, bool) {
 	end, integer, ok := jsonscan.ScanNumber(b, i)
 	if !ok {
 		return dst, 0, false

@@ -191,59 +191,77 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 	vals := s.vals[:len(n.res.Attributes):len(n.res.Attributes)]
 	clear(vals) // a resource left to the general path may have filled some
 	s.ids, s.rels = s.ids[:0], s.rels[:0]
-	var seen int
-	typeOK := false
-	var attrs [2]int
+	m := resourceMembers{row: row, vals: vals}
 	end, ok := jsonscan.Members(s.b, i, func(key []byte, plain bool, _, v int) (int, bool) {
-		if !plain {
-			return 0, false
-		}
-		bit := memberBit(key)
-		if bit == 0 {
-			if foldsTo(key, []string{"id", "type", "attributes", "relationships", "links", "meta"}) {
-				return 0, false
-			}
-			return jsonscan.SkipValue(s.b, v, 0)
-		}
-		if seen&bit != 0 {
-			return 0, false
-		}
-		seen |= bit
-		switch bit {
-		case memberID:
-			end, id, ok := s.id(v)
-			row.ID = id
-			return end, ok
-		case memberType:
-			end, esc, wide, _, ok := jsonscan.ScanString(s.b, v)
-			if !ok || esc || wide {
-				return 0, false
-			}
-			typeOK = string(s.b[v+1:end-1]) == n.res.Type
-			return end, true
-		case memberAttributes:
-			end, ok := s.attributes(v, row, vals)
-			attrs = [2]int{v, end}
-			return end, ok
-		case memberRelationships:
-			return s.relationships(v)
-		case memberLinks:
-			return links(s.b, v)
-		default:
-			if s.b[v] != '{' {
-				return 0, false
-			}
-			return s.meta(v, row)
-		}
+		return s.member(&m, key, plain, v)
 	})
-
 	const required = memberID | memberType | memberAttributes
-	if !ok || seen&required != required || !typeOK {
+	if !ok || m.seen&required != required || !m.typeOK {
 		return 0, false
 	}
 	s.vals = s.vals[len(vals):]
+	return end, s.finish(row, vals, s.b[m.attrs[0]:m.attrs[1]:m.attrs[1]])
+}
+
+// resourceMembers is what resource has read of a resource object so far.
+type resourceMembers struct {
+	row    *Row
+	vals   []any
+	seen   int    // member bits
+	typeOK bool   // "type" is the catalog's
+	attrs  [2]int // where the attributes object starts and ends
+}
+
+// member reads the resource member key whose value is at b[v].
+func (s *pageScanner) member(m *resourceMembers, key []byte, plain bool, v int) (int, bool) {
+	if !plain {
+		return 0, false
+	}
+	bit := memberBit(key)
+	if bit == 0 {
+		if foldsTo(key, []string{"id", "type", "attributes", "relationships", "links", "meta"}) {
+			return 0, false
+		}
+		return jsonscan.SkipValue(s.b, v, 0)
+	}
+	if m.seen&bit != 0 {
+		return 0, false
+	}
+	m.seen |= bit
+	switch bit {
+	case memberID:
+		end, id, ok := s.id(v)
+		m.row.ID = id
+		return end, ok
+	case memberType:
+		end, esc, wide, _, ok := jsonscan.ScanString(s.b, v)
+		if !ok || esc || wide {
+			return 0, false
+		}
+		m.typeOK = string(s.b[v+1:end-1]) == s.n.res.Type
+		return end, true
+	case memberAttributes:
+		end, ok := s.attributes(v, m.row, m.vals)
+		m.attrs = [2]int{v, end}
+		return end, ok
+	case memberRelationships:
+		return s.relationships(v)
+	case memberLinks:
+		return links(s.b, v)
+	}
+	if s.b[v] != '{' {
+		return 0, false
+	}
+	return s.meta(v, m.row)
+}
+
+// finish completes a row whose members were read: its values, the
+// attributes object its hash is taken over, and its relationships in the
+// general path's order.
+func (s *pageScanner) finish(row *Row, vals []any, attrs []byte) bool {
+	n := s.n
 	row.Values = vals
-	row.attrs = s.b[attrs[0]:attrs[1]:attrs[1]]
+	row.attrs = attrs
 	if row.Raw == nil {
 		row.Raw = []byte("{}")
 	} else {
@@ -261,7 +279,7 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 		l := s.rels[k]
 		data := jsonapi.Linkage{Shape: l.shape, IDs: s.ids[l.from:l.to:l.to]}
 		if err := n.relationship(row, l.name, data); err != nil {
-			return 0, false
+			return false
 		}
 	}
 	if len(row.LinksSent) == 0 {
@@ -270,5 +288,5 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 	if len(row.Links) == 0 {
 		row.Links = nil
 	}
-	return end, true
+	return true
 }

@@ -89,31 +89,7 @@ func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, ok bool
 		if t != schema.String && t != schema.DateTime {
 			return 0, nil, false
 		}
-		var esc, bad bool
-		end, esc, _, bad, ok = jsonscan.ScanString(b, v)
-		if !ok || bad {
-			return 0, nil, false // the general path names what is bad
-		}
-		var str string
-		if !esc {
-			// The string is b's own bytes, not a copy: the rows already
-			// keep b (Row.attrs, Row.DataConnections), and nothing
-			// writes to it (see DecodeData).
-			str = bytesString(b[v+1 : end-1])
-		} else {
-			var plain bool
-			if str, plain = jsonscan.Unescape(b[v+1 : end-1]); !plain {
-				str = gjson.Parse(string(b[v:end])).Str // the general path's decoder
-			}
-		}
-		if t == schema.String {
-			return end, str, true
-		}
-		ts, err := ParseTime(str)
-		if err != nil {
-			return 0, nil, false
-		}
-		return end, ts, true
+		return s.stringValue(v, t)
 	case '{', '[':
 		if t != schema.Object {
 			return 0, nil, false
@@ -131,10 +107,36 @@ func (s *pageScanner) value(v int, t schema.JSONType) (end int, val any, ok bool
 		return 0, nil, false
 	}
 	n, ok := jsonscan.ParseInt(b[v:end])
-	if !ok {
+	return end, n, ok
+}
+
+// stringValue types the string at b[v] as a String or a DateTime.
+func (s *pageScanner) stringValue(v int, t schema.JSONType) (end int, val any, ok bool) {
+	b := s.b
+	end, esc, _, bad, ok := jsonscan.ScanString(b, v)
+	if !ok || bad {
+		return 0, nil, false // the general path names what is bad
+	}
+	var str string
+	if !esc {
+		// The string is b's own bytes, not a copy: the rows already
+		// keep b (Row.attrs, Row.DataConnections), and nothing
+		// writes to it (see DecodeData).
+		str = bytesString(b[v+1 : end-1])
+	} else {
+		var plain bool
+		if str, plain = jsonscan.Unescape(b[v+1 : end-1]); !plain {
+			str = gjson.Parse(string(b[v:end])).Str // the general path's decoder
+		}
+	}
+	if t == schema.String {
+		return end, str, true
+	}
+	ts, err := ParseTime(str)
+	if err != nil {
 		return 0, nil, false
 	}
-	return end, n, true
+	return end, ts, true
 }
 
 // bytesString returns b as a string without copying it: b must not be

@@ -54,37 +54,7 @@ func (s *pageScanner) relationships(i int) (int, bool) {
 			}
 		}
 		l := linkage{name: name, shape: jsonapi.ShapeAbsent, from: len(s.ids)}
-		var seen int
-		end, ok := jsonscan.Members(s.b, v, func(key []byte, plain bool, _, v int) (int, bool) {
-			if !plain {
-				return 0, false
-			}
-			switch string(key) {
-			case "data":
-				if seen&1 != 0 {
-					return 0, false
-				}
-				seen |= 1
-				return s.linkageData(v, &l)
-			case "links":
-				if seen&2 != 0 {
-					return 0, false
-				}
-				seen |= 2
-				return links(s.b, v)
-			case "meta":
-				if seen&4 != 0 {
-					return 0, false
-				}
-				seen |= 4
-				return jsonscan.SkipValue(s.b, v, 0)
-			}
-			if foldsTo(key, []string{"data", "links", "meta"}) {
-				return 0, false
-			}
-			return jsonscan.SkipValue(s.b, v, 0)
-		})
-
+		end, ok := s.relationship(v, &l)
 		l.to = len(s.ids)
 		s.rels = append(s.rels, l)
 		for len(s.relTypes) <= p {
@@ -93,7 +63,41 @@ func (s *pageScanner) relationships(i int) (int, bool) {
 		s.relTypes[p] = s.typeGuess
 		return end, ok
 	})
+}
 
+// relationship reads the relationship object at b[v] into l.
+func (s *pageScanner) relationship(v int, l *linkage) (int, bool) {
+	var seen int
+	return jsonscan.Members(s.b, v, func(key []byte, plain bool, _, v int) (int, bool) {
+		if !plain {
+			return 0, false
+		}
+		bit := 0
+		switch string(key) {
+		case "data":
+			bit = 1
+		case "links":
+			bit = 2
+		case "meta":
+			bit = 4
+		default:
+			if foldsTo(key, []string{"data", "links", "meta"}) {
+				return 0, false
+			}
+			return jsonscan.SkipValue(s.b, v, 0)
+		}
+		if seen&bit != 0 {
+			return 0, false
+		}
+		seen |= bit
+		switch bit {
+		case 1:
+			return s.linkageData(v, l)
+		case 2:
+			return links(s.b, v)
+		}
+		return jsonscan.SkipValue(s.b, v, 0)
+	})
 }
 
 // linkageData reads a relationship's "data" at b[v].

@@ -228,22 +228,6 @@ func (d *DimensionLoad) release() {
 	d.conn = nil
 }
 
-// LoadDimension writes the full list of one dimension (team, role or
-// profile), held whole in memory, in one transaction: it is a
-// DimensionLoad of one page. present holds every id the API returned,
-// quarantined ones included.
-func (s *Store) LoadDimension(ctx context.Context, typ string, rows []normalize.Row, bad []Quarantined, present []int64, runID int64) (Counts, error) {
-	d, err := s.BeginDimension(ctx, typ, runID)
-	if err != nil {
-		return Counts{}, err
-	}
-	defer d.Close()
-	if err := d.Page(ctx, rows, bad, present); err != nil {
-		return Counts{}, err
-	}
-	return d.Finish(ctx)
-}
-
 // EmptyListError refuses to mark every row of a dimension deleted because
 // the API returned an empty list: an empty page is not a mass deletion.
 type EmptyListError struct {

@@ -214,3 +214,13 @@ func (s *Store) RunOfJob(ctx context.Context, jobID int64) (*Run, error) {
 	}
 	return &runs[0], nil
 }
+
+// TouchRun records a run's request counters and heartbeat, for a run that
+// works between page commits (a reconcile's scan) and before it finishes.
+func (s *Store) TouchRun(ctx context.Context, runID int64, p Progress) error {
+	_, err := s.pool.Exec(ctx, s.runs.touchRun, runID, p.Requests, p.RateLimited, p.Retries)
+	if err != nil {
+		return fmt.Errorf("recording the progress of run %d: %w", runID, err)
+	}
+	return nil
+}

@@ -8,7 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,43 +44,24 @@ type reporter struct{ msgs []string }
 func (r *reporter) Errorf(format string, args ...any) {
 	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
 }
-func (r *reporter) Fatal(args ...any) { r.msgs = append(r.msgs, fmt.Sprint(args...)) }
-func (r *reporter) Helper()           {}
 
-type failer interface {
-	Errorf(format string, args ...any)
-	Fatal(args ...any)
-	Helper()
-}
+func compareAll(ctx context.Context, r *reporter, sim *apisim.Server, store *warehouse.Store) {
+	compareTable(ctx, r, store, schema.User(), sim.Users())
+	compareTable(ctx, r, store, schema.Team(), sim.Teams())
+	compareTable(ctx, r, store, schema.Role(), sim.Roles())
+	compareTable(ctx, r, store, schema.Profile(), sim.Profiles())
 
-func compareAll(ctx context.Context, t failer, sim *apisim.Server, store *warehouse.Store) {
-	compareTable(t, ctx, store, schema.User(), sim.Users())
-	compareTable(t, ctx, store, schema.Team(), sim.Teams())
-	compareTable(t, ctx, store, schema.Role(), sim.Roles())
-	compareTable(t, ctx, store, schema.Profile(), sim.Profiles())
-
-	want := map[[2]int64]bool{}
+	want := map[string]bool{}
 	for _, m := range sim.Memberships() {
-		want[[2]int64{m.UserID, m.TeamID}] = true
+		want[fmt.Sprintf("%d/%d", m.UserID, m.TeamID)] = true
 	}
-	rows, err := store.Pool().Query(ctx, fmt.Sprintf(`SELECT ut.user_id, ut.team_id FROM %[1]s.user_teams ut
+	got, err := keys(ctx, store, `SELECT format('%s/%s', ut.user_id, ut.team_id) FROM %[1]s.user_teams ut
 		JOIN %[1]s.users u ON u.id = ut.user_id AND u.deleted_at IS NULL
-		JOIN %[1]s.teams t ON t.id = ut.team_id AND t.deleted_at IS NULL`, pgx.Identifier{store.Schema()}.Sanitize()))
+		JOIN %[1]s.teams t ON t.id = ut.team_id AND t.deleted_at IS NULL`)
 	if err != nil {
-		t.Fatal(err)
-		return
-	}
-	got := map[[2]int64]bool{}
-	for rows.Next() {
-		var u, tm int64
-		if err := rows.Scan(&u, &tm); err != nil {
-			t.Fatal(err)
-			return
-		}
-		got[[2]int64{u, tm}] = true
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("memberships: warehouse %d, simulator %d", len(got), len(want))
+		r.Errorf("reading memberships: %v", err)
+	} else if !reflect.DeepEqual(got, want) {
+		r.Errorf("memberships: warehouse %d, simulator %d", len(got), len(want))
 	}
 	// Every other to-many linkage of live users. Links to teams the warehouse
 	// marked deleted stay (history), as the API drops them from users without
@@ -95,101 +77,108 @@ func compareAll(ctx context.Context, t failer, sim *apisim.Server, store *wareho
 			}
 		}
 	}
-	rows, err = store.Pool().Query(ctx, fmt.Sprintf(`SELECT r.user_id, r.relationship, r.related_id FROM %[1]s.user_relationships r
+	gotLinks, err := keys(ctx, store, `SELECT format('%s/%s/%s', r.user_id, r.relationship, r.related_id) FROM %[1]s.user_relationships r
 		JOIN %[1]s.users u ON u.id = r.user_id AND u.deleted_at IS NULL
-		WHERE NOT (r.related_type = 'team' AND EXISTS (SELECT 1 FROM %[1]s.teams t WHERE t.id = r.related_id AND t.deleted_at IS NOT NULL))`, pgx.Identifier{store.Schema()}.Sanitize()))
+		WHERE NOT (r.related_type = 'team' AND EXISTS (SELECT 1 FROM %[1]s.teams t WHERE t.id = r.related_id AND t.deleted_at IS NOT NULL))`)
 	if err != nil {
-		t.Fatal(err)
-		return
-	}
-	gotLinks := map[string]bool{}
-	for rows.Next() {
-		var u, id int64
-		var rel string
-		if err := rows.Scan(&u, &rel, &id); err != nil {
-			t.Fatal(err)
-			return
-		}
-		gotLinks[fmt.Sprintf("%d/%s/%d", u, rel, id)] = true
-	}
-	if !reflect.DeepEqual(gotLinks, wantLinks) {
-		t.Errorf("other linkage: warehouse %d rows, simulator %d", len(gotLinks), len(wantLinks))
+		r.Errorf("reading linkage: %v", err)
+	} else if !reflect.DeepEqual(gotLinks, wantLinks) {
+		r.Errorf("other linkage: warehouse %d rows, simulator %d", len(gotLinks), len(wantLinks))
 	}
 }
 
-func compareTable(t failer, ctx context.Context, store *warehouse.Store, res schema.Resource, truth []apisim.Resource) {
-	t.Helper()
-	rows, err := store.Pool().Query(ctx, fmt.Sprintf(`SELECT id, to_jsonb(x) FROM %s.%s x WHERE deleted_at IS NULL`,
-		pgx.Identifier{store.Schema()}.Sanitize(), pgx.Identifier{res.Table}.Sanitize()))
+// keys runs a query of one text column, %[1]s standing for the warehouse's
+// schema, and returns its values as a set.
+func keys(ctx context.Context, store *warehouse.Store, query string) (map[string]bool, error) {
+	rows, err := store.Pool().Query(ctx, strings.ReplaceAll(query, "%[1]s", pgx.Identifier{store.Schema()}.Sanitize()))
 	if err != nil {
-		t.Fatal(err)
-		return
+		return nil, err
 	}
-	got := map[int64]map[string]any{}
-	for rows.Next() {
-		var id int64
-		var doc []byte
-		if err := rows.Scan(&id, &doc); err != nil {
-			t.Fatal(err)
-			return
-		}
-		m := map[string]any{}
-		dec := json.NewDecoder(bytes.NewReader(doc))
-		dec.UseNumber()
-		if err := dec.Decode(&m); err != nil {
-			t.Fatal(err)
-			return
-		}
-		got[id] = m
+	set := map[string]bool{}
+	var key string
+	_, err = pgx.ForEachRow(rows, []any{&key}, func() error {
+		set[key] = true
+		return nil
+	})
+	return set, err
+}
+
+// compareTable compares the live rows of res's table with the simulator's.
+func compareTable(ctx context.Context, r *reporter, store *warehouse.Store, res schema.Resource, truth []apisim.Resource) {
+	got, err := liveRows(ctx, store, res.Table)
+	if err != nil {
+		r.Errorf("reading %s: %v", res.Table, err)
+		return
 	}
 	if len(got) != len(truth) {
 		ids := []int64{}
-		for _, r := range truth {
-			if _, ok := got[r.ID]; !ok {
-				ids = append(ids, r.ID)
+		for _, x := range truth {
+			if _, ok := got[x.ID]; !ok {
+				ids = append(ids, x.ID)
 			}
 		}
-		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-		if len(ids) > 5 {
-			ids = ids[:5]
-		}
-		t.Errorf("%s: warehouse has %d live rows, simulator %d (missing e.g. %v)", res.Table, len(got), len(truth), ids)
+		slices.Sort(ids)
+		r.Errorf("%s: warehouse has %d live rows, simulator %d (missing e.g. %v)", res.Table, len(got), len(truth), ids[:min(5, len(ids))])
 	}
-	mismatches := 0
-	for _, r := range truth {
-		row, ok := got[r.ID]
-		if !ok {
-			continue
-		}
-		for _, a := range res.Attributes {
-			if !sameValue(a, r.Attributes[a.Name], row[a.Column()]) {
-				mismatches++
-				if mismatches <= 5 {
-					t.Errorf("%s %d %s: warehouse %v, simulator %v", res.Table, r.ID, a.Name, row[a.Column()], r.Attributes[a.Name])
-				}
-			}
-		}
-		for _, rel := range res.ToOne() {
-			var want any
-			if ids := r.Relationships[rel.Name]; len(ids) == 1 {
-				want = ids[0]
-			}
-			gotID := row[rel.Column()]
-			if n, ok := gotID.(json.Number); ok {
-				v, _ := n.Int64()
-				gotID = v
-			}
-			if gotID != want {
-				mismatches++
-				if mismatches <= 5 {
-					t.Errorf("%s %d %s: warehouse %v, simulator %v", res.Table, r.ID, rel.Name, gotID, want)
-				}
-			}
+	var diffs []string
+	for _, x := range truth {
+		if row, ok := got[x.ID]; ok {
+			diffs = append(diffs, diffRow(res, x, row)...)
 		}
 	}
-	if mismatches > 5 {
-		t.Errorf("%s: %d mismatches in all", res.Table, mismatches)
+	for _, d := range diffs[:min(5, len(diffs))] {
+		r.Errorf("%s", d)
 	}
+	if len(diffs) > 5 {
+		r.Errorf("%s: %d mismatches in all", res.Table, len(diffs))
+	}
+}
+
+// liveRows returns the table's rows that are not marked deleted, by id, as
+// JSON objects (numbers as json.Number).
+func liveRows(ctx context.Context, store *warehouse.Store, table string) (map[int64]map[string]any, error) {
+	rows, err := store.Pool().Query(ctx, fmt.Sprintf(`SELECT id, to_jsonb(x) FROM %s.%s x WHERE deleted_at IS NULL`,
+		pgx.Identifier{store.Schema()}.Sanitize(), pgx.Identifier{table}.Sanitize()))
+	if err != nil {
+		return nil, err
+	}
+	got := map[int64]map[string]any{}
+	var id int64
+	var doc []byte
+	_, err = pgx.ForEachRow(rows, []any{&id, &doc}, func() error {
+		m := map[string]any{}
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		dec.UseNumber()
+		got[id] = m
+		return dec.Decode(&m)
+	})
+	return got, err
+}
+
+// diffRow returns a line for each attribute and to-one relationship of the
+// warehouse's row that differs from the simulator's resource.
+func diffRow(res schema.Resource, truth apisim.Resource, row map[string]any) []string {
+	var diffs []string
+	for _, a := range res.Attributes {
+		if !sameValue(a, truth.Attributes[a.Name], row[a.Column()]) {
+			diffs = append(diffs, fmt.Sprintf("%s %d %s: warehouse %v, simulator %v", res.Table, truth.ID, a.Name, row[a.Column()], truth.Attributes[a.Name]))
+		}
+	}
+	for _, rel := range res.ToOne() {
+		var want any
+		if ids := truth.Relationships[rel.Name]; len(ids) == 1 {
+			want = ids[0]
+		}
+		got := row[rel.Column()]
+		if n, ok := got.(json.Number); ok {
+			v, _ := n.Int64()
+			got = v
+		}
+		if got != want {
+			diffs = append(diffs, fmt.Sprintf("%s %d %s: warehouse %v, simulator %v", res.Table, truth.ID, rel.Name, got, want))
+		}
+	}
+	return diffs
 }
 
 func sameValue(a schema.Attribute, want, got any) bool {
