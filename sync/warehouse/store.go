@@ -20,7 +20,7 @@ type Store struct {
 	reconcile reconcileSQL
 	runs      runSQL
 	links     userLinks
-	// ddlLockTimeout bounds how long DeferTeamIndex waits for user_teams'
+	// ddlLockTimeout bounds how long deferTeamIndex waits for user_teams'
 	// exclusive lock.
 	ddlLockTimeout string
 }
