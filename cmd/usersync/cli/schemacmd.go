@@ -13,17 +13,23 @@ import (
 func schemaCommand() command {
 	return command{
 		name:    "schema",
-		summary: "print the warehouse's tables and columns with their meanings, as text or Markdown",
+		summary: "print the warehouse's tables and columns with their meanings, as text, Markdown or a dbt sources.yml",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			format := fs.String("format", "text", "text or markdown")
+			format := fs.String("format", "text", "text, markdown or dbt (a sources.yml)")
 			return func(_ context.Context, e *env, _ []string) error {
 				switch *format {
 				case "text":
 					printSchemaText(e.stdout, e.cfg.Schema)
 				case "markdown":
 					fmt.Fprint(e.stdout, SchemaMarkdown(e.cfg.Schema))
+				case "dbt":
+					out, err := DBTSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval)
+					if err != nil {
+						return err
+					}
+					fmt.Fprint(e.stdout, out)
 				default:
-					return usageError{fmt.Errorf("--format must be text or markdown, not %q", *format)}
+					return usageError{fmt.Errorf("--format must be text, markdown or dbt, not %q", *format)}
 				}
 				return nil
 			}
