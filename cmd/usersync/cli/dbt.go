@@ -87,7 +87,8 @@ type dbtForeignKey struct {
 }
 
 // dbtForeignKeys maps "table.column" to its foreign key. usersync writes
-// user_teams only for users it holds and teams it listed; the to-one ids are
+// user_teams only for users it holds, and lists the teams before the users
+// (only a team created during a sync is missing until the next); the to-one ids are
 // the API's, which may name a resource it never lists (a creator deleted
 // before the first sync), so those warn.
 func dbtForeignKeys() map[string]dbtForeignKey {

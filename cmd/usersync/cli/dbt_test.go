@@ -86,9 +86,9 @@ func TestDBTFreshnessFollowsTheSchedule(t *testing.T) {
 		{"@hourly", dbtPeriod{2, "hour"}, dbtPeriod{6, "hour"}},
 		{"@every 45m", dbtPeriod{90, "minute"}, dbtPeriod{270, "minute"}},
 		{"0 3 * * *", dbtPeriod{2, "day"}, dbtPeriod{6, "day"}},
-		{"0 9 * * 1-5", dbtPeriod{6, "day"}, dbtPeriod{18, "day"}}, // Friday to Monday
+		{"0 9 * * 1-5", dbtPeriod{6, "day"}, dbtPeriod{18, "day"}},                           // Friday to Monday
 		{"CRON_TZ=Europe/Paris 30 8,17 * * *", dbtPeriod{30, "hour"}, dbtPeriod{90, "hour"}}, // 17:30 to 8:30
-		{"0 4 1 * *", dbtPeriod{62, "day"}, dbtPeriod{186, "day"}}, // January to February
+		{"0 4 1 * *", dbtPeriod{62, "day"}, dbtPeriod{186, "day"}},                           // January to February
 		{"off", dbtPeriod{}, dbtPeriod{}},
 	}
 	for _, tt := range tests {
