@@ -179,6 +179,23 @@ func githubAnchors(md string) map[string]bool {
 	return out
 }
 
+func TestGitHubAnchors(t *testing.T) {
+	t.Parallel()
+	md := "# Operating usersync\n## Status, metrics and alerts\n```sh\n# not a heading\n```\n" +
+		"### `usersync.users` (table)\n## History: user_versions\n### UsersyncStale\n### UsersyncStale\n####### seven\n#no space\n"
+	want := []string{"operating-usersync", "status-metrics-and-alerts", "usersyncusers-table", "history-user_versions",
+		"usersyncstale", "usersyncstale-1"}
+	got := githubAnchors(md)
+	for _, a := range want {
+		if !got[a] {
+			t.Errorf("no anchor %q in %v", a, got)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("anchors %v, want %v", got, want)
+	}
+}
+
 // TestMonitoringRules: every alert has a severity, a summary, a description
 // and a runbook_url to a section of docs/operations.md that exists, and
 // selects at least one metric.

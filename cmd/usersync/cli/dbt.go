@@ -107,19 +107,21 @@ func dbtForeignKeys() map[string]dbtForeignKey {
 	return out
 }
 
-// DBTSources renders the dbt sources.yml of the warehouse in schemaName.
+// dbtSources renders the dbt sources.yml of the warehouse in schemaName.
 // syncSchedule (USERSYNC_SYNC_SCHEDULE) sets the freshness thresholds: warn
-// after two of its longest intervals, error after six; off sets none.
-func DBTSources(schemaName, syncSchedule string, minEvery time.Duration) (string, error) {
+// after two of its longest intervals, error after six; off (or a schedule
+// that never runs) sets none.
+func dbtSources(schemaName, syncSchedule string, minEvery time.Duration) (string, error) {
 	sched, err := jobs.ParseSchedule("USERSYNC_SYNC_SCHEDULE", syncSchedule, minEvery)
 	if err != nil {
 		return "", err
 	}
 	src := dbtSource{Name: "usersync", Schema: schemaName,
 		Description: "The sales-engagement platform's users, teams, roles and profiles, mirrored by usersync, with their history and the sync's own bookkeeping."}
+	every := scheduleInterval(sched)
 	for _, t := range schema.Tables() {
 		if t.Analysts {
-			src.Tables = append(src.Tables, dbtTableOf(t, sched))
+			src.Tables = append(src.Tables, dbtTableOf(t, every))
 		}
 	}
 	var b bytes.Buffer
@@ -136,13 +138,13 @@ func DBTSources(schemaName, syncSchedule string, minEvery time.Duration) (string
 	return b.String(), nil
 }
 
-func dbtTableOf(t schema.Table, sched jobs.Schedule) dbtTable {
+// dbtTableOf is t's entry; every is the sync schedule's interval (0: off).
+func dbtTableOf(t schema.Table, every time.Duration) dbtTable {
 	out := dbtTable{Name: t.Name, Description: t.Meaning}
 	if t.View {
 		out.Description = "(view) " + t.Meaning
 	}
-	if t.Name == "sync_runs" && sched != nil {
-		every := scheduleInterval(sched)
+	if t.Name == "sync_runs" && every > 0 {
 		out.LoadedAtField = "finished_at"
 		out.Freshness = &dbtFreshness{WarnAfter: dbtPeriodOf(2 * every), ErrorAfter: dbtPeriodOf(6 * every), Filter: dbtFreshnessFilter}
 	}
@@ -167,11 +169,17 @@ func dbtTableOf(t schema.Table, sched jobs.Schedule) dbtTable {
 // scheduleInterval is the longest gap between two runs of s in the five
 // weeks from a fixed Monday (so a weekday schedule's weekend counts, and the
 // output does not depend on the day it is generated), or the first gap when
-// s runs less often than that.
+// s runs less often than that; 0 when s is nil (off) or never runs.
 func scheduleInterval(s jobs.Schedule) time.Duration {
+	if s == nil {
+		return 0
+	}
 	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	end := start.AddDate(0, 0, 35)
 	prev := s.Next(start)
+	if prev.IsZero() || s.Next(prev).IsZero() {
+		return 0
+	}
 	longest := s.Next(prev).Sub(prev)
 	for range 100_000 { // every minute for five weeks is 50,400 runs
 		next := s.Next(prev)

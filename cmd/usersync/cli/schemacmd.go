@@ -14,6 +14,10 @@ func schemaCommand() command {
 	return command{
 		name:    "schema",
 		summary: "print the warehouse's tables and columns with their meanings, as text, Markdown or a dbt sources.yml",
+		details: `--format dbt prints a dbt sources.yml for USERSYNC_SCHEMA: every table and view
+analysts read, with the catalog's meanings, unique and not_null tests on ids, relationships
+tests, and freshness on successful syncs (sync_runs.finished_at) that warns after two of
+USERSYNC_SYNC_SCHEDULE's longest intervals and errors after six.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			format := fs.String("format", "text", "text, markdown or dbt (a sources.yml)")
 			return func(_ context.Context, e *env, _ []string) error {
@@ -23,7 +27,7 @@ func schemaCommand() command {
 				case "markdown":
 					fmt.Fprint(e.stdout, SchemaMarkdown(e.cfg.Schema))
 				case "dbt":
-					out, err := DBTSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval)
+					out, err := dbtSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval)
 					if err != nil {
 						return err
 					}
