@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/usersync/usersync/cmd/usersync/cli"
 	"github.com/usersync/usersync/schema"
@@ -107,62 +104,6 @@ func TestDocVariables(t *testing.T) {
 			}
 			checkEnvName(t, doc, m)
 		}
-	}
-}
-
-// TestOperationsYAML parses every YAML block of operations.md and holds the
-// alert rules to the metrics the worker exports.
-func TestOperationsYAML(t *testing.T) {
-	t.Parallel()
-	var source strings.Builder
-	files, err := filepath.Glob(filepath.Join(root, "jobs", "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("reading jobs/: %v", err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		source.Write(b)
-	}
-	metric := regexp.MustCompile(`\busersync_[a-z_]+`)
-	rules := 0
-	for _, b := range codeBlocks(readFile(t, "docs/operations.md")) {
-		if b.lang != "yaml" {
-			continue
-		}
-		var v struct {
-			Groups []struct {
-				Name  string
-				Rules []struct {
-					Alert, Expr string
-					Labels      map[string]string
-					Annotations map[string]string
-				}
-			}
-		}
-		if err := yaml.Unmarshal([]byte(b.text), &v); err != nil {
-			t.Errorf("docs/operations.md: the YAML block at line %d does not parse: %v", b.line, err)
-			continue
-		}
-		for _, g := range v.Groups {
-			for _, r := range g.Rules {
-				rules++
-				if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
-					t.Errorf("docs/operations.md: rule %q needs alert, expr, labels.severity and annotations.summary", r.Alert)
-				}
-				for _, name := range metric.FindAllString(r.Expr, -1) {
-					base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
-					if !strings.Contains(source.String(), `"`+base+`"`) {
-						t.Errorf("docs/operations.md: alert %s uses %s, which the worker does not export (jobs/)", r.Alert, name)
-					}
-				}
-			}
-		}
-	}
-	if rules < 5 {
-		t.Errorf("docs/operations.md: found %d alert rules, want the five the runbook promises", rules)
 	}
 }
 

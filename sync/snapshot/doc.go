@@ -18,7 +18,11 @@
 //
 // Columns are named, ordered and typed as the catalog says (schema.ArrowType:
 // timestamptz is timestamp[us, UTC], jsonb is its JSON text, bigint[] and
-// text[] are lists), NULLs kept; each field's metadata carries the column's
+// text[] are lists), NULLs kept. jsonb columns carry Parquet's JSON logical
+// type (pqarrow v15 does not derive it from Arrow's canonical JSON extension,
+// which schema.ArrowSchema names in their metadata, so parquetRoot sets it):
+// DuckDB reads them as JSON, Spark as strings, and Go's pqarrow v15 as
+// binary holding the text. Each field's metadata carries the column's
 // meaning (schema.MetaMeaning), and each file's key-value metadata the
 // catalog version, the table, the snapshot's id and start, the watermark and
 // the Arrow schema (ARROW:schema), so Arrow readers get the time zone back.
