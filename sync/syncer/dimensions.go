@@ -72,5 +72,17 @@ func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, runID i
 			return warehouse.Counts{}, err
 		}
 	}
-	return load.Finish(ctx)
+	c, err := load.Finish(ctx)
+	if err != nil {
+		return c, err
+	}
+	// A team that comes back had its memberships ended with its deletion,
+	// and users may have joined or left it meanwhile: only its members'
+	// listing says who is in it now (one request or more per such team).
+	for _, team := range load.Restored() {
+		if _, _, _, _, err := s.listTeamMembers(ctx, team); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
 }

@@ -37,32 +37,39 @@ func (s *Syncer) syncMembership(ctx context.Context) (MembershipSummary, error) 
 		return sum, err
 	}
 	for _, team := range teams {
-		q := jsonapi.Query{}.FilterRelationship("teams", team).Fields("user").PageSize(1000)
-		var members []int64
-		pages := s.client.Collection("users", q)
-		for {
-			page, err := pages.Next(ctx)
-			if err != nil {
-				return sum, fmt.Errorf("listing members of team %d: %w", team, err)
-			}
-			if page == nil {
-				break
-			}
-			for _, u := range page.Data {
-				members = append(members, int64(u.ID))
-			}
-		}
-		added, removed, absent, err := s.store.ReplaceTeamMembers(ctx, team, members)
+		n, added, removed, absent, err := s.listTeamMembers(ctx, team)
 		if err != nil {
 			return sum, err
 		}
 		sum.Teams++
-		sum.Members += int64(len(members))
+		sum.Members += n
 		sum.Added += added
 		sum.Removed += removed
 		sum.Absent += absent
 	}
 	return sum, nil
+}
+
+// listTeamMembers lists the members of one team and makes user_teams hold
+// them (see warehouse.Store.ReplaceTeamMembers); n is how many were listed.
+func (s *Syncer) listTeamMembers(ctx context.Context, team int64) (n, added, removed, absent int64, err error) {
+	q := jsonapi.Query{}.FilterRelationship("teams", team).Fields("user").PageSize(1000)
+	var members []int64
+	pages := s.client.Collection("users", q)
+	for {
+		page, err := pages.Next(ctx)
+		if err != nil {
+			return 0, 0, 0, 0, fmt.Errorf("listing members of team %d: %w", team, err)
+		}
+		if page == nil {
+			break
+		}
+		for _, u := range page.Data {
+			members = append(members, int64(u.ID))
+		}
+	}
+	added, removed, absent, err = s.store.ReplaceTeamMembers(ctx, team, members)
+	return int64(len(members)), added, removed, absent, err
 }
 
 // teamLinkage remembers whether the API refused include=teams. Users
