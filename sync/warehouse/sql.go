@@ -143,7 +143,7 @@ func newUserSQL(schemaName string, users tableSQL, lockTimeout string) (userSQL,
 	err = assignStatements("users", st, map[string]*string{
 		"beginPage": &q.beginPage, "usersEmpty": &q.usersEmpty, "archiveVersions": &q.archiveVersions,
 		"copyTeams": &q.copyTeams, "deleteTeams": &q.deleteTeams, "insertTeams": &q.insertTeams,
-		"reopenTeams": &q.reopenTeams,
+		"reopenTeams":       &q.reopenTeams,
 		"resolveQuarantine": &q.resolveQuarantine, "insertQuarantine": &q.insertQuarantine, "checkpoint": &q.checkpoint,
 		"lockTeams": &q.lockTeams, "teamIndexDroppable": &q.teamIndexDroppable, "dropTeamIndex": &q.dropTeamIndex,
 		"teamIndexMissing": &q.teamIndexMissing, "createTeamIndex": &q.createTeamIndex, "analyze": &q.analyze,
