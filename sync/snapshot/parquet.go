@@ -37,6 +37,32 @@ type fileFormat struct {
 // newFileFormat derives the Parquet layout of sch. dict says, per field,
 // whether the column is dictionary encoded.
 func newFileFormat(sch *arrow.Schema, opts Options, dict []bool, mem memory.Allocator) (*fileFormat, error) {
+	props := parquet.NewWriterProperties(writerProperties(sch, opts, dict, mem)...)
+	arrProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem))
+	ps, err := pqarrow.ToParquet(sch, props, arrProps)
+	if err != nil {
+		return nil, fmt.Errorf("deriving the Parquet schema: %w", err)
+	}
+	if ps.NumColumns() != sch.NumFields() {
+		// Every catalog type maps to exactly one leaf column; the encoder relies on it.
+		return nil, fmt.Errorf("the Parquet schema has %d leaf columns for %d fields", ps.NumColumns(), sch.NumFields())
+	}
+	kv, err := fileMetadata(sch, mem)
+	if err != nil {
+		return nil, err
+	}
+	f := &fileFormat{arrow: sch, props: props, arrProps: arrProps, root: ps.Root(), kv: kv}
+	if opts.Compression == CompressionZstd {
+		if f.zstd, err = newZstdEncoder(opts.CompressionLevel, opts.Workers); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// writerProperties returns the Parquet writer settings of opts, with
+// dictionary encoding for the fields dict marks.
+func writerProperties(sch *arrow.Schema, opts Options, dict []bool, mem memory.Allocator) []parquet.WriterProperty {
 	wp := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
 		parquet.WithCreatedBy("usersync"),
@@ -69,16 +95,13 @@ func newFileFormat(sch *arrow.Schema, opts Options, dict []bool, mem memory.Allo
 			wp = append(wp, parquet.WithDictionaryFor(f.Name, true))
 		}
 	}
-	props := parquet.NewWriterProperties(wp...)
-	arrProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem))
-	ps, err := pqarrow.ToParquet(sch, props, arrProps)
-	if err != nil {
-		return nil, fmt.Errorf("deriving the Parquet schema: %w", err)
-	}
-	if ps.NumColumns() != sch.NumFields() {
-		// Every catalog type maps to exactly one leaf column; the encoder relies on it.
-		return nil, fmt.Errorf("the Parquet schema has %d leaf columns for %d fields", ps.NumColumns(), sch.NumFields())
-	}
+	return wp
+}
+
+// fileMetadata returns the key-value metadata of a file: the schema's own,
+// and the Arrow schema as pqarrow.WithStoreSchema writes it, so that readers
+// get timestamp[us, tz=UTC] and the field metadata back.
+func fileMetadata(sch *arrow.Schema, mem memory.Allocator) (metadata.KeyValueMetadata, error) {
 	md := sch.Metadata()
 	kv := make(metadata.KeyValueMetadata, 0, md.Len()+1)
 	for i, k := range md.Keys() {
@@ -86,18 +109,10 @@ func newFileFormat(sch *arrow.Schema, opts Options, dict []bool, mem memory.Allo
 			return nil, err
 		}
 	}
-	// What pqarrow.WithStoreSchema writes: the Arrow schema, so that readers
-	// get timestamp[us, tz=UTC] and the field metadata back.
 	if err := kv.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(sch, mem))); err != nil {
 		return nil, err
 	}
-	f := &fileFormat{arrow: sch, props: props, arrProps: arrProps, root: ps.Root(), kv: kv}
-	if opts.Compression == CompressionZstd {
-		if f.zstd, err = newZstdEncoder(opts.CompressionLevel, opts.Workers); err != nil {
-			return nil, err
-		}
-	}
-	return f, nil
+	return kv, nil
 }
 
 // parquetFile is one Parquet file being written to a destination object:
