@@ -132,7 +132,7 @@ func comingBack(c pageClass, stored map[int64]storedUser) []int64 {
 	var ids []int64
 	for i := range c.changed {
 		r := &c.changed[i].row
-		if stored[r.ID].deleted && !(c.relinked[r.ID] && r.TeamsSent) {
+		if stored[r.ID].deleted && (!c.relinked[r.ID] || !r.TeamsSent) {
 			ids = append(ids, r.ID)
 		}
 	}
