@@ -134,15 +134,12 @@ func (d *driver) invariants(ctx context.Context) []string {
 			(SELECT 1 FROM "chaos".user_versions v WHERE v.user_id = u.id AND v.valid_to IS NULL)`},
 		{"current versions that differ from the user", `SELECT count(*) FROM "chaos".users u JOIN "chaos".user_versions v
 			ON v.user_id = u.id AND v.valid_to IS NULL WHERE v.content_hash <> u.content_hash`},
-		{"memberships of deleted users", `SELECT count(*) FROM "chaos".user_teams ut
-			JOIN "chaos".users u ON u.id = ut.user_id WHERE u.deleted_at IS NOT NULL`},
 		{"a watermark past the committed data", `SELECT count(*) FROM "chaos".sync_state s
 			WHERE s.watermark > (SELECT max(updated_at) FROM "chaos".users)`},
 		{"runs still marked running", `SELECT count(*) FROM "chaos".sync_runs WHERE status = 'running'
 			AND heartbeat_at < now() - interval '2 minutes'`},
 	}
-	checks = append(checks, historyChecks()...)
-	var out []string
+	out := syncertest.HistoryProblems(ctx, d.store)
 	for _, c := range checks {
 		var n int64
 		if err := d.pool.QueryRow(ctx, c.sql).Scan(&n); err != nil {
@@ -150,32 +147,6 @@ func (d *driver) invariants(ctx context.Context) []string {
 		} else if n > 0 {
 			out = append(out, fmt.Sprintf("%d %s", n, c.what))
 		}
-	}
-	return out
-}
-
-// historyChecks are the invariants of the membership and dimension
-// histories: for each user and team, and for each team, role and profile,
-// no two intervals overlap or start together (so at most one is open), and
-// none ends before it starts.
-func historyChecks() []struct{ what, sql string } {
-	var out []struct{ what, sql string }
-	for _, h := range []struct{ view, key string }{
-		{"user_team_versions", "user_id, team_id"}, {"team_versions", "team_id"},
-		{"role_versions", "role_id"}, {"profile_versions", "profile_id"},
-	} {
-		same := ""
-		for _, k := range strings.Split(h.key, ", ") {
-			same += " AND a." + k + " = b." + k
-		}
-		out = append(out,
-			struct{ what, sql string }{"overlapping intervals in " + h.view, `SELECT count(*) FROM "chaos".` + h.view + ` a
-				JOIN "chaos".` + h.view + ` b ON a.valid_from < b.valid_from` + same + `
-				AND b.valid_from < coalesce(a.valid_to, 'infinity')`},
-			struct{ what, sql string }{"intervals starting together in " + h.view, `SELECT count(*) FROM (SELECT 1 FROM "chaos".` +
-				h.view + ` GROUP BY ` + h.key + `, valid_from HAVING count(*) > 1) d`},
-			struct{ what, sql string }{"empty or reversed intervals in " + h.view, `SELECT count(*) FROM "chaos".` + h.view +
-				` WHERE valid_to <= valid_from`})
 	}
 	return out
 }

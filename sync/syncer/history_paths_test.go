@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/usersync/usersync/sync/jsonapi/apisim"
 	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/syncer/syncertest"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -210,5 +212,36 @@ func TestHistoryAfterFailedPage(t *testing.T) {
 	e.assertHistorySound(t)
 	if n := e.count(t, `SELECT count(*) FROM %s.user_team_history WHERE user_id = $1 AND team_id = $2 AND ended_by = 'removed'`, victim, team); n != 1 {
 		t.Errorf("%d removals of user %d from team %d in the history, want 1", n, victim, team)
+	}
+}
+
+// TestHistoryProblemsSeesBrokenHistories: the history checks that tests and
+// the chaos driver rely on report an interval overlapping an open
+// membership, a version ending before it starts and a membership of a
+// deleted user.
+func TestHistoryProblemsSeesBrokenHistories(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 50})
+	e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
+	if p := syncertest.HistoryProblems(context.Background(), e.store); len(p) != 0 {
+		t.Fatalf("a fresh warehouse has history problems: %v", p)
+	}
+	q := pgx.Identifier{e.store.Schema()}.Sanitize()
+	for _, sql := range []string{
+		`INSERT INTO ` + q + `.user_team_history (user_id, team_id, valid_from, valid_to, ended_by)
+			SELECT user_id, team_id, valid_from - interval '1 hour', valid_from + interval '1 second', 'removed' FROM ` + q + `.user_teams LIMIT 1`,
+		`INSERT INTO ` + q + `.role_history (role_id, name, raw, valid_from, valid_to) VALUES (999, 'x', '{}', now(), now() - interval '1 day')`,
+		`UPDATE ` + q + `.users SET deleted_at = now() WHERE id = (SELECT min(user_id) FROM ` + q + `.user_teams)`,
+	} {
+		if _, err := e.store.Pool().Exec(context.Background(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := strings.Join(syncertest.HistoryProblems(context.Background(), e.store), "; ")
+	for _, want := range []string{"overlapping intervals in user_team_versions", "empty or reversed intervals in role_versions",
+		"memberships of deleted users"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("problems %q lack %q", got, want)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package syncer_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/usersync/usersync/sync/jsonapi/apisim"
 	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/syncer/syncertest"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -65,34 +65,12 @@ func (e *testEnv) roleVersions(t *testing.T, role int64) []interval {
 	return out
 }
 
-// assertHistorySound checks what every history must satisfy: for each user
-// and team, and each team, role and profile, no two intervals overlap or
-// start together, none ends before it starts, the open memberships are
-// user_teams and no deleted user has one.
+// assertHistorySound checks what every history must satisfy (see
+// syncertest.HistoryProblems).
 func (e *testEnv) assertHistorySound(t *testing.T) {
 	t.Helper()
-	for _, h := range []struct{ view, key string }{
-		{"user_team_versions", "user_id, team_id"}, {"team_versions", "team_id"},
-		{"role_versions", "role_id"}, {"profile_versions", "profile_id"},
-	} {
-		same := ""
-		for _, k := range strings.Split(h.key, ", ") {
-			same += " AND a." + k + " = b." + k
-		}
-		checks := map[string]string{
-			"overlapping": `SELECT count(*) FROM %[1]s.` + h.view + ` a JOIN %[1]s.` + h.view + ` b
-				ON a.valid_from < b.valid_from` + same + ` AND b.valid_from < coalesce(a.valid_to, 'infinity')`,
-			"starting together": `SELECT count(*) FROM (SELECT 1 FROM %[1]s.` + h.view + ` GROUP BY ` + h.key + `, valid_from HAVING count(*) > 1) d`,
-			"empty or reversed": `SELECT count(*) FROM %[1]s.` + h.view + ` WHERE valid_to <= valid_from`,
-		}
-		for what, sql := range checks {
-			if n := e.count(t, sql); n != 0 {
-				t.Errorf("%d %s intervals in %s", n, what, h.view)
-			}
-		}
-	}
-	if n := e.count(t, `SELECT count(*) FROM %[1]s.user_teams ut JOIN %[1]s.users u ON u.id = ut.user_id WHERE u.deleted_at IS NOT NULL`); n != 0 {
-		t.Errorf("%d memberships of deleted users in user_teams", n)
+	for _, p := range syncertest.HistoryProblems(context.Background(), e.store) {
+		t.Error(p)
 	}
 }
 

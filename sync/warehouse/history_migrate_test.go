@@ -3,7 +3,10 @@ package warehouse_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/schema/schematest"
@@ -17,31 +20,14 @@ import (
 // a deleted team's version ends at its deleted_at.
 func TestMigrationHistoryStartsAtSyncedAt(t *testing.T) {
 	t.Parallel()
-	pool := schematest.NewPool(t, 4)
-	name := schematest.NewSchemaName(t, pool)
-	ctx := context.Background()
-	migrations, err := schema.Migrations(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := schema.QuoteIdentifier(name)
-	setup := []string{`CREATE SCHEMA ` + s, `CREATE TABLE ` + s + `.schema_migrations (
-		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
-	for _, m := range migrations[:5] {
-		setup = append(setup, m.SQL, fmt.Sprintf(`INSERT INTO %s.schema_migrations (version, name) VALUES (%d, '%s')`, s, m.Version, m.Name))
-	}
-	setup = append(setup,
-		`INSERT INTO `+s+`.users (id, raw, content_hash, deleted_at) VALUES (1, '{}', '\x01', NULL), (2, '{}', '\x02', '2026-03-01T00:00:00Z')`,
-		`INSERT INTO `+s+`.teams (id, name, raw, synced_at, deleted_at) VALUES
+	pool, name, s := atVersion(t, 5,
+		`INSERT INTO {{schema}}.users (id, raw, content_hash, deleted_at) VALUES (1, '{}', '\x01', NULL), (2, '{}', '\x02', '2026-03-01T00:00:00Z')`,
+		`INSERT INTO {{schema}}.teams (id, name, raw, synced_at, deleted_at) VALUES
 			(5, 'five', '{}', '2026-01-05T00:00:00Z', NULL), (6, 'six', '{}', '2026-01-06T00:00:00Z', '2026-04-01T00:00:00Z')`,
-		`INSERT INTO `+s+`.roles (id, name, raw, synced_at) VALUES (3, 'three', '{}', '2026-01-03T00:00:00Z')`,
-		`INSERT INTO `+s+`.user_teams (user_id, team_id, synced_at) VALUES
+		`INSERT INTO {{schema}}.roles (id, name, raw, synced_at) VALUES (3, 'three', '{}', '2026-01-03T00:00:00Z')`,
+		`INSERT INTO {{schema}}.user_teams (user_id, team_id, synced_at) VALUES
 			(1, 5, '2026-01-10T00:00:00Z'), (1, 6, '2026-01-11T00:00:00Z'), (2, 5, '2026-01-12T00:00:00Z')`)
-	for _, q := range setup {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			t.Fatalf("setting up version 5: %v", err)
-		}
-	}
+	ctx := context.Background()
 	if _, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name}); err != nil {
 		t.Fatalf("migrating: %v", err)
 	}
@@ -70,4 +56,32 @@ func TestMigrationHistoryStartsAtSyncedAt(t *testing.T) {
 			t.Errorf("%s after migrating: %s, want %s", c.what, got, c.want)
 		}
 	}
+}
+
+// atVersion makes a schema holding the warehouse of migration version n (no
+// newer one applied) and runs rows, each with {{schema}} for the quoted
+// schema name; it returns the pool, the schema's name and its quoted name.
+func atVersion(t *testing.T, n int, rows ...string) (*pgxpool.Pool, string, string) {
+	t.Helper()
+	pool := schematest.NewPool(t, 4)
+	name := schematest.NewSchemaName(t, pool)
+	migrations, err := schema.Migrations(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := schema.QuoteIdentifier(name)
+	setup := []string{`CREATE SCHEMA ` + s, `CREATE TABLE ` + s + `.schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
+	for _, m := range migrations[:n] {
+		setup = append(setup, m.SQL, fmt.Sprintf(`INSERT INTO %s.schema_migrations (version, name) VALUES (%d, '%s')`, s, m.Version, m.Name))
+	}
+	for _, r := range rows {
+		setup = append(setup, strings.ReplaceAll(r, "{{schema}}", s))
+	}
+	for _, q := range setup {
+		if _, err := pool.Exec(context.Background(), q); err != nil {
+			t.Fatalf("setting up version %d: %v", n, err)
+		}
+	}
+	return pool, name, s
 }
