@@ -195,3 +195,45 @@ func TestTeamDeletedAndRestored(t *testing.T) {
 	e.assertMirrors(t)
 	e.assertHistorySound(t)
 }
+
+// TestUserBackThroughAPage: a user marked deleted that comes back in a users
+// page (changed since, so an incremental sync fetches it before any
+// reconcile) gets its memberships back as new intervals, whether or not its
+// teams changed meanwhile.
+func TestUserBackThroughAPage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 300})
+	cfg := syncer.Config{PageSize: 100}
+	e.run(t, cfg, syncer.Request{Kind: warehouse.KindFull})
+	users := []int64{31, 32, 33, 34, 35, 36, 37, 38}
+	for _, id := range users {
+		if err := e.sim.DeleteUser(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.reconcile(t, cfg, syncer.ReconcileRequest{})
+	closed := e.count(t, `SELECT count(*) FROM %s.user_team_history WHERE user_id = ANY($1) AND ended_by = 'user_deleted'`, users)
+	if closed == 0 {
+		t.Fatal("no membership ended by the deletions")
+	}
+	for _, id := range users {
+		if err := e.sim.RestoreUser(id); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.sim.UpdateUser(id); err != nil { // a quarter of them change teams
+			t.Fatal(err)
+		}
+	}
+	e.run(t, cfg, incremental)
+	if n := e.count(t, `SELECT count(*) FROM %s.users WHERE id = ANY($1) AND deleted_at IS NOT NULL`, users); n != 0 {
+		t.Fatalf("%d users still marked deleted after the page that brought them back", n)
+	}
+	reopened := e.count(t, `SELECT count(*) FROM %[1]s.user_teams ut WHERE ut.user_id = ANY($1) AND EXISTS (
+		SELECT FROM %[1]s.user_team_history h WHERE (h.user_id, h.team_id) = (ut.user_id, ut.team_id) AND h.ended_by = 'user_deleted')`, users)
+	t.Logf("%d memberships ended by the deletions, %d open again", closed, reopened)
+	if reopened == 0 {
+		t.Error("no membership opened again")
+	}
+	e.assertMirrors(t)
+	e.assertHistorySound(t)
+}
