@@ -72,17 +72,20 @@ func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, runID i
 			return warehouse.Counts{}, err
 		}
 	}
-	c, err := load.Finish(ctx)
-	if err != nil {
-		return c, err
-	}
 	// A team that comes back had its memberships ended with its deletion,
 	// and users may have joined or left it meanwhile: only its members'
-	// listing says who is in it now (one request or more per such team).
-	for _, team := range load.Restored() {
-		if _, _, _, _, err := s.listTeamMembers(ctx, team); err != nil {
-			return c, err
-		}
+	// listing says who is in it now (one request or more per such team),
+	// applied with the list.
+	returning, err := load.Returning(ctx)
+	if err != nil {
+		return warehouse.Counts{}, err
 	}
-	return c, nil
+	for _, team := range returning {
+		members, err := s.teamMembers(ctx, team)
+		if err != nil {
+			return warehouse.Counts{}, err
+		}
+		load.Members(team, members)
+	}
+	return load.Finish(ctx)
 }

@@ -50,8 +50,8 @@ type DimensionLoad struct {
 	rows   int64 // typed rows staged: the next row's seq
 	bad    int64 // quarantined resources staged: the next one's seq
 	done   bool  // a Page or Finish failed, Finish ran or Close ran: no more pages
-	// restored: teams marked deleted that the list brought back (Restored)
-	restored []int64
+	// members of the teams the list brings back (see Returning)
+	members map[int64][]int64
 }
 
 // BeginDimension starts the load of one dimension's full list: it takes a
@@ -169,6 +169,9 @@ func (d *DimensionLoad) apply(ctx context.Context) (Counts, error) {
 			if err := d.upsert(ctx, tx, &c); err != nil {
 				return err
 			}
+		}
+		if err := d.replaceMembers(ctx, tx); err != nil {
+			return err
 		}
 		tag, err := tx.Exec(ctx, d.sql.delete)
 		if err != nil {

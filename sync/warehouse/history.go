@@ -18,11 +18,12 @@ import (
 // user_team_history).
 type historySQL struct {
 	archive          string // the versions a list replaces, into the history
-	restoredTeams    string // teams only: ids of deleted teams the list brings back
+	returningTeams   string // teams only: ids of deleted teams the staged list brings back
 	closeTeamMembers string // teams only: memberships of teams just marked deleted, into user_team_history
 }
 
-func newHistorySQL(schemaName string, tables map[string]tableSQL) (map[string]historySQL, error) {
+func (s *Store) newHistorySQL(schemaName string) (map[string]historySQL, error) {
+	tables := s.tables
 	q := schema.QuoteIdentifier(schemaName)
 	out := map[string]historySQL{}
 	for _, typ := range dimensionTypes() {
@@ -41,12 +42,12 @@ func newHistorySQL(schemaName string, tables map[string]tableSQL) (map[string]hi
 			return nil, err
 		}
 		if typ == "team" {
-			st, err := loadStatements("membership", map[string]string{"schema": q, "teams_stage": t.stage})
+			st, err := loadStatements("membership", map[string]string{"schema": q, "teams_rows": s.dimensionSQL(t).rows})
 			if err != nil {
 				return nil, err
 			}
 			err = assignStatements("membership", st, map[string]*string{
-				"restoredTeams": &h.restoredTeams, "closeTeamMembers": &h.closeTeamMembers})
+				"returningTeams": &h.returningTeams, "closeTeamMembers": &h.closeTeamMembers})
 			if err != nil {
 				return nil, err
 			}
@@ -57,20 +58,57 @@ func newHistorySQL(schemaName string, tables map[string]tableSQL) (map[string]hi
 }
 
 // archive closes the versions the staged list replaces (see
-// sql/history.sql) and, for teams, notes the deleted teams it brings back.
+// sql/history.sql).
 func (d *DimensionLoad) archive(ctx context.Context, tx pgx.Tx) error {
-	h := d.s.history[d.typ]
-	if h.restoredTeams != "" {
-		rows, err := tx.Query(ctx, h.restoredTeams)
-		if err != nil {
-			return fmt.Errorf("reading restored teams: %w", err)
-		}
-		if d.restored, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
-			return fmt.Errorf("reading restored teams: %w", err)
-		}
-	}
-	if _, err := tx.Exec(ctx, h.archive); err != nil {
+	if _, err := tx.Exec(ctx, d.s.history[d.typ].archive); err != nil {
 		return fmt.Errorf("closing replaced versions: %w", err)
+	}
+	return nil
+}
+
+// Returning returns the ids of the teams marked deleted that the staged
+// list brings back (none for other dimensions). Their memberships ended
+// with their deletion, and users may have joined or left them meanwhile:
+// the caller lists their members and hands them to Members, so that Finish
+// applies the return and the membership in one transaction.
+func (d *DimensionLoad) Returning(ctx context.Context) ([]int64, error) {
+	h := d.s.history[d.typ]
+	if h.returningTeams == "" || d.rows == 0 {
+		return nil, nil
+	}
+	if d.done || d.conn == nil {
+		return nil, fmt.Errorf("reading returning teams: the load has failed, finished or been closed")
+	}
+	rows, err := d.conn.Query(ctx, h.returningTeams)
+	if err != nil {
+		return nil, fmt.Errorf("reading returning teams: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("reading returning teams: %w", err)
+	}
+	return ids, nil
+}
+
+// Members sets the members of a returning team (see Returning), which
+// Finish writes to user_teams as ReplaceTeamMembers does.
+func (d *DimensionLoad) Members(team int64, members []int64) {
+	if d.members == nil {
+		d.members = map[int64][]int64{}
+	}
+	if members == nil {
+		members = []int64{}
+	}
+	d.members[team] = members
+}
+
+// replaceMembers writes the members of the returning teams.
+func (d *DimensionLoad) replaceMembers(ctx context.Context, tx pgx.Tx) error {
+	for team, members := range d.members {
+		var added, removed, absent int64
+		if err := tx.QueryRow(ctx, d.s.runs.replaceTeamMembers, team, members).Scan(&added, &removed, &absent); err != nil {
+			return fmt.Errorf("replacing members of team %d: %w", team, err)
+		}
 	}
 	return nil
 }
@@ -86,8 +124,3 @@ func (d *DimensionLoad) closeMembers(ctx context.Context, tx pgx.Tx, deleted int
 	}
 	return nil
 }
-
-// Restored returns the ids of the teams marked deleted that the finished
-// list brought back: their memberships ended with their deletion, and only
-// listing their members again can say who is in them now.
-func (d *DimensionLoad) Restored() []int64 { return d.restored }

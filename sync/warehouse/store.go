@@ -45,7 +45,7 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	if s.runs, err = newRunSQL(schemaName); err != nil {
 		return nil, err
 	}
-	if s.history, err = newHistorySQL(schemaName, s.tables); err != nil {
+	if s.history, err = s.newHistorySQL(schemaName); err != nil {
 		return nil, err
 	}
 	s.links = newUserLinks(schema.User())

@@ -1,12 +1,12 @@
 -- The team statements of a teams list that keep membership history (see
--- history.go), rendered once per Store. {{teams_stage}} is the teams'
--- staging table.
+-- history.go), rendered once per Store. {{teams_rows}} is the table the
+-- teams list is staged in, page by page (see dimension_sql.go).
 
--- name: restoredTeams
--- Teams marked deleted that the list brings back (the upsert clears their
--- deleted_at): their members are listed again.
-SELECT t.id FROM {{schema}}.teams t JOIN {{teams_stage}} st ON st.id = t.id
-WHERE t.deleted_at IS NOT NULL ORDER BY t.id
+-- name: returningTeams
+-- Teams marked deleted that the staged list brings back: their members are
+-- listed before the list is applied, and applied with it.
+SELECT DISTINCT r.id FROM {{teams_rows}} r JOIN {{schema}}.teams t ON t.id = r.id
+WHERE t.deleted_at IS NOT NULL ORDER BY r.id
 
 -- name: closeTeamMembers
 -- The memberships of the teams this transaction marked deleted (deleted_at

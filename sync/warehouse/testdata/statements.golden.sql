@@ -150,9 +150,9 @@ SELECT t.id, t."name", t."color", t."scim_external_id", t."scim_source", t."crea
 FROM "usersync"."teams" t JOIN "usersync_stage_usersync_teams" st ON st.id = t.id
 WHERE t.deleted_at IS NOT NULL OR (t."name", t."color", t."scim_external_id", t."scim_source", t."created_at", t."updated_at", t."raw") IS DISTINCT FROM (st."name", st."color", st."scim_external_id", st."scim_source", st."created_at", st."updated_at", st."raw");
 
--- teams history.restoredTeams
-SELECT t.id FROM "usersync".teams t JOIN "usersync_stage_usersync_teams" st ON st.id = t.id
-WHERE t.deleted_at IS NOT NULL ORDER BY t.id;
+-- teams history.returningTeams
+SELECT DISTINCT r.id FROM "pg_temp"."usersync_dim_teams_rows" r JOIN "usersync".teams t ON t.id = r.id
+WHERE t.deleted_at IS NOT NULL ORDER BY r.id;
 
 -- teams history.closeTeamMembers
 WITH gone AS (
