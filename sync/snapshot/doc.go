@@ -1,6 +1,8 @@
 // Package snapshot writes Parquet snapshots of the warehouse: every catalog
 // table and view with Snapshot set (users, user_versions, teams, roles,
-// profiles, user_teams, user_relationships and users_current), all read
+// profiles, user_teams, user_relationships, users_current and the histories
+// user_team_versions, team_versions, role_versions and profile_versions;
+// a view without a user_id is read in one query), all read
 // through one database snapshot so that they agree, to a local folder or an
 // S3-compatible bucket.
 //
