@@ -124,6 +124,7 @@ func Tables() []Table {
 		out = append(out, Table{Name: r.Table, Meaning: r.Meaning, Columns: cols, Analysts: true, Snapshot: true})
 	}
 	out = append(out, bookkeepingTables()...)
+	out = append(out, personalTables()...)
 	return out
 }
 

@@ -77,6 +77,11 @@ func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[strin
 	if _, err := parseSchedules(c, sources); err != nil {
 		return Config{}, err
 	}
+	p, err := buildPolicy(c, sources)
+	if err != nil {
+		return Config{}, err
+	}
+	c.PII = p
 	return c, nil
 }
 
@@ -230,6 +235,13 @@ func mask(secret string) string {
 		return ""
 	}
 	return "(set)"
+}
+
+func formatRetention(d time.Duration) string {
+	if d == 0 {
+		return "off"
+	}
+	return formatAge(d)
 }
 
 // formatAge prints a whole number of days as parseAge reads it ("14d").
