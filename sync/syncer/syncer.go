@@ -42,6 +42,12 @@ type Config struct {
 	MaxFutureSkew time.Duration
 	// Progress, when set, is called after each committed page.
 	Progress func(Progress)
+	// Policy is the personal-data policy applied to users before anything
+	// is written (rows, history, quarantine); nil keeps everything.
+	Policy *normalize.Policy
+	// DeletedRetention, when set, makes a reconcile remove the users marked
+	// deleted longer ago than it, with their history.
+	DeletedRetention time.Duration
 }
 
 // DefaultMaxFutureSkew is Config.MaxFutureSkew when not set.
@@ -92,6 +98,7 @@ func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
 	for _, r := range schema.Resources() {
 		s.norm[r.Type] = normalize.New(r)
 	}
+	s.norm["user"].SetPolicy(cfg.Policy)
 	return s
 }
 
@@ -136,6 +143,9 @@ func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 		return Summary{}, err
 	}
 	defer lock.Release()
+	if err := s.notePolicy(ctx); err != nil {
+		return Summary{}, err
+	}
 
 	r := &run{s: s, req: req, started: s.cfg.Now(), statsBefore: s.client.Stats()}
 	sum, err := r.execute(ctx)
