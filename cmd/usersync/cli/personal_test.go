@@ -158,3 +158,123 @@ func TestPersonalDataNeverInClear(t *testing.T) {
 		t.Errorf("%d users found by the hash of user %d's email", n, u.ID)
 	}
 }
+
+// TestForget erases a user with history, a quarantined user and an unknown
+// id in one command: no trace of their values is left in the history, the
+// quarantine or their row, and each erasure is audited.
+func TestForget(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 23, Users: 300, Knobs: apisim.Knobs{WrongTypeRate: 0.05}})
+	env := piiEnv(c, nil)
+	if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	ids := c.sim.UserIDs()
+	a := ids[0]
+	for range 2 {
+		if err := c.sim.UpdateUser(a); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK {
+			t.Fatal(errs)
+		}
+	}
+	q := c.query(t, `SELECT min(resource_id::bigint) FROM $schema.quarantine WHERE resource_type = 'user'`)
+	if c.query(t, `SELECT count(*) FROM $schema.user_version_history WHERE user_id = $1`, a) != 2 || q == 0 {
+		t.Fatalf("user %d has no history or no user was quarantined", a)
+	}
+	truth, _ := c.sim.User(a)
+	values := []string{piiHash(truth.Attributes["email"].(string)), truth.Attributes["firstName"].(string), truth.Attributes["lastName"].(string)}
+	idFile := filepath.Join(t.TempDir(), "ids")
+	if err := os.WriteFile(idFile, []byte(fmt.Sprintf("# erasure requests\n%d\n", q)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, env, "forget", "--user", fmt.Sprint(a), "--file", idFile, "--user", "999999999")
+	if code != ExitOK {
+		t.Fatalf("forget: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{fmt.Sprintf("user %d: erased: 2 superseded versions and 0 quarantine records deleted", a),
+		fmt.Sprintf("user %d: erased:", q), "user 999999999: not in the warehouse; nothing to erase"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("forget's output lacks %q:\n%s", want, out)
+		}
+	}
+	var trace string
+	err := c.store.Pool().QueryRow(context.Background(), fmt.Sprintf(`SELECT
+		(SELECT coalesce(string_agg(v::text, ''), '') FROM %[1]s.user_versions v WHERE user_id = $1) ||
+		(SELECT coalesce(string_agg(q::text, ''), '') FROM %[1]s.quarantine q WHERE resource_id IN ($1::bigint::text, $2))`,
+		pgx.Identifier{c.store.Schema()}.Sanitize()), a, fmt.Sprint(q)).Scan(&trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoneInClear(t, "the erased user's rows", trace, values)
+	if n := c.query(t, `SELECT count(*) FROM $schema.quarantine WHERE resource_type = 'user' AND resource_id = $1::bigint::text`, q); n != 0 {
+		t.Errorf("%d quarantine records of user %d left", n, q)
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.erasures WHERE (user_id = $1 AND found AND versions_deleted = 2 AND columns_cleared > 0)
+		OR (user_id = $2 AND found AND quarantine_deleted > 0) OR (user_id = 999999999 AND NOT found)`, a, q); n != 3 {
+		t.Errorf("%d of 3 erasures audited", n)
+	}
+	// An unchanged user is not rewritten by the next sync: the row stays
+	// cleared.
+	if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK {
+		t.Fatalf("sync after forget: exit %d: %s", code, errs)
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.users WHERE id = $1 AND email IS NULL AND first_name IS NULL AND last_name IS NULL`, a); n != 1 {
+		t.Errorf("user %d's row was refilled by the next sync", a)
+	}
+	if code, _, errs := run(t, env, "forget"); code != ExitUsage || !strings.Contains(errs, "--user ID or --file F") {
+		t.Errorf("forget without ids: exit %d: %s", code, errs)
+	}
+	if code, _, errs := run(t, env, "forget", "--user", "ann@example.com"); code != ExitUsage || !strings.Contains(errs, "a user id is a positive whole number") {
+		t.Errorf("forget with a bad id: exit %d: %s", code, errs)
+	}
+}
+
+// TestReconcilePurgesLongDeleted: with USERSYNC_DELETED_RETENTION=90d a
+// reconcile removes the users marked deleted more than 90 days ago, with
+// their history, and only them.
+func TestReconcilePurgesLongDeleted(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 24, Users: 200})
+	env := piiEnv(c, map[string]string{"USERSYNC_DELETED_RETENTION": "90d"})
+	if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	ids := c.sim.UserIDs()
+	old, recent := ids[:3], ids[3:5]
+	for _, id := range append(append([]int64{}, old...), recent...) {
+		if err := c.sim.UpdateUser(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, errs := run(t, env, "sync"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	for _, id := range append(append([]int64{}, old...), recent...) {
+		if err := c.sim.DeleteUser(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, errs := run(t, env, "reconcile"); code != ExitOK || strings.Contains(out, "purged") {
+		t.Fatalf("reconcile: exit %d (purged nothing yet?): %s%s", code, out, errs)
+	}
+	c.query(t, `WITH u AS (UPDATE $schema.users SET deleted_at = now() - interval '91 days' WHERE id = ANY($1) RETURNING 1) SELECT count(*) FROM u`, old)
+	c.query(t, `WITH u AS (UPDATE $schema.users SET deleted_at = now() - interval '89 days' WHERE id = ANY($1) RETURNING 1) SELECT count(*) FROM u`, recent)
+	code, out, errs := run(t, env, "reconcile")
+	if code != ExitOK || !strings.Contains(out, "purged       3 users deleted longer ago than USERSYNC_DELETED_RETENTION (3 versions)") {
+		t.Fatalf("reconcile: exit %d: %s%s", code, out, errs)
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.users WHERE id = ANY($1)`, old); n != 0 {
+		t.Errorf("%d users deleted 91 days ago left", n)
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.user_versions WHERE user_id = ANY($1)`, old); n != 0 {
+		t.Errorf("%d versions of purged users left", n)
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.users WHERE id = ANY($1) AND deleted_at IS NOT NULL`, recent); n != 2 {
+		t.Errorf("%d of the 2 users deleted 89 days ago kept", n)
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.users WHERE deleted_at IS NULL`); n != int64(len(ids)-5) {
+		t.Errorf("%d live users, want %d", n, len(ids)-5)
+	}
+}
