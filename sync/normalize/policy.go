@@ -112,13 +112,22 @@ func attributeIndex(res schema.Resource, name string) (int, error) {
 
 // Hashed and Dropped return the API names of the policy's attributes, in
 // catalog order.
-func (p *Policy) Hashed() []string  { return p.names(p.hash) }
-func (p *Policy) Dropped() []string { return p.names(p.drop) } //nolint:revive // documented with Hashed
-
-func (p *Policy) names(idx []int) []string {
+func (p *Policy) Hashed() []string {
 	if p == nil {
 		return nil
 	}
+	return p.names(p.hash)
+}
+
+// Dropped returns the API names of the dropped attributes (see Hashed).
+func (p *Policy) Dropped() []string {
+	if p == nil {
+		return nil
+	}
+	return p.names(p.drop)
+}
+
+func (p *Policy) names(idx []int) []string {
 	out := make([]string, len(idx))
 	for k, i := range idx {
 		out[k] = p.res.Attributes[i].Name
@@ -128,8 +137,10 @@ func (p *Policy) names(idx []int) []string {
 
 // HashedColumns and DroppedColumns return the column names of the
 // policy's attributes, in catalog order.
-func (p *Policy) HashedColumns() []string  { return columns(p.Hashed()) }
-func (p *Policy) DroppedColumns() []string { return columns(p.Dropped()) } //nolint:revive // documented with HashedColumns
+func (p *Policy) HashedColumns() []string { return columns(p.Hashed()) }
+
+// DroppedColumns returns the column names of the dropped attributes.
+func (p *Policy) DroppedColumns() []string { return columns(p.Dropped()) }
 
 func columns(names []string) []string {
 	for i, n := range names {

@@ -155,7 +155,7 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 // "pii apply ..." into "pii apply").
 func joinSubcommand(args []string) []string {
 	if len(args) > 1 && (args[0] == "auth" || args[0] == "pii") && !strings.HasPrefix(args[1], "-") {
-		return append([]string{"auth " + args[1]}, args[2:]...)
+		return append([]string{args[0] + " " + args[1]}, args[2:]...)
 	}
 	return args
 }

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -276,5 +278,104 @@ func TestReconcilePurgesLongDeleted(t *testing.T) {
 	}
 	if n := c.query(t, `SELECT count(*) FROM $schema.users WHERE deleted_at IS NULL`); n != int64(len(ids)-5) {
 		t.Errorf("%d live users, want %d", n, len(ids)-5)
+	}
+}
+
+// TestPolicyChangeAndPIIApply: a warehouse written without a policy gets
+// one; syncing unchanged data under it makes no version; usersync pii apply,
+// killed with SIGKILL after its first batches and run again, converts the
+// users, their history and their quarantine exactly as one run would (every
+// email the HMAC of the simulator's, hashed once); a second apply rewrites
+// nothing.
+func TestPolicyChangeAndPIIApply(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 25, Users: 1500, Knobs: apisim.Knobs{WrongTypeRate: 0.03}})
+	plain := piiEnv(c, map[string]string{"USERSYNC_PII_HASH": "", "USERSYNC_PII_DROP": "", "USERSYNC_PII_KEY": ""})
+	env := piiEnv(c, nil)
+	if code, _, errs := run(t, plain, "sync", "--full"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	c.sim.UpdateUsers(300)
+	if code, _, errs := run(t, plain, "sync"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	versions := `SELECT count(*) + (SELECT sum(version_id) FROM $schema.users) FROM $schema.user_version_history`
+	before := c.query(t, versions)
+	if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	if after := c.query(t, versions); after != before {
+		t.Fatalf("changing the policy made versions of unchanged users (%d, then %d)", before, after)
+	}
+	if _, out, _ := run(t, env, "status"); !strings.Contains(out, `rows were also written under "none`) {
+		t.Errorf("status does not say rows were written under another policy:\n%s", out)
+	}
+
+	// Killed after its first batches, pii apply leaves its progress behind.
+	cmd := exec.Command(binary(t), "pii", "apply", "--batch", "10")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() && !strings.Contains(lines.Text(), "rows rewritten in all") {
+	}
+	_ = cmd.Process.Kill() // SIGKILL
+	_ = cmd.Wait()
+	if n := c.query(t, `SELECT count(*) FROM $schema.pii_apply WHERE finished_at IS NULL AND rewritten > 0`); n != 1 {
+		t.Fatalf("no stopped apply recorded (did it finish before the kill?): %s", stderr.String())
+	}
+	code, out, errs := run(t, env, "pii", "apply", "--batch", "100")
+	if code != ExitOK || !strings.Contains(out, "resumed a stopped apply") || !strings.Contains(out, "done: ") {
+		t.Fatalf("pii apply: exit %d: %s%s", code, out, errs)
+	}
+	checkConverted(t, c)
+	if code, out, _ = run(t, env, "pii", "apply"); code != ExitOK || !strings.Contains(out, "done: 0 rows rewritten") {
+		t.Errorf("a second pii apply rewrote rows: %s", out)
+	}
+	if _, out, _ := run(t, env, "status"); strings.Contains(out, "rows were also written under") {
+		t.Errorf("status still asks for pii apply:\n%s", out)
+	}
+	if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK || c.query(t, versions) != before {
+		t.Fatalf("a sync after pii apply made versions: %s", errs)
+	}
+}
+
+// checkConverted checks every stored email is the HMAC of the simulator's,
+// no phone number is kept, and neither is in clear anywhere.
+func checkConverted(t *testing.T, c *cliEnv) {
+	t.Helper()
+	emails, phones := personalValues(t, c.sim)
+	dump := dumpSchema(t, c)
+	assertNoneInClear(t, "the converted database", dump, emails)
+	assertNoneInClear(t, "the converted database", dump, phones)
+	want := map[string]bool{}
+	for _, e := range emails {
+		want[piiHash(e)] = true
+	}
+	rows, err := c.store.Pool().Query(context.Background(), fmt.Sprintf(`SELECT email FROM %s.user_versions WHERE email IS NOT NULL
+		UNION ALL SELECT raw->'attributes'->>'email' FROM %[1]s.quarantine WHERE raw->'attributes'->>'email' IS NOT NULL`, pgx.Identifier{c.store.Schema()}.Sanitize()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(got) < len(emails) {
+		t.Fatalf("%d emails stored: %v", len(got), err)
+	}
+	for _, e := range got {
+		if !want[e] {
+			t.Fatalf("stored email %q is not the HMAC of a simulator email (hashed twice?)", e)
+		}
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.user_versions WHERE phone_number IS NOT NULL`); n != 0 {
+		t.Errorf("%d versions keep a phone number", n)
 	}
 }
