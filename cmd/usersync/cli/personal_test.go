@@ -145,6 +145,9 @@ func TestPersonalDataNeverInClear(t *testing.T) {
 	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE unknown_attributes <> '{}'`); n == 0 {
 		t.Error("the unknown attributes were not counted as drift")
 	}
+	if n, want := checkSnapshotUsers(t, dir, c.sim), c.query(t, `SELECT count(*) FROM $schema.users`); int64(n) != want || n < 700 {
+		t.Errorf("read %d users back from the snapshot, want %d", n, want)
+	}
 	// The values are there, hashed: in the tables and the snapshot.
 	u := c.sim.Users()[0]
 	email := u.Attributes["email"].(string)
