@@ -7,11 +7,10 @@ import (
 // notePolicy records the personal-data policy a run writes under, so status
 // and pii apply know which policies the warehouse holds rows of.
 func (s *Syncer) notePolicy(ctx context.Context) error {
-	pd, err := s.store.Personal(s.cfg.Policy)
-	if err != nil {
-		return err
+	if s.personalErr != nil {
+		return s.personalErr
 	}
-	return pd.NotePolicy(ctx)
+	return s.personal.NotePolicy(ctx)
 }
 
 // purge removes the users marked deleted longer ago than
@@ -21,12 +20,12 @@ func (r *reconciler) purge(ctx context.Context) error {
 	if r.s.cfg.DeletedRetention <= 0 {
 		return nil
 	}
-	pd, err := r.s.store.Personal(r.s.cfg.Policy)
-	if err != nil {
-		return err
+	if r.s.personalErr != nil {
+		return r.s.personalErr
 	}
 	cutoff := r.s.cfg.Now().Add(-r.s.cfg.DeletedRetention)
-	r.sum.Purged, r.sum.PurgedVersions, err = pd.PurgeDeleted(ctx, r.s.store.Pool(), cutoff)
+	var err error
+	r.sum.Purged, r.sum.PurgedVersions, err = r.s.personal.PurgeDeleted(ctx, r.s.store.Pool(), cutoff)
 	if err == nil && r.sum.Purged > 0 {
 		r.log.InfoContext(ctx, "purged users deleted longer ago than the retention", "users", r.sum.Purged,
 			"versions", r.sum.PurgedVersions, "retention", r.s.cfg.DeletedRetention.String())

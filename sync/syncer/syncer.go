@@ -69,6 +69,10 @@ type Syncer struct {
 	cfg     Config
 	norm    map[string]*normalize.Normalizer
 	linkage teamLinkage
+	// personal is the store's personal-data side under Config.Policy,
+	// rendered once (nil, with personalErr, if that failed).
+	personal    *warehouse.Personal
+	personalErr error
 }
 
 // New returns a Syncer.
@@ -99,6 +103,9 @@ func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
 		s.norm[r.Type] = normalize.New(r)
 	}
 	s.norm["user"].SetPolicy(cfg.Policy)
+	if store != nil {
+		s.personal, s.personalErr = store.Personal(cfg.Policy)
+	}
 	return s
 }
 
