@@ -302,6 +302,11 @@ func TestPolicyChangeAndPIIApply(t *testing.T) {
 	if code, _, errs := run(t, plain, "sync"); code != ExitOK {
 		t.Fatal(errs)
 	}
+	snapshots := t.TempDir()
+	if code, _, errs := run(t, plain, "snapshot", "--out", snapshots); code != ExitOK {
+		t.Fatal(errs)
+	}
+	env["USERSYNC_SNAPSHOT_DIR"] = snapshots
 	versions := `SELECT count(*) + (SELECT sum(version_id) FROM $schema.users) FROM $schema.user_version_history`
 	before := c.query(t, versions)
 	if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK {
@@ -341,6 +346,13 @@ func TestPolicyChangeAndPIIApply(t *testing.T) {
 		t.Fatalf("pii apply: exit %d: %s%s", code, out, errs)
 	}
 	checkConverted(t, c)
+	if !strings.Contains(out, "was written under an older policy: none") {
+		t.Errorf("pii apply does not list the snapshot written without a policy:\n%s", out)
+	}
+	if n := c.query(t, `SELECT count(*) FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'phone_number'
+		AND col_description(attrelid, attnum) LIKE '%dropped by the personal-data policy%'`, c.store.Schema()+".users"); n != 1 {
+		t.Error("the comment of users.phone_number does not say it is dropped")
+	}
 	if code, out, _ = run(t, env, "pii", "apply"); code != ExitOK || !strings.Contains(out, "done: 0 rows rewritten") {
 		t.Errorf("a second pii apply rewrote rows: %s", out)
 	}
