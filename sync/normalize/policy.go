@@ -67,6 +67,10 @@ func NewPolicy(res schema.Resource, cfg PolicyConfig) (*Policy, error) {
 			if other, ok := seen[i]; ok && other != l.name {
 				return nil, &PolicyError{List: l.name, Reason: fmt.Sprintf("%s is in both the hash and the drop lists; name it in one", a.Name)}
 			}
+			if a.Name == "updatedAt" {
+				// updatedAt drives incremental syncs and reconciles.
+				return nil, &PolicyError{List: l.name, Reason: a.Name + " is needed to sync and cannot be hashed or dropped"}
+			}
 			if l.name == "hash" && a.Type != schema.String {
 				return nil, &PolicyError{List: "hash", Reason: fmt.Sprintf("%s holds %s values; only text attributes can be hashed (drop it instead)", a.Name, a.Type)}
 			}

@@ -45,7 +45,8 @@ func TestNewPolicyRefuses(t *testing.T) {
 		{PolicyConfig{Hash: []string{"email"}, Drop: []string{"email"}, Key: testKey}, "drop", "email is in both the hash and the drop lists"},
 		{PolicyConfig{Hash: []string{"email"}}, "key", "attributes to hash need a key"},
 		{PolicyConfig{Hash: []string{"email"}, Key: []byte("short")}, "key", "shorter than 32 bytes"},
-		{PolicyConfig{Hash: []string{"createdAt"}, Key: testKey}, "hash", "createdAt holds datetime values; only text attributes can be hashed"},
+		{PolicyConfig{Hash: []string{"currentSignInAt"}, Key: testKey}, "hash", "currentSignInAt holds datetime values; only text attributes can be hashed"},
+		{PolicyConfig{Drop: []string{"updated_at"}}, "drop", "updatedAt is needed to sync and cannot be hashed or dropped"},
 	} {
 		_, err := NewPolicy(schema.User(), tc.cfg)
 		var pe *PolicyError
