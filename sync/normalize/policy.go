@@ -304,12 +304,8 @@ func (p *Policy) redactAttributes(out []byte, attrs gjson.Result) []byte {
 			}
 			text = value.Str
 		}
-		return appendQuoted(&out, p.HashString(text))
+		out = append(append(append(out, '"'), p.HashString(text)...), '"')
+		return true
 	})
 	return append(out, '}')
-}
-
-func appendQuoted(out *[]byte, hex string) bool {
-	*out = append(append(append(*out, '"'), hex...), '"')
-	return true
 }
