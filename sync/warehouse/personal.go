@@ -92,7 +92,7 @@ func (s *Store) Personal(p *normalize.Policy) (*Personal, error) {
 }
 
 // NotePolicy records that rows are being written under the policy (names
-// and key id only).
+// and key id only); the first time, it also comments the policy's columns.
 func (pd *Personal) NotePolicy(ctx context.Context) error {
 	p := pd.p
 	hashed, dropped := p.Hashed(), p.Dropped()
@@ -106,8 +106,13 @@ func (pd *Personal) NotePolicy(ctx context.Context) error {
 	if id := p.KeyID(); id != "" {
 		keyID = &id
 	}
-	if _, err := pd.s.pool.Exec(ctx, pd.sql.notePolicy, p.Fingerprint(), hashed, dropped, p.DropUnknown(), keyID); err != nil {
+	var first bool
+	err := pd.s.pool.QueryRow(ctx, pd.sql.notePolicy, p.Fingerprint(), hashed, dropped, p.DropUnknown(), keyID).Scan(&first)
+	if err != nil {
 		return fmt.Errorf("recording the personal-data policy: %w", err)
+	}
+	if first {
+		return pd.CommentColumns(ctx) // a policy new to the warehouse
 	}
 	return nil
 }

@@ -53,10 +53,7 @@ func (pd *Personal) Apply(ctx context.Context, batch int, progress func(ApplyPro
 			progress(pr)
 		}
 	}
-	if err := pd.commentColumns(ctx); err != nil {
-		return pr, err
-	}
-	return pr, nil
+	return pr, pd.CommentColumns(ctx)
 }
 
 // startApply resumes the apply of this policy that stopped, or starts one.
@@ -192,9 +189,10 @@ func (pd *Personal) quarantineBatch(ctx context.Context, tx pgx.Tx, after int64,
 	return ids, out, n, last, rows.Err()
 }
 
-// commentColumns says in the column comments of users and
-// user_version_history which columns the policy hashes or drops.
-func (pd *Personal) commentColumns(ctx context.Context) error {
+// CommentColumns says in the column comments of users and
+// user_version_history which columns the policy hashes or drops (and
+// restores the catalog's comments of the others).
+func (pd *Personal) CommentColumns(ctx context.Context) error {
 	b := &pgx.Batch{}
 	for _, a := range schema.User().Attributes {
 		note := ""

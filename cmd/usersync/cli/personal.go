@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/usersync/usersync/sync/snapshot"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -214,4 +216,18 @@ func listOlderSnapshots(ctx context.Context, e *env, fp string) error {
 		fmt.Fprintf(e.stdout, "%d snapshots hold values the current policy would not keep; retention ages them out, or see docs/operations.md (Personal data) to remove them sooner\n", older)
 	}
 	return nil
+}
+
+// commentPolicyColumns says in the column comments which columns the
+// policy hashes or drops: Migrate has just written the catalog's comments.
+func commentPolicyColumns(ctx context.Context, e *env, pool *pgxpool.Pool) error {
+	store, err := warehouse.NewStore(pool, e.cfg.Schema)
+	if err != nil {
+		return err
+	}
+	pd, err := store.Personal(e.cfg.PII)
+	if err != nil {
+		return err
+	}
+	return pd.CommentColumns(ctx)
 }

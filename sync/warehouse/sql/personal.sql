@@ -9,6 +9,7 @@
 INSERT INTO {{schema}}.pii_policies (fingerprint, hashed, dropped, drop_unknown, key_id)
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (fingerprint) DO UPDATE SET last_used_at = now()
+RETURNING (xmax = 0) AS first_use
 
 -- name: policies
 -- The policies written under since the last pii apply that finished (all

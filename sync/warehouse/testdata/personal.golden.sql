@@ -4,7 +4,8 @@
 -- personal.notePolicy
 INSERT INTO "usersync".pii_policies (fingerprint, hashed, dropped, drop_unknown, key_id)
 VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (fingerprint) DO UPDATE SET last_used_at = now();
+ON CONFLICT (fingerprint) DO UPDATE SET last_used_at = now()
+RETURNING (xmax = 0) AS first_use;
 
 -- personal.policies
 SELECT p.fingerprint, p.last_used_at FROM "usersync".pii_policies p
