@@ -13,9 +13,19 @@ const (
 	MetaTable          = "usersync.table"           // schema metadata: the table name
 )
 
+// Arrow's canonical JSON extension type: a utf8 field whose metadata names it
+// holds JSON text. ArrowSchema marks jsonb columns with it (as metadata on a
+// plain utf8 field, so no extension type needs registering), and snapshots
+// write those columns with Parquet's JSON logical type.
+const (
+	MetaExtensionName = "ARROW:extension:name" // field metadata: the extension type
+	JSONExtension     = "arrow.json"           // its value for JSON text
+)
+
 // ArrowType is the Arrow type a Postgres column type is written as in
 // snapshots: bigint → int64, boolean → bool, text → utf8,
-// timestamptz → timestamp[us, UTC], jsonb → utf8 holding JSON,
+// timestamptz → timestamp[us, UTC], jsonb → utf8 holding JSON (marked
+// JSONExtension by ArrowSchema),
 // bytea → binary, bigint[] → list<int64>, text[] → list<utf8>.
 func ArrowType(pgType string) arrow.DataType {
 	switch pgType {
@@ -39,15 +49,20 @@ func ArrowType(pgType string) arrow.DataType {
 
 // ArrowSchema is the Arrow schema of a table's snapshot: one field per column,
 // named and typed after the column, nullability kept, the meaning in each
-// field's metadata and the catalog version in the schema's.
+// field's metadata (and JSONExtension in a jsonb column's) and the catalog
+// version in the schema's.
 func ArrowSchema(t Table) *arrow.Schema {
 	fields := make([]arrow.Field, len(t.Columns))
 	for i, c := range t.Columns {
+		keys, values := []string{MetaMeaning}, []string{c.Meaning}
+		if c.Type == "jsonb" {
+			keys, values = append(keys, MetaExtensionName), append(values, JSONExtension)
+		}
 		fields[i] = arrow.Field{
 			Name:     c.Name,
 			Type:     ArrowType(c.Type),
 			Nullable: c.Nullable,
-			Metadata: arrow.NewMetadata([]string{MetaMeaning}, []string{c.Meaning}),
+			Metadata: arrow.NewMetadata(keys, values),
 		}
 	}
 	md := arrow.NewMetadata([]string{MetaTable, MetaCatalogVersion}, []string{t.Name, strconv.Itoa(Version)})

@@ -23,6 +23,9 @@ func TestArrowSchemaFollowsTables(t *testing.T) {
 			if f.Name != c.Name || f.Nullable != c.Nullable || meaning != c.Meaning {
 				t.Errorf("%s.%s: field %v", tb.Name, c.Name, f)
 			}
+			if ext, _ := f.Metadata.GetValue(MetaExtensionName); (ext == JSONExtension) != (c.Type == "jsonb") {
+				t.Errorf("%s.%s (%s): extension metadata %q", tb.Name, c.Name, c.Type, ext)
+			}
 		}
 	}
 	u, _ := TableNamed("users")

@@ -15,11 +15,12 @@ func bookkeepingTables() []Table {
 	}
 	return []Table{
 		{Name: "user_teams", Analysts: true, Snapshot: true,
-			Meaning: "Team membership: one row per user and team, from the user's teams relationship (or, when the API sends it without data, from listing each team's members); only users in users have rows.",
+			Meaning: "Team membership today: one row per user and team, from the user's teams relationship (or, when the API sends it without data, from listing each team's members); only live users have rows. Ended memberships are in user_team_history; query user_team_versions for both.",
 			Columns: []Column{
 				userIDColumn,
 				{Name: "team_id", Type: "bigint", Meaning: "id of the team (teams.id)"},
 				syncedColumn,
+				{Name: "valid_from", Type: "timestamptz", Meaning: "when usersync first saw this membership, since it last began (user_team_versions.valid_from of the open interval)"},
 			}},
 		{Name: "user_relationships", View: true, Analysts: true, Snapshot: true,
 			Meaning: "Every other linkage of a user (to-many relationships besides teams, and relationships the catalog does not know), one row per related id: the users' *_ids columns and other_relationships, unnested.",

@@ -139,7 +139,7 @@ func (d *driver) invariants(ctx context.Context) []string {
 		{"runs still marked running", `SELECT count(*) FROM "chaos".sync_runs WHERE status = 'running'
 			AND heartbeat_at < now() - interval '2 minutes'`},
 	}
-	var out []string
+	out := syncertest.HistoryProblems(ctx, d.store)
 	for _, c := range checks {
 		var n int64
 		if err := d.pool.QueryRow(ctx, c.sql).Scan(&n); err != nil {

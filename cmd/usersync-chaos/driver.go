@@ -106,7 +106,10 @@ func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
 	if d.store, err = warehouse.NewStore(d.pool, schemaName); err != nil {
 		return nil, err
 	}
-	d.churn = apisim.Churn{Every: 4, Update: 12, Create: 2, DeleteEvery: 9}
+	// No RestoreEvery: a team, role or profile that comes back reappears in
+	// its users' linkage without their updatedAt moving, and only a
+	// reconcile that saw it deleted fetches them again (issue to file).
+	d.churn = apisim.Churn{Every: 4, Update: 12, Create: 2, DeleteEvery: 9, Memberships: 2, EditEvery: 7}
 	d.sim = apisim.New(apisim.Options{Seed: o.seed, Users: o.users, RefreshToken: "chaos-refresh-0",
 		ClientID: "chaos-client", ClientSecret: "chaos-client-secret", TokenTTL: 20 * time.Second,
 		Knobs: apisim.Knobs{Churn: d.churn}})

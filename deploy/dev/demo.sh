@@ -29,7 +29,8 @@ export USERSYNC_OAUTH_TOKEN_URL="$USERSYNC_API_URL/oauth/token"
 say "simulated API: $users users on $USERSYNC_API_URL (users change every few requests; OAuth)"
 "$bin" simulate --addr "127.0.0.1:$port" --users "$users" --seed 42 \
 	--client-id "$USERSYNC_OAUTH_CLIENT_ID" --client-secret "$USERSYNC_OAUTH_CLIENT_SECRET" \
-	--mutate-every 4 --mutate-update 40 --mutate-create 3 --mutate-delete-every 3 --log-level warn &
+	--mutate-every 4 --mutate-update 40 --mutate-create 3 --mutate-delete-every 3 \
+	--mutate-memberships 10 --mutate-edit-every 2 --mutate-restore-every 5 --log-level warn &
 sim=$!
 trap 'kill $sim 2>/dev/null || true; wait $sim 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
@@ -44,6 +45,8 @@ say "usersync auth login (the browser's part played by --follow-redirect, for de
 
 say "usersync sync --full (on the stored token: USERSYNC_OAUTH_REFRESH_TOKEN is not set)"
 "$bin" sync --full
+# The moment between the two syncs, for the as-of query below.
+before=$(psql "$DATABASE_URL" -X -q -A -t -c "SELECT now()")
 
 say "usersync sync (incremental: only what changed since the watermark)"
 "$bin" sync
@@ -59,6 +62,8 @@ UNION ALL SELECT 'profiles', count(*) FILTER (WHERE deleted_at IS NULL), count(*
 UNION ALL SELECT 'user_teams', count(*), NULL FROM user_teams
 UNION ALL SELECT 'user_relationships', count(*), NULL FROM user_relationships
 UNION ALL SELECT 'user_versions', count(*), NULL FROM user_versions
+UNION ALL SELECT 'user_team_versions', count(*), NULL FROM user_team_versions
+UNION ALL SELECT 'team_versions', count(*), NULL FROM team_versions
 UNION ALL SELECT 'quarantine', count(*), NULL FROM quarantine"
 
 say "query 1: live users by team (top 5)"
@@ -71,6 +76,14 @@ say "query 3: users changed in the last hour, with how many versions the warehou
 sql "SELECT u.id, u.name, u.title, u.updated_at, count(v.*) AS versions
 FROM users_current u JOIN user_versions v ON v.user_id = u.id
 WHERE u.updated_at > now() - interval '1 hour' GROUP BY 1, 2, 3, 4 ORDER BY u.updated_at DESC LIMIT 8"
+
+say "query 4: as of a moment (before the incremental sync) and now: team headcount from the membership history"
+sql "SELECT t.name AS team, count(*) FILTER (WHERE m.valid_from <= '$before' AND (m.valid_to IS NULL OR m.valid_to > '$before')) AS members_before,
+  count(*) FILTER (WHERE m.valid_to IS NULL) AS members_now,
+  count(*) FILTER (WHERE m.valid_from > '$before') AS joined, count(*) FILTER (WHERE m.valid_to > '$before') AS departed
+FROM user_team_versions m JOIN teams t ON t.id = m.team_id
+GROUP BY t.name HAVING count(*) FILTER (WHERE m.valid_from > '$before' OR m.valid_to > '$before') > 0
+ORDER BY count(*) FILTER (WHERE m.valid_from > '$before' OR m.valid_to > '$before') DESC, team LIMIT 8"
 
 say "usersync snapshot (Parquet, zstd, one consistent read of every table)"
 rm -rf .dev/demo-snapshots

@@ -62,7 +62,6 @@ func (n *Normalizer) decodeArray(b []byte) (*Page, int, error) {
 		}
 		page.General++
 		if depth > MaxNesting {
-
 			page.Rejected = append(page.Rejected, tooDeep(b[v:end]))
 			return end, true
 		}

@@ -1,6 +1,8 @@
 // Package snapshot writes Parquet snapshots of the warehouse: every catalog
 // table and view with Snapshot set (users, user_versions, teams, roles,
-// profiles, user_teams, user_relationships and users_current), all read
+// profiles, user_teams, user_relationships, users_current and the histories
+// user_team_versions, team_versions, role_versions and profile_versions;
+// a view without a user_id is read in one query), all read
 // through one database snapshot so that they agree, to a local folder or an
 // S3-compatible bucket.
 //
@@ -18,7 +20,11 @@
 //
 // Columns are named, ordered and typed as the catalog says (schema.ArrowType:
 // timestamptz is timestamp[us, UTC], jsonb is its JSON text, bigint[] and
-// text[] are lists), NULLs kept; each field's metadata carries the column's
+// text[] are lists), NULLs kept. jsonb columns carry Parquet's JSON logical
+// type (pqarrow v15 does not derive it from Arrow's canonical JSON extension,
+// which schema.ArrowSchema names in their metadata, so parquetRoot sets it):
+// DuckDB reads them as JSON, Spark as strings, and Go's pqarrow v15 as
+// binary holding the text. Each field's metadata carries the column's
 // meaning (schema.MetaMeaning), and each file's key-value metadata the
 // catalog version, the table, the snapshot's id and start, the watermark and
 // the Arrow schema (ARROW:schema), so Arrow readers get the time zone back.

@@ -16,6 +16,9 @@ import (
 	_ "github.com/marcboeker/go-duckdb"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/schema"
 )
 
 // parquetList is a DuckDB list literal of a table's files.
@@ -70,7 +73,7 @@ func TestDuckDBReadsSnapshots(t *testing.T) {
 			if err := rows.Scan(&col, &typ, &null, &key, &def, &extra); err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]string{"bigint": "BIGINT", "boolean": "BOOLEAN", "text": "VARCHAR", "jsonb": "VARCHAR",
+			want := map[string]string{"bigint": "BIGINT", "boolean": "BOOLEAN", "text": "VARCHAR", "jsonb": "JSON",
 				"timestamptz": "TIMESTAMP WITH TIME ZONE", "bytea": "BLOB", "bigint[]": "BIGINT[]", "text[]": "VARCHAR[]"}[tbl.Columns[i].Type]
 			if col != tbl.Columns[i].Name || typ != want {
 				t.Errorf("%s column %d: DuckDB sees %s %s, want %s %s", tm.Name, i, col, typ, tbl.Columns[i].Name, want)
@@ -81,6 +84,7 @@ func TestDuckDBReadsSnapshots(t *testing.T) {
 		if i != len(tbl.Columns) {
 			t.Errorf("DuckDB sees %d columns in %s, want %d", i, tm.Name, len(tbl.Columns))
 		}
+		checkDuckDBJSON(ctx, t, db, pool, name, tbl, tables[tm.Name])
 	}
 
 	// A join of users and their teams, and values, as PostgreSQL has them.
@@ -115,5 +119,32 @@ func TestDuckDBReadsSnapshots(t *testing.T) {
 	}
 	if dNulls != pgNulls || dIDs != pgIDs || pgNulls.Int64 == 0 {
 		t.Errorf("users_current team names: DuckDB %d NULL of %d, PostgreSQL %d of %d", dNulls.Int64, dIDs.Int64, pgNulls.Int64, pgIDs.Int64)
+	}
+}
+
+// checkDuckDBJSON checks that DuckDB types every jsonb column of tbl JSON
+// (Parquet's JSON logical type), so its JSON functions apply without a cast,
+// and finds as many JSON objects in it as PostgreSQL.
+func checkDuckDBJSON(ctx context.Context, t *testing.T, db *sql.DB, pool *pgxpool.Pool, name string, tbl schema.Table, from string) {
+	t.Helper()
+	for _, c := range tbl.Columns {
+		if c.Type != "jsonb" {
+			continue
+		}
+		col := pgx.Identifier{c.Name}.Sanitize()
+		var typ string
+		var objects, pgObjects int64
+		// typeof of the aggregate is the column's type, rows or not.
+		q := "SELECT typeof(any_value(" + col + ")), count(*) FILTER (WHERE json_type(" + col + ") = 'OBJECT') FROM " + from
+		if err := db.QueryRowContext(ctx, q).Scan(&typ, &objects); err != nil {
+			t.Fatalf("%s.%s: %v", tbl.Name, c.Name, err)
+		}
+		q = "SELECT count(*) FILTER (WHERE jsonb_typeof(" + col + ") = 'object') FROM " + pgx.Identifier{name, tbl.Name}.Sanitize()
+		if err := pool.QueryRow(ctx, q).Scan(&pgObjects); err != nil {
+			t.Fatalf("%s.%s: %v", tbl.Name, c.Name, err)
+		}
+		if typ != "JSON" || objects != pgObjects {
+			t.Errorf("DuckDB: typeof(%s.%s) is %q with %d objects, want JSON with %d as in PostgreSQL", tbl.Name, c.Name, typ, objects, pgObjects)
+		}
 	}
 }

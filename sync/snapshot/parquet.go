@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 	pqschema "github.com/apache/arrow/go/v15/parquet/schema"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/usersync/usersync/schema"
 )
 
 // parquetBufferSize is the write buffer between the Parquet writer, which
@@ -37,6 +39,27 @@ type fileFormat struct {
 // newFileFormat derives the Parquet layout of sch. dict says, per field,
 // whether the column is dictionary encoded.
 func newFileFormat(sch *arrow.Schema, opts Options, dict []bool, mem memory.Allocator) (*fileFormat, error) {
+	props := writerProperties(sch, opts, dict, mem)
+	arrProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem))
+	root, err := parquetRoot(sch, props, arrProps)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := fileMetadata(sch, mem)
+	if err != nil {
+		return nil, err
+	}
+	f := &fileFormat{arrow: sch, props: props, arrProps: arrProps, root: root, kv: kv}
+	if opts.Compression == CompressionZstd {
+		if f.zstd, err = newZstdEncoder(opts.CompressionLevel, opts.Workers); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// writerProperties are the Parquet writer's properties for opts.
+func writerProperties(sch *arrow.Schema, opts Options, dict []bool, mem memory.Allocator) *parquet.WriterProperties {
 	wp := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
 		parquet.WithCreatedBy("usersync"),
@@ -69,8 +92,13 @@ func newFileFormat(sch *arrow.Schema, opts Options, dict []bool, mem memory.Allo
 			wp = append(wp, parquet.WithDictionaryFor(f.Name, true))
 		}
 	}
-	props := parquet.NewWriterProperties(wp...)
-	arrProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem))
+	return parquet.NewWriterProperties(wp...)
+}
+
+// parquetRoot is the Parquet schema of sch: pqarrow's, with the JSON logical
+// type on the columns ArrowSchema marks JSON, which pqarrow v15 does not
+// derive (DuckDB reads those columns as JSON, Spark as strings).
+func parquetRoot(sch *arrow.Schema, props *parquet.WriterProperties, arrProps pqarrow.ArrowWriterProperties) (*pqschema.GroupNode, error) {
 	ps, err := pqarrow.ToParquet(sch, props, arrProps)
 	if err != nil {
 		return nil, fmt.Errorf("deriving the Parquet schema: %w", err)
@@ -79,6 +107,26 @@ func newFileFormat(sch *arrow.Schema, opts Options, dict []bool, mem memory.Allo
 		// Every catalog type maps to exactly one leaf column; the encoder relies on it.
 		return nil, fmt.Errorf("the Parquet schema has %d leaf columns for %d fields", ps.NumColumns(), sch.NumFields())
 	}
+	root := ps.Root()
+	fields := make(pqschema.FieldList, root.NumFields())
+	for i := range fields {
+		fields[i] = root.Field(i)
+		if ext, _ := sch.Field(i).Metadata.GetValue(schema.MetaExtensionName); ext != schema.JSONExtension {
+			continue
+		}
+		n := fields[i]
+		if fields[i], err = pqschema.NewPrimitiveNodeLogical(n.Name(), n.RepetitionType(), pqschema.JSONLogicalType{},
+			parquet.Types.ByteArray, -1, n.FieldID()); err != nil {
+			return nil, fmt.Errorf("typing column %s as JSON: %w", n.Name(), err)
+		}
+	}
+	return pqschema.NewGroupNode(root.Name(), root.RepetitionType(), fields, root.FieldID())
+}
+
+// fileMetadata is the key-value metadata of every file: sch's, and the Arrow
+// schema itself, as pqarrow.WithStoreSchema writes it, so that readers get
+// timestamp[us, tz=UTC] and the field metadata back.
+func fileMetadata(sch *arrow.Schema, mem memory.Allocator) (metadata.KeyValueMetadata, error) {
 	md := sch.Metadata()
 	kv := make(metadata.KeyValueMetadata, 0, md.Len()+1)
 	for i, k := range md.Keys() {
@@ -86,18 +134,10 @@ func newFileFormat(sch *arrow.Schema, opts Options, dict []bool, mem memory.Allo
 			return nil, err
 		}
 	}
-	// What pqarrow.WithStoreSchema writes: the Arrow schema, so that readers
-	// get timestamp[us, tz=UTC] and the field metadata back.
 	if err := kv.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(sch, mem))); err != nil {
 		return nil, err
 	}
-	f := &fileFormat{arrow: sch, props: props, arrProps: arrProps, root: ps.Root(), kv: kv}
-	if opts.Compression == CompressionZstd {
-		if f.zstd, err = newZstdEncoder(opts.CompressionLevel, opts.Workers); err != nil {
-			return nil, err
-		}
-	}
-	return f, nil
+	return kv, nil
 }
 
 // parquetFile is one Parquet file being written to a destination object:

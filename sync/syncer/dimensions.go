@@ -72,5 +72,20 @@ func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, runID i
 			return warehouse.Counts{}, err
 		}
 	}
+	// A team that comes back had its memberships ended with its deletion,
+	// and users may have joined or left it meanwhile: only its members'
+	// listing says who is in it now (one request or more per such team),
+	// applied with the list.
+	returning, err := load.Returning(ctx)
+	if err != nil {
+		return warehouse.Counts{}, err
+	}
+	for _, team := range returning {
+		members, err := s.teamMembers(ctx, team)
+		if err != nil {
+			return warehouse.Counts{}, err
+		}
+		load.Members(team, members)
+	}
 	return load.Finish(ctx)
 }

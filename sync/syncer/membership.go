@@ -37,32 +37,48 @@ func (s *Syncer) syncMembership(ctx context.Context) (MembershipSummary, error) 
 		return sum, err
 	}
 	for _, team := range teams {
-		q := jsonapi.Query{}.FilterRelationship("teams", team).Fields("user").PageSize(1000)
-		var members []int64
-		pages := s.client.Collection("users", q)
-		for {
-			page, err := pages.Next(ctx)
-			if err != nil {
-				return sum, fmt.Errorf("listing members of team %d: %w", team, err)
-			}
-			if page == nil {
-				break
-			}
-			for _, u := range page.Data {
-				members = append(members, int64(u.ID))
-			}
-		}
-		added, removed, absent, err := s.store.ReplaceTeamMembers(ctx, team, members)
+		n, added, removed, absent, err := s.listTeamMembers(ctx, team)
 		if err != nil {
 			return sum, err
 		}
 		sum.Teams++
-		sum.Members += int64(len(members))
+		sum.Members += n
 		sum.Added += added
 		sum.Removed += removed
 		sum.Absent += absent
 	}
 	return sum, nil
+}
+
+// listTeamMembers lists the members of one team and makes user_teams hold
+// them (see warehouse.Store.ReplaceTeamMembers); n is how many were listed.
+func (s *Syncer) listTeamMembers(ctx context.Context, team int64) (n, added, removed, absent int64, err error) {
+	members, err := s.teamMembers(ctx, team)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	added, removed, absent, err = s.store.ReplaceTeamMembers(ctx, team, members)
+	return int64(len(members)), added, removed, absent, err
+}
+
+// teamMembers lists the ids of the members of one team: one walk of users
+// with filter[teams][id] and no attributes (fields[user]=).
+func (s *Syncer) teamMembers(ctx context.Context, team int64) ([]int64, error) {
+	q := jsonapi.Query{}.FilterRelationship("teams", team).Fields("user").PageSize(1000)
+	var members []int64
+	pages := s.client.Collection("users", q)
+	for {
+		page, err := pages.Next(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing members of team %d: %w", team, err)
+		}
+		if page == nil {
+			return members, nil
+		}
+		for _, u := range page.Data {
+			members = append(members, int64(u.ID))
+		}
+	}
 }
 
 // teamLinkage remembers whether the API refused include=teams. Users

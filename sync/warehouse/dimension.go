@@ -50,6 +50,8 @@ type DimensionLoad struct {
 	rows   int64 // typed rows staged: the next row's seq
 	bad    int64 // quarantined resources staged: the next one's seq
 	done   bool  // a Page or Finish failed, Finish ran or Close ran: no more pages
+	// members of the teams the list brings back (see Returning)
+	members map[int64][]int64
 }
 
 // BeginDimension starts the load of one dimension's full list: it takes a
@@ -164,32 +166,23 @@ func (d *DimensionLoad) apply(ctx context.Context) (Counts, error) {
 			}
 		}
 		if d.rows > 0 {
-			if _, err := tx.Exec(ctx, t.createStage); err != nil {
-				return fmt.Errorf("creating staging table: %w", err)
+			if err := d.upsert(ctx, tx, &c); err != nil {
+				return err
 			}
-			tag, err := tx.Exec(ctx, d.sql.stage)
-			if err != nil {
-				return fmt.Errorf("deduplicating staged rows: %w", err)
-			}
-			if err := tx.QueryRow(ctx, t.upsert).Scan(&c.Inserted, &c.Updated); err != nil {
-				return fmt.Errorf("upserting %s: %w", t.res.Table, err)
-			}
-			c.Unchanged = tag.RowsAffected() - c.Inserted - c.Updated
+		}
+		if err := d.replaceMembers(ctx, tx); err != nil {
+			return err
 		}
 		tag, err := tx.Exec(ctx, d.sql.delete)
 		if err != nil {
 			return fmt.Errorf("marking deleted %s: %w", t.res.Table, err)
 		}
 		c.Deleted = tag.RowsAffected()
-		if d.rows > 0 {
-			if _, err := tx.Exec(ctx, d.sql.resolve, d.typ); err != nil {
-				return fmt.Errorf("resolving quarantine records: %w", err)
-			}
+		if err := d.closeMembers(ctx, tx, c.Deleted); err != nil {
+			return err
 		}
-		if d.bad > 0 {
-			if _, err := tx.Exec(ctx, d.sql.insert, nullID(d.runID)); err != nil {
-				return fmt.Errorf("writing quarantine records: %w", err)
-			}
+		if err := d.quarantine(ctx, tx); err != nil {
+			return err
 		}
 		c.Quarantined = d.bad
 		// Dropped with the commit: Close has nothing left to clean.
@@ -203,6 +196,43 @@ func (d *DimensionLoad) apply(ctx context.Context) (Counts, error) {
 	}
 	d.release()
 	return c, nil
+}
+
+// upsert writes the staged list, deduplicated, closing the versions it
+// replaces into the history first.
+func (d *DimensionLoad) upsert(ctx context.Context, tx pgx.Tx, c *Counts) error {
+	t := d.t
+	if _, err := tx.Exec(ctx, t.createStage); err != nil {
+		return fmt.Errorf("creating staging table: %w", err)
+	}
+	tag, err := tx.Exec(ctx, d.sql.stage)
+	if err != nil {
+		return fmt.Errorf("deduplicating staged rows: %w", err)
+	}
+	if err := d.archive(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.QueryRow(ctx, t.upsert).Scan(&c.Inserted, &c.Updated); err != nil {
+		return fmt.Errorf("upserting %s: %w", t.res.Table, err)
+	}
+	c.Unchanged = tag.RowsAffected() - c.Inserted - c.Updated
+	return nil
+}
+
+// quarantine resolves the quarantine records of the ids typed this time and
+// writes the list's quarantined resources.
+func (d *DimensionLoad) quarantine(ctx context.Context, tx pgx.Tx) error {
+	if d.rows > 0 {
+		if _, err := tx.Exec(ctx, d.sql.resolve, d.typ); err != nil {
+			return fmt.Errorf("resolving quarantine records: %w", err)
+		}
+	}
+	if d.bad > 0 {
+		if _, err := tx.Exec(ctx, d.sql.insert, nullID(d.runID)); err != nil {
+			return fmt.Errorf("writing quarantine records: %w", err)
+		}
+	}
+	return nil
 }
 
 // Close ends the load. Before a successful Finish it drops the staged pages

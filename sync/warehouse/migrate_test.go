@@ -275,34 +275,21 @@ func TestReaderRoleNotice(t *testing.T) {
 // warehouse does not hold.)
 func TestMigrationLeanUsersKeepsData(t *testing.T) {
 	t.Parallel()
-	pool := schematest.NewPool(t, 4)
-	name := schematest.NewSchemaName(t, pool)
+	pool, name, s := atVersion(t, 2,
+		`INSERT INTO {{schema}}.users (id, title, raw, content_hash) VALUES (1, 'now', '{}', '\x01'), (2, 'b', '{}', '\x02'), (3, 'c', '{}', '\x03')`,
+		`INSERT INTO {{schema}}.user_versions (user_id, content_hash, title, raw, valid_from, valid_to, run_id) VALUES
+			(1, '\x00', 'before', '{}', '2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z', 7),
+			(1, '\x01', 'now', '{}', '2026-02-01T00:00:00Z', NULL, 8),
+			(2, '\x02', 'b', '{}', '2026-03-01T00:00:00Z', NULL, NULL)`,
+		`INSERT INTO {{schema}}.user_relationships (user_id, relationship, related_type, related_id) VALUES
+			(1, 'mailboxes', 'mailbox', 11), (1, 'mailboxes', 'mailbox', 10), (1, 'mailboxes', 'prospect', 12),
+			(1, 'jobRole', 'jobRole', 4), (2, 'recipients', 'recipient', 7)`,
+		// Team rows a membership pass wrote for user 9, which users lacks.
+		`INSERT INTO {{schema}}.user_teams (user_id, team_id) VALUES (1, 5), (2, 5), (9, 5), (9, 6)`)
 	ctx := context.Background()
 	migrations, err := schema.Migrations(name)
 	if err != nil {
 		t.Fatal(err)
-	}
-	s := schema.QuoteIdentifier(name)
-	setup := []string{`CREATE SCHEMA ` + s, `CREATE TABLE ` + s + `.schema_migrations (
-		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
-	for _, m := range migrations[:2] {
-		setup = append(setup, m.SQL, fmt.Sprintf(`INSERT INTO %s.schema_migrations (version, name) VALUES (%d, '%s')`, s, m.Version, m.Name))
-	}
-	setup = append(setup,
-		`INSERT INTO `+s+`.users (id, title, raw, content_hash) VALUES (1, 'now', '{}', '\x01'), (2, 'b', '{}', '\x02'), (3, 'c', '{}', '\x03')`,
-		`INSERT INTO `+s+`.user_versions (user_id, content_hash, title, raw, valid_from, valid_to, run_id) VALUES
-			(1, '\x00', 'before', '{}', '2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z', 7),
-			(1, '\x01', 'now', '{}', '2026-02-01T00:00:00Z', NULL, 8),
-			(2, '\x02', 'b', '{}', '2026-03-01T00:00:00Z', NULL, NULL)`,
-		`INSERT INTO `+s+`.user_relationships (user_id, relationship, related_type, related_id) VALUES
-			(1, 'mailboxes', 'mailbox', 11), (1, 'mailboxes', 'mailbox', 10), (1, 'mailboxes', 'prospect', 12),
-			(1, 'jobRole', 'jobRole', 4), (2, 'recipients', 'recipient', 7)`,
-		// Team rows a membership pass wrote for user 9, which users lacks.
-		`INSERT INTO `+s+`.user_teams (user_id, team_id) VALUES (1, 5), (2, 5), (9, 5), (9, 6)`)
-	for _, q := range setup {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			t.Fatalf("setting up version 2: %v", err)
-		}
 	}
 	versions := `SELECT string_agg(concat_ws('/', version_id, user_id, encode(content_hash, 'hex'), title, valid_from, valid_to, run_id), ' ' ORDER BY version_id) FROM ` + s + `.user_versions WHERE user_id <> 3`
 	links := `SELECT string_agg(concat_ws('/', user_id, relationship, related_type, related_id), ' ' ORDER BY user_id, relationship, related_type, related_id) FROM ` + s + `.user_relationships`

@@ -59,6 +59,10 @@ func newTableSQL(schemaName string, res schema.Resource) tableSQL {
 	}
 	changed := "t.content_hash <> EXCLUDED.content_hash OR t.linkage_hash IS DISTINCT FROM EXCLUDED.linkage_hash"
 	if !t.hashed {
+		// A dimension row is written only when it changed or came back:
+		// either way a new version starts (the old one is archived first:
+		// see sql/history.sql).
+		set = append(set, "version_valid_from = now()")
 		// A dimension row changed when any column did: attributes, to-one
 		// ids or raw.
 		changed = fmt.Sprintf("(%s) IS DISTINCT FROM (%s)", prefixAll("t.", quoted[1:]), prefixAll("EXCLUDED.", quoted[1:]))
@@ -104,6 +108,7 @@ type userSQL struct {
 	archiveVersions    string // superseded versions of the staged users, into user_version_history
 	copyTeams          string // binary COPY of (user_id, team_id) into user_teams
 	deleteTeams        string
+	reopenTeams        string // $1 ids: memberships that users coming back had when marked deleted
 	insertTeams        string
 	resolveQuarantine  string
 	insertQuarantine   string
@@ -138,6 +143,7 @@ func newUserSQL(schemaName string, users tableSQL, lockTimeout string) (userSQL,
 	err = assignStatements("users", st, map[string]*string{
 		"beginPage": &q.beginPage, "usersEmpty": &q.usersEmpty, "archiveVersions": &q.archiveVersions,
 		"copyTeams": &q.copyTeams, "deleteTeams": &q.deleteTeams, "insertTeams": &q.insertTeams,
+		"reopenTeams":       &q.reopenTeams,
 		"resolveQuarantine": &q.resolveQuarantine, "insertQuarantine": &q.insertQuarantine, "checkpoint": &q.checkpoint,
 		"lockTeams": &q.lockTeams, "teamIndexDroppable": &q.teamIndexDroppable, "dropTeamIndex": &q.dropTeamIndex,
 		"teamIndexMissing": &q.teamIndexMissing, "createTeamIndex": &q.createTeamIndex, "analyze": &q.analyze,

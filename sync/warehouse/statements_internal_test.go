@@ -42,6 +42,7 @@ func TestStatementsGolden(t *testing.T) {
 		write(r.Table, t)
 		if r.Type != "user" {
 			write(r.Table+" list", s.dimensionSQL(t))
+			write(r.Table+" history", s.history[r.Type])
 		}
 	}
 	write("reconcile", s.reconcile)

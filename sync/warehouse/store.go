@@ -19,8 +19,9 @@ type Store struct {
 	sql       userSQL
 	reconcile reconcileSQL
 	runs      runSQL
+	history   map[string]historySQL // by dimension type
 	links     userLinks
-	// ddlLockTimeout bounds how long DeferTeamIndex waits for user_teams'
+	// ddlLockTimeout bounds how long deferTeamIndex waits for user_teams'
 	// exclusive lock.
 	ddlLockTimeout string
 }
@@ -42,6 +43,9 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 		return nil, err
 	}
 	if s.runs, err = newRunSQL(schemaName); err != nil {
+		return nil, err
+	}
+	if s.history, err = s.newHistorySQL(schemaName); err != nil {
 		return nil, err
 	}
 	s.links = newUserLinks(schema.User())

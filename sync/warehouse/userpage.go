@@ -89,6 +89,11 @@ func (p *userPage) write(ctx context.Context) error {
 			}
 			p.c.Versions += tag.RowsAffected()
 		}
+		if back := comingBack(c, stored); len(back) > 0 {
+			if _, err := p.tx.Exec(ctx, s.sql.reopenTeams, back); err != nil {
+				return fmt.Errorf("reopening memberships of users that came back: %w", err)
+			}
+		}
 		if _, err := p.tx.Exec(ctx, t.upsert); err != nil {
 			return fmt.Errorf("upserting changed users: %w", err)
 		}
@@ -118,6 +123,20 @@ func (p *userPage) commit(ctx context.Context, cp *Checkpoint) (Counts, Checkpoi
 		return Counts{}, Checkpoint{}, fmt.Errorf("loading %d users: %w", len(p.rows), err)
 	}
 	return c, next, nil
+}
+
+// comingBack returns the users marked deleted that the page brings back
+// without diffing their teams: their memberships as they were when marked
+// deleted open again (a page that sends their teams writes those instead).
+func comingBack(c pageClass, stored map[int64]storedUser) []int64 {
+	var ids []int64
+	for i := range c.changed {
+		r := &c.changed[i].row
+		if stored[r.ID].deleted && (!c.relinked[r.ID] || !r.TeamsSent) {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
 }
 
 // rollback abandons the page. It is a no-op after commit.

@@ -276,6 +276,9 @@ func TestReconcilePurgesLongDeleted(t *testing.T) {
 	if n := c.query(t, `SELECT count(*) FROM $schema.user_versions WHERE user_id = ANY($1)`, old); n != 0 {
 		t.Errorf("%d versions of purged users left", n)
 	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.user_team_versions WHERE user_id = ANY($1)`, old); n != 0 {
+		t.Errorf("%d membership versions of purged users left", n)
+	}
 	if n := c.query(t, `SELECT count(*) FROM $schema.users WHERE id = ANY($1) AND deleted_at IS NOT NULL`, recent); n != 2 {
 		t.Errorf("%d of the 2 users deleted 89 days ago kept", n)
 	}

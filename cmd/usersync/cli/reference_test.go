@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the generated parts of README.md")
+var update = flag.Bool("update", false, "rewrite the generated parts of README.md and the golden files in testdata/")
 
 const (
 	beginSettings = "<!-- settings:begin (generated from cmd/usersync/cli/settings.go; go test ./cmd/usersync/cli -run TestREADMESettings -update) -->\n"

@@ -13,17 +13,27 @@ import (
 func schemaCommand() command {
 	return command{
 		name:    "schema",
-		summary: "print the warehouse's tables and columns with their meanings, as text or Markdown",
+		summary: "print the warehouse's tables and columns with their meanings, as text, Markdown or a dbt sources.yml",
+		details: `--format dbt prints a dbt sources.yml for USERSYNC_SCHEMA: every table and view
+analysts read, with the catalog's meanings, unique and not_null tests on ids, relationships
+tests, and freshness on successful syncs (sync_runs.finished_at) that warns after two of
+USERSYNC_SYNC_SCHEDULE's longest intervals and errors after six.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			format := fs.String("format", "text", "text or markdown")
+			format := fs.String("format", "text", "text, markdown or dbt (a sources.yml)")
 			return func(_ context.Context, e *env, _ []string) error {
 				switch *format {
 				case "text":
 					printSchemaText(e.stdout, e.cfg.Schema)
 				case "markdown":
 					fmt.Fprint(e.stdout, SchemaMarkdown(e.cfg.Schema))
+				case "dbt":
+					out, err := dbtSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval)
+					if err != nil {
+						return err
+					}
+					fmt.Fprint(e.stdout, out)
 				default:
-					return usageError{fmt.Errorf("--format must be text or markdown, not %q", *format)}
+					return usageError{fmt.Errorf("--format must be text, markdown or dbt, not %q", *format)}
 				}
 				return nil
 			}

@@ -52,6 +52,9 @@ one with usersync auth login. Stops cleanly on SIGINT/SIGTERM.`,
 			fs.IntVar(&o.Churn.Update, "mutate-update", 5, "users updated per mutation")
 			fs.IntVar(&o.Churn.Create, "mutate-create", 1, "users created per mutation")
 			fs.IntVar(&o.Churn.DeleteEvery, "mutate-delete-every", 0, "delete a team, role or profile every N mutations")
+			fs.IntVar(&o.Churn.Memberships, "mutate-memberships", 0, "users moved into or out of a team per mutation")
+			fs.IntVar(&o.Churn.EditEvery, "mutate-edit-every", 0, "rename a team, role or profile (and re-parent a role) every N mutations")
+			fs.IntVar(&o.Churn.RestoreEvery, "mutate-restore-every", 0, "bring back a deleted team, role or profile every N mutations")
 			return func(ctx context.Context, e *env, _ []string) error {
 				if err := o.Validate(); err != nil {
 					return usageError{err}

@@ -74,8 +74,15 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, endpoint
 		back(url.Values{"error": {"access_denied"}, "error_description": {"The resource owner denied the request."}})
 		return
 	}
+	back(url.Values{"code": {s.issueCode(clientID, q.Get("redirect_uri"), challenge)}})
+}
+
+// issueCode drops the expired codes and returns a new one bound to the
+// client, its redirect URI and its PKCE challenge.
+func (s *Server) issueCode(clientID, redirectURI, challenge string) string {
 	a := &s.auth
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	now := s.nowMs()
 	for c, ac := range a.codes {
 		if ac.expires <= now {
@@ -83,10 +90,9 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, endpoint
 		}
 	}
 	code := a.newToken("sim-code-")
-	a.codes[code] = authCode{clientID: clientID, redirectURI: q.Get("redirect_uri"), challenge: challenge,
+	a.codes[code] = authCode{clientID: clientID, redirectURI: redirectURI, challenge: challenge,
 		expires: now + codeTTL.Milliseconds()}
-	a.mu.Unlock()
-	back(url.Values{"code": {code}})
+	return code
 }
 
 // redeemCode checks and consumes the code of an authorization_code grant;

@@ -1,7 +1,6 @@
 package apisim
 
 import (
-	"math/bits"
 	"strconv"
 
 	"github.com/usersync/usersync/schema"
@@ -10,70 +9,6 @@ import (
 // Every generated value is a pure function of (seed, id, version, attribute):
 // each attribute draws from its own splitmix64 stream, so rendering a sparse
 // fieldset, or adding an attribute, never shifts another attribute's value.
-
-const golden = 0x9E3779B97F4A7C15
-
-// Salts separate the streams drawn for different purposes.
-const (
-	saltUser uint64 = iota + 1
-	saltCreated
-	saltMembership
-	saltCorrupt
-	saltVisible
-	saltConnections
-	saltMutation
-	saltFaults
-	saltTokens
-	saltSmall = 100
-)
-
-func mix(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-	return z ^ (z >> 31)
-}
-
-// rng is a splitmix64 generator: tiny, fast and good enough for test data.
-type rng struct{ s uint64 }
-
-func (r *rng) next() uint64 {
-	r.s += golden
-	return mix(r.s)
-}
-
-// intn returns a number in [0, n); n must be positive. It multiplies
-// instead of dividing (Lemire's method): this is on the hot path.
-func (r *rng) intn(n int) int {
-	hi, _ := bits.Mul64(r.next(), uint64(n))
-	return int(hi)
-}
-
-// int63n returns a number in [0, n); n must be positive.
-func (r *rng) int63n(n int64) int64 {
-	hi, _ := bits.Mul64(r.next(), uint64(n))
-	return int64(hi)
-}
-
-func (r *rng) float() float64 { return float64(r.next()>>11) * 0x1p-53 }
-
-func (r *rng) chance(p float64) bool { return r.float() < p }
-
-// threshold converts a probability to a bound on a uint64 draw.
-func threshold(p float64) uint64 {
-	if p >= 1 {
-		return ^uint64(0)
-	}
-	return uint64(p * 0x1p64)
-}
-
-// seeded returns the stream for (seed, salt, parts...).
-func (s *Server) seeded(salt uint64, parts ...uint64) rng {
-	h := mix(uint64(s.opts.Seed) ^ salt*golden)
-	for _, p := range parts {
-		h = mix(h ^ (p + golden))
-	}
-	return rng{s: h}
-}
 
 // userCtx is what generating one user needs: its id, a copy of its state
 // and its base hash.
@@ -447,70 +382,6 @@ func appendUUID(dst []byte, a, b uint64) []byte {
 			dst = append(dst, '-')
 		}
 		dst = append(dst, hexDigits[c>>4], hexDigits[c&0xF])
-	}
-	return dst
-}
-
-// corruption returns which member of u is sent with a wrong type under the
-// WrongTypeRate knob, or corruptNone.
-func (s *Server) corruption(id uint32, rate float64) corruptKind {
-	if rate <= 0 {
-		return corruptNone
-	}
-	r := s.seeded(saltCorrupt, uint64(id))
-	if !r.chance(rate) {
-		return corruptNone
-	}
-	return corruptKind(1 + r.intn(int(corruptRoleID)))
-}
-
-// corruptKind names a wrong-typed member.
-type corruptKind int
-
-const (
-	corruptNone corruptKind = iota
-	corruptLocked
-	corruptViewID
-	corruptCustom
-	corruptDuties
-	corruptSignIn
-	corruptRoleID
-)
-
-// member is the name reported in Resource.WrongType.
-func (k corruptKind) member() string {
-	return [...]string{"", "locked", "accountsViewId", "custom1", "duties", "currentSignInAt", "relationships.role"}[k]
-}
-
-// corruptAttr returns the attribute index corrupted by k, or -1.
-func (s *Server) corruptAttr(k corruptKind) int {
-	switch k {
-	case corruptLocked:
-		return s.ix.locked
-	case corruptViewID:
-		return s.ix.accountsView
-	case corruptCustom:
-		return s.ix.custom1
-	case corruptDuties:
-		return s.ix.duties
-	case corruptSignIn:
-		return s.ix.current
-	}
-	return -1
-}
-
-func appendCorrupt(dst []byte, k corruptKind) []byte {
-	switch k {
-	case corruptLocked:
-		return append(dst, `"yes"`...)
-	case corruptViewID:
-		return append(dst, `"12"`...)
-	case corruptCustom:
-		return append(dst, `12345`...)
-	case corruptDuties:
-		return append(dst, `"SDR"`...)
-	case corruptSignIn:
-		return append(dst, `"last tuesday"`...)
 	}
 	return dst
 }

@@ -109,13 +109,19 @@ type Knobs struct {
 }
 
 // Churn mutates the dataset every Every API requests, before serving that
-// request: it updates Update users, creates Create users and, every
-// DeleteEvery rounds, deletes one team, role or profile in turn.
+// request: it updates Update users, creates Create users, moves Memberships
+// users into or out of a team, and, every DeleteEvery rounds, deletes one
+// team, role or profile in turn; every EditEvery rounds it renames one in
+// turn (a role also gets another parent), and every RestoreEvery rounds it
+// brings a deleted one back (see history.go).
 type Churn struct {
-	Every       int
-	Update      int
-	Create      int
-	DeleteEvery int
+	Every        int
+	Update       int
+	Create       int
+	DeleteEvery  int
+	Memberships  int
+	EditEvery    int
+	RestoreEvery int
 }
 
 // Validate reports the first invalid knob, naming it.

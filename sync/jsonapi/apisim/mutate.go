@@ -202,8 +202,10 @@ func (s *Server) churn(c Churn) {
 	if c.DeleteEvery > 0 && s.churnRounds%c.DeleteEvery == 0 {
 		deleted = s.deleteOneLocked(resKind(1 + (s.churnRounds/c.DeleteEvery-1)%3))
 	}
+	moved, edited, restored := s.churnHistoryLocked(c, now)
 	s.stats.churned()
-	s.log.Debug("apisim churn", "round", s.churnRounds, "updated", len(updated), "created", len(created), "deleted", deleted)
+	s.log.Debug("apisim churn", "round", s.churnRounds, "updated", len(updated), "created", len(created), "deleted", deleted,
+		"moved", moved, "edited", edited, "restored", restored)
 }
 
 // deleteOneLocked deletes a random live team, role or profile, keeping at

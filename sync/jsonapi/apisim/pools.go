@@ -52,9 +52,19 @@ type pools struct {
 	maxCustomLen, maxVoicemailLen   int // rune counts, from the schema
 }
 
-// newPools builds the value lists. It is long because it is data.
+// newPools builds the value lists.
 func newPools(maxCustomLen, maxVoicemailLen int) *pools {
 	p := &pools{maxCustomLen: maxCustomLen, maxVoicemailLen: maxVoicemailLen}
+	p.addPersonNames()
+	p.addFreeTexts()
+	p.addVocabularies()
+	p.addMaxLengthTexts()
+	return p
+}
+
+// addPersonNames fills the first and last names, with the slugs that feed
+// emails and usernames.
+func (p *pools) addPersonNames() {
 	p.firstNames = names(
 		"James|james", "Mary|mary", "Robert|robert", "Patricia|patricia", "John|john", "Jennifer|jennifer",
 		"Michael|michael", "Linda|linda", "David|david", "Elizabeth|elizabeth", "William|william",
@@ -74,6 +84,11 @@ func newPools(maxCustomLen, maxVoicemailLen int) *pools {
 		"Lee & Sons|leesons", "<i>Italic</i>|italic", "Schäfer|schafer", "Patel|patel",
 		"Gonçalves|goncalves", "Al-Farsi|alfarsi", "Ó Súilleabháin|osuilleabhain",
 	)
+}
+
+// addFreeTexts fills the user-written texts: titles, roles, custom fields
+// and voicemail greetings, with markup, quotes, newlines and emoji.
+func (p *pools) addFreeTexts() {
 	p.titles = texts(
 		"Account Executive", "Senior Account Executive", "Sales Development Representative",
 		"VP, Sales & Marketing", "Directeur général", "Vertriebsleiter", "销售经理",
@@ -95,6 +110,11 @@ func newPools(maxCustomLen, maxVoicemailLen int) *pools {
 		"您好，请留言。",
 		"Out of office 🌴 until Monday\r\nBack soon",
 	)
+}
+
+// addVocabularies fills the lists of codes and names the API's enumerations
+// and related resources draw from.
+func (p *pools) addVocabularies() {
 	p.timezones = texts(
 		"America/New_York", "America/Chicago", "America/Denver", "America/Los_Angeles",
 		"America/Sao_Paulo", "Europe/London", "Europe/Paris", "Europe/Berlin", "Europe/Kyiv",
@@ -123,13 +143,16 @@ func newPools(maxCustomLen, maxVoicemailLen int) *pools {
 	p.phoneTypes = texts("bridge", "voip")
 	p.providers = []string{"salesforce", "hubspot", "dynamics", "google", "microsoft", "zoom", "linkedin"}
 	p.profileNames = []string{"Admin", "Default", "Sales Rep", "Manager", "Read-only", "Intégrateur", "Support « Tier 2 »"}
+}
 
+// addMaxLengthTexts fills the strings that are exactly as long as the schema
+// allows, one per starting fragment.
+func (p *pools) addMaxLengthTexts() {
 	fragments := []string{"Lorem ipsum dolor sit amet ", "é à ü ß ", "李王张 ", "🚀✨ ", `"quoted" `, "<b>&amp;</b> ", "line\n"}
 	for i := range fragments {
-		p.maxCustoms = append(p.maxCustoms, newText(exactRunes(fragments[i:], maxCustomLen)))
-		p.maxVoicemails = append(p.maxVoicemails, newText(exactRunes(fragments[i:], maxVoicemailLen)))
+		p.maxCustoms = append(p.maxCustoms, newText(exactRunes(fragments[i:], p.maxCustomLen)))
+		p.maxVoicemails = append(p.maxVoicemails, newText(exactRunes(fragments[i:], p.maxVoicemailLen)))
 	}
-	return p
 }
 
 // exactRunes repeats the fragments until the result holds exactly n runes

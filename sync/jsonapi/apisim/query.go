@@ -157,15 +157,7 @@ func (s *Server) parseQuery(t *typeDef, values url.Values, k *Knobs, collection 
 		case name == "include":
 			err = q.parseInclude(v)
 		case name == "provideDataConnections", name == "provideAuthorizationMeta":
-			on, ok := parseFlag(v)
-			if !ok {
-				err = badParam(name, "parameter.invalid", name+" must be true or false")
-			}
-			if name == "provideDataConnections" {
-				q.dataConn = on && t.kind == kindUser
-			} else {
-				q.authMeta = on
-			}
+			err = q.parseMetaFlag(name, v)
 		case !collection:
 		case base == "filter" && len(segs) >= 1:
 			err = q.parseFilter(name, segs, v, newSyntax)
@@ -174,14 +166,7 @@ func (s *Server) parseQuery(t *typeDef, values url.Values, k *Knobs, collection 
 		case base == "page":
 			err = q.parsePage(name, segs, v, k)
 		case name == "count":
-			switch v {
-			case "true":
-				q.count = countTrue
-			case "false":
-				q.count = countFalse
-			default:
-				err = badParam(name, "countParameter.invalid", "count must be true or false")
-			}
+			err = q.parseCount(v)
 		case name == "newFilterSyntax":
 			if _, ok := parseFlag(v); !ok {
 				err = badParam(name, "parameter.invalid", "newFilterSyntax must be true or false")
@@ -202,6 +187,33 @@ func (s *Server) parseQuery(t *typeDef, values url.Values, k *Knobs, collection 
 			"page[after] was issued for sort="+q.after.SP+", not sort="+q.sortParam)
 	}
 	return q, nil
+}
+
+// parseMetaFlag sets the flag asking for meta the API only sends on demand;
+// data connections exist on users only.
+func (q *query) parseMetaFlag(name, v string) *apiError {
+	on, ok := parseFlag(v)
+	if !ok {
+		return badParam(name, "parameter.invalid", name+" must be true or false")
+	}
+	if name == "provideDataConnections" {
+		q.dataConn = on && q.t.kind == kindUser
+	} else {
+		q.authMeta = on
+	}
+	return nil
+}
+
+func (q *query) parseCount(v string) *apiError {
+	switch v {
+	case "true":
+		q.count = countTrue
+	case "false":
+		q.count = countFalse
+	default:
+		return badParam("count", "countParameter.invalid", "count must be true or false")
+	}
+	return nil
 }
 
 func parseFlag(v string) (on, ok bool) {

@@ -4,32 +4,18 @@ package apisim
 // state (and hide deleted targets); the others are drawn from
 // (seed, id, version) like attributes.
 
-// userRelGen returns the generator of the user relationship name. One switch
-// holds every relationship's rule, like customizeAttr for attributes.
+// userRelGen returns the generator of the user relationship name: the rule
+// of a stored relationship, else the rule of a drawn one.
 func (s *Server) userRelGen(name string) func(dst []uint32, u *userCtx) []uint32 {
-	draw := func(salt uint64, u *userCtx, period uint32) rng {
-		v := uint64(0)
-		if period > 0 {
-			v = uint64(u.st.version / period)
-		}
-		return rng{s: mix(u.base ^ salt*0xC2B2AE3D27D4EB4F ^ v)}
+	if g := s.storedRelGen(name); g != nil {
+		return g
 	}
-	// some draws 0..n ids in [base, base+span).
-	some := func(salt uint64, pEmpty float64, n int, base, span uint32, period uint32) func([]uint32, *userCtx) []uint32 {
-		return func(dst []uint32, u *userCtx) []uint32 {
-			r := draw(salt, u, period)
-			if r.chance(pEmpty) {
-				return dst
-			}
-			for i, k := 0, 1+r.intn(n); i < k; i++ {
-				id := base + uint32(r.intn(int(span)))
-				if !containsID(dst, id) {
-					dst = append(dst, id)
-				}
-			}
-			return dst
-		}
-	}
+	return s.drawnRelGen(name)
+}
+
+// storedRelGen returns the generator of a relationship kept in the user's
+// state, or nil for the others.
+func (s *Server) storedRelGen(name string) func(dst []uint32, u *userCtx) []uint32 {
 	switch name {
 	case "role":
 		return func(dst []uint32, u *userCtx) []uint32 {
@@ -51,9 +37,18 @@ func (s *Server) userRelGen(name string) func(dst []uint32, u *userCtx) []uint32
 		return func(dst []uint32, u *userCtx) []uint32 { return s.liveTeams(dst, u, 1) }
 	case "roleAssignedTeams":
 		return func(dst []uint32, u *userCtx) []uint32 { return s.liveTeams(dst, u, 2) }
+	}
+	return nil
+}
+
+// drawnRelGen returns the generator of a relationship drawn from (seed, id,
+// version); one switch holds every such rule, like customizeAttr for
+// attributes.
+func (s *Server) drawnRelGen(name string) func(dst []uint32, u *userCtx) []uint32 {
+	switch name {
 	case "creator":
 		return func(dst []uint32, u *userCtx) []uint32 {
-			r := draw(11, u, 0)
+			r := relDraw(11, u, 0)
 			if u.id > 1 && !r.chance(0.1) {
 				dst = append(dst, 1+uint32(r.intn(int(u.id-1))))
 			}
@@ -61,7 +56,7 @@ func (s *Server) userRelGen(name string) func(dst []uint32, u *userCtx) []uint32
 		}
 	case "updater":
 		return func(dst []uint32, u *userCtx) []uint32 {
-			r := draw(12, u, 1)
+			r := relDraw(12, u, 1)
 			if !r.chance(0.15) {
 				dst = append(dst, 1+uint32(r.intn(max(1, s.opts.Users))))
 			}
@@ -75,31 +70,62 @@ func (s *Server) userRelGen(name string) func(dst []uint32, u *userCtx) []uint32
 			return dst
 		}
 	case "mailboxes":
-		return func(dst []uint32, u *userCtx) []uint32 {
-			r := draw(13, u, 3)
-			switch {
-			case !s.noMailbox(u):
-				dst = append(dst, 10_000_000+u.id)
-				if r.chance(0.2) {
-					dst = append(dst, 20_000_000+u.id)
-				}
-			case r.chance(0.5):
-				dst = append(dst, 30_000_000+u.id)
-			}
-			return dst
-		}
+		return s.mailboxes
 	case "contentCategories":
-		return some(14, 0.2, 3, 1, 60, 3)
+		return someRelIDs(14, 0.2, 3, 1, 60, 3)
 	case "contentCategoryOwnerships":
-		return some(15, 0.6, 2, 1, 500, 4)
+		return someRelIDs(15, 0.6, 2, 1, 500, 4)
 	case "recipients":
-		return some(16, 0.8, 2, 1, 100_000, 2)
+		return someRelIDs(16, 0.8, 2, 1, 100_000, 2)
 	case "outboundVoicemails":
-		return some(17, 0.7, 2, 1, 50_000, 5)
+		return someRelIDs(17, 0.7, 2, 1, 50_000, 5)
 	case "voicemailPrompts":
-		return some(18, 0.75, 3, 1, 20_000, 5)
+		return someRelIDs(18, 0.75, 3, 1, 20_000, 5)
 	}
 	return func(dst []uint32, _ *userCtx) []uint32 { return dst } // a relationship added to the catalog later
+}
+
+// relDraw returns the random stream of one relationship of a user; it
+// changes every period versions, or never when period is 0.
+func relDraw(salt uint64, u *userCtx, period uint32) rng {
+	v := uint64(0)
+	if period > 0 {
+		v = uint64(u.st.version / period)
+	}
+	return rng{s: mix(u.base ^ salt*0xC2B2AE3D27D4EB4F ^ v)}
+}
+
+// someRelIDs returns a generator that draws 0..n ids in [base, base+span).
+func someRelIDs(salt uint64, pEmpty float64, n int, base, span uint32, period uint32) func([]uint32, *userCtx) []uint32 {
+	return func(dst []uint32, u *userCtx) []uint32 {
+		r := relDraw(salt, u, period)
+		if r.chance(pEmpty) {
+			return dst
+		}
+		for i, k := 0, 1+r.intn(n); i < k; i++ {
+			id := base + uint32(r.intn(int(span)))
+			if !containsID(dst, id) {
+				dst = append(dst, id)
+			}
+		}
+		return dst
+	}
+}
+
+// mailboxes appends the user's mailboxes: its own, sometimes with a second,
+// or, for a user without its own, sometimes another.
+func (s *Server) mailboxes(dst []uint32, u *userCtx) []uint32 {
+	r := relDraw(13, u, 3)
+	switch {
+	case !s.noMailbox(u):
+		dst = append(dst, 10_000_000+u.id)
+		if r.chance(0.2) {
+			dst = append(dst, 20_000_000+u.id)
+		}
+	case r.chance(0.5):
+		dst = append(dst, 30_000_000+u.id)
+	}
+	return dst
 }
 
 func (s *Server) noMailbox(u *userCtx) bool {

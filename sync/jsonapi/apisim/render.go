@@ -103,18 +103,27 @@ func (rc *renderCtx) appendTail(dst []byte, t *typeDef, id uint32, u *userCtx) [
 }
 
 // appendUser appends one user resource object. It is the hot path of every
-// benchmark, written as one function with its scratch in rc so that nothing
-// allocates per user; hence its length.
+// benchmark: its scratch lives in rc so that nothing allocates per user.
 func (rc *renderCtx) appendUser(dst []byte, id uint32, st *userState) []byte {
 	s := rc.s
 	t := s.types[kindUser]
-	u, r := &rc.u, &rc.r
-	*u = s.userCtx(id, st)
+	rc.u = s.userCtx(id, st)
 	sel := rc.fields(kindUser)
 	corrupt := s.corruption(id, rc.k.WrongTypeRate)
-	corruptIdx := s.corruptAttr(corrupt)
 
 	dst = rc.appendHead(dst, t, id)
+	dst = rc.appendUserAttrs(dst, sel, corrupt)
+	dst = rc.appendUserRels(dst, id, sel, corrupt)
+	return rc.appendTail(dst, t, id, &rc.u)
+}
+
+// appendUserAttrs appends the attributes object of the user in rc.u: the
+// selected attributes, drifted ones only with SchemaDrift, one of them
+// corrupted when corrupt says so.
+func (rc *renderCtx) appendUserAttrs(dst []byte, sel fieldSel, corrupt corruptKind) []byte {
+	s := rc.s
+	u, r := &rc.u, &rc.r
+	corruptIdx := s.corruptAttr(corrupt)
 	dst = append(dst, `,"attributes":{`...)
 	drift := rc.k.SchemaDrift
 	skip := 1 // the first attribute's key goes without its leading comma
@@ -148,8 +157,13 @@ func (rc *renderCtx) appendUser(dst []byte, id uint32, st *userState) []byte {
 		dst = a.gen(dst, u, r)
 		skip = 0
 	}
-	dst = append(dst, '}')
+	return append(dst, '}')
+}
 
+// appendUserRels appends the relationships object of the user in rc.u, if
+// any relationship is selected, and collects what it includes.
+func (rc *renderCtx) appendUserRels(dst []byte, id uint32, sel fieldSel, corrupt corruptKind) []byte {
+	t := rc.s.types[kindUser]
 	first := true
 	for i := range t.rels {
 		rd := &t.rels[i]
@@ -161,7 +175,7 @@ func (rc *renderCtx) appendUser(dst []byte, id uint32, st *userState) []byte {
 			dst = append(dst, `"relationships":{`...)
 			first = false
 		}
-		ids := rd.gen(rc.ids[:0], u)
+		ids := rd.gen(rc.ids[:0], &rc.u)
 		if rc.included != nil && rc.isIncluded(kindUser, rd) {
 			for _, x := range ids {
 				rc.included.add(rd.target, x)
@@ -187,7 +201,7 @@ func (rc *renderCtx) appendUser(dst []byte, id uint32, st *userState) []byte {
 	if !first {
 		dst = append(dst, '}')
 	}
-	return rc.appendTail(dst, t, id, u)
+	return dst
 }
 
 // appendRelData appends "name":{"data":...} for the related ids.

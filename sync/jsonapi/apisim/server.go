@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -361,54 +360,6 @@ func (s *Server) serveCollection(r *http.Request, t *typeDef, k *Knobs, dst []by
 	return append(dst, "}}"...), len(ids), nil
 }
 
-// write sends a response body; truncate cuts it in half under the same
-// headers, so the client meets an unexpected EOF.
-func (s *Server) write(w http.ResponseWriter, endpoint string, hdr http.Header, status int, ctype string, body []byte, truncate bool) {
-	h := w.Header()
-	for name, v := range hdr {
-		h[name] = v
-	}
-	h.Set("Content-Type", ctype)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	if truncate {
-		body = body[:len(body)/2]
-	}
-	// A failed write means the client went away: there is no one to tell.
-	// The body is JSON (or a fixed HTML page) whose strings are escaped.
-	n, _ := w.Write(body) //nolint:gosec // G705: not HTML built from input
-
-	s.stats.record(endpoint, status, int64(n), truncate)
-}
-
-// writeError sends a JSON:API error document.
-func (s *Server) writeError(w http.ResponseWriter, endpoint string, hdr http.Header, e *apiError) {
-	s.write(w, endpoint, hdr, e.status, "application/vnd.api+json", appendErrorDoc(nil, e), false)
-}
-
-// appendErrorDoc appends {"errors":[{id,title,detail,source}]}. The 415
-// error says "details", as the real service's documentation shows.
-func appendErrorDoc(dst []byte, e *apiError) []byte {
-	dst = append(dst, `{"errors":[{"id":`...)
-	dst = appendString(dst, e.id)
-	dst = append(dst, `,"title":`...)
-	dst = appendString(dst, e.title)
-	if e.detail != "" {
-		if e.status == 415 {
-			dst = append(dst, `,"details":`...)
-		} else {
-			dst = append(dst, `,"detail":`...)
-		}
-		dst = appendString(dst, e.detail)
-	}
-	if e.param != "" {
-		dst = append(dst, `,"source":{"parameter":`...)
-		dst = appendString(dst, e.param)
-		dst = append(dst, '}')
-	}
-	return append(dst, "}]}"...)
-}
-
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
@@ -420,53 +371,5 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("waiting %v: %w", d, ctx.Err())
-	}
-}
-
-// appendPrimaries appends the comma-separated resources of a page. Large
-// pages are rendered in parallel chunks, each into its own buffer (the
-// caller holds the read lock for all of them), so one client walking
-// 1000-user pages keeps every core busy: serving must not be the
-// bottleneck of a benchmark.
-func (s *Server) appendPrimaries(dst []byte, rc *renderCtx, kind resKind, ids []uint32) []byte {
-	const chunk = 200
-	parts := min(runtime.GOMAXPROCS(0), len(ids)/chunk, 8)
-	if parts < 2 || rc.included != nil {
-		return rc.appendList(dst, kind, ids, false)
-	}
-	per := (len(ids) + parts - 1) / parts
-	bufs := make([]*[]byte, parts)
-	var wg sync.WaitGroup
-	for p := 1; p < parts; p++ {
-		wg.Go(func() {
-			sub := &renderCtx{s: rc.s, k: rc.k, q: rc.q, base: rc.base, canonical: rc.canonical}
-			b := s.getBuf()
-			*b = sub.appendList((*b)[:0], kind, ids[p*per:min((p+1)*per, len(ids))], true)
-			bufs[p] = b
-		})
-	}
-	dst = rc.appendList(dst, kind, ids[:per], false)
-	wg.Wait()
-	for _, b := range bufs[1:] {
-		dst = append(dst, *b...)
-		s.putBuf(b)
-	}
-	return dst
-}
-
-const maxPooledBuf = 8 << 20
-
-func (s *Server) getBuf() *[]byte {
-	if bp, ok := s.bufs.Get().(*[]byte); ok {
-		return bp
-	}
-	b := make([]byte, 0, 64<<10)
-	return &b
-}
-
-func (s *Server) putBuf(bp *[]byte) {
-	if cap(*bp) <= maxPooledBuf {
-		*bp = (*bp)[:0]
-		s.bufs.Put(bp)
 	}
 }

@@ -42,11 +42,12 @@ INSERT INTO {{schema}}.erasures (user_id, found, versions_deleted, quarantine_de
 VALUES ($1, $2, $3, $4, $5)
 
 -- name: purgeDeleted
--- Users marked deleted before $1, with their history, memberships and
--- quarantine records; returns (users, versions) removed.
+-- Users marked deleted before $1, with their history, memberships (and
+-- their history) and quarantine records; returns (users, versions) removed.
 WITH gone AS (DELETE FROM {{schema}}.users WHERE deleted_at < $1 RETURNING id),
 history AS (DELETE FROM {{schema}}.user_version_history WHERE user_id IN (SELECT id FROM gone) RETURNING 1),
 teams AS (DELETE FROM {{schema}}.user_teams WHERE user_id IN (SELECT id FROM gone)),
+team_history AS (DELETE FROM {{schema}}.user_team_history WHERE user_id IN (SELECT id FROM gone)),
 quarantined AS (DELETE FROM {{schema}}.quarantine WHERE resource_type = 'user' AND resource_id IN (SELECT id::text FROM gone))
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM history)
 

@@ -24,9 +24,19 @@ SELECT (SELECT count(DISTINCT id) FROM {{scan}}),
 	(SELECT count(*) FROM {{users}} u WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM {{scan}} s WHERE s.id = u.id))
 
 -- name: undelete
+-- A user that comes back gets back the memberships its deletion ended
+-- (closed at its deleted_at, which o still holds), but for teams marked
+-- deleted meanwhile.
 WITH back AS (
-	UPDATE {{users}} u SET deleted_at = NULL
-	WHERE u.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM {{scan}} s WHERE s.id = u.id) RETURNING 1
+	UPDATE {{users}} u SET deleted_at = NULL FROM {{users}} o
+	WHERE o.id = u.id AND u.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM {{scan}} s WHERE s.id = u.id)
+	RETURNING u.id, o.deleted_at AS was
+), reopened AS (
+	INSERT INTO {{schema}}.user_teams (user_id, team_id)
+	SELECT h.user_id, h.team_id FROM back
+	JOIN {{schema}}.user_team_history h ON h.user_id = back.id AND h.valid_to = back.was AND h.ended_by = 'user_deleted'
+	WHERE NOT EXISTS (SELECT FROM {{schema}}.teams t WHERE t.id = h.team_id AND t.deleted_at IS NOT NULL)
+	ON CONFLICT DO NOTHING
 ), counted AS (
 	UPDATE {{schema}}.sync_runs SET undeleted = undeleted + (SELECT count(*) FROM back) WHERE run_id = $1
 )
@@ -92,9 +102,17 @@ SELECT id FROM {{fetch}} WHERE id > $1 ORDER BY id LIMIT $2
 SELECT reason, count(*) FROM {{fetch}} GROUP BY reason
 
 -- name: markDeleted
+-- A deleted user's memberships end at its deleted_at (undelete and
+-- reopenTeams find them by it).
 WITH gone AS (
 	UPDATE {{users}} u SET deleted_at = now()
-	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM {{scan}} s WHERE s.id = u.id) RETURNING 1
+	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM {{scan}} s WHERE s.id = u.id) RETURNING u.id
+), closed AS (
+	DELETE FROM {{schema}}.user_teams ut WHERE ut.user_id IN (SELECT id FROM gone)
+	RETURNING ut.user_id, ut.team_id, ut.valid_from
+), ended AS (
+	INSERT INTO {{schema}}.user_team_history (user_id, team_id, valid_from, valid_to, ended_by)
+	SELECT user_id, team_id, valid_from, now(), 'user_deleted' FROM closed
 ), counted AS (
 	UPDATE {{schema}}.sync_runs SET deleted = deleted + (SELECT count(*) FROM gone) WHERE run_id = $1
 )

@@ -78,11 +78,17 @@ ORDER BY 1, 2
 
 -- name: replaceTeamMembers
 -- Users whose membership changes here lose their linkage hash, so the next
--- page that carries their teams diffs them again.
+-- page that carries their teams diffs them again. Users marked deleted get
+-- no membership (theirs ended with the deletion, and comes back with them);
+-- memberships that end move to the history.
 WITH known AS (
-	SELECT u.id FROM {{schema}}.users u WHERE u.id = ANY($2::bigint[])
+	SELECT u.id FROM {{schema}}.users u WHERE u.id = ANY($2::bigint[]) AND u.deleted_at IS NULL
 ), gone AS (
-	DELETE FROM {{schema}}.user_teams WHERE team_id = $1 AND NOT (user_id = ANY($2::bigint[])) RETURNING user_id
+	DELETE FROM {{schema}}.user_teams WHERE team_id = $1 AND NOT (user_id = ANY($2::bigint[]))
+	RETURNING user_id, team_id, valid_from
+), ended AS (
+	INSERT INTO {{schema}}.user_team_history (user_id, team_id, valid_from, valid_to, ended_by)
+	SELECT user_id, team_id, valid_from, now(), 'removed' FROM gone
 ), added AS (
 	INSERT INTO {{schema}}.user_teams (user_id, team_id) SELECT id, $1 FROM known
 	ON CONFLICT DO NOTHING RETURNING user_id

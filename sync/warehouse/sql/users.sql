@@ -26,13 +26,32 @@ COPY {{schema}}.user_teams ("user_id", "team_id") FROM STDIN (FORMAT binary)
 -- name: deleteTeams
 -- The diff deletes use NOT IN over a subquery, which PostgreSQL runs as a
 -- hashed subplan; a correlated NOT EXISTS over unnest() was planned as a
--- nested loop and grew with the square of the page.
-DELETE FROM {{schema}}.user_teams ut WHERE ut.user_id = ANY($1::bigint[])
-AND (ut.user_id, ut.team_id) NOT IN (SELECT u, t FROM unnest($2::bigint[], $3::bigint[]) AS n(u, t))
+-- nested loop and grew with the square of the page. A membership that ends
+-- moves to the history in the same statement.
+WITH gone AS (
+	DELETE FROM {{schema}}.user_teams ut WHERE ut.user_id = ANY($1::bigint[])
+	AND (ut.user_id, ut.team_id) NOT IN (SELECT u, t FROM unnest($2::bigint[], $3::bigint[]) AS n(u, t))
+	RETURNING ut.user_id, ut.team_id, ut.valid_from
+)
+INSERT INTO {{schema}}.user_team_history (user_id, team_id, valid_from, valid_to, ended_by)
+SELECT user_id, team_id, valid_from, now(), 'removed' FROM gone
 
 -- name: insertTeams
 INSERT INTO {{schema}}.user_teams (user_id, team_id)
 SELECT u, t FROM unnest($1::bigint[], $2::bigint[]) AS n(u, t) ON CONFLICT DO NOTHING
+
+-- name: reopenTeams
+-- Users marked deleted that the page brings back, and whose teams it does
+-- not diff, get back the memberships their deletion ended (closed at their
+-- deleted_at), which their unchanged linkage still describes; memberships
+-- of teams marked deleted meanwhile stay ended. Run before the upsert
+-- clears deleted_at.
+INSERT INTO {{schema}}.user_teams (user_id, team_id)
+SELECT h.user_id, h.team_id FROM {{schema}}.users u
+JOIN {{schema}}.user_team_history h ON h.user_id = u.id AND h.valid_to = u.deleted_at AND h.ended_by = 'user_deleted'
+WHERE u.id = ANY($1::bigint[]) AND u.deleted_at IS NOT NULL
+AND NOT EXISTS (SELECT FROM {{schema}}.teams t WHERE t.id = h.team_id AND t.deleted_at IS NOT NULL)
+ON CONFLICT DO NOTHING
 
 -- name: resolveQuarantine
 UPDATE {{schema}}.quarantine SET resolved_at = now()
@@ -65,4 +84,5 @@ CREATE INDEX IF NOT EXISTS user_teams_team_id ON {{schema}}.user_teams (team_id)
 -- name: analyze
 -- For users, only the columns the views join and filter on are analyzed.
 ANALYZE {{schema}}.users (id, role_id, profile_id, updated_at, deleted_at), {{schema}}.user_teams, {{schema}}.teams,
-{{schema}}.roles, {{schema}}.profiles, {{schema}}.user_version_history (user_id, valid_from)
+{{schema}}.roles, {{schema}}.profiles, {{schema}}.user_version_history (user_id, valid_from),
+{{schema}}.user_team_history, {{schema}}.team_history, {{schema}}.role_history, {{schema}}.profile_history

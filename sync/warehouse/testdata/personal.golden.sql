@@ -34,6 +34,7 @@ VALUES ($1, $2, $3, $4, $5);
 WITH gone AS (DELETE FROM "usersync".users WHERE deleted_at < $1 RETURNING id),
 history AS (DELETE FROM "usersync".user_version_history WHERE user_id IN (SELECT id FROM gone) RETURNING 1),
 teams AS (DELETE FROM "usersync".user_teams WHERE user_id IN (SELECT id FROM gone)),
+team_history AS (DELETE FROM "usersync".user_team_history WHERE user_id IN (SELECT id FROM gone)),
 quarantined AS (DELETE FROM "usersync".quarantine WHERE resource_type = 'user' AND resource_id IN (SELECT id::text FROM gone))
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM history);
 

@@ -17,8 +17,21 @@ FROM "usersync".users u JOIN "usersync_stage_usersync_users" st ON st.id = u.id 
 COPY "usersync".user_teams ("user_id", "team_id") FROM STDIN (FORMAT binary);
 
 -- users.deleteTeams
-DELETE FROM "usersync".user_teams ut WHERE ut.user_id = ANY($1::bigint[])
-AND (ut.user_id, ut.team_id) NOT IN (SELECT u, t FROM unnest($2::bigint[], $3::bigint[]) AS n(u, t));
+WITH gone AS (
+	DELETE FROM "usersync".user_teams ut WHERE ut.user_id = ANY($1::bigint[])
+	AND (ut.user_id, ut.team_id) NOT IN (SELECT u, t FROM unnest($2::bigint[], $3::bigint[]) AS n(u, t))
+	RETURNING ut.user_id, ut.team_id, ut.valid_from
+)
+INSERT INTO "usersync".user_team_history (user_id, team_id, valid_from, valid_to, ended_by)
+SELECT user_id, team_id, valid_from, now(), 'removed' FROM gone;
+
+-- users.reopenTeams
+INSERT INTO "usersync".user_teams (user_id, team_id)
+SELECT h.user_id, h.team_id FROM "usersync".users u
+JOIN "usersync".user_team_history h ON h.user_id = u.id AND h.valid_to = u.deleted_at AND h.ended_by = 'user_deleted'
+WHERE u.id = ANY($1::bigint[]) AND u.deleted_at IS NOT NULL
+AND NOT EXISTS (SELECT FROM "usersync".teams t WHERE t.id = h.team_id AND t.deleted_at IS NOT NULL)
+ON CONFLICT DO NOTHING;
 
 -- users.insertTeams
 INSERT INTO "usersync".user_teams (user_id, team_id)
@@ -54,7 +67,8 @@ CREATE INDEX IF NOT EXISTS user_teams_team_id ON "usersync".user_teams (team_id)
 
 -- users.analyze
 ANALYZE "usersync".users (id, role_id, profile_id, updated_at, deleted_at), "usersync".user_teams, "usersync".teams,
-"usersync".roles, "usersync".profiles, "usersync".user_version_history (user_id, valid_from);
+"usersync".roles, "usersync".profiles, "usersync".user_version_history (user_id, valid_from),
+"usersync".user_team_history, "usersync".team_history, "usersync".role_history, "usersync".profile_history;
 
 -- users.copyTable
 COPY "usersync"."users" ("id", "accounts_view_id", "calls_view_id", "coach_recordings_view_id", "opportunities_view_id", "prospects_view_id", "reports_team_perf_view_id", "reports_view_id", "tasks_view_id", "teams_view_id", "users_view_id", "default_ruleset_id", "activity_notifications_disabled", "bounce_warning_email_enabled", "daily_digest_email_enabled", "weekly_digest_email_enabled", "enable_voice_recordings", "engagement_emails_enabled", "keep_bridge_phone_connected", "locked", "mailbox_error_email_enabled", "meeting_engagement_notification_enabled", "notifications_enabled", "oce_click_to_dial_everywhere", "oce_mail_toolbar", "oce_crm_email_decorating", "oce_crm_phone_decorating", "oce_universal_task_flow", "oce_window_mode", "plugin_alert_notification_enabled", "prefers_local_presence", "sender_notifications_excluded", "texting_email_notifications", "unknown_reply_email_enabled", "voicemail_notification_enabled", "bridge_phone", "bridge_phone_extension", "inbound_bridge_phone", "inbound_bridge_phone_extension", "controlled_tab_default", "custom1", "custom2", "custom3", "custom4", "custom5", "email", "first_name", "last_name", "name", "inbound_call_behavior", "inbound_phone_type", "inbound_voicemail_custom_message_text", "inbound_voicemail_message_text_voice", "inbound_voicemail_prompt_type", "job_role_by_name", "oce_mail_tracking_state", "phone_country_code", "phone_number", "phone_type", "preferred_voice_region", "primary_timezone", "secondary_timezone", "tertiary_timezone", "scim_external_id", "scim_source", "title", "user_guid", "username", "created_at", "current_sign_in_at", "last_sign_in_at", "password_expires_at", "updated_at", "duties", "role_id", "profile_id", "creator_id", "updater_id", "mailbox_id", "raw", "content_hash", "linkage_hash", "data_connections", "version_run_id", "content_category_ids", "content_category_ownership_ids", "direct_assigned_team_ids", "role_assigned_team_ids", "mailbox_ids", "recipient_ids", "outbound_voicemail_ids", "voicemail_prompt_ids", "other_relationships") FROM STDIN (FORMAT binary);
@@ -94,7 +108,7 @@ CREATE TEMP TABLE IF NOT EXISTS "usersync_stage_usersync_teams" (LIKE "usersync"
 -- teams.upsert
 WITH up AS (
 	INSERT INTO "usersync"."teams" AS t ("id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw") SELECT "id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw" FROM "usersync_stage_usersync_teams"
-	ON CONFLICT (id) DO UPDATE SET "name" = EXCLUDED."name", "color" = EXCLUDED."color", "scim_external_id" = EXCLUDED."scim_external_id", "scim_source" = EXCLUDED."scim_source", "created_at" = EXCLUDED."created_at", "updated_at" = EXCLUDED."updated_at", "raw" = EXCLUDED."raw", synced_at = now(), deleted_at = NULL
+	ON CONFLICT (id) DO UPDATE SET "name" = EXCLUDED."name", "color" = EXCLUDED."color", "scim_external_id" = EXCLUDED."scim_external_id", "scim_source" = EXCLUDED."scim_source", "created_at" = EXCLUDED."created_at", "updated_at" = EXCLUDED."updated_at", "raw" = EXCLUDED."raw", version_valid_from = now(), synced_at = now(), deleted_at = NULL
 	WHERE (t."name", t."color", t."scim_external_id", t."scim_source", t."created_at", t."updated_at", t."raw") IS DISTINCT FROM (EXCLUDED."name", EXCLUDED."color", EXCLUDED."scim_external_id", EXCLUDED."scim_source", EXCLUDED."created_at", EXCLUDED."updated_at", EXCLUDED."raw") OR t.deleted_at IS NOT NULL
 	RETURNING (xmax = 0) AS inserted)
 SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up;
@@ -130,6 +144,25 @@ WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id IN (SELECT id::
 INSERT INTO "usersync".quarantine (run_id, resource_type, resource_id, field, error, raw)
 SELECT $1::bigint, resource_type, resource_id, field, error, raw FROM "pg_temp"."usersync_dim_teams_bad" ORDER BY seq;
 
+-- teams history.archive
+INSERT INTO "usersync"."team_history" ("team_id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw", valid_from, valid_to)
+SELECT t.id, t."name", t."color", t."scim_external_id", t."scim_source", t."created_at", t."updated_at", t."raw", t.version_valid_from, coalesce(t.deleted_at, now())
+FROM "usersync"."teams" t JOIN "usersync_stage_usersync_teams" st ON st.id = t.id
+WHERE t.deleted_at IS NOT NULL OR (t."name", t."color", t."scim_external_id", t."scim_source", t."created_at", t."updated_at", t."raw") IS DISTINCT FROM (st."name", st."color", st."scim_external_id", st."scim_source", st."created_at", st."updated_at", st."raw");
+
+-- teams history.returningTeams
+SELECT DISTINCT r.id FROM "pg_temp"."usersync_dim_teams_rows" r JOIN "usersync".teams t ON t.id = r.id
+WHERE t.deleted_at IS NOT NULL ORDER BY r.id;
+
+-- teams history.closeTeamMembers
+WITH gone AS (
+	DELETE FROM "usersync".user_teams ut USING "usersync".teams t
+	WHERE t.id = ut.team_id AND t.deleted_at = now()
+	RETURNING ut.user_id, ut.team_id, ut.valid_from
+)
+INSERT INTO "usersync".user_team_history (user_id, team_id, valid_from, valid_to, ended_by)
+SELECT user_id, team_id, valid_from, now(), 'team_deleted' FROM gone;
+
 -- roles.copyTable
 COPY "usersync"."roles" ("id", "name", "created_at", "updated_at", "parent_role_id", "raw") FROM STDIN (FORMAT binary);
 
@@ -142,7 +175,7 @@ CREATE TEMP TABLE IF NOT EXISTS "usersync_stage_usersync_roles" (LIKE "usersync"
 -- roles.upsert
 WITH up AS (
 	INSERT INTO "usersync"."roles" AS t ("id", "name", "created_at", "updated_at", "parent_role_id", "raw") SELECT "id", "name", "created_at", "updated_at", "parent_role_id", "raw" FROM "usersync_stage_usersync_roles"
-	ON CONFLICT (id) DO UPDATE SET "name" = EXCLUDED."name", "created_at" = EXCLUDED."created_at", "updated_at" = EXCLUDED."updated_at", "parent_role_id" = EXCLUDED."parent_role_id", "raw" = EXCLUDED."raw", synced_at = now(), deleted_at = NULL
+	ON CONFLICT (id) DO UPDATE SET "name" = EXCLUDED."name", "created_at" = EXCLUDED."created_at", "updated_at" = EXCLUDED."updated_at", "parent_role_id" = EXCLUDED."parent_role_id", "raw" = EXCLUDED."raw", version_valid_from = now(), synced_at = now(), deleted_at = NULL
 	WHERE (t."name", t."created_at", t."updated_at", t."parent_role_id", t."raw") IS DISTINCT FROM (EXCLUDED."name", EXCLUDED."created_at", EXCLUDED."updated_at", EXCLUDED."parent_role_id", EXCLUDED."raw") OR t.deleted_at IS NOT NULL
 	RETURNING (xmax = 0) AS inserted)
 SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up;
@@ -181,6 +214,12 @@ WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id IN (SELECT id::
 INSERT INTO "usersync".quarantine (run_id, resource_type, resource_id, field, error, raw)
 SELECT $1::bigint, resource_type, resource_id, field, error, raw FROM "pg_temp"."usersync_dim_roles_bad" ORDER BY seq;
 
+-- roles history.archive
+INSERT INTO "usersync"."role_history" ("role_id", "name", "created_at", "updated_at", "parent_role_id", "raw", valid_from, valid_to)
+SELECT t.id, t."name", t."created_at", t."updated_at", t."parent_role_id", t."raw", t.version_valid_from, coalesce(t.deleted_at, now())
+FROM "usersync"."roles" t JOIN "usersync_stage_usersync_roles" st ON st.id = t.id
+WHERE t.deleted_at IS NOT NULL OR (t."name", t."created_at", t."updated_at", t."parent_role_id", t."raw") IS DISTINCT FROM (st."name", st."created_at", st."updated_at", st."parent_role_id", st."raw");
+
 -- profiles.copyTable
 COPY "usersync"."profiles" ("id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw") FROM STDIN (FORMAT binary);
 
@@ -193,7 +232,7 @@ CREATE TEMP TABLE IF NOT EXISTS "usersync_stage_usersync_profiles" (LIKE "usersy
 -- profiles.upsert
 WITH up AS (
 	INSERT INTO "usersync"."profiles" AS t ("id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw") SELECT "id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw" FROM "usersync_stage_usersync_profiles"
-	ON CONFLICT (id) DO UPDATE SET "name" = EXCLUDED."name", "is_admin" = EXCLUDED."is_admin", "special_id" = EXCLUDED."special_id", "created_at" = EXCLUDED."created_at", "updated_at" = EXCLUDED."updated_at", "raw" = EXCLUDED."raw", synced_at = now(), deleted_at = NULL
+	ON CONFLICT (id) DO UPDATE SET "name" = EXCLUDED."name", "is_admin" = EXCLUDED."is_admin", "special_id" = EXCLUDED."special_id", "created_at" = EXCLUDED."created_at", "updated_at" = EXCLUDED."updated_at", "raw" = EXCLUDED."raw", version_valid_from = now(), synced_at = now(), deleted_at = NULL
 	WHERE (t."name", t."is_admin", t."special_id", t."created_at", t."updated_at", t."raw") IS DISTINCT FROM (EXCLUDED."name", EXCLUDED."is_admin", EXCLUDED."special_id", EXCLUDED."created_at", EXCLUDED."updated_at", EXCLUDED."raw") OR t.deleted_at IS NOT NULL
 	RETURNING (xmax = 0) AS inserted)
 SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up;
@@ -229,6 +268,12 @@ WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id IN (SELECT id::
 INSERT INTO "usersync".quarantine (run_id, resource_type, resource_id, field, error, raw)
 SELECT $1::bigint, resource_type, resource_id, field, error, raw FROM "pg_temp"."usersync_dim_profiles_bad" ORDER BY seq;
 
+-- profiles history.archive
+INSERT INTO "usersync"."profile_history" ("profile_id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw", valid_from, valid_to)
+SELECT t.id, t."name", t."is_admin", t."special_id", t."created_at", t."updated_at", t."raw", t.version_valid_from, coalesce(t.deleted_at, now())
+FROM "usersync"."profiles" t JOIN "usersync_stage_usersync_profiles" st ON st.id = t.id
+WHERE t.deleted_at IS NOT NULL OR (t."name", t."is_admin", t."special_id", t."created_at", t."updated_at", t."raw") IS DISTINCT FROM (st."name", st."is_admin", st."special_id", st."created_at", st."updated_at", st."raw");
+
 -- reconcile.create
 DROP TABLE IF EXISTS pg_temp.usersync_reconcile_scan, pg_temp.usersync_reconcile_fetch, pg_temp.usersync_reconcile_linked;
 CREATE TEMP TABLE usersync_reconcile_scan (id bigint NOT NULL, updated_at timestamptz, updated_text text);
@@ -248,8 +293,15 @@ SELECT (SELECT count(DISTINCT id) FROM pg_temp.usersync_reconcile_scan),
 
 -- reconcile.undelete
 WITH back AS (
-	UPDATE "usersync"."users" u SET deleted_at = NULL
-	WHERE u.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM pg_temp.usersync_reconcile_scan s WHERE s.id = u.id) RETURNING 1
+	UPDATE "usersync"."users" u SET deleted_at = NULL FROM "usersync"."users" o
+	WHERE o.id = u.id AND u.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM pg_temp.usersync_reconcile_scan s WHERE s.id = u.id)
+	RETURNING u.id, o.deleted_at AS was
+), reopened AS (
+	INSERT INTO "usersync".user_teams (user_id, team_id)
+	SELECT h.user_id, h.team_id FROM back
+	JOIN "usersync".user_team_history h ON h.user_id = back.id AND h.valid_to = back.was AND h.ended_by = 'user_deleted'
+	WHERE NOT EXISTS (SELECT FROM "usersync".teams t WHERE t.id = h.team_id AND t.deleted_at IS NOT NULL)
+	ON CONFLICT DO NOTHING
 ), counted AS (
 	UPDATE "usersync".sync_runs SET undeleted = undeleted + (SELECT count(*) FROM back) WHERE run_id = $1
 )
@@ -314,7 +366,13 @@ SELECT reason, count(*) FROM pg_temp.usersync_reconcile_fetch GROUP BY reason;
 -- reconcile.markDeleted
 WITH gone AS (
 	UPDATE "usersync"."users" u SET deleted_at = now()
-	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM pg_temp.usersync_reconcile_scan s WHERE s.id = u.id) RETURNING 1
+	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM pg_temp.usersync_reconcile_scan s WHERE s.id = u.id) RETURNING u.id
+), closed AS (
+	DELETE FROM "usersync".user_teams ut WHERE ut.user_id IN (SELECT id FROM gone)
+	RETURNING ut.user_id, ut.team_id, ut.valid_from
+), ended AS (
+	INSERT INTO "usersync".user_team_history (user_id, team_id, valid_from, valid_to, ended_by)
+	SELECT user_id, team_id, valid_from, now(), 'user_deleted' FROM closed
 ), counted AS (
 	UPDATE "usersync".sync_runs SET deleted = deleted + (SELECT count(*) FROM gone) WHERE run_id = $1
 )
@@ -401,9 +459,13 @@ ORDER BY 1, 2;
 
 -- runs.replaceTeamMembers
 WITH known AS (
-	SELECT u.id FROM "usersync".users u WHERE u.id = ANY($2::bigint[])
+	SELECT u.id FROM "usersync".users u WHERE u.id = ANY($2::bigint[]) AND u.deleted_at IS NULL
 ), gone AS (
-	DELETE FROM "usersync".user_teams WHERE team_id = $1 AND NOT (user_id = ANY($2::bigint[])) RETURNING user_id
+	DELETE FROM "usersync".user_teams WHERE team_id = $1 AND NOT (user_id = ANY($2::bigint[]))
+	RETURNING user_id, team_id, valid_from
+), ended AS (
+	INSERT INTO "usersync".user_team_history (user_id, team_id, valid_from, valid_to, ended_by)
+	SELECT user_id, team_id, valid_from, now(), 'removed' FROM gone
 ), added AS (
 	INSERT INTO "usersync".user_teams (user_id, team_id) SELECT id, $1 FROM known
 	ON CONFLICT DO NOTHING RETURNING user_id

@@ -1,0 +1,220 @@
+package jsonapi
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// wireMany, wireOne and wireNone are the shapes decoded from a body, chosen
+// by the form of its "data" member before decoding, so that the big array of
+// a collection page is decoded in one pass with no intermediate copy.
+type wireMany struct {
+	Data     []Resource      `json:"data"`
+	Included []Resource      `json:"included"`
+	Links    Links           `json:"links"`
+	Meta     json.RawMessage `json:"meta"`
+	Errors   []ErrorObject   `json:"errors"`
+}
+
+// wireManyRaw is wireMany for a DataDecoder: "data" is left as sent.
+type wireManyRaw struct {
+	Data     json.RawMessage `json:"data"`
+	Included []Resource      `json:"included"`
+	Links    Links           `json:"links"`
+	Meta     json.RawMessage `json:"meta"`
+	Errors   []ErrorObject   `json:"errors"`
+}
+
+type wireOne struct {
+	Data     *Resource       `json:"data"`
+	Included []Resource      `json:"included"`
+	Links    Links           `json:"links"`
+	Meta     json.RawMessage `json:"meta"`
+	Errors   []ErrorObject   `json:"errors"`
+}
+
+type wireNone struct {
+	Included []Resource      `json:"included"`
+	Links    Links           `json:"links"`
+	Meta     json.RawMessage `json:"meta"`
+	Errors   []ErrorObject   `json:"errors"`
+}
+
+// DecodeDocument decodes a JSON:API top-level document. Every error it returns
+// is a *DecodeError. An id that is not an integer does not fail the
+// document: it decodes as InvalidID, and the resource keeps its Raw JSON.
+func DecodeDocument(body []byte) (*Document, error) {
+	return decodeDocument(body, nil)
+}
+
+// decodeDocument is DecodeDocument, with "data" left to decode when it is
+// an array and decode is not nil.
+func decodeDocument(body []byte, decode DataDecoder) (*Document, error) {
+	shape, at, err := dataAt(body)
+	if err != nil {
+		return nil, err
+	}
+	doc := &Document{DataShape: shape}
+	switch {
+	case shape == ShapeMany && decode != nil:
+		decoded, w, err := decodeData(body, at, decode)
+		if err != nil {
+			var de *DecodeError
+			if errors.As(err, &de) {
+				return nil, err
+			}
+			return nil, &DecodeError{Reason: "invalid data", Err: err}
+		}
+		doc.Data, doc.Included, doc.Links, doc.Meta, doc.Errors = []Resource{}, w.Included, w.Links, w.Meta, w.Errors
+		doc.Decoded = decoded
+	case shape == ShapeMany:
+		var w wireMany
+		err = unmarshal(body, &w)
+		doc.Data, doc.Included, doc.Links, doc.Meta, doc.Errors = w.Data, w.Included, w.Links, w.Meta, w.Errors
+		if doc.Data == nil {
+			doc.Data = []Resource{}
+		}
+	case shape == ShapeOne:
+		var w wireOne
+		err = unmarshal(body, &w)
+		if w.Data != nil {
+			doc.Data = []Resource{*w.Data}
+		}
+		doc.Included, doc.Links, doc.Meta, doc.Errors = w.Included, w.Links, w.Meta, w.Errors
+	default:
+		var w wireNone
+		err = unmarshal(body, &w)
+		doc.Included, doc.Links, doc.Meta, doc.Errors = w.Included, w.Links, w.Meta, w.Errors
+	}
+	if err != nil {
+		return nil, err
+	}
+	if shape == ShapeAbsent && doc.Errors == nil && doc.Meta == nil {
+		return nil, &DecodeError{Reason: "document has none of data, errors and meta"}
+	}
+	if err := doc.validate(); err != nil {
+		return nil, err
+	}
+	if err := doc.keepRawOfInvalid(body); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// decodeData decodes the "data" array starting at body[at] with decode, and
+// the rest of the document with the JSON decoder: the decoder never reads
+// the array (the rest is decoded with it replaced by []), and decode checks
+// its syntax. A document repeating "data" is decoded whole instead, as the
+// JSON decoder keeps the last one.
+func decodeData(body []byte, at int, decode DataDecoder) (any, wireManyRaw, error) {
+	var w wireManyRaw
+	decoded, n, err := decode(body[at:])
+	if err != nil {
+		return nil, w, err
+	}
+	if n <= 0 || n > len(body)-at {
+		return nil, w, &DecodeError{Reason: "the data decoder returned an invalid length"}
+	}
+	rest := make([]byte, 0, len(body)-n+2)
+	rest = append(append(append(rest, body[:at]...), "[]"...), body[at+n:]...)
+	if err := unmarshal(rest, &w); err != nil {
+		return nil, w, err
+	}
+	if string(w.Data) == "[]" {
+		return decoded, w, nil
+	}
+	if err := unmarshal(body, &w); err != nil {
+		return nil, w, err
+	}
+	if decoded, n, err = decode(w.Data); err != nil {
+		return nil, w, err
+	}
+	if n != len(w.Data) {
+		return nil, w, &DecodeError{Reason: "data is followed by more"}
+	}
+	return decoded, w, nil
+}
+
+// unmarshal decodes body into v, making every error a *DecodeError.
+func unmarshal(body []byte, v any) error {
+	err := json.Unmarshal(body, v)
+	if err == nil {
+		return nil
+	}
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return de
+	}
+	return &DecodeError{Reason: "invalid document", Err: err}
+}
+
+// keepRawOfInvalid attaches the resource object as sent to each primary
+// resource holding an invalid id. It decodes "data" a second time, which
+// costs only on pages that have such a resource.
+func (d *Document) keepRawOfInvalid(body []byte) error {
+	bad := false
+	for i := range d.Data {
+		if _, b := d.Data[i].HasInvalidID(); b {
+			bad = true
+			break
+		}
+	}
+	if !bad {
+		return nil
+	}
+	var raw []json.RawMessage
+	switch d.DataShape {
+	case ShapeMany:
+		var w struct {
+			Data []json.RawMessage `json:"data"`
+		}
+		if err := unmarshal(body, &w); err != nil {
+			return err
+		}
+		raw = w.Data
+	case ShapeOne:
+		var w struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := unmarshal(body, &w); err != nil {
+			return err
+		}
+		raw = []json.RawMessage{w.Data}
+	}
+	if len(raw) != len(d.Data) {
+		return &DecodeError{Reason: "data changed length on a second decoding"}
+	}
+	for i := range d.Data {
+		if _, b := d.Data[i].HasInvalidID(); b {
+			d.Data[i].Raw = raw[i]
+		}
+	}
+	return nil
+}
+
+// validate checks what the decoder cannot: every resource and identifier has
+// a type.
+func (d *Document) validate() error {
+	for _, list := range [][]Resource{d.Data, d.Included} {
+		for i := range list {
+			if err := list[i].validate(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Resource) validate() error {
+	if r.Type == "" {
+		return &DecodeError{Reason: "resource without type"}
+	}
+	for name, rel := range r.Relationships {
+		for _, id := range rel.Data.IDs {
+			if id.Type == "" {
+				return &DecodeError{Reason: "identifier without type in relationship " + quoteShort(name)}
+			}
+		}
+	}
+	return nil
+}
