@@ -214,7 +214,7 @@ func argsAfterUsersync(cmd []string) ([]string, bool) {
 func loadsCleanly(t *testing.T, where string, env map[string]string) {
 	t.Helper()
 	placeholder := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(placeholder, []byte("placeholder:secret\n"), 0o600); err != nil {
+	if err := os.WriteFile(placeholder, []byte("placeholder:secret-of-32-bytes-or-more\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var environ []string

@@ -66,6 +66,9 @@ type Attribute struct {
 	Enum      []string // allowed values, when the spec lists them
 	Format    string   // "email" where the spec names a format
 	Meaning   string   // what the value means, from the spec
+	// Personal says the value identifies a person or is what they wrote
+	// (email, names, phone numbers): usersync forget clears it.
+	Personal bool
 }
 
 // Column is the attribute's column name in the warehouse.

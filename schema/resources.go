@@ -16,6 +16,13 @@ func text(name string, maxLength int, meaning string, enum ...string) Attribute 
 	return Attribute{Name: name, Type: String, MaxLength: maxLength, Meaning: meaning, Enum: enum}
 }
 
+// personal marks an attribute that identifies a person or holds what they
+// wrote: usersync forget clears it whatever the personal-data policy.
+func personal(a Attribute) Attribute {
+	a.Personal = true
+	return a
+}
+
 func stamp(name, meaning string) Attribute {
 	return Attribute{Name: name, Type: DateTime, Meaning: meaning}
 }
@@ -64,29 +71,29 @@ func User() Resource {
 			flag("unknownReplyEmailEnabled", "unknown reply emails are enabled"),
 			flag("voicemailNotificationEnabled", "voicemail notifications are enabled"),
 
-			text("bridgePhone", 255, "outbound bridge phone number"),
-			text("bridgePhoneExtension", 255, "outbound bridge phone extension"),
-			text("inboundBridgePhone", 255, "inbound bridge phone number"),
-			text("inboundBridgePhoneExtension", 255, "inbound bridge phone extension"),
+			personal(text("bridgePhone", 255, "outbound bridge phone number")),
+			personal(text("bridgePhoneExtension", 255, "outbound bridge phone extension")),
+			personal(text("inboundBridgePhone", 255, "inbound bridge phone number")),
+			personal(text("inboundBridgePhoneExtension", 255, "inbound bridge phone extension")),
 			text("controlledTabDefault", 255, "preferred default tab in the task flow"),
 			text("custom1", 225, "value of custom field 1"),
 			text("custom2", 225, "value of custom field 2"),
 			text("custom3", 225, "value of custom field 3"),
 			text("custom4", 225, "value of custom field 4"),
 			text("custom5", 225, "value of custom field 5"),
-			{Name: "email", Type: String, MaxLength: 255, Format: "email", Meaning: "the user's email address; cannot be updated through the API"},
-			text("firstName", 255, "first name"),
-			text("lastName", 255, "last name"),
-			text("name", 0, "full name"),
+			{Name: "email", Type: String, MaxLength: 255, Format: "email", Personal: true, Meaning: "the user's email address; cannot be updated through the API"},
+			personal(text("firstName", 255, "first name")),
+			personal(text("lastName", 255, "last name")),
+			personal(text("name", 0, "full name")),
 			text("inboundCallBehavior", 255, "behavior of inbound calls", "inbound_bridge", "inbound_voicemail"),
 			text("inboundPhoneType", 255, "phone type for inbound calls", "bridge", "voip", "bridge_and_voip"),
-			text("inboundVoicemailCustomMessageText", 1024, "inbound voicemail message text"),
+			personal(text("inboundVoicemailCustomMessageText", 1024, "inbound voicemail message text")),
 			text("inboundVoicemailMessageTextVoice", 255, "voice gender reading the voicemail message", "man", "woman"),
 			text("inboundVoicemailPromptType", 255, "type of inbound voicemail", "automated", "recorded", "off"),
 			text("jobRoleByName", 255, "job role name"),
 			text("oceMailTrackingState", 255, "email tracking setting when the extension is used with the mail client"),
 			text("phoneCountryCode", 2, "country code of the user's phone"),
-			text("phoneNumber", 0, "the user's phone number"),
+			personal(text("phoneNumber", 0, "the user's phone number")),
 			text("phoneType", 255, "phone type for outbound calls", "bridge", "voip"),
 			text("preferredVoiceRegion", 255, "voice provider data center used for connecting calls"),
 			text("primaryTimezone", 255, "primary timezone for scheduling meetings"),
@@ -96,7 +103,7 @@ func User() Resource {
 			text("scimSource", 255, "name of the SCIM provisioning source"),
 			text("title", 255, "job title"),
 			text("userGuid", 0, "globally unique id of the user"),
-			text("username", 255, "readable unique identifier of the user"),
+			personal(text("username", 255, "readable unique identifier of the user")),
 
 			stamp("createdAt", "when the user was created"),
 			stamp("currentSignInAt", "most recent sign-in"),

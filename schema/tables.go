@@ -125,7 +125,8 @@ func Tables() []Table {
 		out = append(out, Table{Name: r.Table, Meaning: r.Meaning, Columns: cols, Analysts: true, Snapshot: true})
 	}
 	out = append(out, bookkeepingTables()...)
-	return append(out, historyTables()...)
+	out = append(out, historyTables()...)
+	return append(out, personalTables()...)
 }
 
 // TableNamed returns the table or view with the given name.

@@ -287,5 +287,6 @@ func (s *pageScanner) finish(row *Row, vals []any, attrs []byte) bool {
 	if len(row.Links) == 0 {
 		row.Links = nil
 	}
+	n.policy.Apply(row)
 	return true
 }

@@ -10,9 +10,16 @@ import (
 // BenchmarkDecodeData types simulator pages of 500 users, as a sync asks
 // for them (data connections and authorization meta included), with the
 // single pass: the decode stage of a backfill on its own.
-func BenchmarkDecodeData(b *testing.B) {
+func BenchmarkDecodeData(b *testing.B) { benchDecodeData(b, nil) }
+
+// BenchmarkDecodeDataPolicy is BenchmarkDecodeData under a policy hashing
+// email and dropping phoneNumber and unknown attributes: the policy's cost.
+func BenchmarkDecodeDataPolicy(b *testing.B) { benchDecodeData(b, testPolicy(b)) }
+
+func benchDecodeData(b *testing.B, p *Policy) {
 	pages := simPages(b, 5000, apisim.Knobs{})
 	n := New(schema.User())
+	n.SetPolicy(p)
 	users, size := 0, 0
 	for _, p := range pages {
 		size += len(p)

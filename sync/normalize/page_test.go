@@ -372,8 +372,10 @@ func FuzzDecodePage(f *testing.F) {
 			f.Add([]byte("[" + p.resource + "]"))
 		}
 	}
-	n := New(schema.User())
+	n, np := New(schema.User()), New(schema.User())
+	np.SetPolicy(testPolicy(f))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		samePage(t, n, data)
+		samePage(t, np, data) // the policy applies the same on both paths
 	})
 }

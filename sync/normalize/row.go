@@ -61,6 +61,7 @@ type Normalizer struct {
 	attrs   *Attributes
 	toOne   map[string]int // relationship name → index in ToOne
 	updated int            // index of updatedAt in the attributes, or -1
+	policy  *Policy        // the personal-data policy; nil keeps everything
 }
 
 // New returns a Normalizer for the catalog resource res.
@@ -76,6 +77,10 @@ func New(res schema.Resource) *Normalizer {
 	}
 	return n
 }
+
+// SetPolicy makes the Normalizer apply the personal-data policy p (built for
+// its resource) to every row it types, on both decoding paths.
+func (n *Normalizer) SetPolicy(p *Policy) { n.policy = p }
 
 // Resource returns the catalog resource the Normalizer maps.
 func (n *Normalizer) Resource() schema.Resource { return n.res }
@@ -126,6 +131,7 @@ func (n *Normalizer) Row(r jsonapi.Resource) (Row, error) {
 			return Row{}, err
 		}
 	}
+	n.policy.Apply(&row)
 	return row, nil
 }
 

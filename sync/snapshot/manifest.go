@@ -28,6 +28,10 @@ type Manifest struct {
 	// Changes marks the warehouse's content at the read (see readChanges):
 	// a later snapshot with the same mark would hold the same rows.
 	Changes string `json:"changes,omitempty"`
+	// Policy is the personal-data policy in force when it was written
+	// (Options.Policy: names and key id only); empty for snapshots written
+	// before usersync recorded it.
+	Policy string `json:"pii_policy,omitempty"`
 }
 
 // TableManifest is one table of a snapshot.

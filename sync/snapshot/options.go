@@ -37,6 +37,9 @@ const (
 
 // Options tunes a Writer. The zero value means every default.
 type Options struct {
+	// Policy is the fingerprint of the personal-data policy in force,
+	// recorded in the manifest (see Manifest.Policy).
+	Policy string
 	// Compression is the codec: zstd (default), snappy or none.
 	Compression Compression
 	// CompressionLevel is the zstd level (1 = fastest … 22); 0 means

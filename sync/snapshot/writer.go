@@ -172,7 +172,8 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 // writeTables writes every table and returns the manifest to publish.
 func (w *Writer) writeTables(ctx context.Context, rs *readers, run *snapshotRun, log *slog.Logger) (Manifest, error) {
 	m := Manifest{Format: ManifestFormat, ID: run.id, Schema: w.schema, CatalogVersion: schema.Version,
-		Watermark: run.watermark, StartedAt: run.started, Compression: w.opts.Compression, Changes: run.changes}
+		Watermark: run.watermark, StartedAt: run.started, Compression: w.opts.Compression, Changes: run.changes,
+		Policy: w.opts.Policy}
 	for _, t := range w.tables {
 		start := w.now()
 		tm, err := w.writeTable(ctx, rs, run, t)

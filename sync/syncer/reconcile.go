@@ -87,6 +87,10 @@ type ReconcileSummary struct {
 	// Deleted counts users marked deleted; Undeleted users that came back.
 	Deleted   int64 `json:"deleted"`
 	Undeleted int64 `json:"undeleted"`
+	// Purged counts the users removed, with PurgedVersions versions, for
+	// being marked deleted longer ago than Config.DeletedRetention.
+	Purged         int64 `json:"purged"`
+	PurgedVersions int64 `json:"purged_versions"`
 	// Dimensions is the teams/roles/profiles pass; DimensionsUndeleted
 	// counts, by table, the ids that came back.
 	Dimensions          map[string]warehouse.Counts `json:"dimensions"`
@@ -134,6 +138,9 @@ func (s *Syncer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 		return ReconcileSummary{}, err
 	}
 	defer lock.Release()
+	if err := s.notePolicy(ctx); err != nil {
+		return ReconcileSummary{}, err
+	}
 
 	r := &reconciler{s: s, req: req, started: s.cfg.Now(), statsBefore: s.client.Stats(),
 		sum: ReconcileSummary{Kind: warehouse.KindReconcile}}
@@ -307,6 +314,9 @@ func (r *reconciler) queue(ctx context.Context, work *warehouse.Reconciliation) 
 
 // finish records the summary and ends the run without moving the watermark.
 func (r *reconciler) finish(ctx context.Context) (ReconcileSummary, error) {
+	if err := r.purge(ctx); err != nil {
+		return r.summary(), err
+	}
 	sum := r.summary()
 	if err := r.s.store.TouchRun(ctx, r.runID, r.cp.Progress); err != nil {
 		return sum, err
@@ -315,7 +325,7 @@ func (r *reconciler) finish(ctx context.Context) (ReconcileSummary, error) {
 		return sum, err
 	}
 	r.log.InfoContext(ctx, "reconcile finished", "scanned", sum.Scanned, "missing", sum.Missing, "stale", sum.Stale,
-		"relinked", sum.Relinked, "deleted", sum.Deleted, "undeleted", sum.Undeleted,
+		"relinked", sum.Relinked, "deleted", sum.Deleted, "undeleted", sum.Undeleted, "purged", sum.Purged,
 		"membership_added", sum.Membership.Added, "membership_removed", sum.Membership.Removed,
 		"requests", sum.Requests, "duration_ms", sum.Duration.Milliseconds())
 	return sum, nil

@@ -42,6 +42,12 @@ type Config struct {
 	MaxFutureSkew time.Duration
 	// Progress, when set, is called after each committed page.
 	Progress func(Progress)
+	// Policy is the personal-data policy applied to users before anything
+	// is written (rows, history, quarantine); nil keeps everything.
+	Policy *normalize.Policy
+	// DeletedRetention, when set, makes a reconcile remove the users marked
+	// deleted longer ago than it, with their history.
+	DeletedRetention time.Duration
 }
 
 // DefaultMaxFutureSkew is Config.MaxFutureSkew when not set.
@@ -63,6 +69,10 @@ type Syncer struct {
 	cfg     Config
 	norm    map[string]*normalize.Normalizer
 	linkage teamLinkage
+	// personal is the store's personal-data side under Config.Policy,
+	// rendered once (nil, with personalErr, if that failed).
+	personal    *warehouse.Personal
+	personalErr error
 }
 
 // New returns a Syncer.
@@ -91,6 +101,10 @@ func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
 	s := &Syncer{client: client, store: store, cfg: cfg, norm: map[string]*normalize.Normalizer{}}
 	for _, r := range schema.Resources() {
 		s.norm[r.Type] = normalize.New(r)
+	}
+	s.norm["user"].SetPolicy(cfg.Policy)
+	if store != nil {
+		s.personal, s.personalErr = store.Personal(cfg.Policy)
 	}
 	return s
 }
@@ -136,6 +150,9 @@ func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 		return Summary{}, err
 	}
 	defer lock.Release()
+	if err := s.notePolicy(ctx); err != nil {
+		return Summary{}, err
+	}
 
 	r := &run{s: s, req: req, started: s.cfg.Now(), statsBefore: s.client.Stats()}
 	sum, err := r.execute(ctx)

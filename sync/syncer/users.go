@@ -194,7 +194,7 @@ func (s *Syncer) typed(typ string, page *jsonapi.Page) ([]normalize.Row, []wareh
 	var bad []warehouse.Quarantined
 	var rejected []jsonapi.Resource
 	for _, r := range typed.Rejected {
-		bad = append(bad, quarantine(typ, r.Resource, r.Err))
+		bad = append(bad, s.quarantine(typ, r.Resource, r.Err))
 		rejected = append(rejected, r.Resource)
 	}
 	return typed.Rows, bad, rejected
@@ -210,7 +210,7 @@ func (s *Syncer) normalizeAll(typ string, data []jsonapi.Resource) ([]normalize.
 	for i := range data {
 		row, err := n.Row(data[i])
 		if err != nil {
-			bad = append(bad, quarantine(typ, data[i], err))
+			bad = append(bad, s.quarantine(typ, data[i], err))
 			rejected = append(rejected, data[i])
 			continue
 		}
@@ -219,10 +219,15 @@ func (s *Syncer) normalizeAll(typ string, data []jsonapi.Resource) ([]normalize.
 	return rows, bad, rejected
 }
 
-func quarantine(typ string, r jsonapi.Resource, err error) warehouse.Quarantined {
+// quarantine is the quarantine record of a resource that could not be
+// typed; a user's is redacted to the personal-data policy first.
+func (s *Syncer) quarantine(typ string, r jsonapi.Resource, err error) warehouse.Quarantined {
 	q := warehouse.Quarantined{Type: typ, ID: fmt.Sprint(int64(r.ID)), Error: err.Error(), Raw: r.Raw}
 	if len(q.Raw) == 0 {
 		q.Raw = resourceJSON(r)
+	}
+	if typ == "user" {
+		q.Raw = s.cfg.Policy.RedactResource(q.Raw)
 	}
 	if !r.ID.Valid() {
 		q.ID = gjson.GetBytes(r.Raw, "id").String() // the id as sent

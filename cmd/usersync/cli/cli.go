@@ -63,6 +63,8 @@ func commands() []command {
 		versionCommand(),
 		authLoginCommand(),
 		authStatusCommand(),
+		forgetCommand(),
+		piiApplyCommand(),
 	}
 }
 
@@ -149,10 +151,11 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 	return ExitOK
 }
 
-// joinSubcommand turns "auth login ..." into the command "auth login".
+// joinSubcommand turns "auth login ..." into the command "auth login" (and
+// "pii apply ..." into "pii apply").
 func joinSubcommand(args []string) []string {
-	if len(args) > 1 && args[0] == "auth" && !strings.HasPrefix(args[1], "-") {
-		return append([]string{"auth " + args[1]}, args[2:]...)
+	if len(args) > 1 && (args[0] == "auth" || args[0] == "pii") && !strings.HasPrefix(args[1], "-") {
+		return append([]string{args[0] + " " + args[1]}, args[2:]...)
 	}
 	return args
 }

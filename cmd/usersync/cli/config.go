@@ -77,6 +77,11 @@ func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[strin
 	if _, err := parseSchedules(c, sources); err != nil {
 		return Config{}, err
 	}
+	p, err := buildPolicy(c, sources)
+	if err != nil {
+		return Config{}, err
+	}
+	c.PII = p
 	return c, nil
 }
 
@@ -202,7 +207,10 @@ func (c Config) String() string {
 		"USERSYNC_OAUTH_REFRESH_TOKEN": mask(c.OAuthRefreshToken), "USERSYNC_OAUTH_AUTHORIZE_URL": c.OAuthAuthorizeURL, "USERSYNC_OAUTH_SCOPES": c.OAuthScopes,
 		"USERSYNC_ALLOW_INSECURE_HTTP": fmt.Sprint(c.AllowInsecureHTTP),
 		"USERSYNC_SCHEMA":              c.Schema, "USERSYNC_SCHEMA_FORCE": fmt.Sprint(c.SchemaForce), "USERSYNC_READER_ROLE": c.ReaderRole, "USERSYNC_SNAPSHOT_DIR": c.SnapshotDir,
-		"USERSYNC_PAGE_SIZE": fmt.Sprint(c.PageSize), "USERSYNC_LOOKBACK": c.Lookback.String(),
+		"USERSYNC_PII_HASH": strings.Join(c.PIIHash, ","), "USERSYNC_PII_DROP": strings.Join(c.PIIDrop, ","),
+		"USERSYNC_PII_DROP_UNKNOWN": fmt.Sprint(c.PIIDropUnknown), "USERSYNC_PII_KEY": mask(c.PIIKey),
+		"USERSYNC_DELETED_RETENTION": formatRetention(c.DeletedRetention),
+		"USERSYNC_PAGE_SIZE":         fmt.Sprint(c.PageSize), "USERSYNC_LOOKBACK": c.Lookback.String(),
 		"USERSYNC_MAX_RESPONSE_BYTES": formatBytes(c.MaxResponseBytes), "USERSYNC_API_BUDGET": fmt.Sprint(c.APIBudget), "USERSYNC_MAX_FUTURE_SKEW": c.MaxFutureSkew.String(),
 		"USERSYNC_STRICT_CONFIG": fmt.Sprint(c.StrictConfig), "USERSYNC_LOG_LEVEL": c.LogLevel, "USERSYNC_LOG_FORMAT": c.LogFormat,
 		"USERSYNC_HTTP_ADDR": c.HTTPAddr, "USERSYNC_HTTP_TOKEN": mask(c.HTTPToken), "USERSYNC_HTTP_BASIC_AUTH": mask(c.HTTPBasicAuth),
@@ -230,6 +238,13 @@ func mask(secret string) string {
 		return ""
 	}
 	return "(set)"
+}
+
+func formatRetention(d time.Duration) string {
+	if d == 0 {
+		return "off"
+	}
+	return formatAge(d)
 }
 
 // formatAge prints a whole number of days as parseAge reads it ("14d").

@@ -35,6 +35,9 @@ processes at once: an advisory lock serializes them.`,
 					if err != nil {
 						return err
 					}
+					if err := commentPolicyColumns(ctx, e, pool); err != nil {
+						return err
+					}
 					river, err = jobs.MigrateRiver(ctx, pool, jobs.RiverSchema(e.cfg.Schema), quietLogger(e))
 					return err
 				})

@@ -64,6 +64,9 @@ func printReconcile(w io.Writer, s syncer.ReconcileSummary) {
 	fmt.Fprintf(w, "  fetched      %d missing, %d stale, %d relinked, %d confirmed: %d inserted, %d updated, %d unchanged, %d quarantined\n",
 		s.Missing, s.Stale, s.Relinked, s.Confirmed, s.Inserted, s.Updated, s.Unchanged, s.Quarantined)
 	fmt.Fprintf(w, "  users        %d marked deleted, %d came back\n", s.Deleted, s.Undeleted)
+	if s.Purged > 0 {
+		fmt.Fprintf(w, "  purged       %d users deleted longer ago than USERSYNC_DELETED_RETENTION (%d versions)\n", s.Purged, s.PurgedVersions)
+	}
 	for _, n := range []string{"profiles", "roles", "teams"} {
 		if c, ok := s.Dimensions[n]; ok {
 			fmt.Fprintf(w, "  %-12s %d inserted, %d updated, %d marked deleted, %d came back\n", n, c.Inserted, c.Updated, c.Deleted, s.DimensionsUndeleted[n])

@@ -21,6 +21,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 		clientSecret = "CLIENTSECRET-q8Zr"
 		refresh      = "REFRESHTOKEN-w3Kp"
 		uiToken      = "UITOKEN-m4Jd"
+		piiKey       = "PIIKEY-r7Tq-0123456789abcdefghijklmn"
 	)
 	c := newCLIEnv(t, apisim.Options{Seed: 31, Users: 400, RefreshToken: refresh, ClientID: "cid", ClientSecret: clientSecret,
 		TokenTTL: 2 * time.Second})
@@ -28,6 +29,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 		"USERSYNC_OAUTH_TOKEN_URL": c.srv.URL + "/oauth/token", "USERSYNC_OAUTH_CLIENT_ID": "cid",
 		"USERSYNC_OAUTH_CLIENT_SECRET": clientSecret, "USERSYNC_OAUTH_REFRESH_TOKEN": refresh,
 		"USERSYNC_API_TOKEN": "", "USERSYNC_LOG_LEVEL": "debug", "USERSYNC_HTTP_TOKEN": uiToken,
+		"USERSYNC_PII_HASH": "email", "USERSYNC_PII_KEY": piiKey,
 	})
 	var everything strings.Builder
 	record := func(args ...string) int {
@@ -43,6 +45,8 @@ func TestNoSecretAnywhere(t *testing.T) {
 	record("sync", "--json")
 	record("status")
 	record("status", "--json")
+	record("pii", "apply")
+	record("forget", "--user", "1")
 	record("backfill", "--since", "2020-01-01")
 	record("help")
 	record("sync", "--api-url", "http://api.invalid:1") // fails: not loopback over http
@@ -64,7 +68,8 @@ func TestNoSecretAnywhere(t *testing.T) {
 	w.stop(t)
 	everything.WriteString(w.logs.String())
 	rows, err := c.store.Pool().Query(context.Background(), fmt.Sprintf(`SELECT coalesce(error, '') || summary::text || coalesce(next_url, '') FROM %q.sync_runs
-		UNION ALL SELECT args::text || coalesce(errors::text, '') FROM %q.river_job`, c.store.Schema(), c.store.Schema()+"_river"))
+		UNION ALL SELECT args::text || coalesce(errors::text, '') FROM %q.river_job
+		UNION ALL SELECT fingerprint || coalesce(key_id, '') FROM %[1]q.pii_policies`, c.store.Schema(), c.store.Schema()+"_river"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +84,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 	if !strings.Contains(all, "oauth token refreshed") {
 		t.Error("the debug logs were not captured (no refresh logged)")
 	}
-	for _, secret := range []string{clientSecret, refresh, uiToken, c.sim.RefreshToken(), "Bearer "} {
+	for _, secret := range []string{clientSecret, refresh, uiToken, piiKey, "PIIKEY-", c.sim.RefreshToken(), "Bearer "} {
 		if strings.Contains(all, secret) {
 			i := strings.Index(all, secret)
 			t.Errorf("a secret appears in the output: …%s…", all[max(0, i-80):min(len(all), i+40)])

@@ -11,6 +11,7 @@ import (
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/snapshot"
 )
 
@@ -67,6 +68,15 @@ type Config struct {
 	S3AccessKeyID        string
 	S3SecretAccessKey    string
 	S3PathStyle          bool
+
+	PIIHash          []string
+	PIIDrop          []string
+	PIIDropUnknown   bool
+	PIIKey           string
+	DeletedRetention time.Duration
+	// PII is the personal-data policy built from the PII settings; nil
+	// when none is set.
+	PII *normalize.Policy
 }
 
 // setting is one configuration setting: its environment variable, its flag
@@ -84,6 +94,10 @@ type setting struct {
 }
 
 func settings() []setting {
+	return append(baseSettings(), piiSettings()...)
+}
+
+func baseSettings() []setting {
 	return []setting{
 		{Env: "DATABASE_URL", Flag: "database-url", Meaning: "PostgreSQL connection URL (or libpq keyword/value string) of the warehouse and of River's job tables; its password is never printed. For a database on another host give sslmode=verify-full (with sslrootcert= when its CA is not in the system store): without sslmode the driver silently falls back to plaintext, and usersync warns at start.",
 			Example: "postgres://usersync@db:5432/analytics?sslmode=require", Secret: false,

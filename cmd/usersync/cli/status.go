@@ -44,6 +44,10 @@ func statusCommand() command {
 				if err != nil {
 					return err
 				}
+				policy, err := readPolicyStatus(ctx, e, store)
+				if err != nil {
+					return err
+				}
 				if *asJSON {
 					type lastSnapshot struct {
 						jobs.SnapshotOutcome
@@ -54,7 +58,8 @@ func statusCommand() command {
 						WatermarkLagSeconds *float64        `json:"watermark_lag_seconds"`
 						Jobs                []jobs.JobCount `json:"jobs"`
 						LastSnapshot        *lastSnapshot   `json:"last_snapshot_job"`
-					}{Status: st, Jobs: jobCounts}
+						PersonalData        policyStatus    `json:"personal_data"`
+					}{Status: st, Jobs: jobCounts, PersonalData: policy}
 					if snap.ID != "" {
 						out.LastSnapshot = &lastSnapshot{snap, snapAt}
 					}
@@ -67,6 +72,7 @@ func statusCommand() command {
 					return enc.Encode(out)
 				}
 				printStatus(e.stdout, st, time.Now())
+				printPolicy(e.stdout, policy)
 				if snap.ID != "" {
 					what := "wrote snapshot " + snap.ID
 					if snap.Skipped {

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// policyStatus is the personal-data policy in force (names and key id,
+// never the key) and the policies the warehouse holds rows of.
+type policyStatus struct {
+	Fingerprint string   `json:"fingerprint"`
+	Hashed      []string `json:"hashed"`
+	Dropped     []string `json:"dropped"`
+	DropUnknown bool     `json:"drop_unknown"`
+	KeyID       string   `json:"key_id,omitempty"`
+	warehouse.PolicyState
+}
+
+func readPolicyStatus(ctx context.Context, e *env, store *warehouse.Store) (policyStatus, error) {
+	p := e.cfg.PII
+	ps := policyStatus{Fingerprint: p.Fingerprint(), Hashed: p.Hashed(), Dropped: p.Dropped(), DropUnknown: p.DropUnknown(), KeyID: p.KeyID()}
+	pd, err := store.Personal(p)
+	if err != nil {
+		return ps, err
+	}
+	ps.PolicyState, err = pd.PolicyState(ctx)
+	return ps, err
+}
+
+func printPolicy(w io.Writer, ps policyStatus) {
+	list := func(names []string) string {
+		if len(names) == 0 {
+			return "none"
+		}
+		return strings.Join(names, ", ")
+	}
+	unknown := "kept in raw"
+	if ps.DropUnknown {
+		unknown = "dropped"
+	}
+	key := ""
+	if ps.KeyID != "" {
+		key = "; key id " + ps.KeyID
+	}
+	fmt.Fprintf(w, "personal     hashed: %s; dropped: %s; unknown attributes %s%s\n", list(ps.Hashed), list(ps.Dropped), unknown, key)
+	var other []string
+	for _, u := range ps.Used {
+		if u.Fingerprint != ps.Fingerprint {
+			other = append(other, fmt.Sprintf("%q (last %s)", u.Fingerprint, u.LastUsedAt.UTC().Format(time.RFC3339)))
+		}
+	}
+	if len(other) > 0 {
+		fmt.Fprintf(w, "             rows were also written under %s: run usersync pii apply to rewrite them\n", strings.Join(other, ", "))
+	}
+}

@@ -1,0 +1,67 @@
+package warehouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Erasure is what Forget did for one user; it holds no personal data.
+type Erasure struct {
+	UserID            int64 `json:"user_id"`
+	Found             bool  `json:"found"` // the warehouse held something of the user
+	VersionsDeleted   int64 `json:"versions_deleted"`
+	QuarantineDeleted int64 `json:"quarantine_deleted"`
+	ColumnsCleared    int64 `json:"columns_cleared"`
+}
+
+// Forget erases users, in one transaction: their superseded versions and
+// quarantine records are deleted, and the personal columns of their current
+// row (the catalog's personal attributes and the policy's hashed and
+// dropped ones), the attributes kept in raw and their data connections are
+// cleared. Each erasure is recorded in erasures, users unknown to the
+// warehouse included (Found false).
+func (pd *Personal) Forget(ctx context.Context, ids []int64) ([]Erasure, error) {
+	out := make([]Erasure, 0, len(ids))
+	err := pgx.BeginFunc(ctx, pd.s.pool, func(tx pgx.Tx) error {
+		for _, id := range ids {
+			e, err := pd.forgetOne(ctx, tx, id)
+			if err != nil {
+				return fmt.Errorf("erasing user %d: %w", id, err)
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("forgetting %d users: %w", len(ids), err)
+	}
+	return out, nil
+}
+
+func (pd *Personal) forgetOne(ctx context.Context, tx pgx.Tx, id int64) (Erasure, error) {
+	e := Erasure{UserID: id}
+	err := tx.QueryRow(ctx, pd.sql.forgetCurrent, id).Scan(&e.ColumnsCleared)
+	switch {
+	case err == nil:
+		e.Found = true
+	case !errors.Is(err, pgx.ErrNoRows):
+		return e, fmt.Errorf("clearing the current row: %w", err)
+	}
+	tag, err := tx.Exec(ctx, pd.sql.forgetVersions, id)
+	if err != nil {
+		return e, fmt.Errorf("deleting versions: %w", err)
+	}
+	e.VersionsDeleted = tag.RowsAffected()
+	if tag, err = tx.Exec(ctx, pd.sql.forgetQuarantine, id); err != nil {
+		return e, fmt.Errorf("deleting quarantine records: %w", err)
+	}
+	e.QuarantineDeleted = tag.RowsAffected()
+	e.Found = e.Found || e.VersionsDeleted > 0 || e.QuarantineDeleted > 0
+	if _, err := tx.Exec(ctx, pd.sql.insertErasure, id, e.Found, e.VersionsDeleted, e.QuarantineDeleted, e.ColumnsCleared); err != nil {
+		return e, fmt.Errorf("recording the erasure: %w", err)
+	}
+	return e, nil
+}
