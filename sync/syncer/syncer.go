@@ -23,10 +23,11 @@ import (
 type Config struct {
 	PageSize int           // page[size] of user requests (default 1000)
 	Lookback time.Duration // how far before the watermark incremental runs start (default 10m)
-	Prefetch int           // pages fetched ahead of the one being hashed (default 1)
+	Prefetch int           // pages fetched ahead of the one being handed to the writers (default 1)
 	// Writers is how many users pages are written at once, each on its own
-	// connection (default 2; see writes). With Prefetch 1, at most
-	// Writers+3 pages are in memory.
+	// connection (default 2; see warehouse.UsersLoad). With Prefetch 1, at
+	// most Writers+2 pages are in memory: one fetched ahead, one waiting for
+	// a writer, and the ones being written.
 	Writers int
 	// NoDataConnections stops asking for users' meta.dataConnections
 	// (provideDataConnections); the stored values are then left alone.
