@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,7 +29,7 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 	personal := []string{}
 	for _, a := range schema.User().Attributes {
 		c := a.Column()
-		if a.Personal || contains(hashed, c) || contains(dropped, c) {
+		if a.Personal || slices.Contains(hashed, c) || slices.Contains(dropped, c) {
 			personal = append(personal, schema.QuoteIdentifier(c))
 		}
 	}
@@ -62,15 +63,6 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 		"quarantineBatch": &q.quarantineBatch, "quarantineRewrite": &q.quarantineRewrite,
 	})
 	return q, err
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Personal is the personal-data side of a Store under one policy: forget

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -197,9 +198,9 @@ func (pd *Personal) CommentColumns(ctx context.Context) error {
 	for _, a := range schema.User().Attributes {
 		note := ""
 		switch {
-		case contains(pd.p.Hashed(), a.Name):
+		case slices.Contains(pd.p.Hashed(), a.Name):
 			note = " [hashed by the personal-data policy: HMAC-SHA256 of the value, hex]"
-		case contains(pd.p.Dropped(), a.Name):
+		case slices.Contains(pd.p.Dropped(), a.Name):
 			note = " [dropped by the personal-data policy: always null]"
 		}
 		for _, table := range []string{"users", "user_version_history"} {
