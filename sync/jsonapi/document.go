@@ -47,7 +47,9 @@ type Document struct {
 	Data []Resource
 	// DataShape is the form "data" took in the body.
 	DataShape Shape
-	// Included holds the compound-document resources ("included").
+	// Included holds the compound-document resources ("included"). A page
+	// whose data a DataDecoder typed leaves them undecoded (nil), their
+	// syntax checked.
 	Included []Resource
 	// Links holds the top-level links; Links.Next drives pagination.
 	Links Links

@@ -56,7 +56,9 @@ type Pages struct {
 // client, for a caller that can type the resources in one pass: b starts
 // with the array as sent and goes on with the rest of the body; the decoder
 // returns its result and the length of the array, closing bracket included.
-// The result is the page's Decoded and the page's Data stays empty. An error
+// The result is the page's Decoded and the page's Data stays empty; the
+// page's included resources are checked but not decoded (Included is nil):
+// such a walk includes them for the linkage they bring into data. An error
 // means the body is malformed: the client retries the request as it does a
 // truncated body, then returns the error. The result may refer to b: the
 // client never writes to b or reuses it until the page is released (see
