@@ -76,7 +76,7 @@ func (s *Store) LoadUsers(ctx context.Context, rows []normalize.Row, bad []Quara
 	if cp != nil {
 		runID = cp.RunID
 	}
-	p, err := s.prepareUsers(ctx, rows, bad, runID)
+	p, err := s.prepareUsers(ctx, rows, bad, runID, false)
 	if err != nil {
 		return Counts{}, err
 	}

@@ -2,9 +2,11 @@ package warehouse
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/usersync/usersync/sync/normalize"
 )
@@ -24,13 +26,17 @@ type userPage struct {
 	runID int64
 	c     Counts
 	b     *pgx.Batch // the linkage diff, sent with the checkpoint
+	// allNew: tried as all new when prepared; once written, whether every
+	// user of the page was new to the warehouse.
+	allNew bool
 }
 
-// prepareUsers begins a page's transaction and writes its heavy part. The
-// page must then be committed or rolled back.
-func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, runID int64) (*userPage, error) {
+// prepareUsers begins a page's transaction and writes its heavy part; with
+// allNew, the page is first written as all new (see writeAllNew). The page
+// must then be committed or rolled back.
+func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, runID int64, allNew bool) (*userPage, error) {
 	rows = dedupe(rows)
-	p := &userPage{s: s, rows: rows, bad: bad, runID: runID, b: &pgx.Batch{}}
+	p := &userPage{s: s, rows: rows, bad: bad, runID: runID, b: &pgx.Batch{}, allNew: allNew}
 	// Pages written at once must never wait for each other's locks (the
 	// writer would wait for a page that waits for it, and PostgreSQL could
 	// not see the cycle): a wait over lockTimeout fails the page, and the
@@ -48,15 +54,16 @@ func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Qu
 }
 
 // write compares the page with the warehouse (one indexed read, two when
-// rows left linkage unsent) and writes only what differs: users new to the
-// warehouse are copied straight into users (their row is their first
-// version) with their teams; users whose content or linkage changed go
-// through the staging table, their superseded version into
-// user_version_history, and the guarded upsert; unchanged users cost
-// nothing more.
+// rows left linkage unsent) and writes what differs (see apply). A page
+// tried as all new skips the read unless one of its users was stored.
 func (p *userPage) write(ctx context.Context) error {
 	if len(p.rows) == 0 {
 		return nil
+	}
+	if p.allNew {
+		if ok, err := p.writeAllNew(ctx); ok || err != nil {
+			return err
+		}
 	}
 	s, t := p.s, p.s.tables["user"]
 	stored, err := s.readStored(ctx, p.tx, t, p.rows)
@@ -64,7 +71,40 @@ func (p *userPage) write(ctx context.Context) error {
 		return err
 	}
 	c := classify(p.rows, stored, s.links)
-	p.c.Inserted, p.c.Updated, p.c.Unchanged = int64(len(c.fresh)), c.updated, c.unchanged
+	p.allNew = len(c.fresh) == len(p.rows)
+	return p.apply(ctx, c, stored)
+}
+
+// writeAllNew writes the page as if none of its users were stored, without
+// reading the warehouse: on an initial load nearly every page is new, and
+// the read cost a round trip and an index probe per user (docs/benchmarks.md).
+// It writes under a savepoint. When a user was stored after all (an earlier
+// page of the walk held it: the COPY breaks users' primary key), it rolls
+// back to the savepoint and reports false, and the page is classified
+// against the warehouse instead.
+func (p *userPage) writeAllNew(ctx context.Context) (bool, error) {
+	if _, err := p.tx.Exec(ctx, p.s.sql.allNewSavepoint); err != nil {
+		return false, fmt.Errorf("setting the all-new savepoint: %w", err)
+	}
+	err := p.apply(ctx, classify(p.rows, nil, p.s.links), nil)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "23505" { // unique_violation
+		return err == nil, err
+	}
+	if _, err := p.tx.Exec(ctx, p.s.sql.allNewRollback); err != nil {
+		return false, fmt.Errorf("rolling back to the all-new savepoint: %w", err)
+	}
+	return false, nil
+}
+
+// apply writes a classified page: users new to the warehouse are copied
+// straight into users (their row is their first version) with their teams;
+// users whose content or linkage changed go through the staging table,
+// their superseded version into user_version_history, and the guarded
+// upsert; unchanged users cost nothing more.
+func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]storedUser) error {
+	s, t := p.s, p.s.tables["user"]
+	p.c = Counts{Inserted: int64(len(c.fresh)), Updated: c.updated, Unchanged: c.unchanged}
 	if len(c.fresh) > 0 {
 		// A new user's row is its first version: nothing else to write.
 		if _, err := copyRows(ctx, p.tx, t.copyTable, &t, c.fresh, p.runID); err != nil {

@@ -53,6 +53,10 @@ type UsersLoadOptions struct {
 //     no two goroutines hold it at once.
 //   - A load that starts on an empty warehouse builds user_teams' team_id
 //     index once at the end instead of row by row (see teamindex.go).
+//   - On such a load, and after a page whose users were all new, a page is
+//     written as all new without reading the warehouse first, and is
+//     classified against it only if one of its users was stored after all
+//     (see writeAllNew).
 //
 // Add hands it pages; Finish waits for them and returns the checkpoint.
 // A UsersLoad is used from one goroutine.
@@ -64,14 +68,16 @@ type UsersLoad struct {
 	inflight []*pageWrite
 	err      error // the first error, in page order
 	deferred bool  // the team index was dropped and is built by Finish
+	allNew   bool  // the next page is tried as all new
 }
 
 // pageWrite is one page in flight.
 type pageWrite struct {
-	ids  map[int64]bool // the page's user ids, quarantined ones included
-	done chan struct{}  // closed when the page committed or failed
-	cp   Checkpoint     // after the page, once done (when err is nil)
-	err  error          // set before done is closed
+	ids    map[int64]bool // the page's user ids, quarantined ones included
+	done   chan struct{}  // closed when the page committed or failed
+	cp     Checkpoint     // after the page, once done (when err is nil)
+	allNew bool           // every user of the page was new, once done
+	err    error          // set before done is closed
 }
 
 // BeginUsersLoad starts a load continuing from cp (a new run's, or the one a
@@ -88,6 +94,7 @@ func (s *Store) BeginUsersLoad(ctx context.Context, cp Checkpoint, o UsersLoadOp
 	if err != nil {
 		return nil, err
 	}
+	l.allNew = empty
 	if empty {
 		if l.deferred, err = s.deferTeamIndex(ctx); err != nil {
 			return nil, err
@@ -117,10 +124,10 @@ func (l *UsersLoad) Add(ctx context.Context, p UsersPage) error {
 	}
 	l.inflight = append(l.inflight, pw)
 	l.number++
-	base, number := l.cp, l.number
+	base, number, allNew := l.cp, l.number, l.allNew
 	go func() {
 		defer close(pw.done)
-		pw.cp, pw.err = l.write(ctx, p, number, prev, base)
+		pw.cp, pw.allNew, pw.err = l.write(ctx, p, number, prev, base, allNew)
 		if pw.err == nil && p.Release != nil {
 			p.Release()
 		}
@@ -132,24 +139,25 @@ func (l *UsersLoad) Add(ctx context.Context, p UsersPage) error {
 // the predecessor's error.
 var errEarlierPage = errors.New("an earlier page failed")
 
-// write writes page number: prepared at once, committed after prev (the
-// page before it, nil when none in flight, base then being the checkpoint
-// it follows) has committed.
-func (l *UsersLoad) write(ctx context.Context, p UsersPage, number int64, prev *pageWrite, base Checkpoint) (Checkpoint, error) {
+// write writes page number: prepared at once (tried as all new with
+// allNew), committed after prev (the page before it, nil when none in
+// flight, base then being the checkpoint it follows) has committed. It
+// returns the checkpoint after the page and whether its users were all new.
+func (l *UsersLoad) write(ctx context.Context, p UsersPage, number int64, prev *pageWrite, base Checkpoint, allNew bool) (Checkpoint, bool, error) {
 	start := time.Now()
-	page, err := l.s.prepareUsers(ctx, p.Rows, p.Bad, base.RunID)
+	page, err := l.s.prepareUsers(ctx, p.Rows, p.Bad, base.RunID, allNew)
 	if prev != nil {
 		<-prev.done
 		if prev.err != nil {
 			if page != nil {
 				page.rollback(ctx)
 			}
-			return Checkpoint{}, errEarlierPage
+			return Checkpoint{}, false, errEarlierPage
 		}
 		base = prev.cp
 	}
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("writing page %d: %w", number, err)
+		return Checkpoint{}, false, fmt.Errorf("writing page %d: %w", number, err)
 	}
 	base.NextURL = p.NextURL
 	if l.o.Requests != nil {
@@ -157,12 +165,12 @@ func (l *UsersLoad) write(ctx context.Context, p UsersPage, number int64, prev *
 	}
 	_, next, err := page.commit(ctx, &base)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("writing page %d: %w", number, err)
+		return Checkpoint{}, false, fmt.Errorf("writing page %d: %w", number, err)
 	}
 	if l.o.Committed != nil {
 		l.o.Committed(next, len(p.Rows)+len(p.Bad), time.Since(start))
 	}
-	return next, nil
+	return next, page.allNew, nil
 }
 
 // pop waits for the oldest page in flight.
@@ -173,7 +181,7 @@ func (l *UsersLoad) pop() {
 	if l.err == nil {
 		l.err = pw.err
 		if pw.err == nil {
-			l.cp = pw.cp
+			l.cp, l.allNew = pw.cp, pw.allNew
 		}
 	}
 }
