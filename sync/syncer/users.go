@@ -31,6 +31,11 @@ func (s *Syncer) usersQuery(from, until *time.Time) jsonapi.Query {
 	return q
 }
 
+// FullUsersQuery is the first request of a users walk over every user, as
+// a full sync or an unbounded backfill asks it (the bench records the API's
+// answers to it, then replays them to a backfill).
+func (s *Syncer) FullUsersQuery() jsonapi.Query { return s.usersQuery(nil, nil) }
+
 // UserQuery is the base of every users request that loads users (syncs,
 // backfills, reconcile fetches): write access always, data connections
 // unless turned off.
