@@ -42,6 +42,9 @@ func TestPagesDecodeData(t *testing.T) {
 		{"data repeated", `{"data":[{"type":"user","id":1}],"data":[{"type":"user","id":2}]}`, `[{"type":"user","id":2}]`, 2},
 		{"data null", `{"data":null,"meta":{}}`, nil, 0},
 		{"data one", `{"data":{"type":"user","id":1}}`, nil, 0},
+		// Included resources are checked, not decoded (Included stays nil).
+		{"included", `{"data":[{"type":"user","id":1}],"included":[{"type":"team","id":7,"attributes":{}}],"links":{"next":null}}`,
+			`[{"type":"user","id":1}]`, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -55,8 +58,8 @@ func TestPagesDecodeData(t *testing.T) {
 			if page.Decoded != tc.decoded {
 				t.Fatalf("Decoded = %v, want %v", page.Decoded, tc.decoded)
 			}
-			if tc.decoded != nil && len(page.Data) != 0 {
-				t.Fatalf("Data holds %d resources next to Decoded", len(page.Data))
+			if tc.decoded != nil && (len(page.Data) != 0 || page.Included != nil) {
+				t.Fatalf("Data holds %d resources and Included %d next to Decoded", len(page.Data), len(page.Included))
 			}
 			if calls.Load() != tc.calls {
 				t.Fatalf("decoder called %d times, want %d", calls.Load(), tc.calls)
@@ -77,6 +80,7 @@ func TestPagesDecodeDataMalformed(t *testing.T) {
 		{"array refused", `{"data":[{"type":"user","id":1]}`, nil},
 		{"rest refused", `{"data":[],"links":{"next":5}}`, nil},
 		{"rest truncated", `{"data":[{"type":"user","id":1}],"links":{"ne`, nil},
+		{"included malformed", `{"data":[],"included":[{"type":"team","id":7,}]}`, nil},
 		{"decoder error", `{"data":[]}`, func([]byte) (any, int, error) { return nil, 0, errors.New("no") }},
 		{"length past the body", `{"data":[]}`, func(b []byte) (any, int, error) { return nil, len(b) + 1, nil }},
 		{"length zero", `{"data":[]}`, func([]byte) (any, int, error) { return nil, 0, nil }},
@@ -190,41 +194,6 @@ func TestRestOf(t *testing.T) {
 			n := strings.Index(tc.body[at:], "]") + 1
 			if got := string(restOf([]byte(tc.body), at, n)); got != tc.want {
 				t.Fatalf("restOf = %s, want %s", got, tc.want)
-			}
-		})
-	}
-}
-
-// TestPagesDecodeDataIncluded: included resources next to a DataDecoder are
-// checked, not decoded; a malformed included array fails the page like any
-// malformed body.
-func TestPagesDecodeDataIncluded(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name, body string
-		ok         bool
-	}{
-		{"well-formed", `{"data":[{"type":"user","id":1}],"included":[{"type":"team","id":7,"attributes":{}}],"links":{"next":null}}`, true},
-		{"malformed", `{"data":[{"type":"user","id":1}],"included":[{"type":"team","id":7,}],"links":{"next":null}}`, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { writeDoc(w, http.StatusOK, tc.body) })
-			var calls atomic.Int32
-			c := newClient(t, srv.URL, newFakeClock(t), nil)
-			page, err := c.Collection("users", Query{}).DecodeData(rawArray(&calls)).Next(context.Background())
-			if !tc.ok {
-				var de *DecodeError
-				if !errors.As(err, &de) {
-					t.Fatalf("err = %v, want a *DecodeError", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if page.Included != nil || page.Decoded != `[{"type":"user","id":1}]` {
-				t.Fatalf("Included = %v, Decoded = %v", page.Included, page.Decoded)
 			}
 		})
 	}

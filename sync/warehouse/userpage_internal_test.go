@@ -3,35 +3,25 @@ package warehouse
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/normalize"
 )
 
+// userRows types one user per id of titles (ids 1 to 9, in order), each
+// in one team of its own.
 func userRows(t *testing.T, titles map[int]string) []normalize.Row {
 	t.Helper()
-	var out []normalize.Row
-	n := normalize.New(schema.User())
+	var users []string
 	for id := 1; id <= 9; id++ {
-		title, ok := titles[id]
-		if !ok {
-			continue
+		if title, ok := titles[id]; ok {
+			users = append(users, fmt.Sprintf(`{"id": %d, "type": "user", "attributes": {"title": %q, "updatedAt": "2024-01-0%dT00:00:00.000Z"},
+				"relationships": {"teams": {"data": [{"id": %d, "type": "team"}]}}}`, id, title, id, 10+id))
 		}
-		body := fmt.Sprintf(`{"data": [{"id": %d, "type": "user", "attributes": {"title": %q, "updatedAt": "2024-01-0%dT00:00:00.000Z"},
-			"relationships": {"teams": {"data": [{"id": %d, "type": "team"}]}}}]}`, id, title, id, 10+id)
-		doc, err := jsonapi.DecodeDocument([]byte(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		row, err := n.Row(doc.Data[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, row)
 	}
-	return out
+	return normalized(t, schema.User(), `{"data": [`+strings.Join(users, ",")+`]}`)
 }
 
 // TestWriteAllNew: a page tried as all new is written without reading the
