@@ -3,7 +3,6 @@ package jsonapi
 import (
 	"encoding/json"
 	"errors"
-	"slices"
 
 	"github.com/usersync/usersync/sync/internal/jsonscan"
 )
@@ -145,10 +144,10 @@ func decodeData(body []byte, at int, decode DataDecoder) (any, wireManyRaw, erro
 // decoding besides "data" (BenchmarkDecodePageRest). When the scan fails,
 // only "data" is cut, and the JSON decoder reports the error.
 func restOf(body []byte, at, n int) []byte {
-	cut := [][2]int{{at, at + n}}
-	i := jsonscan.WS(body, 0)
-	_, ok := jsonscan.Members(body, i, func(key []byte, plain bool, _, v int) (int, bool) {
+	cut := make([][2]int, 0, 2) // data and included, in the body's order
+	_, ok := jsonscan.Members(body, jsonscan.WS(body, 0), func(key []byte, plain bool, _, v int) (int, bool) {
 		if v == at {
+			cut = append(cut, [2]int{at, at + n})
 			return at + n, true
 		}
 		end, ok := jsonscan.SkipValue(body, v, 1)
@@ -158,9 +157,8 @@ func restOf(body []byte, at, n int) []byte {
 		return end, ok
 	})
 	if !ok {
-		cut = cut[:1]
+		cut = [][2]int{{at, at + n}}
 	}
-	slices.SortFunc(cut, func(a, b [2]int) int { return a[0] - b[0] })
 	size := len(body)
 	for _, c := range cut {
 		size -= c[1] - c[0] - len("[]")
