@@ -68,12 +68,10 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 	if wm, err := r.s.store.Watermark(ctx); err == nil && !wm.IsZero() {
 		sum.Watermark = &wm
 	}
-	if r.changedMuch(sum) {
-		// Fresh statistics before anything (a snapshot, an analyst) plans a
-		// query over the rows just written. Not worth failing the run for.
-		if err := r.s.store.Analyze(ctx); err != nil {
-			log.WarnContext(ctx, "refreshing statistics failed", "error", err)
-		}
+	// Fresh statistics before anything (a snapshot, an analyst) plans a
+	// query over the rows just written. Not worth failing the run for.
+	if err := r.s.store.Analyze(ctx, sum.Inserted+sum.Updated); err != nil {
+		log.WarnContext(ctx, "refreshing statistics failed", "error", err)
 	}
 	if sum.FutureUpdatedAt > 0 {
 		log.WarnContext(ctx, "users updated in the future did not move the watermark", "future_updated_at", sum.FutureUpdatedAt,
@@ -82,16 +80,6 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 	log.InfoContext(ctx, "run finished", "pages", sum.Pages, "inserted", sum.Inserted, "updated", sum.Updated,
 		"quarantined", sum.Quarantined, "requests", sum.Requests, "duration_ms", sum.Duration.Milliseconds())
 	return sum, nil
-}
-
-// changedMuch says whether the run wrote enough rows for the planner's
-// statistics to be stale.
-func (r *run) changedMuch(sum Summary) bool {
-	n := sum.Inserted + sum.Updated
-	for _, c := range r.dims {
-		n += c.Inserted
-	}
-	return n >= warehouse.AnalyzeThreshold
 }
 
 // advancesWatermark says whether the run's success moves the watermark: a

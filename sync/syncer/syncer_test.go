@@ -41,19 +41,48 @@ func TestFullThenIncremental(t *testing.T) {
 	}
 }
 
-// TestStatisticsAfterLargeRun: a run that writes many rows refreshes the
-// planner's statistics, so what follows (a snapshot of users_current) is
-// not planned for empty tables; a small run leaves them to autovacuum.
+// TestStatisticsAfterLargeRun: a run that writes as many users as
+// autovacuum's threshold (50 plus a tenth of the table) refreshes the
+// planner's statistics, so what follows (a snapshot of users_current) is not
+// planned for empty tables, users' from a small sample; a smaller run leaves
+// them to autovacuum.
 func TestStatisticsAfterLargeRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, apisim.Options{Users: 1500})
 	analyzed := `SELECT count(*) FROM pg_stat_user_tables WHERE '"' || schemaname || '"' = '%s' AND relname IN ('users', 'user_teams', 'teams') AND last_analyze IS NOT NULL`
+	// Microseconds since users was last analyzed by anything but autovacuum.
+	usersAnalyzed := `SELECT coalesce((extract(epoch FROM last_analyze) * 1e6)::bigint, 0) FROM pg_stat_user_tables WHERE '"' || schemaname || '"' = '%s' AND relname = 'users'`
 	e.run(t, syncer.Config{PageSize: 1000}, syncer.Request{Kind: warehouse.KindFull})
 	if n := e.count(t, analyzed); n != 3 {
 		t.Errorf("%d of users, user_teams and teams analyzed after a full sync of 1500 users, want 3", n)
 	}
 	if n := e.count(t, `SELECT reltuples::bigint FROM pg_class WHERE oid = '%s.users'::regclass`); n < 1000 {
 		t.Errorf("the planner estimates %d users after the full sync", n)
+	}
+	// 1500 distinct updatedAt: 101 bounds at the default target (100), 11
+	// at the sync's (10); user_teams keeps the default.
+	bounds := `SELECT coalesce(max(cardinality(histogram_bounds::text::text[])), 0) FROM pg_stats WHERE '"' || schemaname || '"' = '%s' AND tablename = $1 AND attname = $2`
+	if n := e.count(t, bounds, "users", "updated_at"); n < 2 || n > 11 {
+		t.Errorf("users.updated_at has %d histogram bounds after the full sync, want 2 to 11 (statistics target 10)", n)
+	}
+	if n := e.count(t, bounds, "user_teams", "user_id"); n <= 11 {
+		t.Errorf("user_teams.user_id has %d histogram bounds after the full sync, want the default target's (over 11)", n)
+	}
+
+	before := e.count(t, usersAnalyzed)
+	e.sim.UpdateUsers(30)
+	if sum := e.run(t, syncer.Config{PageSize: 1000}, syncer.Request{Kind: warehouse.KindIncremental}); sum.Updated != 30 {
+		t.Fatalf("updated %d users, want 30", sum.Updated)
+	}
+	if after := e.count(t, usersAnalyzed); after != before {
+		t.Errorf("30 users of 1500 changed (under autovacuum's 200): analyzed anyway")
+	}
+	e.sim.UpdateUsers(300)
+	if sum := e.run(t, syncer.Config{PageSize: 1000}, syncer.Request{Kind: warehouse.KindIncremental}); sum.Updated != 300 {
+		t.Fatalf("updated %d users, want 300", sum.Updated)
+	}
+	if after := e.count(t, usersAnalyzed); after <= before {
+		t.Errorf("300 users of 1500 changed (over autovacuum's 200): not analyzed")
 	}
 }
 

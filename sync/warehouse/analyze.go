@@ -5,24 +5,31 @@ import (
 	"fmt"
 )
 
-// AnalyzeThreshold is the number of rows a run must insert or change before
-// it refreshes the planner's statistics (see Analyze).
-const AnalyzeThreshold = 1000
-
-// Analyze refreshes PostgreSQL's statistics of the tables a sync writes.
-// Autovacuum does this eventually, but not before the snapshot that follows a
-// backfill: without statistics the planner takes freshly filled tables for
-// nearly empty ones, and the users_current view, which joins users to their
-// teams, was planned as a nested loop over every team for every user (a
-// snapshot of 100,000 users took 15 minutes instead of 8 seconds).
+// Analyze refreshes PostgreSQL's statistics of the tables a sync writes,
+// when the run wrote enough users for autovacuum to analyze them too (its
+// own threshold, by the server's settings: 50 rows plus a tenth of the
+// table), or users never was.
 //
-// For users, only the columns the views join and filter on are analyzed
-// (the row count comes with them): statistics of all of its ~100 columns
-// took 3.2 s for 50,000 users against 0.19 s. Autovacuum analyzes the rest
-// later.
-func (s *Store) Analyze(ctx context.Context) error {
-	_, err := s.pool.Exec(ctx, s.sql.analyze)
-	if err != nil {
+// Autovacuum would, but up to a naptime (a minute) later: too late for the
+// snapshot that follows a backfill, and without statistics the planner takes
+// freshly filled tables for nearly empty ones (the users_current view, which
+// joins users to their teams, was planned as a nested loop over every team
+// for every user: a snapshot of 100,000 users took 15 minutes instead of
+// 8 seconds). A smaller run leaves statistics PostgreSQL deems fresh alone.
+//
+// For users it is a bridge to autovacuum's: the columns the views join and
+// filter on, from a sample of 3,000 rows instead of 30,000. A column list
+// leaves autovacuum's full ANALYZE due, so that one follows (figures in
+// docs/benchmarks.md, "The closing ANALYZE").
+func (s *Store) Analyze(ctx context.Context, usersWritten int64) error {
+	var due bool
+	if err := s.pool.QueryRow(ctx, s.sql.analyzeDue, usersWritten).Scan(&due); err != nil {
+		return fmt.Errorf("checking the statistics of users: %w", err)
+	}
+	if !due {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, s.sql.analyze); err != nil {
 		return fmt.Errorf("analyzing the warehouse tables: %w", err)
 	}
 	return nil

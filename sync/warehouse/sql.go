@@ -120,6 +120,7 @@ type userSQL struct {
 	dropTeamIndex      string
 	teamIndexMissing   string
 	createTeamIndex    string
+	analyzeDue         string // $1 users written: whether the run's ANALYZE is due
 	analyze            string
 }
 
@@ -150,6 +151,7 @@ func newUserSQL(schemaName string, users tableSQL, lockTimeout string) (userSQL,
 		"resolveQuarantine": &q.resolveQuarantine, "insertQuarantine": &q.insertQuarantine, "checkpoint": &q.checkpoint,
 		"lockTeams": &q.lockTeams, "teamIndexDroppable": &q.teamIndexDroppable, "dropTeamIndex": &q.dropTeamIndex,
 		"teamIndexMissing": &q.teamIndexMissing, "createTeamIndex": &q.createTeamIndex, "analyze": &q.analyze,
+		"analyzeDue": &q.analyzeDue,
 	})
 	return q, err
 }

@@ -64,7 +64,7 @@ func TestStatementsGolden(t *testing.T) {
 }
 
 func looksLikeSQL(s string) bool {
-	for _, w := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "COPY", "CREATE", "DROP", "WITH", "BEGIN", "LOCK", "ANALYZE", "SAVEPOINT", "ROLLBACK"} {
+	for _, w := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "COPY", "CREATE", "DROP", "WITH", "BEGIN", "LOCK", "ANALYZE", "SAVEPOINT", "ROLLBACK", "SET"} {
 		if strings.HasPrefix(strings.TrimSpace(s), w) {
 			return true
 		}

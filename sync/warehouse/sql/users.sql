@@ -89,8 +89,19 @@ SELECT to_regclass('{{schema}}.user_teams_team_id') IS NULL
 -- name: createTeamIndex
 CREATE INDEX IF NOT EXISTS user_teams_team_id ON {{schema}}.user_teams (team_id)
 
+-- name: analyzeDue
+-- $1 users written by the run. Due when PostgreSQL's autovacuum would
+-- analyze users too (by the server's settings), or it never was.
+SELECT c.reltuples < 0 OR $1::float8 >= current_setting('autovacuum_analyze_threshold')::float8
+    + current_setting('autovacuum_analyze_scale_factor')::float8 * c.reltuples
+FROM pg_class c WHERE c.oid = '{{schema}}.users'::regclass
+
 -- name: analyze
--- For users, only the columns the views join and filter on are analyzed.
-ANALYZE {{schema}}.users (id, role_id, profile_id, updated_at, deleted_at), {{schema}}.user_teams, {{schema}}.teams,
-{{schema}}.roles, {{schema}}.profiles, {{schema}}.user_version_history (user_id, valid_from),
-{{schema}}.user_team_history, {{schema}}.team_history, {{schema}}.role_history, {{schema}}.profile_history
+-- users: only the columns the views join and filter on, sampling 3,000 rows
+-- (a column list leaves autovacuum's full ANALYZE due); the others in full.
+SET LOCAL default_statistics_target = 10;
+ANALYZE {{schema}}.users (id, role_id, profile_id, updated_at, deleted_at);
+SET LOCAL default_statistics_target TO DEFAULT;
+ANALYZE {{schema}}.user_teams, {{schema}}.teams, {{schema}}.roles, {{schema}}.profiles,
+{{schema}}.user_version_history (user_id, valid_from), {{schema}}.user_team_history, {{schema}}.team_history,
+{{schema}}.role_history, {{schema}}.profile_history
