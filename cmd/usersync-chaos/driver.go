@@ -106,9 +106,11 @@ func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
 	if d.store, err = warehouse.NewStore(d.pool, schemaName); err != nil {
 		return nil, err
 	}
-	// No RestoreEvery: a team, role or profile that comes back reappears in
-	// its users' linkage without their updatedAt moving, and only a
-	// reconcile that saw it deleted fetches them again (issue to file).
+	// No RestoreEvery: a team, role or profile deleted and restored between
+	// two dimension passes is never marked deleted, so users written in
+	// between keep no link to it, and nothing shows the reconcile which
+	// (TestReconcileRelinksWhatASyncRestored covers the restorations the
+	// warehouse does see).
 	d.churn = apisim.Churn{Every: 4, Update: 12, Create: 2, DeleteEvery: 9, Memberships: 2, EditEvery: 7}
 	d.sim = apisim.New(apisim.Options{Seed: o.seed, Users: o.users, RefreshToken: "chaos-refresh-0",
 		ClientID: "chaos-client", ClientSecret: "chaos-client-secret", TokenTTL: 20 * time.Second,

@@ -92,7 +92,8 @@ type ReconcileSummary struct {
 	Purged         int64 `json:"purged"`
 	PurgedVersions int64 `json:"purged_versions"`
 	// Dimensions is the teams/roles/profiles pass; DimensionsUndeleted
-	// counts, by table, the ids that came back.
+	// counts, by table, the ids that came back since the last reconcile
+	// that succeeded, in this pass or a sync's.
 	Dimensions          map[string]warehouse.Counts `json:"dimensions"`
 	DimensionsUndeleted map[string]int64            `json:"dimensions_undeleted"`
 	Membership          MembershipSummary           `json:"membership"`
@@ -165,8 +166,8 @@ type reconciler struct {
 	rows        int64
 	log         *slog.Logger
 	// deletedDims and restoredDims hold, by type, the teams, roles and
-	// profiles marked deleted after the dimension pass, and those it
-	// unmarked.
+	// profiles marked deleted after the dimension pass, and those that came
+	// back since the last reconcile that succeeded.
 	deletedDims, restoredDims map[string][]int64
 }
 
@@ -252,20 +253,21 @@ func (r *reconciler) start(ctx context.Context) error {
 	return nil
 }
 
-// syncDimensions runs the dimension pass of every sync, noting which teams,
-// roles and profiles came back.
+// syncDimensions runs the dimension pass of every sync, then notes the
+// teams, roles and profiles marked deleted, and those that came back since
+// the last reconcile that succeeded, whichever run brought them back (its
+// own dimension pass, a sync's, or a reconcile that died).
 func (r *reconciler) syncDimensions(ctx context.Context) error {
-	before, err := r.s.store.DeletedDimensionIDs(ctx)
-	if err != nil {
-		return err
-	}
+	var err error
 	if r.sum.Dimensions, err = r.s.syncDimensions(ctx, r.runID); err != nil {
 		return fmt.Errorf("syncing dimensions: %w", err)
 	}
 	if r.deletedDims, err = r.s.store.DeletedDimensionIDs(ctx); err != nil {
 		return err
 	}
-	r.restoredDims = restored(before, r.deletedDims)
+	if r.restoredDims, err = r.s.store.RestoredDimensionIDs(ctx); err != nil {
+		return err
+	}
 	r.sum.DimensionsUndeleted = map[string]int64{}
 	for typ, ids := range r.restoredDims {
 		r.sum.DimensionsUndeleted[tableOf(typ)] = int64(len(ids))

@@ -264,19 +264,6 @@ func (s *Syncer) fetchRequestLine(ids []int64) (int, error) {
 	return len("GET ") + len(u.RequestURI()) + len(" HTTP/1.1"), nil
 }
 
-// restored returns, by type, the ids deleted before and not after.
-func restored(before, after map[string][]int64) map[string][]int64 {
-	out := map[string][]int64{}
-	for typ, ids := range before {
-		for _, id := range ids {
-			if !slices.Contains(after[typ], id) {
-				out[typ] = append(out[typ], id)
-			}
-		}
-	}
-	return out
-}
-
 // tableOf returns the table of a catalog type ("team" → "teams").
 func tableOf(typ string) string {
 	for _, res := range schema.Resources() {

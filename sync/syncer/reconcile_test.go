@@ -177,6 +177,95 @@ func TestReconcileDeletesAndRestores(t *testing.T) {
 	}
 }
 
+// TestReconcileRelinksWhatASyncRestored: a role and a profile deleted, seen
+// by a reconcile (their holders fetched again, now holding none), then
+// restored: the API links their holders again without moving their
+// updatedAt, and a sync's dimension pass unmarks them. The next reconcile
+// still lists their users, though its own pass restored nothing, and so
+// does a reconcile after one that restored them and failed.
+func TestReconcileRelinksWhatASyncRestored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 1500})
+	e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
+	all := e.sim.Users()
+	role, profile := leastUsed(all, "role"), leastUsed(all, "profile")
+	for _, err := range []error{e.sim.DeleteRole(role), e.sim.DeleteProfile(profile)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sum := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{}); sum.Relinked == 0 {
+		t.Fatalf("the deleting reconcile relinked nobody: %+v", sum)
+	}
+	holders := `SELECT count(*) FROM %s.users WHERE role_id = $1 OR profile_id = $2`
+	if n := e.count(t, holders, role, profile); n != 0 {
+		t.Fatalf("%d users still hold the deleted role or profile", n)
+	}
+	for _, err := range []error{e.sim.RestoreRole(role), e.sim.RestoreProfile(profile)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
+	if n := e.count(t, `SELECT count(*) FROM %s.roles WHERE id = $1 AND deleted_at IS NULL`, role); n != 1 {
+		t.Fatalf("the sync did not bring role %d back", role)
+	}
+	if n := e.count(t, holders, role, profile); n != 0 {
+		t.Fatalf("the sync relinked %d users: this test no longer shows the gap it covers", n)
+	}
+
+	sum := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})
+	if want := map[string]int64{"profiles": 1, "roles": 1}; fmt.Sprint(sum.DimensionsUndeleted) != fmt.Sprint(want) {
+		t.Errorf("dimensions undeleted = %v, want %v", sum.DimensionsUndeleted, want)
+	}
+	if sum.Relinked == 0 {
+		t.Errorf("the reconcile after the restoring sync relinked nobody")
+	}
+	e.assertMirrors(t)
+	// Relinked once: the next reconcile finds nothing back.
+	if again := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{}); len(again.DimensionsUndeleted) != 0 || again.Relinked != 0 {
+		t.Errorf("second reconcile: undeleted %v, relinked %d", again.DimensionsUndeleted, again.Relinked)
+	}
+
+	// The role deleted again, then restored by a reconcile that fails after
+	// its dimension pass: 100 of 1500 users gone is over the 5% valve.
+	if err := e.sim.DeleteRole(role); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})
+	if err := e.sim.RestoreRole(role); err != nil {
+		t.Fatal(err)
+	}
+	gone := make([]int64, 0, 100)
+	for _, u := range all {
+		if len(gone) < cap(gone) && !slices.Contains(u.Relationships["role"], role) {
+			gone = append(gone, u.ID)
+		}
+	}
+	for _, id := range gone {
+		if err := e.sim.DeleteUser(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := e.syncer(syncer.Config{}).Reconcile(context.Background(), syncer.ReconcileRequest{})
+	if valve := (*syncer.SafetyValveError)(nil); !errors.As(err, &valve) {
+		t.Fatalf("reconcile with %d users gone: %v, want the safety valve", len(gone), err)
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.roles WHERE id = $1 AND deleted_at IS NULL`, role); n != 1 {
+		t.Fatalf("the failed reconcile did not bring role %d back", role)
+	}
+	for _, id := range gone {
+		if err := e.sim.RestoreUser(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum = e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})
+	if want := map[string]int64{"roles": 1}; fmt.Sprint(sum.DimensionsUndeleted) != fmt.Sprint(want) {
+		t.Errorf("after a failed reconcile: dimensions undeleted = %v, want %v", sum.DimensionsUndeleted, want)
+	}
+	e.assertMirrors(t)
+}
+
 // leastUsed returns the related id that the fewest users hold in rel.
 func leastUsed(users []apisim.Resource, rel string) int64 {
 	holders := map[int64]int{}

@@ -279,9 +279,23 @@ func (e *TooManyDeletionsError) Error() string {
 // DeletedDimensionIDs returns the ids of the teams, roles and profiles
 // marked deleted, by type ("team", "role", "profile").
 func (s *Store) DeletedDimensionIDs(ctx context.Context) (map[string][]int64, error) {
-	rows, err := s.pool.Query(ctx, s.runs.deletedDimensionIDs)
+	return s.dimensionIDs(ctx, s.runs.deletedDimensionIDs, "deleted")
+}
+
+// RestoredDimensionIDs returns, by type, the ids of the live teams, roles
+// and profiles that came back from a deletion, in any sync, since the last
+// reconcile that succeeded (their version history has a gap). A user
+// written while one was deleted holds no link to it, and the API's data
+// bring the link back without moving the user's updatedAt: only listing
+// the users related to it (see Reconciliation.AddLinked) finds them.
+func (s *Store) RestoredDimensionIDs(ctx context.Context) (map[string][]int64, error) {
+	return s.dimensionIDs(ctx, s.runs.restoredDimensionIDs, "restored")
+}
+
+func (s *Store) dimensionIDs(ctx context.Context, sql, which string) (map[string][]int64, error) {
+	rows, err := s.pool.Query(ctx, sql)
 	if err != nil {
-		return nil, fmt.Errorf("listing deleted teams, roles and profiles: %w", err)
+		return nil, fmt.Errorf("listing %s teams, roles and profiles: %w", which, err)
 	}
 	out := map[string][]int64{}
 	var typ string
@@ -291,7 +305,7 @@ func (s *Store) DeletedDimensionIDs(ctx context.Context) (map[string][]int64, er
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("listing deleted teams, roles and profiles: %w", err)
+		return nil, fmt.Errorf("listing %s teams, roles and profiles: %w", which, err)
 	}
 	return out, nil
 }

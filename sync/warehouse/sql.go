@@ -162,7 +162,7 @@ type runSQL struct {
 	startRun, unfinishedRuns, abandonRuns, finishRun, advanceWatermark, endRun string
 	failedRunToResume, watermark, reopenRun, runOfJob, touchRun                string
 	status, lastRuns, lastSyncListedMembership                                 string
-	liveTeamIDs, deletedDimensionIDs, replaceTeamMembers                       string
+	liveTeamIDs, deletedDimensionIDs, restoredDimensionIDs, replaceTeamMembers string
 }
 
 func newRunSQL(schemaName string) (runSQL, error) {
@@ -177,7 +177,7 @@ func newRunSQL(schemaName string) (runSQL, error) {
 		"failedRunToResume": &q.failedRunToResume, "watermark": &q.watermark, "reopenRun": &q.reopenRun,
 		"runOfJob": &q.runOfJob, "touchRun": &q.touchRun, "status": &q.status, "lastRuns": &q.lastRuns,
 		"lastSyncListedMembership": &q.lastSyncListedMembership, "liveTeamIDs": &q.liveTeamIDs,
-		"deletedDimensionIDs": &q.deletedDimensionIDs, "replaceTeamMembers": &q.replaceTeamMembers,
+		"deletedDimensionIDs": &q.deletedDimensionIDs, "restoredDimensionIDs": &q.restoredDimensionIDs, "replaceTeamMembers": &q.replaceTeamMembers,
 	})
 	return q, err
 }

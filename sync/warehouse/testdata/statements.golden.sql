@@ -471,6 +471,27 @@ UNION ALL SELECT 'role', id FROM "usersync".roles WHERE deleted_at IS NOT NULL
 UNION ALL SELECT 'profile', id FROM "usersync".profiles WHERE deleted_at IS NOT NULL
 ORDER BY 1, 2;
 
+-- runs.restoredDimensionIDs
+WITH since AS (
+	SELECT coalesce(max(finished_at), '-infinity') AS t FROM "usersync".sync_runs
+	WHERE kind = 'reconcile' AND status = 'succeeded'
+), versions AS (
+	SELECT 'team' AS type, team_id AS id, valid_from, lag(valid_to) OVER (PARTITION BY team_id ORDER BY valid_from) AS prev_to,
+		bool_or(valid_to IS NULL) OVER (PARTITION BY team_id) AS live
+	FROM "usersync".team_versions
+	UNION ALL
+	SELECT 'role', role_id, valid_from, lag(valid_to) OVER (PARTITION BY role_id ORDER BY valid_from),
+		bool_or(valid_to IS NULL) OVER (PARTITION BY role_id)
+	FROM "usersync".role_versions
+	UNION ALL
+	SELECT 'profile', profile_id, valid_from, lag(valid_to) OVER (PARTITION BY profile_id ORDER BY valid_from),
+		bool_or(valid_to IS NULL) OVER (PARTITION BY profile_id)
+	FROM "usersync".profile_versions
+)
+SELECT DISTINCT v.type, v.id FROM versions v, since
+WHERE v.live AND v.valid_from > v.prev_to AND v.valid_from > since.t
+ORDER BY 1, 2;
+
 -- runs.replaceTeamMembers
 WITH known AS (
 	SELECT u.id FROM "usersync".users u WHERE u.id = ANY($2::bigint[]) AND u.deleted_at IS NULL
