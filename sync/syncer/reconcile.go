@@ -256,7 +256,7 @@ func (r *reconciler) start(ctx context.Context) error {
 // syncDimensions runs the dimension pass of every sync, then notes the
 // teams, roles and profiles marked deleted, and those that came back since
 // the last reconcile that succeeded, whichever run brought them back (its
-// own dimension pass, a sync's, or a reconcile that died).
+// own dimension pass, a sync's, or a reconcile that failed after its own).
 func (r *reconciler) syncDimensions(ctx context.Context) error {
 	var err error
 	if r.sum.Dimensions, err = r.s.syncDimensions(ctx, r.runID); err != nil {
