@@ -50,7 +50,8 @@ func TestStatisticsAfterLargeRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, apisim.Options{Users: 1500})
 	analyzed := `SELECT count(*) FROM pg_stat_user_tables WHERE '"' || schemaname || '"' = '%s' AND relname IN ('users', 'user_teams', 'teams') AND last_analyze IS NOT NULL`
-	// Microseconds since users was last analyzed by anything but autovacuum.
+	// When users was last analyzed other than by autovacuum, in microseconds
+	// since the epoch (0: never).
 	usersAnalyzed := `SELECT coalesce((extract(epoch FROM last_analyze) * 1e6)::bigint, 0) FROM pg_stat_user_tables WHERE '"' || schemaname || '"' = '%s' AND relname = 'users'`
 	e.run(t, syncer.Config{PageSize: 1000}, syncer.Request{Kind: warehouse.KindFull})
 	if n := e.count(t, analyzed); n != 3 {
