@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -395,5 +397,91 @@ func TestReaderRoleIsMigrator(t *testing.T) {
 	}
 	if _, err := migrate(reader); err != nil {
 		t.Errorf("migrating again: %v", err)
+	}
+}
+
+// TestCommentColumnsWritesOnlyWhatDiffers: a new warehouse's column comments
+// are already those of no policy, so noting that policy rewrites none of
+// them (each COMMENT is a catalog write); a policy that drops a column
+// rewrites that column's comments only, and going back restores them.
+func TestCommentColumnsWritesOnlyWhatDiffers(t *testing.T) {
+	t.Parallel()
+	pool, name := migrated(t, "")
+	ctx := context.Background()
+	store, err := warehouse.NewStore(pool, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The transaction ids of the comment rows of users' and
+	// user_version_history's columns, by column: a rewritten comment gets a
+	// new one.
+	written := func() map[string]string {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT c.relname || '.' || a.attname, d.xmin::text FROM pg_description d
+			JOIN pg_class c ON c.oid = d.objoid JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.objsubid
+			WHERE d.classoid = 'pg_class'::regclass AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = $1)
+			AND c.relname IN ('users', 'user_version_history')`, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		var col, xmin string
+		if _, err := pgx.ForEachRow(rows, []any{&col, &xmin}, func() error { out[col] = xmin; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	note := func(cfg *normalize.PolicyConfig) {
+		t.Helper()
+		var p *normalize.Policy
+		if cfg != nil {
+			if p, err = normalize.NewPolicy(schema.User(), *cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pd, err := store.Personal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pd.NotePolicy(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := func(before, after map[string]string) []string {
+		var out []string
+		for col, x := range after {
+			if before[col] != x {
+				out = append(out, col)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	fresh := written()
+	if len(fresh) < 2*len(schema.User().Attributes) {
+		t.Fatalf("%d column comments on a new warehouse, want one per attribute in both tables", len(fresh))
+	}
+	note(nil)
+	if c := changed(fresh, written()); len(c) > 0 {
+		t.Errorf("noting no policy on a new warehouse rewrote %d comments: %v", len(c), c)
+	}
+	before := written()
+	note(&normalize.PolicyConfig{Drop: []string{"phoneNumber"}})
+	want := []string{"user_version_history.phone_number", "users.phone_number"}
+	if c := changed(before, written()); !slices.Equal(c, want) {
+		t.Errorf("a policy dropping phoneNumber rewrote %v, want %v", c, want)
+	}
+	before = written()
+	note(nil)
+	if c := changed(before, written()); !slices.Equal(c, want) {
+		t.Errorf("going back to no policy rewrote %v, want %v", c, want)
+	}
+	var comment string
+	if err := pool.QueryRow(ctx, `SELECT col_description(($1 || '.users')::regclass, attnum) FROM pg_attribute
+		WHERE attrelid = ($1 || '.users')::regclass AND attname = 'phone_number'`, schema.QuoteIdentifier(name)).Scan(&comment); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(comment, "personal-data policy") || comment == "" {
+		t.Errorf("users.phone_number's comment after going back to no policy: %q", comment)
 	}
 }

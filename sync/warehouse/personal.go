@@ -17,7 +17,7 @@ import (
 // personalSQL holds the statements of sql/personal.sql, rendered for one
 // schema and one personal-data policy.
 type personalSQL struct {
-	notePolicy, policies, applied                                  string
+	notePolicy, columnComments, policies, applied                  string
 	forgetCurrent, forgetVersions, forgetQuarantine, insertErasure string
 	purgeDeleted, applyProgress, applyStart, applySave             string
 	usersBatch, usersRewrite, versionsBatch, versionsRewrite       string
@@ -55,7 +55,7 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 	}
 	var q personalSQL
 	err = assignStatements("personal", st, map[string]*string{
-		"notePolicy": &q.notePolicy, "policies": &q.policies, "applied": &q.applied,
+		"notePolicy": &q.notePolicy, "columnComments": &q.columnComments, "policies": &q.policies, "applied": &q.applied,
 		"forgetCurrent": &q.forgetCurrent, "forgetVersions": &q.forgetVersions, "forgetQuarantine": &q.forgetQuarantine,
 		"insertErasure": &q.insertErasure, "purgeDeleted": &q.purgeDeleted, "applyProgress": &q.applyProgress,
 		"applyStart": &q.applyStart, "applySave": &q.applySave, "usersBatch": &q.usersBatch, "usersRewrite": &q.usersRewrite,
@@ -84,7 +84,9 @@ func (s *Store) Personal(p *normalize.Policy) (*Personal, error) {
 }
 
 // NotePolicy records that rows are being written under the policy (names
-// and key id only); the first time, it also comments the policy's columns.
+// and key id only) and brings the column comments in line with it (see
+// CommentColumns), also when a warehouse goes back to a policy it was
+// written under before.
 func (pd *Personal) NotePolicy(ctx context.Context) error {
 	p := pd.p
 	hashed, dropped := p.Hashed(), p.Dropped()
@@ -98,15 +100,10 @@ func (pd *Personal) NotePolicy(ctx context.Context) error {
 	if id := p.KeyID(); id != "" {
 		keyID = &id
 	}
-	var first bool
-	err := pd.s.pool.QueryRow(ctx, pd.sql.notePolicy, p.Fingerprint(), hashed, dropped, p.DropUnknown(), keyID).Scan(&first)
-	if err != nil {
+	if _, err := pd.s.pool.Exec(ctx, pd.sql.notePolicy, p.Fingerprint(), hashed, dropped, p.DropUnknown(), keyID); err != nil {
 		return fmt.Errorf("recording the personal-data policy: %w", err)
 	}
-	if first {
-		return pd.CommentColumns(ctx) // a policy new to the warehouse
-	}
-	return nil
+	return pd.CommentColumns(ctx)
 }
 
 // PolicyUse is a policy rows were written under.

@@ -192,8 +192,25 @@ func (pd *Personal) quarantineBatch(ctx context.Context, tx pgx.Tx, after int64,
 
 // CommentColumns says in the column comments of users and
 // user_version_history which columns the policy hashes or drops (and
-// restores the catalog's comments of the others).
+// restores the catalog's comments of the others). It writes only the
+// comments that differ: on a warehouse whose comments are right (a new one
+// under no policy) it writes none.
 func (pd *Personal) CommentColumns(ctx context.Context) error {
+	type column struct{ table, name string }
+	current := map[column]string{}
+	rows, err := pd.s.pool.Query(ctx, pd.sql.columnComments, pd.s.schema)
+	if err != nil {
+		return fmt.Errorf("reading the column comments: %w", err)
+	}
+	var c column
+	var comment string
+	_, err = pgx.ForEachRow(rows, []any{&c.table, &c.name, &comment}, func() error {
+		current[c] = comment
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading the column comments: %w", err)
+	}
 	b := &pgx.Batch{}
 	for _, a := range schema.User().Attributes {
 		note := ""
@@ -203,10 +220,17 @@ func (pd *Personal) CommentColumns(ctx context.Context) error {
 		case slices.Contains(pd.p.Dropped(), a.Name):
 			note = " [dropped by the personal-data policy: always null]"
 		}
+		want := schemaComment(a) + note
 		for _, table := range []string{"users", "user_version_history"} {
+			if current[column{table, a.Column()}] == want {
+				continue
+			}
 			b.Queue(fmt.Sprintf("COMMENT ON COLUMN %s.%s.%s IS %s", pd.s.q, schema.QuoteIdentifier(table),
-				schema.QuoteIdentifier(a.Column()), quoteLiteral(schemaComment(a)+note)))
+				schema.QuoteIdentifier(a.Column()), quoteLiteral(want)))
 		}
+	}
+	if b.Len() == 0 {
+		return nil
 	}
 	if err := pd.s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("commenting the policy's columns: %w", err)

@@ -9,7 +9,15 @@
 INSERT INTO {{schema}}.pii_policies (fingerprint, hashed, dropped, drop_unknown, key_id)
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (fingerprint) DO UPDATE SET last_used_at = now()
-RETURNING (xmax = 0) AS first_use
+
+-- name: columnComments
+-- The comments the policy's columns hold now ($1 the schema's name), so
+-- that only those that differ are written: each COMMENT is a catalog write
+-- every connection's cache of the table must then reload.
+SELECT c.relname, a.attname, coalesce(col_description(c.oid, a.attnum), '')
+FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = $1) AND c.relname IN ('users', 'user_version_history')
+AND a.attnum > 0 AND NOT a.attisdropped
 
 -- name: policies
 -- The policies written under since the last pii apply that finished (all

@@ -4,8 +4,13 @@
 -- personal.notePolicy
 INSERT INTO "usersync".pii_policies (fingerprint, hashed, dropped, drop_unknown, key_id)
 VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (fingerprint) DO UPDATE SET last_used_at = now()
-RETURNING (xmax = 0) AS first_use;
+ON CONFLICT (fingerprint) DO UPDATE SET last_used_at = now();
+
+-- personal.columnComments
+SELECT c.relname, a.attname, coalesce(col_description(c.oid, a.attnum), '')
+FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = $1) AND c.relname IN ('users', 'user_version_history')
+AND a.attnum > 0 AND NOT a.attisdropped;
 
 -- personal.policies
 SELECT p.fingerprint, p.last_used_at FROM "usersync".pii_policies p
