@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -23,16 +25,27 @@ func (s *Syncer) dimensionQuery(res schema.Resource) jsonapi.Query {
 	return jsonapi.Query{}.Fields(res.Type, fields...).PageSize(1000)
 }
 
-// syncDimensions lists teams, roles and profiles fully and writes each in one
-// transaction, marking ids that disappeared deleted.
+// syncDimensions lists teams, roles and profiles fully, the three at once
+// (each on its own connection: they share no row), and writes each in one
+// transaction, marking ids that disappeared deleted. The first error stops
+// the others; a list already applied stays.
 func (s *Syncer) syncDimensions(ctx context.Context, runID int64) (map[string]warehouse.Counts, error) {
-	out := map[string]warehouse.Counts{}
-	for _, res := range []schema.Resource{schema.Team(), schema.Role(), schema.Profile()} {
-		c, err := s.syncDimension(ctx, res, runID)
-		if err != nil {
-			return nil, err
-		}
-		out[res.Table] = c
+	dims := []schema.Resource{schema.Team(), schema.Role(), schema.Profile()}
+	counts := make([]warehouse.Counts, len(dims))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, res := range dims {
+		g.Go(func() error {
+			var err error
+			counts[i], err = s.syncDimension(gctx, res, runID)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]warehouse.Counts, len(dims))
+	for i, res := range dims {
+		out[res.Table] = counts[i]
 	}
 	return out, nil
 }

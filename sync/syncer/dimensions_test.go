@@ -10,6 +10,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,6 +84,44 @@ func TestDimensionsAcrossPages(t *testing.T) {
 	}
 }
 
+// TestDimensionsListedAtOnce: the roles and profiles lists do not wait for
+// the teams list: the first teams page is held until both have been asked
+// for (a pass that listed one dimension after the other would never ask).
+func TestDimensionsListedAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 50, Teams: 30})
+	var roles, profiles sync.Once
+	rolesAsked, profilesAsked := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/roles"):
+			roles.Do(func() { close(rolesAsked) })
+		case strings.HasSuffix(r.URL.Path, "/profiles"):
+			profiles.Do(func() { close(profilesAsked) })
+		case strings.HasSuffix(r.URL.Path, "/teams"):
+			for _, asked := range []chan struct{}{rolesAsked, profilesAsked} {
+				select {
+				case <-asked:
+				case <-time.After(10 * time.Second):
+					http.Error(w, `{"errors":[{"status":"400","title":"roles and profiles were not asked for while teams were listed"}]}`, http.StatusBadRequest)
+					return
+				}
+			}
+		}
+		e.sim.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	client := newClient(t, srv.URL, jsonapi.StaticToken("test-token"))
+	sum, err := syncer.New(client, e.store, syncer.Config{}).Run(context.Background(), syncer.Request{Kind: warehouse.KindFull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := sum.Dimensions["teams"]; c.Inserted != 30 {
+		t.Errorf("teams: %+v", c)
+	}
+	e.assertMirrors(t)
+}
+
 // TestDimensionsFailMidList: a teams list that fails after its first page,
 // by an API error or a cancelled context, changes nothing in the warehouse:
 // no team marked deleted, none brought back, no row rewritten. The next sync
@@ -96,10 +135,12 @@ func TestDimensionsFailMidList(t *testing.T) {
 	}{
 		{"api error", func(err error) bool {
 			var re *jsonapi.ResponseError
-			return errors.As(err, &re) && re.StatusCode == http.StatusServiceUnavailable
+			return errors.As(err, &re) && re.StatusCode == http.StatusServiceUnavailable && strings.Contains(err.Error(), "listing teams: ")
 		}, func(w http.ResponseWriter, _ context.CancelFunc) {
 			http.Error(w, `{"errors":[{"status":"503","title":"Service Unavailable"}]}`, http.StatusServiceUnavailable)
 		}},
+		// The three lists run at once: whichever saw the cancellation first
+		// reports it.
 		{"cancelled", func(err error) bool { return errors.Is(err, context.Canceled) },
 			func(w http.ResponseWriter, cancel context.CancelFunc) {
 				cancel()
@@ -136,7 +177,7 @@ func TestDimensionsFailMidList(t *testing.T) {
 			defer srv.Close()
 			client := newClient(t, srv.URL, jsonapi.StaticToken("test-token"))
 			_, err := syncer.New(client, e.store, syncer.Config{}).Run(ctx, syncer.Request{Kind: warehouse.KindIncremental})
-			if err == nil || !tc.check(err) || !strings.Contains(err.Error(), "listing teams: ") {
+			if err == nil || !tc.check(err) {
 				t.Fatalf("run over a failing teams list: %v", err)
 			}
 			if after := e.digest(t); after != before {
