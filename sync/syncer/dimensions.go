@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -25,27 +23,31 @@ func (s *Syncer) dimensionQuery(res schema.Resource) jsonapi.Query {
 	return jsonapi.Query{}.Fields(res.Type, fields...).PageSize(1000)
 }
 
-// syncDimensions lists teams, roles and profiles fully, the three at once
-// (each on its own connection: they share no row), and writes each in one
-// transaction, marking ids that disappeared deleted. The first error stops
-// the others; a list already applied stays.
+// syncDimensions lists teams, roles and profiles fully and writes each in one
+// transaction, marking ids that disappeared deleted. The three lists are
+// asked for at once, each fetching a page ahead of the one being staged,
+// so a run does not wait for the roles and profiles requests behind the
+// teams list; they are staged and applied one after the other, on one
+// connection, and a list that fails stops the pass.
 func (s *Syncer) syncDimensions(ctx context.Context, runID int64) (map[string]warehouse.Counts, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the lists not reached on an early return
 	dims := []schema.Resource{schema.Team(), schema.Role(), schema.Profile()}
-	counts := make([]warehouse.Counts, len(dims))
-	g, gctx := errgroup.WithContext(ctx)
+	lists := make([]<-chan jsonapi.PageResult, len(dims))
 	for i, res := range dims {
-		g.Go(func() error {
-			var err error
-			counts[i], err = s.syncDimension(gctx, res, runID)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+		// Typed as users pages are, one resource at a time: one that cannot
+		// be stored (or is nested too deep for the JSON decoder) goes to
+		// quarantine, never fails the list.
+		pages := s.client.Collection(res.Path, s.dimensionQuery(res)).DecodeData(s.norm[res.Type].DecodeData)
+		lists[i] = jsonapi.Prefetch(ctx, pages, 1)
 	}
 	out := make(map[string]warehouse.Counts, len(dims))
 	for i, res := range dims {
-		out[res.Table] = counts[i]
+		c, err := s.syncDimension(ctx, res, lists[i], runID)
+		if err != nil {
+			return nil, err
+		}
+		out[res.Table] = c
 	}
 	return out, nil
 }
@@ -53,27 +55,19 @@ func (s *Syncer) syncDimensions(ctx context.Context, runID int64) (map[string]wa
 // syncDimension streams one dimension's list into the warehouse: each page
 // is typed and staged as it arrives, and the whole list is applied in one
 // transaction once the last page has been staged (see
-// warehouse.DimensionLoad), so memory holds one page however long the list.
-// A list that fails part way applies nothing.
-func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, runID int64) (warehouse.Counts, error) {
+// warehouse.DimensionLoad), so memory holds a page and the one fetched
+// ahead however long the list. A list that fails part way applies nothing.
+func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, list <-chan jsonapi.PageResult, runID int64) (warehouse.Counts, error) {
 	load, err := s.store.BeginDimension(ctx, res.Type, runID)
 	if err != nil {
 		return warehouse.Counts{}, err
 	}
 	defer load.Close()
-	// Typed as users pages are, one resource at a time: one that cannot be
-	// stored (or is nested too deep for the JSON decoder) goes to quarantine,
-	// never fails the list.
-	pages := s.client.Collection(res.Path, s.dimensionQuery(res)).DecodeData(s.norm[res.Type].DecodeData)
-	for {
-		page, err := pages.Next(ctx)
-		if err != nil {
-			return warehouse.Counts{}, fmt.Errorf("listing %s: %w", res.Path, err)
+	for p := range list {
+		if p.Err != nil {
+			return warehouse.Counts{}, fmt.Errorf("listing %s: %w", res.Path, p.Err)
 		}
-		if page == nil {
-			break
-		}
-		rows, bad, rejected := s.typed(res.Type, page)
+		rows, bad, rejected := s.typed(res.Type, p.Page)
 		present := make([]int64, 0, len(rows)+len(bad))
 		for i := range rows {
 			present = append(present, rows[i].ID)
@@ -84,6 +78,9 @@ func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, runID i
 		if err := load.Page(ctx, rows, bad, present); err != nil {
 			return warehouse.Counts{}, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return warehouse.Counts{}, fmt.Errorf("listing %s: %w", res.Path, err) // the list was cut short
 	}
 	// A team that comes back had its memberships ended with its deletion,
 	// and users may have joined or left it meanwhile: only its members'
