@@ -99,6 +99,17 @@ func copyPool(t *testing.T) (*pgxpool.Pool, string) {
 	return pool, name
 }
 
+// copyStore is a Store on a migrated schema of its own (see copyPool).
+func copyStore(t *testing.T) (*Store, *pgxpool.Pool) {
+	t.Helper()
+	pool, name := copyPool(t)
+	s, err := NewStore(pool, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pool
+}
+
 // TestCopyRoundTrip writes every column type through the binary encoder and
 // reads the values back with pgx.
 func TestCopyRoundTrip(t *testing.T) {
@@ -347,12 +358,8 @@ func normalized(t *testing.T, res schema.Resource, body string) []normalize.Row 
 // finds the two tables equal in every copied column.
 func TestCopyUsersMatchesPgx(t *testing.T) {
 	t.Parallel()
-	pool, name := copyPool(t)
+	s, pool := copyStore(t)
 	ctx := context.Background()
-	s, err := NewStore(pool, name)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, table := range []string{"users_binary", "users_pgx"} {
 		if _, err := pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %[1]s.%[2]s (LIKE %[1]s.users INCLUDING DEFAULTS)`, s.q, table)); err != nil {
 			t.Fatal(err)
@@ -390,12 +397,12 @@ func TestCopyUsersMatchesPgx(t *testing.T) {
 		}
 		return v, nil
 	})
-	if _, err := pool.CopyFrom(ctx, pgx.Identifier{name, "users_pgx"}, users.columns, src); err != nil {
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{s.schema, "users_pgx"}, users.columns, src); err != nil {
 		t.Fatal(err)
 	}
 	cols := strings.Join(quoteAll(users.columns), ", ")
 	var n, differ int64
-	err = pool.QueryRow(ctx, fmt.Sprintf(`SELECT (SELECT count(*) FROM %[1]s.users_binary),
+	err := pool.QueryRow(ctx, fmt.Sprintf(`SELECT (SELECT count(*) FROM %[1]s.users_binary),
 		(SELECT count(*) FROM ((SELECT %[2]s FROM %[1]s.users_binary EXCEPT ALL SELECT %[2]s FROM %[1]s.users_pgx)
 			UNION ALL (SELECT %[2]s FROM %[1]s.users_pgx EXCEPT ALL SELECT %[2]s FROM %[1]s.users_binary)) d)`, s.q, cols)).Scan(&n, &differ)
 	if err != nil {
@@ -422,12 +429,8 @@ func TestCopyUsersMatchesPgx(t *testing.T) {
 // usable.
 func TestCopyWrongGoType(t *testing.T) {
 	t.Parallel()
-	pool, name := copyPool(t)
+	s, _ := copyStore(t)
 	ctx := context.Background()
-	s, err := NewStore(pool, name)
-	if err != nil {
-		t.Fatal(err)
-	}
 	title := -1
 	for i, a := range schema.User().Attributes {
 		if a.Name == "title" {
@@ -436,7 +439,7 @@ func TestCopyWrongGoType(t *testing.T) {
 	}
 	rows := normalized(t, schema.User(), fullUsers)
 	rows[1].Values[title] = 42
-	_, err = s.LoadUsers(ctx, rows, nil, nil)
+	_, err := s.LoadUsers(ctx, rows, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "copying new users: encoding user 2, column title: a Go int cannot be written as text") {
 		t.Errorf("wrong Go type: %v", err)
 	}

@@ -16,11 +16,8 @@ import (
 // writer waits for one of them).
 func TestPageLockWaitIsBounded(t *testing.T) {
 	t.Parallel()
-	pool, name := copyPool(t)
-	s, err := NewStore(pool, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, pool := copyStore(t)
+	var err error
 	if s.sql, err = newUserSQL(s.schema, s.tables["user"], "200ms"); err != nil {
 		t.Fatal(err)
 	}

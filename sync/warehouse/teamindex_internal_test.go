@@ -19,11 +19,7 @@ func teamIndexExists(t *testing.T, s *Store) bool {
 // once.
 func TestDeferTeamIndex(t *testing.T) {
 	t.Parallel()
-	pool, name := copyPool(t)
-	s, err := NewStore(pool, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, pool := copyStore(t)
 	s.ddlLockTimeout = "200ms"
 	ctx := context.Background()
 

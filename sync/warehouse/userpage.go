@@ -26,17 +26,17 @@ type userPage struct {
 	runID int64
 	c     Counts
 	b     *pgx.Batch // the linkage diff, sent with the checkpoint
-	// allNew: tried as all new when prepared; once written, whether every
-	// user of the page was new to the warehouse.
+	// allNew, once written: whether every user of the page was new to the
+	// warehouse (a page without users keeps what it was tried as).
 	allNew bool
 }
 
 // prepareUsers begins a page's transaction and writes its heavy part; with
-// allNew, the page is first written as all new (see writeAllNew). The page
-// must then be committed or rolled back.
-func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, runID int64, allNew bool) (*userPage, error) {
+// tryAllNew, the page is first written as all new (see writeAllNew). The
+// page must then be committed or rolled back.
+func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, runID int64, tryAllNew bool) (*userPage, error) {
 	rows = dedupe(rows)
-	p := &userPage{s: s, rows: rows, bad: bad, runID: runID, b: &pgx.Batch{}, allNew: allNew}
+	p := &userPage{s: s, rows: rows, bad: bad, runID: runID, b: &pgx.Batch{}}
 	// Pages written at once must never wait for each other's locks (the
 	// writer would wait for a page that waits for it, and PostgreSQL could
 	// not see the cycle): a wait over lockTimeout fails the page, and the
@@ -46,7 +46,7 @@ func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Qu
 		return nil, fmt.Errorf("loading %d users: beginning: %w", len(rows), err)
 	}
 	p.tx = tx
-	if err := p.write(ctx); err != nil {
+	if err := p.write(ctx, tryAllNew); err != nil {
 		p.rollback(ctx)
 		return nil, fmt.Errorf("loading %d users: %w", len(rows), err)
 	}
@@ -56,12 +56,15 @@ func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Qu
 // write compares the page with the warehouse (one indexed read, two when
 // rows left linkage unsent) and writes what differs (see apply). A page
 // tried as all new skips the read unless one of its users was stored.
-func (p *userPage) write(ctx context.Context) error {
+func (p *userPage) write(ctx context.Context, tryAllNew bool) error {
 	if len(p.rows) == 0 {
+		p.allNew = tryAllNew
 		return nil
 	}
-	if p.allNew {
-		if ok, err := p.writeAllNew(ctx); ok || err != nil {
+	if tryAllNew {
+		ok, err := p.writeAllNew(ctx)
+		if ok || err != nil {
+			p.allNew = ok
 			return err
 		}
 	}

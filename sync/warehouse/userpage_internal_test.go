@@ -30,11 +30,7 @@ func userRows(t *testing.T, titles map[int]string) []normalize.Row {
 // as a page written the usual way.
 func TestWriteAllNew(t *testing.T) {
 	t.Parallel()
-	pool, name := copyPool(t)
-	s, err := NewStore(pool, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, pool := copyStore(t)
 	ctx := context.Background()
 	write := func(titles map[int]string, tryAllNew bool) (Counts, bool) {
 		t.Helper()

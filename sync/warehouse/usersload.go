@@ -61,14 +61,14 @@ type UsersLoadOptions struct {
 // Add hands it pages; Finish waits for them and returns the checkpoint.
 // A UsersLoad is used from one goroutine.
 type UsersLoad struct {
-	s        *Store
-	o        UsersLoadOptions
-	cp       Checkpoint // after the last page that left the pipeline
-	number   int64      // pages added, counted from cp's at Begin
-	inflight []*pageWrite
-	err      error // the first error, in page order
-	deferred bool  // the team index was dropped and is built by Finish
-	allNew   bool  // the next page is tried as all new
+	s         *Store
+	o         UsersLoadOptions
+	cp        Checkpoint // after the last page that left the pipeline
+	number    int64      // pages added, counted from cp's at Begin
+	inflight  []*pageWrite
+	err       error // the first error, in page order
+	deferred  bool  // the team index was dropped and is built by Finish
+	tryAllNew bool  // the next page is tried as all new
 }
 
 // pageWrite is one page in flight.
@@ -94,7 +94,7 @@ func (s *Store) BeginUsersLoad(ctx context.Context, cp Checkpoint, o UsersLoadOp
 	if err != nil {
 		return nil, err
 	}
-	l.allNew = empty
+	l.tryAllNew = empty
 	if empty {
 		if l.deferred, err = s.deferTeamIndex(ctx); err != nil {
 			return nil, err
@@ -124,10 +124,10 @@ func (l *UsersLoad) Add(ctx context.Context, p UsersPage) error {
 	}
 	l.inflight = append(l.inflight, pw)
 	l.number++
-	base, number, allNew := l.cp, l.number, l.allNew
+	base, number, tryAllNew := l.cp, l.number, l.tryAllNew
 	go func() {
 		defer close(pw.done)
-		pw.cp, pw.allNew, pw.err = l.write(ctx, p, number, prev, base, allNew)
+		pw.cp, pw.allNew, pw.err = l.write(ctx, p, number, prev, base, tryAllNew)
 		if pw.err == nil && p.Release != nil {
 			p.Release()
 		}
@@ -140,12 +140,12 @@ func (l *UsersLoad) Add(ctx context.Context, p UsersPage) error {
 var errEarlierPage = errors.New("an earlier page failed")
 
 // write writes page number: prepared at once (tried as all new with
-// allNew), committed after prev (the page before it, nil when none in
+// tryAllNew), committed after prev (the page before it, nil when none in
 // flight, base then being the checkpoint it follows) has committed. It
 // returns the checkpoint after the page and whether its users were all new.
-func (l *UsersLoad) write(ctx context.Context, p UsersPage, number int64, prev *pageWrite, base Checkpoint, allNew bool) (Checkpoint, bool, error) {
+func (l *UsersLoad) write(ctx context.Context, p UsersPage, number int64, prev *pageWrite, base Checkpoint, tryAllNew bool) (Checkpoint, bool, error) {
 	start := time.Now()
-	page, err := l.s.prepareUsers(ctx, p.Rows, p.Bad, base.RunID, allNew)
+	page, err := l.s.prepareUsers(ctx, p.Rows, p.Bad, base.RunID, tryAllNew)
 	if prev != nil {
 		<-prev.done
 		if prev.err != nil {
@@ -181,7 +181,7 @@ func (l *UsersLoad) pop() {
 	if l.err == nil {
 		l.err = pw.err
 		if pw.err == nil {
-			l.cp, l.allNew = pw.cp, pw.allNew
+			l.cp, l.tryAllNew = pw.cp, pw.allNew
 		}
 	}
 }
