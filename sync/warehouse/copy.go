@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -89,9 +90,9 @@ func copyBinary(ctx context.Context, tx pgx.Tx, sql string, n int, tuple func(b 
 	// its end, so it seldom grows.
 	r := &copyReader{n: n, tuple: tuple, buf: append(make([]byte, 0, 80<<10), copyHeader...)}
 	tag, err := tx.Conn().PgConn().CopyFrom(ctx, r, sql)
-	if r.err != nil {
+	if rerr := r.err.Load(); rerr != nil {
 		// The server only heard that the COPY failed: this says why.
-		return 0, r.err
+		return 0, *rerr
 	}
 	if err != nil {
 		return 0, err
@@ -108,20 +109,26 @@ type copyReader struct {
 	next  int    // the next row to encode
 	buf   []byte // buf[off:] is encoded and not yet read
 	off   int
-	done  bool  // the trailer is in buf
-	err   error // the encoding error that stopped the COPY
+	done  bool // the trailer is in buf
+	// err is the encoding error that stopped the COPY. pgconn reads in a
+	// goroutine of its own, which can outlive CopyFrom when the connection
+	// fails (a cancelled context): err is the one field both read.
+	err atomic.Pointer[error]
 }
 
 func (r *copyReader) Read(p []byte) (int, error) {
-	if r.err != nil {
-		return 0, r.err
+	if err := r.err.Load(); err != nil {
+		return 0, *err
 	}
 	if len(r.buf)-r.off < len(p) && !r.done {
 		r.buf, r.off = append(r.buf[:0], r.buf[r.off:]...), 0
 		for len(r.buf) < len(p) && r.next < r.n {
-			if r.buf, r.err = r.tuple(r.buf, r.next); r.err != nil {
-				return 0, r.err
+			b, err := r.tuple(r.buf, r.next)
+			if err != nil {
+				r.err.Store(&err)
+				return 0, err
 			}
+			r.buf = b
 			r.next++
 		}
 		if r.next == r.n {

@@ -281,6 +281,43 @@ func TestCopyReader(t *testing.T) {
 	}
 }
 
+// TestCopyCancelledWhileEncoding: a COPY whose context is cancelled while
+// a row is being encoded returns, and pgconn's reading goroutine, which
+// outlives it, then records the encoding error. Under -race this fails if
+// that error is not shared safely (it was not: a cancelled dimension list
+// showed it).
+func TestCopyCancelledWhileEncoding(t *testing.T) {
+	t.Parallel()
+	s, pool := copyStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tx, err := pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	encoded := make(chan struct{}) // closed once the slow row returned
+	tuple := func(b []byte, i int) ([]byte, error) {
+		if i == 0 {
+			return appendBigint(appendBigint(appendFieldCount(b, 2), 1), 2), nil
+		}
+		// No synchronisation with the test here: the race detector must see
+		// the goroutine's write as concurrent with copyBinary's read.
+		cancel()
+		time.Sleep(300 * time.Millisecond)
+		defer close(encoded)
+		return b, errors.New("encoding failed")
+	}
+	if _, err := copyBinary(ctx, tx, s.sql.copyTeams, 2, tuple); err == nil {
+		t.Fatal("a COPY cancelled while encoding succeeded")
+	}
+	select {
+	case <-encoded:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slow row never returned")
+	}
+}
+
 // TestCopyColumnTypes checks the type of every column the encoder writes:
 // the catalog's, and the one the encoder assumes for the columns it writes
 // without looking (ids, raw, hashes, linkage); and that the columns are
