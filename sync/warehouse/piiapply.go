@@ -211,16 +211,26 @@ func (pd *Personal) CommentColumns(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the column comments: %w", err)
 	}
+	// The catalog's comment of each column; built once (schema.Tables
+	// builds the whole catalog).
+	users, _ := schema.TableNamed("users")
+	meaning := make(map[string]string, len(users.Columns))
+	for _, c := range users.Columns {
+		meaning[c.Name] = c.Meaning
+	}
+	hashed, dropped := pd.p.Hashed(), pd.p.Dropped()
 	b := &pgx.Batch{}
 	for _, a := range schema.User().Attributes {
-		note := ""
-		switch {
-		case slices.Contains(pd.p.Hashed(), a.Name):
-			note = " [hashed by the personal-data policy: HMAC-SHA256 of the value, hex]"
-		case slices.Contains(pd.p.Dropped(), a.Name):
-			note = " [dropped by the personal-data policy: always null]"
+		want, ok := meaning[a.Column()]
+		if !ok {
+			want = a.Meaning
 		}
-		want := schemaComment(a) + note
+		switch {
+		case slices.Contains(hashed, a.Name):
+			want += " [hashed by the personal-data policy: HMAC-SHA256 of the value, hex]"
+		case slices.Contains(dropped, a.Name):
+			want += " [dropped by the personal-data policy: always null]"
+		}
 		for _, table := range []string{"users", "user_version_history"} {
 			if current[column{table, a.Column()}] == want {
 				continue
@@ -236,15 +246,4 @@ func (pd *Personal) CommentColumns(ctx context.Context) error {
 		return fmt.Errorf("commenting the policy's columns: %w", err)
 	}
 	return nil
-}
-
-// schemaComment is the catalog's comment of a user attribute's column.
-func schemaComment(a schema.Attribute) string {
-	t, _ := schema.TableNamed("users")
-	for _, c := range t.Columns {
-		if c.Name == a.Column() {
-			return c.Meaning
-		}
-	}
-	return a.Meaning
 }
