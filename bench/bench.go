@@ -32,7 +32,10 @@ type bench struct {
 	commands              string // usersync help, to know which commands exist
 }
 
-func newBench(ctx context.Context, log io.Writer, duckdb bool) (*bench, error) {
+// newBench starts the bench database and readies the usersync binary: bin
+// when set (another commit's, to compare it under this harness), else one
+// built from this tree.
+func newBench(ctx context.Context, log io.Writer, duckdb bool, bin string) (*bench, error) {
 	b := &bench{log: log}
 	var err error
 	if b.root, err = repoRoot(); err != nil {
@@ -46,12 +49,8 @@ func newBench(ctx context.Context, log io.Writer, duckdb bool) (*bench, error) {
 	if b.tmp, err = os.MkdirTemp("", "usersync-bench"); err != nil {
 		return nil, err
 	}
-	b.bin = filepath.Join(b.tmp, "usersync")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", b.bin, "./cmd/usersync")
-	build.Dir = b.root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building usersync: %w: %s", err, out)
+	if b.bin, err = usersyncBinary(ctx, b.root, b.tmp, bin); err != nil {
+		return nil, err
 	}
 	help, _ := exec.CommandContext(ctx, b.bin, "help").Output()
 	b.commands = string(help)
@@ -66,6 +65,29 @@ func newBench(ctx context.Context, log io.Writer, duckdb bool) (*bench, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// usersyncBinary returns bin made absolute after checking it runs, or,
+// when bin is empty, a binary built from root into tmp.
+func usersyncBinary(ctx context.Context, root, tmp, bin string) (string, error) {
+	if bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			return "", fmt.Errorf("-bin: %w", err)
+		}
+		if out, err := exec.CommandContext(ctx, abs, "help").CombinedOutput(); err != nil {
+			return "", fmt.Errorf("-bin: running %s help: %w: %s", abs, err, out)
+		}
+		return abs, nil
+	}
+	bin = filepath.Join(tmp, "usersync")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/usersync")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building usersync: %w: %s", err, out)
+	}
+	return bin, nil
 }
 
 func (b *bench) close(keep bool) {

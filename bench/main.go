@@ -11,6 +11,9 @@
 //
 //	go run ./bench -users 10000,100000,1000000
 //	go run ./bench -users 10000 -duckdb=false   # without node
+//	go run ./bench -users 100000 -duckdb=false -bin /tmp/old/usersync   # another commit's binary
+//
+// bench/compare.sh runs the last form for two commits in turn.
 package main
 
 import (
@@ -41,6 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sizes := fs.String("users", "10000,100000,1000000", "dataset sizes, comma-separated")
 	keep := fs.Bool("keep", false, "keep the bench database cluster running afterwards")
 	duckdb := fs.Bool("duckdb", true, "compare the snapshot with DuckDB writing the same users (node and npm; npm ci into bench/duckdb)")
+	bin := fs.String("bin", "", "time this usersync binary (another commit's: see bench/compare.sh) instead of one built from this tree; the raw COPY, serve and decode columns stay this tree's")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -53,7 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		ns = append(ns, n)
 	}
-	b, err := newBench(ctx, stderr, *duckdb)
+	b, err := newBench(ctx, stderr, *duckdb, *bin)
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 1

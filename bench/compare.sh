@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# bench/compare.sh [-n ROUNDS] [-u USERS] BEFORE [AFTER]: two commits'
+# usersync binaries timed by this tree's bench, in turn, as a change to the
+# write path must be reported (docs/benchmarks.md). BEFORE and AFTER are
+# git revisions; AFTER defaults to the work tree as it is, uncommitted
+# changes included. Each round runs `go run ./bench -users USERS -duckdb=false
+# -bin ...` once per binary, the first of the two alternating from round to
+# round (this machine's speed drifts by tens of percent within minutes), and
+# prints the bench's first table row for each: the same raw COPY yardstick,
+# replay and columns for both, so only the binary differs. Both binaries
+# must ask for users as this tree's bench records them (the bench stops
+# with an error otherwise). Run from the repository on an otherwise idle
+# machine: a 100k round takes about three minutes, a 1M round twelve.
+set -euo pipefail
+rounds=3 users=100000
+while getopts n:u: opt; do
+	case $opt in
+	n) rounds=$OPTARG ;;
+	u) users=$OPTARG ;;
+	*) echo "usage: bench/compare.sh [-n ROUNDS] [-u USERS] BEFORE [AFTER]" >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: bench/compare.sh [-n ROUNDS] [-u USERS] BEFORE [AFTER]" >&2; exit 2; }
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# build LABEL REV: the usersync binary of REV ("" for the work tree) as
+# $tmp/LABEL.
+build() {
+	local src=$root
+	if [ -n "$2" ]; then
+		src=$tmp/src-$1
+		mkdir "$src"
+		git archive "$(git rev-parse --verify "$2^{commit}")" | tar -x -C "$src"
+	fi
+	(cd "$src" && CGO_ENABLED=0 go build -trimpath -o "$tmp/$1" ./cmd/usersync)
+}
+before=$(git rev-parse --short "$1^{commit}")
+after=${2:+$(git rev-parse --short "$2^{commit}")}
+build before "$before"
+build after "$after"
+labels=(before after)
+names=("$before" "${after:-work tree}")
+go build -o "$tmp/bench" ./bench
+
+echo "bench/compare.sh: $users users, $rounds rounds, before = ${names[0]}, after = ${names[1]}, $(date -u '+%Y-%m-%d %H:%M UTC')"
+header=
+for r in $(seq "$rounds"); do
+	order=(0 1)
+	[ $((r % 2)) -eq 0 ] && order=(1 0)
+	for i in "${order[@]}"; do
+		out=$tmp/out-$r-$i
+		if ! "$tmp/bench" -users "$users" -duckdb=false -bin "$tmp/${labels[$i]}" >"$out" 2>"$out.log"; then
+			tail -5 "$out.log" >&2
+			exit 1
+		fi
+		if [ -z "$header" ]; then
+			header=$(grep -m1 '^| users |' "$out")
+			echo
+			echo "| commit | round | ${header#| }"
+			echo "|---|---|$(echo "${header#| }" | sed 's/[^|]*|/---|/g')"
+		fi
+		row=$(grep -m1 "^| $users |" "$out")
+		echo "| ${labels[$i]} (${names[$i]}) | $r | ${row#| }"
+	done
+done
