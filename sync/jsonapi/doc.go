@@ -47,15 +47,16 @@
 //	}
 //	stats := c.Stats() // requests, by status, 429s, retries, bytes, rate limit
 //
-// To fetch page N+1 while page N is written, read from Prefetch instead:
+// To fetch page N+1 while page N is written, read from Prefetch instead. A
+// walk cut short (a failed fetch, a cancelled context) ends the loop with
+// an error, never as if it had reached its last page; leaving the loop
+// stops the fetching goroutine:
 //
-//	ctx, cancel := context.WithCancel(ctx)
-//	defer cancel() // stops the prefetching goroutine
-//	for r := range jsonapi.Prefetch(ctx, it, 1) {
-//		if r.Err != nil {
-//			return r.Err
+//	for page, err := range jsonapi.Prefetch(ctx, it, 1).Pages() {
+//		if err != nil {
+//			return err
 //		}
-//		write(r.Page)
+//		write(page)
 //	}
 //
 // With OAuth, build the Authenticator first:

@@ -3,7 +3,9 @@ package jsonapi
 import (
 	"context"
 	"fmt"
+	"iter"
 	"net/url"
+	"sync/atomic"
 )
 
 // Page is one page of a collection.
@@ -158,36 +160,42 @@ func (p *Pages) resolveNext(link, fetched string) (string, error) {
 	return link, nil
 }
 
-// PageResult is one value sent by Prefetch: a page or the error that ended
-// the walk.
-type PageResult struct {
-	// Page is the page, nil when Err is set.
-	Page *Page
-	// Err is the error that ended the walk.
-	Err error
+// Prefetched is a walk that Prefetch fetches ahead of its reader.
+type Prefetched struct {
+	results <-chan pageResult
+	ctx     context.Context
+	stop    context.CancelFunc
+	ended   atomic.Bool // the walk went past its last page
 }
 
-// Prefetch walks it in a new goroutine, fetching up to depth pages ahead of
-// the consumer (depth < 1 means 1), so page N+1 downloads while page N is
-// being written. The channel yields the pages in order, then at most one
-// result with Err set, and is closed when the walk ends. Cancel ctx to stop
-// early: the goroutine then exits without blocking, so nothing leaks as long
-// as the caller either drains the channel or cancels ctx. it must not be
-// used by anyone else meanwhile.
-func Prefetch(ctx context.Context, it *Pages, depth int) <-chan PageResult {
+type pageResult struct {
+	page *Page
+	err  error
+}
+
+// Prefetch starts walking it in a new goroutine, fetching up to depth pages
+// ahead of the reader (depth < 1 means 1), so page N+1 downloads while page
+// N is being written. Read the pages with Pages. The walk stops when ctx is
+// cancelled or the Pages loop ends, whichever comes first: a walk that is
+// neither read nor cancelled waits forever. it must not be used by anyone
+// else meanwhile.
+func Prefetch(ctx context.Context, it *Pages, depth int) *Prefetched {
 	depth = max(depth, 1)
+	ctx, stop := context.WithCancel(ctx)
 	// The goroutine holds one page while it waits to send, so a buffer of
 	// depth-1 keeps at most depth pages fetched ahead.
-	out := make(chan PageResult, depth-1)
+	out := make(chan pageResult, depth-1)
+	p := &Prefetched{results: out, ctx: ctx, stop: stop}
 	go func() {
 		defer close(out)
 		for {
 			page, err := it.Next(ctx)
 			if page == nil && err == nil {
+				p.ended.Store(true)
 				return
 			}
 			select {
-			case out <- PageResult{Page: page, Err: err}:
+			case out <- pageResult{page, err}:
 			case <-ctx.Done():
 				return
 			}
@@ -196,5 +204,24 @@ func Prefetch(ctx context.Context, it *Pages, depth int) <-chan PageResult {
 			}
 		}
 	}()
-	return out
+	return p
+}
+
+// Pages yields the walk's pages in order, each with a nil error, and then,
+// unless the walk went past its last page, one error: the fetch's that
+// ended it, or the context's when it was cancelled first. A loop that ends
+// without an error has therefore seen every page. Leaving the loop early
+// stops the walk. Pages may be ranged over once.
+func (p *Prefetched) Pages() iter.Seq2[*Page, error] {
+	return func(yield func(*Page, error) bool) {
+		defer p.stop()
+		for r := range p.results {
+			if !yield(r.page, r.err) || r.err != nil {
+				return
+			}
+		}
+		if !p.ended.Load() {
+			yield(nil, fmt.Errorf("fetching the next page: %w", context.Cause(p.ctx)))
+		}
+	}
 }

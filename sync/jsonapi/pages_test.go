@@ -3,6 +3,7 @@ package jsonapi
 import (
 	"context"
 	"errors"
+	"iter"
 	"net/http"
 	"strconv"
 	"strings"
@@ -252,30 +253,76 @@ func TestPrefetchIsBoundedOrderedAndCancellable(t *testing.T) {
 	c := newClient(t, srvURL, newFakeClock(t), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	const depth = 3
-	ch := Prefetch(ctx, c.Collection("users", Query{}), depth)
+	p := Prefetch(ctx, c.Collection("users", Query{}), depth)
 	// Nobody reads: the goroutine fetches depth pages, then blocks.
-	eventually(t, "the buffer to fill", func() bool { return len(ch) == depth-1 && served.Load() == depth })
+	eventually(t, "the buffer to fill", func() bool { return len(p.results) == depth-1 && served.Load() == depth })
+	next, stop := iter.Pull2(p.Pages())
+	defer stop()
 	for want := int64(1); want <= 5; want++ {
-		r := <-ch
-		if r.Err != nil || r.Page == nil || int64(r.Page.Data[0].ID) != want {
-			t.Fatalf("result %d = %+v", want, r)
+		page, err, ok := next()
+		if !ok || err != nil || page == nil || int64(page.Data[0].ID) != want {
+			t.Fatalf("result %d = %v, %v, %v", want, page, err, ok)
 		}
 	}
 	eventually(t, "the buffer to refill", func() bool { return served.Load() == 5+depth })
 	cancel()
-	done := make(chan struct{})
+	// What was fetched may still be read; then the walk ends with the
+	// context's error, never as if it had reached its last page.
+	done := make(chan error, 1)
 	go func() {
-		defer close(done)
-		for range ch { // drains what was buffered, then ends: the channel is closed
+		for {
+			page, err, ok := next()
+			if !ok {
+				done <- errors.New("the walk ended without an error")
+				return
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+			if page == nil {
+				done <- errors.New("a nil page without an error")
+				return
+			}
 		}
 	}()
 	select {
-	case <-done:
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the cancelled walk ended with %v; want context.Canceled", err)
+		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the channel was not closed after cancel")
+		t.Fatal("the walk did not end after cancel")
 	}
 	if n := served.Load(); n > 5+depth+1 {
 		t.Errorf("%d pages fetched for 5 consumed with depth %d", n, depth)
+	}
+}
+
+// TestPrefetchStopsWhenTheReaderLeaves: breaking out of Pages stops the
+// fetching goroutine, with no cancel of the caller's.
+func TestPrefetchStopsWhenTheReaderLeaves(t *testing.T) {
+	t.Parallel()
+	var served atomic.Int64
+	srvURL := endlessServer(t, &served)
+	c := newClient(t, srvURL, newFakeClock(t), nil)
+	p := Prefetch(context.Background(), c.Collection("users", Query{}), 2)
+	for page, err := range p.Pages() {
+		if err != nil || page.Data[0].ID != 1 {
+			t.Fatalf("first result %v, %v", page, err)
+		}
+		break
+	}
+	eventually(t, "the goroutine to close the channel", func() bool {
+		select {
+		case _, ok := <-p.results:
+			return !ok
+		default:
+			return false
+		}
+	})
+	if n := served.Load(); n > 4 {
+		t.Errorf("%d pages fetched after the reader left at page 1 with depth 2", n)
 	}
 }
 
@@ -290,19 +337,19 @@ func TestPrefetchEndsWithErrorOrEnd(t *testing.T) {
 		writeDoc(w, http.StatusOK, pageBody(`{}`, 2))
 	})
 	c := newClient(t, srv.URL, newFakeClock(t), nil)
-	var got []PageResult
-	for r := range Prefetch(context.Background(), c.Collection("users", Query{}), 0) {
-		got = append(got, r)
+	var got []pageResult
+	for page, err := range Prefetch(context.Background(), c.Collection("users", Query{}), 0).Pages() {
+		got = append(got, pageResult{page, err})
 	}
 	var nle *NextLinkError
-	if len(got) != 2 || got[0].Page == nil || !errors.As(got[1].Err, &nle) {
+	if len(got) != 2 || got[0].page == nil || got[0].err != nil || got[1].page != nil || !errors.As(got[1].err, &nle) {
 		t.Errorf("results %+v", got)
 	}
 	got = nil
-	for r := range Prefetch(context.Background(), c.Collection("users", Query{}), 2) {
-		got = append(got, r)
+	for page, err := range Prefetch(context.Background(), c.Collection("users", Query{}), 2).Pages() {
+		got = append(got, pageResult{page, err})
 	}
-	if len(got) != 1 || got[0].Err != nil || got[0].Page.Data[0].ID != 2 {
+	if len(got) != 1 || got[0].err != nil || got[0].page.Data[0].ID != 2 {
 		t.Errorf("results %+v", got)
 	}
 }

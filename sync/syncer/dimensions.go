@@ -33,7 +33,7 @@ func (s *Syncer) syncDimensions(ctx context.Context, runID int64) (map[string]wa
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the lists not reached on an early return
 	dims := []schema.Resource{schema.Team(), schema.Role(), schema.Profile()}
-	lists := make([]<-chan jsonapi.PageResult, len(dims))
+	lists := make([]*jsonapi.Prefetched, len(dims))
 	for i, res := range dims {
 		// Typed as users pages are, one resource at a time: one that cannot
 		// be stored (or is nested too deep for the JSON decoder) goes to
@@ -57,17 +57,17 @@ func (s *Syncer) syncDimensions(ctx context.Context, runID int64) (map[string]wa
 // transaction once the last page has been staged (see
 // warehouse.DimensionLoad), so memory holds a page and the one fetched
 // ahead however long the list. A list that fails part way applies nothing.
-func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, list <-chan jsonapi.PageResult, runID int64) (warehouse.Counts, error) {
+func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, list *jsonapi.Prefetched, runID int64) (warehouse.Counts, error) {
 	load, err := s.store.BeginDimension(ctx, res.Type, runID)
 	if err != nil {
 		return warehouse.Counts{}, err
 	}
 	defer load.Close()
-	for p := range list {
-		if p.Err != nil {
-			return warehouse.Counts{}, fmt.Errorf("listing %s: %w", res.Path, p.Err)
+	for page, err := range list.Pages() {
+		if err != nil {
+			return warehouse.Counts{}, fmt.Errorf("listing %s: %w", res.Path, err)
 		}
-		rows, bad, rejected := s.typed(res.Type, p.Page)
+		rows, bad, rejected := s.typed(res.Type, page)
 		present := make([]int64, 0, len(rows)+len(bad))
 		for i := range rows {
 			present = append(present, rows[i].ID)
@@ -78,9 +78,6 @@ func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, list <-
 		if err := load.Page(ctx, rows, bad, present); err != nil {
 			return warehouse.Counts{}, err
 		}
-	}
-	if err := ctx.Err(); err != nil {
-		return warehouse.Counts{}, fmt.Errorf("listing %s: %w", res.Path, err) // the list was cut short
 	}
 	// A team that comes back had its memberships ended with its deletion,
 	// and users may have joined or left it meanwhile: only its members'

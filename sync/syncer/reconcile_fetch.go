@@ -40,19 +40,17 @@ func (s *Syncer) fetchQuery(ids []int64) jsonapi.Query {
 // set, one COPY per page, while the next page downloads: memory stays at a
 // few pages whatever the number of users.
 func (r *reconciler) scan(ctx context.Context, work *warehouse.Reconciliation) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the prefetch goroutine on an early return
 	buf := make([]warehouse.ScannedUser, 0, reconcilePageSize)
-	for res := range jsonapi.Prefetch(ctx, r.s.client.Collection("users", scanQuery()), r.s.cfg.Prefetch) {
-		if res.Err != nil {
-			return res.Err // the client names the page and request
+	for page, err := range jsonapi.Prefetch(ctx, r.s.client.Collection("users", scanQuery()), r.s.cfg.Prefetch).Pages() {
+		if err != nil {
+			return err // the client names the page and request; a cut walk says so
 		}
-		buf = scannedUsers(buf[:0], res.Page.Data, &r.sum.Unreadable)
+		buf = scannedUsers(buf[:0], page.Data, &r.sum.Unreadable)
 		if err := work.AddScanned(ctx, buf); err != nil {
-			return fmt.Errorf("recording scan page %d: %w", res.Page.Number, err)
+			return fmt.Errorf("recording scan page %d: %w", page.Number, err)
 		}
 		r.sum.ScanPages++
-		r.progress(len(res.Page.Data))
+		r.progress(len(page.Data))
 		if r.sum.ScanPages%heartbeatEvery == 0 {
 			r.fillRequestCounters()
 			if err := r.s.store.TouchRun(ctx, r.runID, r.cp.Progress); err != nil {
@@ -60,7 +58,7 @@ func (r *reconciler) scan(ctx context.Context, work *warehouse.Reconciliation) e
 			}
 		}
 	}
-	return ctx.Err()
+	return nil
 }
 
 // scannedUsers appends the id and updatedAt of each resource to dst,

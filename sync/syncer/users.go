@@ -128,36 +128,31 @@ func (r *run) draining() bool {
 // written or has failed.
 func (r *run) walk(ctx context.Context, load *warehouse.UsersLoad, pages *jsonapi.Pages) error {
 	pages.DecodeData(r.s.decodeUsers)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the prefetch on an early return, once the writes ended
 	defer func() { _ = load.Wait() }()
-	for res := range jsonapi.Prefetch(ctx, pages, r.s.cfg.Prefetch) {
-		if err := load.Failed(); err != nil {
-			return err
+	for p, err := range jsonapi.Prefetch(ctx, pages, r.s.cfg.Prefetch).Pages() {
+		if failed := load.Failed(); failed != nil {
+			return failed
 		}
-		if res.Err != nil {
-			if err := load.Wait(); err != nil {
-				return err
+		if err != nil {
+			if failed := load.Wait(); failed != nil {
+				return failed
 			}
-			return res.Err // the client names the page and request
+			return err // the client names the page and request, or the walk was cancelled
 		}
-		rows, bad := r.s.typedUsers(res.Page)
+		rows, bad := r.s.typedUsers(p)
 		r.count(rows)
-		page := warehouse.UsersPage{Rows: rows, Bad: bad, NextURL: jsonapi.CheckpointURL(res.Page.NextURL), Release: res.Page.Release}
+		page := warehouse.UsersPage{Rows: rows, Bad: bad, NextURL: jsonapi.CheckpointURL(p.NextURL), Release: p.Release}
 		if err := load.Add(ctx, page); err != nil {
 			return err
 		}
-		if res.Page.NextURL != "" && r.draining() {
+		if p.NextURL != "" && r.draining() {
 			if err := load.Wait(); err != nil {
 				return err
 			}
 			return ErrDrained
 		}
 	}
-	if err := load.Wait(); err != nil {
-		return err
-	}
-	return ctx.Err()
+	return load.Wait()
 }
 
 // count notes what the run reports of a page's users besides the load.
