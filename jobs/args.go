@@ -7,7 +7,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// Job kinds. They are stored in River's tables and must never change.
+// Job kinds. They are stored in River's tables and must never change
+// (TestJobsStoredFormIsStable pins them and the arguments' JSON).
 const (
 	KindSync      = "usersync_sync"
 	KindBackfill  = "usersync_backfill"
