@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"net/url"
-	"sync/atomic"
 )
 
 // Page is one page of a collection.
@@ -163,9 +162,10 @@ func (p *Pages) resolveNext(link, fetched string) (string, error) {
 // Prefetched is a walk that Prefetch fetches ahead of its reader.
 type Prefetched struct {
 	results <-chan pageResult
-	ctx     context.Context
 	stop    context.CancelFunc
-	ended   atomic.Bool // the walk went past its last page
+	// cut is why the walk stopped before its last page without sending an
+	// error (the context's cause); set before results is closed.
+	cut error
 }
 
 type pageResult struct {
@@ -185,18 +185,18 @@ func Prefetch(ctx context.Context, it *Pages, depth int) *Prefetched {
 	// The goroutine holds one page while it waits to send, so a buffer of
 	// depth-1 keeps at most depth pages fetched ahead.
 	out := make(chan pageResult, depth-1)
-	p := &Prefetched{results: out, ctx: ctx, stop: stop}
+	p := &Prefetched{results: out, stop: stop}
 	go func() {
 		defer close(out)
 		for {
 			page, err := it.Next(ctx)
 			if page == nil && err == nil {
-				p.ended.Store(true)
 				return
 			}
 			select {
 			case out <- pageResult{page, err}:
 			case <-ctx.Done():
+				p.cut = context.Cause(ctx)
 				return
 			}
 			if err != nil {
@@ -220,8 +220,8 @@ func (p *Prefetched) Pages() iter.Seq2[*Page, error] {
 				return
 			}
 		}
-		if !p.ended.Load() {
-			yield(nil, fmt.Errorf("fetching the next page: %w", context.Cause(p.ctx)))
+		if p.cut != nil {
+			yield(nil, fmt.Errorf("fetching the next page: %w", p.cut))
 		}
 	}
 }
