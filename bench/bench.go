@@ -52,7 +52,10 @@ func newBench(ctx context.Context, log io.Writer, duckdb bool, bin string) (*ben
 	if b.bin, err = usersyncBinary(ctx, b.root, b.tmp, bin); err != nil {
 		return nil, err
 	}
-	help, _ := exec.CommandContext(ctx, b.bin, "help").Output()
+	help, err := exec.CommandContext(ctx, b.bin, "help").Output()
+	if err != nil {
+		return nil, fmt.Errorf("running %s help: %w", b.bin, err)
+	}
 	b.commands = string(help)
 	pg := exec.CommandContext(ctx, filepath.Join(b.root, "deploy/dev/postgres.sh"), "up")
 	pg.Env = append(os.Environ(), "USERSYNC_DEV_PG_NAME=bench", "PG_PORT_FIRST=56700", "DATABASE_URL=")
@@ -67,16 +70,13 @@ func newBench(ctx context.Context, log io.Writer, duckdb bool, bin string) (*ben
 	return b, nil
 }
 
-// usersyncBinary returns bin made absolute after checking it runs, or,
-// when bin is empty, a binary built from root into tmp.
+// usersyncBinary returns bin made absolute or, when bin is empty, a binary
+// built from root into tmp.
 func usersyncBinary(ctx context.Context, root, tmp, bin string) (string, error) {
 	if bin != "" {
 		abs, err := filepath.Abs(bin)
 		if err != nil {
 			return "", fmt.Errorf("-bin: %w", err)
-		}
-		if out, err := exec.CommandContext(ctx, abs, "help").CombinedOutput(); err != nil {
-			return "", fmt.Errorf("-bin: running %s help: %w: %s", abs, err, out)
 		}
 		return abs, nil
 	}
