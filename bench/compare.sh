@@ -10,7 +10,7 @@
 # replay and columns for both, so only the binary differs. Both binaries
 # must ask for users as this tree's bench records them (the bench stops
 # with an error otherwise). Run from the repository on an otherwise idle
-# machine: a 100k round takes about three minutes, a 1M round twelve.
+# machine: a 100k round takes about two minutes, a 1M round about twelve (08:18–08:48 UTC, 2026-11-26).
 set -euo pipefail
 rounds=3 users=100000
 while getopts n:u: opt; do

@@ -2,6 +2,7 @@ package jsonapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"net/url"
@@ -165,8 +166,13 @@ type Prefetched struct {
 	stop    context.CancelFunc
 	// cut is why the walk stopped before its last page without sending an
 	// error (the context's cause); set before results is closed.
-	cut error
+	cut  error
+	read bool // Pages was ranged over
 }
+
+// errReadTwice ends a second loop over Pages, which would otherwise find
+// the channel closed and look like a walk with no page.
+var errReadTwice = errors.New("reading a prefetched walk a second time")
 
 type pageResult struct {
 	page *Page
@@ -211,9 +217,14 @@ func Prefetch(ctx context.Context, it *Pages, depth int) *Prefetched {
 // unless the walk went past its last page, one error: the fetch's that
 // ended it, or the context's when it was cancelled first. A loop that ends
 // without an error has therefore seen every page. Leaving the loop early
-// stops the walk. Pages may be ranged over once.
+// stops the walk. A second loop yields only an error.
 func (p *Prefetched) Pages() iter.Seq2[*Page, error] {
 	return func(yield func(*Page, error) bool) {
+		if p.read {
+			yield(nil, errReadTwice)
+			return
+		}
+		p.read = true
 		defer p.stop()
 		for r := range p.results {
 			if !yield(r.page, r.err) || r.err != nil {

@@ -346,10 +346,20 @@ func TestPrefetchEndsWithErrorOrEnd(t *testing.T) {
 		t.Errorf("results %+v", got)
 	}
 	got = nil
-	for page, err := range Prefetch(context.Background(), c.Collection("users", Query{}), 2).Pages() {
+	p := Prefetch(context.Background(), c.Collection("users", Query{}), 2)
+	for page, err := range p.Pages() {
 		got = append(got, pageResult{page, err})
 	}
 	if len(got) != 1 || got[0].err != nil || got[0].page.Data[0].ID != 2 {
 		t.Errorf("results %+v", got)
+	}
+	// A second loop finds the walk over: it must not pass for a walk
+	// with no page.
+	got = nil
+	for page, err := range p.Pages() {
+		got = append(got, pageResult{page, err})
+	}
+	if len(got) != 1 || got[0].page != nil || !errors.Is(got[0].err, errReadTwice) {
+		t.Errorf("second loop: results %+v", got)
 	}
 }
