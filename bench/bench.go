@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +30,7 @@ type bench struct {
 	root, bin, tmp, pgURL string
 	duckdb                string // bench/duckdb with its node_modules; empty: DuckDB is not run
 	pool                  *pgxpool.Pool
+	postmaster            int // the server's process id, for its CPU time (see serverCPU)
 	log                   io.Writer
 	commands              string // usersync help, to know which commands exist
 }
@@ -67,7 +70,44 @@ func newBench(ctx context.Context, log io.Writer, duckdb bool, bin string) (*ben
 	if b.pool, err = pgxpool.New(ctx, b.pgURL); err != nil {
 		return nil, err
 	}
+	if b.postmaster, err = postmaster(ctx, b.pool); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// postmaster returns the process id of pool's server: the parent of one
+// of its backends.
+func postmaster(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var backend int
+	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		return 0, fmt.Errorf("finding the bench server's process: %w", err)
+	}
+	f, err := procStat(backend, 1) // the parent's id
+	if err != nil {
+		return 0, fmt.Errorf("finding the bench server's process (it must run on this machine): %w", err)
+	}
+	return int(f[0]), nil
+}
+
+// procStat returns fields of /proc/PID/stat that follow the command's
+// name, as numbers: i counts from the state letter, 0 (proc(5) numbers it 3).
+func procStat(pid int, i ...int) ([]int64, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	out := make([]int64, len(i))
+	for k, n := range i {
+		if n >= len(f) {
+			return nil, fmt.Errorf("reading /proc/%d/stat: %d fields", pid, len(f))
+		}
+		if out[k], err = strconv.ParseInt(f[n], 10, 64); err != nil {
+			return nil, fmt.Errorf("reading /proc/%d/stat: %w", pid, err)
+		}
+	}
+	return out, nil
 }
 
 // usersyncBinary returns bin made absolute or, when bin is empty, a binary
@@ -104,12 +144,14 @@ func (b *bench) close(keep bool) {
 type result struct {
 	users                           int
 	serveRate, decodeRate, copyRate float64
-	copyRates                       []float64 // each raw COPY measured
-	fullRates                       []float64 // each replayed backfill measured
-	fullRate, fullRSS               float64   // the faster replayed backfill (see replay); the higher RSS
-	pagesRates                      []float64 // each replayed backfill's users pages alone (see pagesRate)
-	replayed                        int       // users pages the replay answered in a backfill
-	liveRate                        float64   // the same backfill, the simulator rendering every page
+	copyRates                       []float64       // each raw COPY measured
+	copyCPU                         []time.Duration // each raw COPY's backend CPU time
+	fullCPU                         []cpuTime       // each replayed backfill's
+	fullRates                       []float64       // each replayed backfill measured
+	fullRate, fullRSS               float64         // the faster replayed backfill (see replay); the higher RSS
+	pagesRates                      []float64       // each replayed backfill's users pages alone (see pagesRate)
+	replayed                        int             // users pages the replay answered in a backfill
+	liveRate                        float64         // the same backfill, the simulator rendering every page
 	fullTime                        time.Duration
 	fullRequests, minRequests       int64
 	incrRequests, incrVersions      int64
@@ -148,11 +190,11 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 	fmt.Fprintf(b.log, "bench: %d users: limits (serve, decode, raw COPY)\n", n)
 	rp.set(recording)
 	b.quiesce(ctx)
-	copyRate, err := b.limits(ctx, &r, srv.URL, name)
+	copyRate, copyCPU, err := b.limits(ctx, &r, srv.URL, name)
 	if err != nil {
 		return r, err
 	}
-	r.copyRates = append(r.copyRates, copyRate)
+	r.copyRates, r.copyCPU = append(r.copyRates, copyRate), append(r.copyCPU, copyCPU)
 	teams := len(sim.Teams())
 	r.minRequests = int64(ceilDiv(n, 1000) + ceilDiv(teams, 1000) + 1 + 1)
 	rp.set(replaying)
@@ -160,10 +202,10 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 		if i > 0 {
 			fmt.Fprintf(b.log, "bench: %d users: raw COPY again\n", n)
 			b.quiesce(ctx)
-			if copyRate, err = b.limits(ctx, nil, srv.URL, name); err != nil {
+			if copyRate, copyCPU, err = b.limits(ctx, nil, srv.URL, name); err != nil {
 				return r, err
 			}
-			r.copyRates = append(r.copyRates, copyRate)
+			r.copyRates, r.copyCPU = append(r.copyRates, copyRate), append(r.copyCPU, copyCPU)
 			if _, _, _, err := b.command(ctx, schemaEnv(target), "migrate"); err != nil {
 				return r, err
 			}
@@ -175,7 +217,7 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 		if err != nil {
 			return r, err
 		}
-		r.pagesRates = append(r.pagesRates, sum.pagesRate)
+		r.pagesRates, r.fullCPU = append(r.pagesRates, sum.pagesRate), append(r.fullCPU, sum.cpu)
 		// Pages the recording did not hold are rendered by the simulator on
 		// these cores: the backfill would not be the one this column means.
 		if r.replayed = rp.set(replaying); int64(r.replayed) < sum.Pages {
@@ -254,23 +296,38 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 // fetching the bodies (the simulator's serving rate), decoding and typing
 // them (the sync's single pass, normalize.DecodeData), and a raw COPY of the
 // typed rows, hashed beforehand, into an empty copy of the users table with
-// its indexes, one transaction per page. It returns the raw COPY's rate and,
-// when r is not nil, sets r's serving and decoding rates.
-func (b *bench) limits(ctx context.Context, r *result, base, name string) (float64, error) {
+// its indexes, one transaction per page, on a connection of its own. It
+// returns the raw COPY's rate and the CPU time of that connection's backend
+// and, when r is not nil, sets r's serving and decoding rates.
+func (b *bench) limits(ctx context.Context, r *result, base, name string) (float64, time.Duration, error) {
 	raw := schema.QuoteIdentifier(name) + ".users_raw"
 	if _, err := b.pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s (LIKE %s.users INCLUDING ALL)`, raw, schema.QuoteIdentifier(name))); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// Dropped once measured: autovacuum would otherwise vacuum its million
 	// freshly inserted rows while the backfill runs, on the same cores.
 	defer func() { _, _ = b.pool.Exec(context.WithoutCancel(ctx), `DROP TABLE IF EXISTS `+raw) }()
-	store, err := warehouse.NewStore(b.pool, name)
+	cfg, err := pgxpool.ParseConfig(b.pgURL)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
+	}
+	cfg.MaxConns, cfg.ConnConfig.RuntimeParams["application_name"] = 1, rawCopyApp
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer pool.Close()
+	store, err := warehouse.NewStore(pool, name)
+	if err != nil {
+		return 0, 0, err
+	}
+	cpu0, err := b.serverCPU(ctx, rawCopyApp)
+	if err != nil {
+		return 0, 0, err
 	}
 	client, err := jsonapi.NewClient(jsonapi.Options{BaseURL: base, Auth: jsonapi.StaticToken("bench")})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	norm := normalize.New(schema.User())
 	var fetch, decode, copying time.Duration
@@ -288,7 +345,7 @@ func (b *bench) limits(ctx context.Context, r *result, base, name string) (float
 		page, err := pages.Next(ctx)
 		fetch += time.Since(start)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if page == nil {
 			break
@@ -297,16 +354,24 @@ func (b *bench) limits(ctx context.Context, r *result, base, name string) (float
 		users += len(rows)
 		took, err := store.CopyUsersRaw(ctx, "users_raw", rows, 1000) // times the COPY alone
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		copying += took
+	}
+	pool.Close()
+	cpu, err := b.serverCPU(ctx, rawCopyApp)
+	if err != nil {
+		return 0, 0, err
 	}
 	n := float64(users)
 	if r != nil {
 		r.serveRate, r.decodeRate = n/(fetch-decode).Seconds(), n/decode.Seconds()
 	}
-	return n / copying.Seconds(), nil
+	return n / copying.Seconds(), cpu - cpu0, nil
 }
+
+// rawCopyApp is the application_name of the raw COPY's connection.
+const rawCopyApp = "usersync-bench-raw-copy"
 
 // dropSchema drops a warehouse schema and its River schema.
 func (b *bench) dropSchema(ctx context.Context, name string) error {
@@ -340,10 +405,12 @@ func (b *bench) quiesce(ctx context.Context) {
 	_, _ = b.pool.Exec(ctx, `CHECKPOINT`)
 }
 
-// backfilled is a backfill's summary and its users pages' own rate.
+// backfilled is a backfill's summary, its users pages' own rate and the
+// CPU time it took.
 type backfilled struct {
 	syncer.Summary
 	pagesRate float64
+	cpu       cpuTime
 }
 
 // backfill runs usersync sync --full and returns its summary, wall time
@@ -351,16 +418,84 @@ type backfilled struct {
 func (b *bench) backfill(ctx context.Context, env []string) (backfilled, time.Duration, float64, error) {
 	var sum backfilled
 	env = append(env, "USERSYNC_LOG_LEVEL=debug", "USERSYNC_LOG_FORMAT=json") // for pagesRate
-	out, errs, d, rss, err := b.commandOutput(ctx, env, "sync", "--full", "--json")
+	pg, err := b.serverCPU(ctx, "usersync")
 	if err != nil {
-		return sum, d, rss, err
+		return sum, 0, 0, err
 	}
-	if err := json.Unmarshal([]byte(out), &sum.Summary); err != nil {
-		return sum, d, rss, fmt.Errorf("reading the sync summary: %w", err)
+	run, err := b.commandOutput(ctx, env, "sync", "--full", "--json")
+	if err != nil {
+		return sum, run.wall, run.rss, err
 	}
-	sum.pagesRate = pagesRate(errs)
-	return sum, d, rss, nil
+	if sum.cpu.server, err = b.serverCPU(ctx, "usersync"); err != nil {
+		return sum, run.wall, run.rss, err
+	}
+	sum.cpu.server -= pg
+	sum.cpu.usersync = run.cpu
+	if err := json.Unmarshal([]byte(run.stdout), &sum.Summary); err != nil {
+		return sum, run.wall, run.rss, fmt.Errorf("reading the sync summary: %w", err)
+	}
+	sum.pagesRate = pagesRate(run.stderr)
+	return sum, run.wall, run.rss, nil
 }
+
+// cpuTime is the CPU time of a step: usersync's process (user and system)
+// and the PostgreSQL server's.
+type cpuTime struct{ usersync, server time.Duration }
+
+func (c cpuTime) total() time.Duration { return c.usersync + c.server }
+
+// serverCPU returns the CPU time (user and system) the PostgreSQL server
+// has used so far, once no backend of the given application_name is left:
+// the postmaster's own, its children's that have exited, and the running
+// children's (the checkpointer, the WAL writer, autovacuum workers, the
+// bench's own connections). A step is the difference of two calls around
+// it. A backend that left pg_stat_activity is exiting: its time is counted
+// whether or not the postmaster has reaped it yet (a zombie keeps its
+// times). The bench's server is local, so its processes are in /proc.
+func (b *bench) serverCPU(ctx context.Context, app string) (time.Duration, error) {
+	for i := 0; ; i++ {
+		var left int
+		err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&left)
+		if err != nil {
+			return 0, fmt.Errorf("waiting for the %s backends to exit: %w", app, err)
+		}
+		if left == 0 {
+			break
+		}
+		if i == 500 {
+			return 0, fmt.Errorf("waiting for the %s backends to exit: %d still there after 5 s", app, left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pm := strconv.Itoa(b.postmaster)
+	children, err := os.ReadFile("/proc/" + pm + "/task/" + pm + "/children")
+	if err != nil {
+		return 0, fmt.Errorf("listing the server's processes: %w", err)
+	}
+	var ticks int64
+	for _, c := range strings.Fields(string(children)) {
+		pid, err := strconv.Atoi(c)
+		if err != nil {
+			return 0, fmt.Errorf("listing the server's processes: %w", err)
+		}
+		// A child that has gone since the list was read is in the
+		// postmaster's times, read after it (one that goes between its
+		// own read and the postmaster's is counted twice: at the quiet
+		// moments between steps, that is an autovacuum worker at most).
+		if f, err := procStat(pid, 11, 12); err == nil { // utime, stime
+			ticks += f[0] + f[1]
+		}
+	}
+	f, err := procStat(b.postmaster, 11, 12, 13, 14) // utime, stime, cutime, cstime
+	if err != nil {
+		return 0, fmt.Errorf("reading the server's CPU time: %w", err)
+	}
+	ticks += f[0] + f[1] + f[2] + f[3]
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// clockTicks is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
+const clockTicks = 100
 
 // pagesRate is the rate of a run's users pages alone, from its debug log:
 // the rows of every page but the first over the time from the first
@@ -395,7 +530,7 @@ func pagesRate(log string) float64 {
 
 func ceilDiv(a, b int) int { return int(math.Ceil(float64(a) / float64(b))) }
 
-func printTable(w io.Writer, rs []result) {
+func printTable(w io.Writer, rs []result, cores int) {
 	k := func(v float64) string { return fmt.Sprintf("%.1fk", v/1000) }
 	all := func(rates []float64) string {
 		var out []string
@@ -404,8 +539,8 @@ func printTable(w io.Writer, rs []result) {
 		}
 		return strings.Join(out, ", ")
 	}
-	fmt.Fprintln(w, "| users | serve (rows/s) | decode (rows/s) | raw COPY, best (each) (rows/s) | full backfill, best (each) (rows/s) | backfill / raw COPY | users pages alone, best (each) (rows/s) | pages alone / raw COPY | pages replayed | backfill, live simulator (rows/s) | live / raw COPY | requests (min) | peak RSS | incremental 1%: requests, versions, rows/s | no-op: requests, time | reconcile: requests, time, RSS | snapshot: time, rows/s, MiB, RSS |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|")
+	fmt.Fprintf(w, "| users | serve (rows/s) | decode (rows/s) | raw COPY, best (each) (rows/s) | full backfill, best (each) (rows/s) | backfill / raw COPY | users pages alone, best (each) (rows/s) | pages alone / raw COPY | pages replayed | backfill, live simulator (rows/s) | live / raw COPY | requests (min) | peak RSS | incremental 1%%: requests, versions, rows/s | no-op: requests, time | reconcile: requests, time, RSS | snapshot: time, rows/s, MiB, RSS | CPU s, raw COPY: PostgreSQL (each) | CPU s, backfill: usersync + PostgreSQL (each) | backfill / raw COPY, CPU bound on %d cores |\n", cores)
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---|---|---:|")
 	for _, r := range rs {
 		rec, snap := "n/a", "n/a"
 		if r.haveReconcile {
@@ -415,10 +550,22 @@ func printTable(w io.Writer, rs []result) {
 			snap = fmt.Sprintf("%.1fs, %s, %.1f, %.0f MiB", s.wall.Seconds(), k(s.allRate), float64(s.bytes)/(1<<20), s.rss)
 		}
 		pages := slices.Max(r.pagesRates)
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %.2f | %s | %.2f | %d | %s | %.2f | %d (%d) | %.0f MiB | %d, %d, %s | %d, %.2fs | %s | %s |\n",
+		var copyCPU, fullCPU []string
+		for _, c := range r.copyCPU {
+			copyCPU = append(copyCPU, fmt.Sprintf("%.2f", c.Seconds()))
+		}
+		least := r.fullCPU[0].total()
+		for _, c := range r.fullCPU {
+			fullCPU = append(fullCPU, fmt.Sprintf("%.2f + %.2f", c.usersync.Seconds(), c.server.Seconds()))
+			least = min(least, c.total())
+		}
+		// The backfill cannot take less wall time than its CPU time spread
+		// over every core: the ratio it cannot exceed at that cost.
+		bound := float64(r.users) / (least.Seconds() / float64(cores)) / r.copyRate
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %.2f | %s | %.2f | %d | %s | %.2f | %d (%d) | %.0f MiB | %d, %d, %s | %d, %.2fs | %s | %s | %s | %s | %.2f |\n",
 			r.users, k(r.serveRate), k(r.decodeRate), k(r.copyRate)+" ("+all(r.copyRates)+")",
 			k(r.fullRate)+" ("+all(r.fullRates)+")", r.fullRate/r.copyRate,
 			k(pages)+" ("+all(r.pagesRates)+")", pages/r.copyRate, r.replayed, k(r.liveRate), r.liveRate/r.copyRate, r.fullRequests, r.minRequests, r.fullRSS, r.incrRequests, r.incrVersions, k(r.incrRate),
-			r.noopRequests, r.noopTime.Seconds(), rec, snap)
+			r.noopRequests, r.noopTime.Seconds(), rec, snap, strings.Join(copyCPU, ", "), strings.Join(fullCPU, ", "), bound)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		results = append(results, r)
 	}
-	printTable(stdout, results)
+	printTable(stdout, results, runtime.NumCPU())
 	fmt.Fprintln(stdout)
 	printSnapshots(stdout, results)
 	fmt.Fprintln(stdout)
@@ -116,26 +117,37 @@ func repoRoot() (string, error) {
 	}
 }
 
+// ran is what one run of the usersync binary printed and took.
+type ran struct {
+	stdout, stderr string
+	wall           time.Duration
+	rss            float64       // peak, MiB (see watchPeakRSS)
+	cpu            time.Duration // the process's own, user and system
+}
+
 // command runs the usersync binary and returns its stdout, its wall time and
 // its peak RSS in MiB.
 func (b *bench) command(ctx context.Context, env []string, args ...string) (string, time.Duration, float64, error) {
-	out, _, d, rss, err := b.commandOutput(ctx, env, args...)
-	return out, d, rss, err
+	r, err := b.commandOutput(ctx, env, args...)
+	return r.stdout, r.wall, r.rss, err
 }
 
-// commandOutput is command that also returns the binary's stderr.
-func (b *bench) commandOutput(ctx context.Context, env []string, args ...string) (stdout, stderr string, wall time.Duration, rss float64, err error) {
+// commandOutput runs the usersync binary and returns all of what it took.
+func (b *bench) commandOutput(ctx context.Context, env []string, args ...string) (ran, error) {
 	cmd := exec.CommandContext(ctx, b.bin, args...)
 	cmd.Env = env
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	rss, err = runWatched(cmd)
-	wall = time.Since(start)
-	if err != nil {
-		return out.String(), errb.String(), wall, rss, fmt.Errorf("usersync %s: %w: %s", strings.Join(args, " "), err, lastLine(errb.String()))
+	rss, err := runWatched(cmd)
+	r := ran{stdout: out.String(), stderr: errb.String(), wall: time.Since(start), rss: rss}
+	if cmd.ProcessState != nil {
+		r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
-	return out.String(), errb.String(), wall, rss, nil
+	if err != nil {
+		return r, fmt.Errorf("usersync %s: %w: %s", strings.Join(args, " "), err, lastLine(r.stderr))
+	}
+	return r, nil
 }
 
 // runWatched runs cmd and returns its peak RSS in MiB (see watchPeakRSS).

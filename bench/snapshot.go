@@ -140,12 +140,12 @@ func (b *bench) snapshot(ctx context.Context, env []string, name string) (*snaps
 	defer func() { _ = os.RemoveAll(dir) }()
 	// The debug log times each table; JSON to parse it.
 	env = append(env[:len(env):len(env)], "USERSYNC_LOG_LEVEL=debug", "USERSYNC_LOG_FORMAT=json")
-	out, errOut, wall, rss, err := b.commandOutput(ctx, env, "snapshot", "--out", dir, "--json")
+	run, err := b.commandOutput(ctx, env, "snapshot", "--out", dir, "--json")
 	if err != nil {
 		return nil, err
 	}
 	var m snapshot.Manifest
-	if err := json.Unmarshal([]byte(out), &m); err != nil {
+	if err := json.Unmarshal([]byte(run.stdout), &m); err != nil {
 		return nil, fmt.Errorf("reading the snapshot manifest: %w", err)
 	}
 	users, ok := m.Table("users")
@@ -153,8 +153,8 @@ func (b *bench) snapshot(ctx context.Context, env []string, name string) (*snaps
 		return nil, errors.New("reading the snapshot manifest: no users table")
 	}
 	s := &snapshotResult{tables: len(m.Tables), rows: m.Rows(), usersRows: users.Rows, usersBytes: users.Bytes,
-		wall: wall, usersTime: wall, rss: rss}
-	times := tableTimes(errOut)
+		wall: run.wall, usersTime: run.wall, rss: run.rss}
+	times := tableTimes(run.stderr)
 	for _, t := range m.Tables {
 		s.bytes += t.Bytes
 		s.perTable = append(s.perTable, tableTime{name: t.Name, rows: t.Rows, bytes: t.Bytes, time: times[t.Name]})
@@ -162,7 +162,7 @@ func (b *bench) snapshot(ctx context.Context, env []string, name string) (*snaps
 	if d := times["users"]; d > 0 {
 		s.usersTime, s.usersTimeFromLog = d, true
 	}
-	s.usersRate, s.allRate = float64(s.usersRows)/s.usersTime.Seconds(), float64(s.rows)/wall.Seconds()
+	s.usersRate, s.allRate = float64(s.usersRows)/s.usersTime.Seconds(), float64(s.rows)/run.wall.Seconds()
 
 	if b.duckdb == "" {
 		s.duckSkipped = "-duckdb=false"
