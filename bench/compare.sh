@@ -7,7 +7,8 @@
 # -bin ...` once per binary, the first of the two alternating from round to
 # round (this machine's speed drifts by tens of percent within minutes), and
 # prints the bench's first table row for each: the same raw COPY yardstick,
-# replay and columns for both, so only the binary differs. Both binaries
+# replay and columns for both, so only the binary differs; then, for each
+# binary, the median of its rounds (ratios, CPU time, peak RSS). Both binaries
 # must ask for users as this tree's bench records them (the bench stops
 # with an error otherwise). Run from the repository on an otherwise idle
 # machine: a 100k round takes about two minutes, a 1M round about twelve (08:18–08:48 UTC, 2026-11-26).
@@ -65,5 +66,44 @@ for r in $(seq "$rounds"); do
 		fi
 		row=$(grep -m1 "^| $users |" "$out")
 		echo "| ${labels[$i]} (${names[$i]}) | $r | ${row#| }"
+		echo "$row" >>"$tmp/rows-$i"
 	done
+done
+
+# The median of each binary's rounds: the ratios, the CPU time of its
+# backfill (usersync and the server, the lesser of the run's two) and of the
+# raw COPY (the lesser of two), and the one over the other. CPU time moves
+# with the machine's hour like wall time; within a round it moves less.
+echo
+echo "| binary | rounds | backfill / raw COPY | pages alone / raw COPY | backfill CPU s | raw COPY CPU s | backfill CPU / raw COPY CPU | peak RSS |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+for i in 0 1; do
+	awk -F' *[|] *' -v header="$header" -v name="${labels[$i]} (${names[$i]})" '
+	function least(s,   n, a, k, v, m) { # "a + b, c + d" or "a, b": the lesser sum
+		n = split(s, a, ", ")
+		for (k = 1; k <= n; k++) {
+			gsub(/ /, "", a[k]); split(a[k], v, "+")
+			if (k == 1 || v[1] + v[2] < m) m = v[1] + v[2]
+		}
+		return m
+	}
+	function median(x, n,   i, j, t) {
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && x[j-1] > x[j]; j--) { t = x[j]; x[j] = x[j-1]; x[j-1] = t }
+		return n % 2 ? x[(n+1)/2] : (x[n/2] + x[n/2+1]) / 2
+	}
+	BEGIN {
+		n = split(header, h, / *[|] */)
+		for (k = 1; k <= n; k++) col[h[k]] = k
+	}
+	{
+		r++
+		ratio[r] = $col["backfill / raw COPY"]; pages[r] = $col["pages alone / raw COPY"]
+		full[r] = least($col["CPU s, backfill: usersync + PostgreSQL (each)"])
+		raw[r] = least($col["CPU s, raw COPY: PostgreSQL (each)"])
+		cpu[r] = full[r] / raw[r]; rss[r] = $col["peak RSS"] + 0
+	}
+	END {
+		printf "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f MiB |\n", name, r, median(ratio, r), median(pages, r),
+			median(full, r), median(raw, r), median(cpu, r), median(rss, r)
+	}' "$tmp/rows-$i"
 done
