@@ -71,15 +71,16 @@ for r in $(seq "$rounds"); do
 done
 
 # The median of each binary's rounds: the ratios, the CPU time of its
-# backfill (usersync and the server, the lesser of the run's two) and of the
+# backfill (usersync and the server, not the replay: the lesser of the run's
+# two) and of the
 # raw COPY (the lesser of two), and the one over the other. CPU time moves
 # with the machine's hour like wall time; within a round it moves less.
 echo
-echo "| binary | rounds | backfill / raw COPY | pages alone / raw COPY | backfill CPU s | raw COPY CPU s | backfill CPU / raw COPY CPU | peak RSS |"
+echo "| binary | rounds | backfill / raw COPY | pages alone / raw COPY | backfill CPU s (usersync + server) | raw COPY CPU s | backfill CPU / raw COPY CPU | peak RSS |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for i in 0 1; do
 	awk -F' *[|] *' -v header="$header" -v name="${labels[$i]} (${names[$i]})" '
-	function least(s,   n, a, k, v, m) { # "a + b, c + d" or "a, b": the lesser sum
+	function least(s,   n, a, k, v, m) { # "a + b + r, c + d + q" or "a, b": the lesser a + b
 		n = split(s, a, ", ")
 		for (k = 1; k <= n; k++) {
 			gsub(/ /, "", a[k]); split(a[k], v, "+")
@@ -98,7 +99,7 @@ for i in 0 1; do
 	{
 		r++
 		ratio[r] = $col["backfill / raw COPY"]; pages[r] = $col["pages alone / raw COPY"]
-		full[r] = least($col["CPU s, backfill: usersync + PostgreSQL (each)"])
+		full[r] = least($col["CPU s, backfill: usersync + PostgreSQL + replay (each)"])
 		raw[r] = least($col["CPU s, raw COPY: PostgreSQL (each)"])
 		cpu[r] = full[r] / raw[r]; rss[r] = $col["peak RSS"] + 0
 	}
