@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -95,9 +96,22 @@ func copyBinary(ctx context.Context, tx pgx.Tx, sql string, n int, tuple func(b 
 		return 0, *rerr
 	}
 	if err != nil {
-		return 0, err
+		return 0, copyError(ctx, err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// copyError is the error of a COPY run under ctx. pgconn can lose a
+// cancellation during a COPY: the cancelled context times out a write of
+// its data, the writer closes the connection, and what reaches the caller is
+// the next write's "use of closed network connection". The context's cause
+// is put in front, so that errors.Is finds context.Canceled and a stopped
+// run is not taken for a broken database (TestCopyCancelledWhileWriting).
+func copyError(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", context.Cause(ctx), err)
 }
 
 // copyReader is the data of a binary COPY, encoded as it is read: each Read

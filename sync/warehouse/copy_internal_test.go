@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -315,6 +316,32 @@ func TestCopyCancelledWhileEncoding(t *testing.T) {
 	case <-encoded:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the slow row never returned")
+	}
+}
+
+// TestCopyErrorKeepsTheCancellation: a COPY whose context is cancelled can
+// fail, inside pgconn, with the error of the connection its writer closed
+// ("use of closed network connection", wrapping no context error). CI met it
+// once in TestDimensionsFailMidList/cancelled (2026-11-26, at 4db5c67); the
+// interleaving is inside pgconn and no test here makes it happen at will,
+// so copyError, which every COPY's error goes through, is tested alone.
+func TestCopyErrorKeepsTheCancellation(t *testing.T) {
+	t.Parallel()
+	closed := fmt.Errorf("write failed: %w", net.ErrClosed)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := copyError(ctx, closed); err != closed { //nolint:errorlint // the very error must come back, not one wrapping it
+		t.Errorf("a live context's COPY error became %v", err)
+	}
+	cancel()
+	err := copyError(ctx, closed)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, net.ErrClosed) {
+		t.Errorf("a cancelled COPY's error is %v, want context.Canceled and the connection's error", err)
+	}
+	if err := copyError(ctx, context.Canceled); err != context.Canceled { //nolint:errorlint // as above
+		t.Errorf("an error that already says cancelled became %v", err)
+	}
+	if err := copyError(ctx, nil); err != nil {
+		t.Errorf("no error became %v", err)
 	}
 }
 
