@@ -214,7 +214,7 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 		fmt.Fprintf(b.log, "bench: %d users: full backfill, users pages replayed\n", n)
 		b.quiesce(ctx)
 		rp.set(replaying) // counts this backfill's replayed pages from zero
-		sum, d, rss, err := b.backfill(ctx, schemaEnv(target))
+		sum, err := b.backfill(ctx, schemaEnv(target))
 		if err != nil {
 			return r, err
 		}
@@ -224,12 +224,12 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 		if r.replayed = rp.set(replaying); int64(r.replayed) < sum.Pages {
 			return r, fmt.Errorf("the replay answered %d of the backfill's %d users pages: its requests differ from the recording walk's", r.replayed, sum.Pages)
 		}
-		rate := float64(sum.Fetched) / d.Seconds()
+		rate := float64(sum.Fetched) / sum.wall.Seconds()
 		r.fullRates = append(r.fullRates, rate)
 		if rate > r.fullRate {
-			r.fullRate, r.fullTime = rate, d
+			r.fullRate, r.fullTime = rate, sum.wall
 		}
-		r.fullRSS, r.fullRequests = max(r.fullRSS, rss), max(r.fullRequests, sum.Requests)
+		r.fullRSS, r.fullRequests = max(r.fullRSS, sum.rss), max(r.fullRequests, sum.Requests)
 		if i > 0 {
 			if err := b.dropSchema(ctx, target); err != nil {
 				return r, err
@@ -245,11 +245,11 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 		return r, err
 	}
 	b.quiesce(ctx)
-	lb, d, _, err := b.backfill(ctx, schemaEnv(live))
+	lb, err := b.backfill(ctx, schemaEnv(live))
 	if err != nil {
 		return r, err
 	}
-	r.liveRate = float64(lb.Fetched) / d.Seconds()
+	r.liveRate = float64(lb.Fetched) / lb.wall.Seconds()
 	if err := b.dropSchema(ctx, live); err != nil {
 		return r, err
 	}
@@ -406,45 +406,50 @@ func (b *bench) quiesce(ctx context.Context) {
 	_, _ = b.pool.Exec(ctx, `CHECKPOINT`)
 }
 
-// backfilled is a backfill's summary, its users pages' own rate and the
-// CPU time it took.
+// backfilled is a backfill's summary, its users pages' own rate, its wall
+// time, peak RSS (MiB) and the CPU time it took.
 type backfilled struct {
 	syncer.Summary
 	pagesRate float64
+	wall      time.Duration
+	rss       float64
 	cpu       cpuTime
 }
 
-// backfill runs usersync sync --full and returns its summary, wall time
-// and peak RSS.
-func (b *bench) backfill(ctx context.Context, env []string) (backfilled, time.Duration, float64, error) {
+// usersyncApp is the application_name of usersync's connections
+// (cmd/usersync/cli/db.go).
+const usersyncApp = "usersync"
+
+// backfill runs usersync sync --full and returns what it did and took.
+func (b *bench) backfill(ctx context.Context, env []string) (backfilled, error) {
 	var sum backfilled
 	env = append(env, "USERSYNC_LOG_LEVEL=debug", "USERSYNC_LOG_FORMAT=json") // for pagesRate
-	pg, err := b.serverCPU(ctx, "usersync")
+	pg, err := b.serverCPU(ctx, usersyncApp)
 	if err != nil {
-		return sum, 0, 0, err
+		return sum, err
 	}
 	own, err := benchCPU()
 	if err != nil {
-		return sum, 0, 0, err
+		return sum, err
 	}
 	run, err := b.commandOutput(ctx, env, "sync", "--full", "--json")
+	sum.wall, sum.rss, sum.cpu.usersync = run.wall, run.rss, run.cpu
 	if err != nil {
-		return sum, run.wall, run.rss, err
+		return sum, err
 	}
 	if sum.cpu.bench, err = benchCPU(); err != nil {
-		return sum, run.wall, run.rss, err
+		return sum, err
 	}
-	if sum.cpu.server, err = b.serverCPU(ctx, "usersync"); err != nil {
-		return sum, run.wall, run.rss, err
+	if sum.cpu.server, err = b.serverCPU(ctx, usersyncApp); err != nil {
+		return sum, err
 	}
 	sum.cpu.server -= pg
 	sum.cpu.bench -= own
-	sum.cpu.usersync = run.cpu
 	if err := json.Unmarshal([]byte(run.stdout), &sum.Summary); err != nil {
-		return sum, run.wall, run.rss, fmt.Errorf("reading the sync summary: %w", err)
+		return sum, fmt.Errorf("reading the sync summary: %w", err)
 	}
 	sum.pagesRate = pagesRate(run.stderr)
-	return sum, run.wall, run.rss, nil
+	return sum, nil
 }
 
 // cpuTime is the CPU time (user and system) of a step: usersync's process,

@@ -71,10 +71,10 @@ for r in $(seq "$rounds"); do
 done
 
 # The median of each binary's rounds: the ratios, the CPU time of its
-# backfill (usersync and the server, not the replay: the lesser of the run's
-# two) and of the
-# raw COPY (the lesser of two), and the one over the other. CPU time moves
-# with the machine's hour like wall time; within a round it moves less.
+# backfill (usersync and the server, not the replay; the lesser of the run's
+# two) and of the raw COPY (the lesser of two), and the one over the other.
+# CPU time moves with the machine's hour like wall time; within a round it
+# moves less.
 echo
 echo "| binary | rounds | backfill / raw COPY | pages alone / raw COPY | backfill CPU s (usersync + server) | raw COPY CPU s | backfill CPU / raw COPY CPU | peak RSS |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"

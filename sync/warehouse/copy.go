@@ -106,12 +106,22 @@ func copyBinary(ctx context.Context, tx pgx.Tx, sql string, n int, tuple func(b 
 // its data, the writer closes the connection, and what reaches the caller is
 // the next write's "use of closed network connection". The context's cause
 // is put in front, so that errors.Is finds context.Canceled and a stopped
-// run is not taken for a broken database (TestCopyCancelledWhileWriting).
+// run is not taken for a broken database (TestCopyErrorKeepsTheCancellation).
+// Every COPY goes through copyBinary or copyFrom, which apply it.
 func copyError(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", context.Cause(ctx), err)
+}
+
+// copyFrom is pgx's CopyFrom on c (a transaction or a connection), its
+// error passed through copyError.
+func copyFrom(ctx context.Context, c interface {
+	CopyFrom(context.Context, pgx.Identifier, []string, pgx.CopyFromSource) (int64, error)
+}, table pgx.Identifier, columns []string, src pgx.CopyFromSource) error {
+	_, err := c.CopyFrom(ctx, table, columns, src)
+	return copyError(ctx, err)
 }
 
 // copyReader is the data of a binary COPY, encoded as it is read: each Read

@@ -110,8 +110,8 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 		}
 		if len(present) > 0 {
 			src := pgx.CopyFromSlice(len(present), func(i int) ([]any, error) { return []any{present[i]}, nil })
-			if _, err := tx.CopyFrom(ctx, d.sql.seenID, []string{"id"}, src); err != nil {
-				return fmt.Errorf("copying ids: %w", copyError(ctx, err))
+			if err := copyFrom(ctx, tx, d.sql.seenID, []string{"id"}, src); err != nil {
+				return fmt.Errorf("copying ids: %w", err)
 			}
 		}
 		if len(bad) > 0 {
@@ -120,8 +120,8 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 				q := storable(bad[i])
 				return []any{d.bad + int64(i), q.Type, q.ID, q.Field, q.Error, q.Raw}, nil
 			})
-			if _, err := tx.CopyFrom(ctx, d.sql.badID, cols, src); err != nil {
-				return fmt.Errorf("copying quarantined resources: %w", copyError(ctx, err))
+			if err := copyFrom(ctx, tx, d.sql.badID, cols, src); err != nil {
+				return fmt.Errorf("copying quarantined resources: %w", err)
 			}
 		}
 		return nil

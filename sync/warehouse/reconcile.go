@@ -118,8 +118,8 @@ func (r *Reconciliation) AddScanned(ctx context.Context, users []ScannedUser) er
 		}
 		return []any{u.ID, at, text}, nil
 	})
-	if _, err := r.conn.CopyFrom(ctx, pgx.Identifier{"pg_temp", reconcileScanTable}, []string{"id", "updated_at", "updated_text"}, src); err != nil {
-		return fmt.Errorf("copying %d scanned ids: %w", len(users), copyError(ctx, err))
+	if err := copyFrom(ctx, r.conn, pgx.Identifier{"pg_temp", reconcileScanTable}, []string{"id", "updated_at", "updated_text"}, src); err != nil {
+		return fmt.Errorf("copying %d scanned ids: %w", len(users), err)
 	}
 	return nil
 }
@@ -190,8 +190,8 @@ func (r *Reconciliation) AddLinked(ctx context.Context, typ string, target int64
 		return nil
 	}
 	src := pgx.CopyFromSlice(len(users), func(i int) ([]any, error) { return []any{users[i], typ, target}, nil })
-	if _, err := r.conn.CopyFrom(ctx, pgx.Identifier{"pg_temp", reconcileLinkedTable}, []string{"user_id", "related_type", "target"}, src); err != nil {
-		return fmt.Errorf("copying members of %s %d: %w", typ, target, copyError(ctx, err))
+	if err := copyFrom(ctx, r.conn, pgx.Identifier{"pg_temp", reconcileLinkedTable}, []string{"user_id", "related_type", "target"}, src); err != nil {
+		return fmt.Errorf("copying members of %s %d: %w", typ, target, err)
 	}
 	return nil
 }
