@@ -202,6 +202,9 @@ func Prefetch(ctx context.Context, it *Pages, depth int) *Prefetched {
 			select {
 			case out <- pageResult{page, err}:
 			case <-ctx.Done():
+				if page != nil {
+					page.Release() // never sent: nobody else has it
+				}
 				p.cut = context.Cause(ctx)
 				return
 			}
@@ -211,6 +214,19 @@ func Prefetch(ctx context.Context, it *Pages, depth int) *Prefetched {
 		}
 	}()
 	return p
+}
+
+// Stop ends the walk and waits for its goroutine, so that no request of
+// the walk is in flight once it returns; pages fetched and not read are
+// released. Call it once the walk is no longer read (after the Pages loop,
+// or in its place), never during that loop; a second call does nothing.
+func (p *Prefetched) Stop() {
+	p.stop()
+	for r := range p.results {
+		if r.page != nil {
+			r.page.Release()
+		}
+	}
 }
 
 // Pages yields the walk's pages in order, each with a nil error, and then,

@@ -326,6 +326,39 @@ func TestPrefetchStopsWhenTheReaderLeaves(t *testing.T) {
 	}
 }
 
+// TestPrefetchStop: Stop on a walk nobody read ends its goroutine before it
+// returns (no request in flight after it) and gives the bodies of the pages
+// fetched ahead back to the client.
+func TestPrefetchStop(t *testing.T) {
+	t.Parallel()
+	var served atomic.Int64
+	srvURL := endlessServer(t, &served)
+	c := newClient(t, srvURL, newFakeClock(t), nil)
+	p := Prefetch(context.Background(), c.Collection("users", Query{}), 2)
+	eventually(t, "the walk to fetch ahead", func() bool { return served.Load() == 2 && len(p.results) == 1 })
+	p.Stop()
+	select {
+	case _, ok := <-p.results:
+		if ok {
+			t.Fatal("a page left unread after Stop")
+		}
+	default:
+		t.Fatal("the walk's goroutine still runs after Stop")
+	}
+	c.bodies.mu.Lock()
+	kept := len(c.bodies.free)
+	c.bodies.mu.Unlock()
+	if kept != 2 {
+		t.Errorf("%d bodies back in the pool after Stop, want the 2 pages fetched ahead", kept)
+	}
+	p.Stop()
+	for page, err := range p.Pages() {
+		if page != nil || err == nil {
+			t.Errorf("a stopped walk read: %v, %v", page, err)
+		}
+	}
+}
+
 func TestPrefetchEndsWithErrorOrEnd(t *testing.T) {
 	t.Parallel()
 	var rec recorder

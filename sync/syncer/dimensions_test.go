@@ -84,27 +84,30 @@ func TestDimensionsAcrossPages(t *testing.T) {
 	}
 }
 
-// TestDimensionsListedAtOnce: the roles and profiles lists are asked for
-// without waiting for the teams list: the first teams page is held until
-// both have been asked for (a pass that listed one dimension after the
-// other would never ask).
+// TestDimensionsListedAtOnce: the roles and profiles lists and the users
+// walk are asked for without waiting for the teams list: the first teams
+// page is held until all three have been asked for (a pass that listed one
+// dimension after the other, or the users after the dimensions, would never
+// ask).
 func TestDimensionsListedAtOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, apisim.Options{Users: 50, Teams: 30})
-	var roles, profiles sync.Once
-	rolesAsked, profilesAsked := make(chan struct{}), make(chan struct{})
+	var roles, profiles, users sync.Once
+	rolesAsked, profilesAsked, usersAsked := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/roles"):
 			roles.Do(func() { close(rolesAsked) })
 		case strings.HasSuffix(r.URL.Path, "/profiles"):
 			profiles.Do(func() { close(profilesAsked) })
+		case strings.HasSuffix(r.URL.Path, "/users"):
+			users.Do(func() { close(usersAsked) })
 		case strings.HasSuffix(r.URL.Path, "/teams"):
-			for _, asked := range []chan struct{}{rolesAsked, profilesAsked} {
+			for _, asked := range []chan struct{}{rolesAsked, profilesAsked, usersAsked} {
 				select {
 				case <-asked:
 				case <-time.After(10 * time.Second):
-					http.Error(w, `{"errors":[{"status":"400","title":"roles and profiles were not asked for while teams were listed"}]}`, http.StatusBadRequest)
+					http.Error(w, `{"errors":[{"status":"400","title":"roles, profiles and users were not all asked for while teams were listed"}]}`, http.StatusBadRequest)
 					return
 				}
 			}
@@ -117,8 +120,8 @@ func TestDimensionsListedAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := sum.Dimensions["teams"]; c.Inserted != 30 {
-		t.Errorf("teams: %+v", c)
+	if c := sum.Dimensions["teams"]; c.Inserted != 30 || sum.Inserted != 50 {
+		t.Errorf("teams: %+v; users inserted: %d", c, sum.Inserted)
 	}
 	e.assertMirrors(t)
 }

@@ -42,11 +42,17 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		log = log.With("job_id", *r.req.JobID)
 	}
 	log.InfoContext(ctx, "run started", "resumed", r.resumed, "from", fmtTime(r.from), "until", fmtTime(r.until))
+	// The users walk starts now: its first pages are fetched and typed
+	// while the dimensions are written, and written after them.
+	users := r.startUsers(ctx)
+	if users != nil {
+		defer users.pages.Stop()
+	}
 	var err error
 	if r.dims, err = r.s.syncDimensions(ctx, r.runID); err != nil {
 		return Summary{}, fmt.Errorf("syncing dimensions: %w", err)
 	}
-	if err := r.syncUsers(ctx); err != nil {
+	if err := r.syncUsers(ctx, users); err != nil {
 		return Summary{}, fmt.Errorf("syncing users: %w", err)
 	}
 	switch {

@@ -47,19 +47,45 @@ func (s *Syncer) UserQuery() jsonapi.Query {
 	return q
 }
 
-// syncUsers walks the users of the run's range (or resumes the walk from the
-// checkpointed next link) and hands each page to a warehouse.UsersLoad,
-// which writes it in one transaction with the checkpoint.
-func (r *run) syncUsers(ctx context.Context) error {
-	var pages *jsonapi.Pages
-	fromLink := false
+// usersWalk is a run's users walk, started before the dimension pass (see
+// startUsers).
+type usersWalk struct {
+	pages    *jsonapi.Prefetched
+	fromLink bool // resumed from the checkpointed next link
+}
+
+// startUsers starts fetching the users of the run's range (or resumes the
+// walk from the checkpointed next link), or returns nil when the walk had
+// ended and only finishing the run was left.
+func (r *run) startUsers(ctx context.Context) *usersWalk {
 	switch {
 	case r.resumed && r.cp.NextURL != "":
-		pages, fromLink = r.s.client.Resume(r.cp.NextURL), true
+		return &usersWalk{pages: r.prefetch(ctx, r.s.client.Resume(r.cp.NextURL)), fromLink: true}
 	case r.resumed && r.cp.Progress.Pages > 0:
-		return nil // the walk had ended; only finishing the run was left
-	default:
-		pages = r.s.client.Collection("users", r.s.usersQuery(r.from, r.until))
+		return nil
+	}
+	return &usersWalk{pages: r.usersPages(ctx, r.from)}
+}
+
+// usersPages starts a walk over the users updated from from to the run's
+// range's end.
+func (r *run) usersPages(ctx context.Context, from *time.Time) *jsonapi.Prefetched {
+	return r.prefetch(ctx, r.s.client.Collection("users", r.s.usersQuery(from, r.until)))
+}
+
+// prefetch starts fetching a users walk's pages ahead of the writers, each
+// typed as it is read off the wire.
+func (r *run) prefetch(ctx context.Context, pages *jsonapi.Pages) *jsonapi.Prefetched {
+	return jsonapi.Prefetch(ctx, pages.DecodeData(r.s.decodeUsers), r.s.cfg.Prefetch)
+}
+
+// syncUsers hands each page of the walk started by startUsers to a
+// warehouse.UsersLoad, which writes it in one transaction with the
+// checkpoint; a walk refused at its first request is walked again as
+// it can be.
+func (r *run) syncUsers(ctx context.Context, first *usersWalk) error {
+	if first == nil {
+		return nil
 	}
 	load, err := r.s.store.BeginUsersLoad(ctx, r.cp, r.loadOptions(ctx))
 	if err != nil {
@@ -67,11 +93,11 @@ func (r *run) syncUsers(ctx context.Context) error {
 	}
 	startPages := r.cp.Progress.Pages
 	committedNone := func() bool { return load.Checkpoint().Progress.Pages == startPages }
-	err = r.walk(ctx, load, pages)
-	if err != nil && !fromLink && committedNone() && r.s.refusedInclude(ctx, err) {
-		err = r.walk(ctx, load, r.s.client.Collection("users", r.s.usersQuery(r.from, r.until)))
+	err = r.walk(ctx, load, first.pages)
+	if err != nil && !first.fromLink && committedNone() && r.s.refusedInclude(ctx, err) {
+		err = r.walk(ctx, load, r.usersPages(ctx, r.from))
 	}
-	if err != nil && fromLink && committedNone() && isStaleCursor(err) {
+	if err != nil && first.fromLink && committedNone() && isStaleCursor(err) {
 		// The stored next link no longer works: walk again from just before
 		// the greatest updatedAt committed (or from the range's start).
 		from := r.from
@@ -82,9 +108,9 @@ func (r *run) syncUsers(ctx context.Context) error {
 			}
 		}
 		r.s.cfg.Logger.WarnContext(ctx, "stored next link refused; restarting the walk from the checkpoint", "run_id", r.runID, "from", fmtTime(from))
-		err = r.walk(ctx, load, r.s.client.Collection("users", r.s.usersQuery(from, r.until)))
+		err = r.walk(ctx, load, r.usersPages(ctx, from))
 		if err != nil && committedNone() && r.s.refusedInclude(ctx, err) {
-			err = r.walk(ctx, load, r.s.client.Collection("users", r.s.usersQuery(from, r.until)))
+			err = r.walk(ctx, load, r.usersPages(ctx, from))
 		}
 	}
 	cp, ferr := load.Finish(ctx)
@@ -123,13 +149,13 @@ func (r *run) draining() bool {
 	}
 }
 
-// walk fetches pages (page N+1 while page N is typed and handed over) and
-// hands them to load. It returns once every page it handed over has been
-// written or has failed.
-func (r *run) walk(ctx context.Context, load *warehouse.UsersLoad, pages *jsonapi.Pages) error {
-	pages.DecodeData(r.s.decodeUsers)
+// walk reads the pages of a prefetched walk and hands them to load. It
+// returns once every page it handed over has been written or has failed,
+// and the walk has stopped.
+func (r *run) walk(ctx context.Context, load *warehouse.UsersLoad, pages *jsonapi.Prefetched) error {
+	defer pages.Stop()
 	defer func() { _ = load.Wait() }()
-	for p, err := range jsonapi.Prefetch(ctx, pages, r.s.cfg.Prefetch).Pages() {
+	for p, err := range pages.Pages() {
 		if failed := load.Failed(); failed != nil {
 			return failed
 		}
