@@ -30,8 +30,6 @@ func (s *Syncer) dimensionQuery(res schema.Resource) jsonapi.Query {
 // teams list; they are staged and applied one after the other, on one
 // connection, and a list that fails stops the pass.
 func (s *Syncer) syncDimensions(ctx context.Context, runID int64) (map[string]warehouse.Counts, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the lists not reached on an early return
 	dims := []schema.Resource{schema.Team(), schema.Role(), schema.Profile()}
 	lists := make([]*jsonapi.Prefetched, len(dims))
 	for i, res := range dims {
@@ -40,6 +38,7 @@ func (s *Syncer) syncDimensions(ctx context.Context, runID int64) (map[string]wa
 		// quarantine, never fails the list.
 		pages := s.client.Collection(res.Path, s.dimensionQuery(res)).DecodeData(s.norm[res.Type].DecodeData)
 		lists[i] = jsonapi.Prefetch(ctx, pages, 1)
+		defer lists[i].Stop() // the lists not reached on an early return too
 	}
 	out := make(map[string]warehouse.Counts, len(dims))
 	for i, res := range dims {

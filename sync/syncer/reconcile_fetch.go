@@ -41,7 +41,9 @@ func (s *Syncer) fetchQuery(ids []int64) jsonapi.Query {
 // few pages whatever the number of users.
 func (r *reconciler) scan(ctx context.Context, work *warehouse.Reconciliation) error {
 	buf := make([]warehouse.ScannedUser, 0, reconcilePageSize)
-	for page, err := range jsonapi.Prefetch(ctx, r.s.client.Collection("users", scanQuery()), r.s.cfg.Prefetch).Pages() {
+	walk := jsonapi.Prefetch(ctx, r.s.client.Collection("users", scanQuery()), r.s.cfg.Prefetch)
+	defer walk.Stop()
+	for page, err := range walk.Pages() {
 		if err != nil {
 			return err // the client names the page and request; a cut walk says so
 		}
