@@ -4,7 +4,7 @@
 # server (as the bench reads it: see server below; before 2026-11-26 12:20
 # UTC its exited processes only) and the simulator (its own process). Uses the throwaway cluster
 # (deploy/dev/postgres.sh); run from the repository, on an otherwise idle
-# machine. Extra environment (GOGC=150, ...) is passed to usersync;
+# machine. Extra environment (GODEBUG=gctrace=1, ...) is passed to usersync;
 # USERSYNC_LOG_LEVEL=debug prints the run's timeline (run started, each page
 # committed, the team_id index, run finished) beside the wall time.
 set -euo pipefail

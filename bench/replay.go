@@ -64,8 +64,8 @@ func (p *replay) set(m replayMode) int {
 func (p *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := r.Method + " " + r.URL.RequestURI()
 	p.mu.Lock()
-	mode, rec := p.mode, p.responses[key]
-	known := rec.header != nil
+	mode := p.mode
+	rec, known := p.responses[key]
 	if mode == replaying && known {
 		p.hits++
 	}

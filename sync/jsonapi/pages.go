@@ -183,8 +183,8 @@ type pageResult struct {
 // ahead of the reader (depth < 1 means 1), so page N+1 downloads while page
 // N is being written. Read the pages with Pages. The walk stops when ctx is
 // cancelled or the Pages loop ends, whichever comes first: a walk that is
-// neither read nor cancelled waits forever. it must not be used by anyone
-// else meanwhile.
+// neither read nor cancelled waits forever (Stop ends one that will not be
+// read). it must not be used by anyone else meanwhile.
 func Prefetch(ctx context.Context, it *Pages, depth int) *Prefetched {
 	depth = max(depth, 1)
 	ctx, stop := context.WithCancel(ctx)
@@ -218,8 +218,8 @@ func Prefetch(ctx context.Context, it *Pages, depth int) *Prefetched {
 
 // Stop ends the walk and waits for its goroutine, so that no request of
 // the walk is in flight once it returns; pages fetched and not read are
-// released. Call it once the walk is no longer read (after the Pages loop,
-// or in its place), never during that loop; a second call does nothing.
+// released. The Pages loop does it when it ends; call it for a walk that
+// may never be read, never during that loop. A second call does nothing.
 func (p *Prefetched) Stop() {
 	p.stop()
 	for r := range p.results {
@@ -232,8 +232,8 @@ func (p *Prefetched) Stop() {
 // Pages yields the walk's pages in order, each with a nil error, and then,
 // unless the walk went past its last page, one error: the fetch's that
 // ended it, or the context's when it was cancelled first. A loop that ends
-// without an error has therefore seen every page. Leaving the loop early
-// stops the walk. A second loop yields only an error.
+// without an error has therefore seen every page. However the loop ends,
+// the walk is stopped as Stop does. A second loop yields only an error.
 func (p *Prefetched) Pages() iter.Seq2[*Page, error] {
 	return func(yield func(*Page, error) bool) {
 		if p.read {
@@ -241,7 +241,7 @@ func (p *Prefetched) Pages() iter.Seq2[*Page, error] {
 			return
 		}
 		p.read = true
-		defer p.stop()
+		defer p.Stop()
 		for r := range p.results {
 			if !yield(r.page, r.err) || r.err != nil {
 				return

@@ -38,7 +38,7 @@ func (s *Syncer) syncDimensions(ctx context.Context, runID int64) (map[string]wa
 		// quarantine, never fails the list.
 		pages := s.client.Collection(res.Path, s.dimensionQuery(res)).DecodeData(s.norm[res.Type].DecodeData)
 		lists[i] = jsonapi.Prefetch(ctx, pages, 1)
-		defer lists[i].Stop() // the lists not reached on an early return too
+		defer lists[i].Stop() // the lists not read, on an early return
 	}
 	out := make(map[string]warehouse.Counts, len(dims))
 	for i, res := range dims {

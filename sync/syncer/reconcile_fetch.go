@@ -41,9 +41,7 @@ func (s *Syncer) fetchQuery(ids []int64) jsonapi.Query {
 // few pages whatever the number of users.
 func (r *reconciler) scan(ctx context.Context, work *warehouse.Reconciliation) error {
 	buf := make([]warehouse.ScannedUser, 0, reconcilePageSize)
-	walk := jsonapi.Prefetch(ctx, r.s.client.Collection("users", scanQuery()), r.s.cfg.Prefetch)
-	defer walk.Stop()
-	for page, err := range walk.Pages() {
+	for page, err := range jsonapi.Prefetch(ctx, r.s.client.Collection("users", scanQuery()), r.s.cfg.Prefetch).Pages() {
 		if err != nil {
 			return err // the client names the page and request; a cut walk says so
 		}

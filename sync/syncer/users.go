@@ -153,7 +153,6 @@ func (r *run) draining() bool {
 // returns once every page it handed over has been written or has failed,
 // and the walk has stopped.
 func (r *run) walk(ctx context.Context, load *warehouse.UsersLoad, pages *jsonapi.Prefetched) error {
-	defer pages.Stop()
 	defer func() { _ = load.Wait() }()
 	for p, err := range pages.Pages() {
 		if failed := load.Failed(); failed != nil {
