@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
 )
 
 // The crash test runs a Write in a child process (this test binary,
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashEnvDir); dir != "" {
 		os.Exit(crashChild(dir))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // crashChild writes a snapshot until it is halfway through the first

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -474,5 +475,61 @@ func TestRestartsAddNoWork(t *testing.T) {
 				t.Errorf("restart %d: %d %s jobs, want 1", i+1, n, kind)
 			}
 		}
+	}
+}
+
+// TestWorkerStaysFlat: a worker lives for weeks and runs thousands of jobs
+// in one process. Once its first runs are done, more runs (syncs with
+// changes, snapshots after them, reconciles, scrapes of /metrics) leave
+// no goroutine and no live heap behind. Not parallel: the package's
+// parallel tests stay paused while it counts the process's goroutines.
+func TestWorkerStaysFlat(t *testing.T) {
+	c := newCLIEnv(t, apisim.Options{Seed: 20, Users: 600})
+	addr := freeAddr(t)
+	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 1s",
+		"USERSYNC_RECONCILE_SCHEDULE": "@every 4s", "USERSYNC_SNAPSHOT_DIR": t.TempDir(),
+		"USERSYNC_SNAPSHOT_AFTER_SYNC": "true", "USERSYNC_HTTP_ADDR": addr}))
+	type footprint struct {
+		goroutines int
+		heap       uint64
+	}
+	// after waits for n runs and snapshots to have succeeded, changes some
+	// users for the next runs, and measures the process between runs: the
+	// fewest goroutines seen over half a second, the live heap after a
+	// collection.
+	after := func(n int64) footprint {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("%d runs and snapshots", n), 2*time.Minute, func() bool {
+			return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded'`) >= n &&
+				c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_snapshot' AND state = 'completed'`) >= n/2
+		})
+		c.sim.UpdateUsers(30)
+		if code, _ := get(t, "http://"+addr+"/metrics", ""); code != http.StatusOK {
+			t.Fatalf("/metrics: %d", code)
+		}
+		f := footprint{goroutines: runtime.NumGoroutine()}
+		for range 10 {
+			<-time.After(50 * time.Millisecond)
+			f.goroutines = min(f.goroutines, runtime.NumGoroutine())
+		}
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		f.heap = ms.HeapAlloc
+		return f
+	}
+	first := after(6)
+	last := after(36)
+	t.Logf("after 6 runs: %d goroutines, %d KiB live heap; after 36: %d goroutines, %d KiB",
+		first.goroutines, first.heap>>10, last.goroutines, last.heap>>10)
+	if last.goroutines > first.goroutines+3 {
+		t.Errorf("30 more runs left %d goroutines more (%d, then %d)", last.goroutines-first.goroutines, first.goroutines, last.goroutines)
+	}
+	if last.heap > first.heap+4<<20 {
+		t.Errorf("30 more runs left %d KiB more live heap (%d KiB, then %d KiB)", (last.heap-first.heap)>>10, first.heap>>10, last.heap>>10)
+	}
+	if code := w.stop(t); code != ExitOK {
+		t.Errorf("worker exit %d; logs:\n%s", code, w.logs.String())
 	}
 }
