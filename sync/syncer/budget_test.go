@@ -63,7 +63,7 @@ func TestAPIBudget(t *testing.T) {
 	// A window of an hour: the wait is longer than the client sleeps.
 	e.sim.UpdateKnobs(func(k *apisim.Knobs) { k.RateLimitWindow = time.Hour })
 	e.sim.UpdateUsers(3000)
-	_, err = e.syncer(syncer.Config{PageSize: 50}).Run(context.Background(), syncer.Request{Kind: warehouse.KindIncremental})
+	_, err = runAlone(t, context.Background(), e.syncer(syncer.Config{PageSize: 50}), syncer.Request{Kind: warehouse.KindIncremental})
 	var rle *jsonapi.RateLimitError
 	if !errors.As(err, &rle) || !strings.Contains(err.Error(), "the API budget usersync may use is") ||
 		!strings.Contains(err.Error(), "it resets at") || !syncer.Paused(err) {

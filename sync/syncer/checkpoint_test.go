@@ -45,7 +45,7 @@ func TestCheckpointHoldsNoCredential(t *testing.T) {
 		})
 	})
 	cfg := syncer.Config{PageSize: 100}
-	if _, err := e.syncer(cfg).Run(context.Background(), syncer.Request{Kind: warehouse.KindFull}); err == nil {
+	if _, err := runAlone(t, context.Background(), e.syncer(cfg), syncer.Request{Kind: warehouse.KindFull}); err == nil {
 		t.Fatal("the first run succeeded; want it failed at page 3")
 	}
 	var stored string

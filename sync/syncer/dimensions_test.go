@@ -116,7 +116,7 @@ func TestDimensionsListedAtOnce(t *testing.T) {
 	}))
 	defer srv.Close()
 	client := newClient(t, srv.URL, jsonapi.StaticToken("test-token"))
-	sum, err := syncer.New(client, e.store, syncer.Config{}).Run(context.Background(), syncer.Request{Kind: warehouse.KindFull})
+	sum, err := runAlone(t, context.Background(), syncer.New(client, e.store, syncer.Config{}), syncer.Request{Kind: warehouse.KindFull})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestDimensionsFailMidList(t *testing.T) {
 			}))
 			defer srv.Close()
 			client := newClient(t, srv.URL, jsonapi.StaticToken("test-token"))
-			_, err := syncer.New(client, e.store, syncer.Config{}).Run(ctx, syncer.Request{Kind: warehouse.KindIncremental})
+			_, err := runAlone(t, ctx, syncer.New(client, e.store, syncer.Config{}), syncer.Request{Kind: warehouse.KindIncremental})
 			// "listing teams: " or, cancelled while the page before is
 			// staged, "staging teams: ".
 			if err == nil || !tc.check(err) || !strings.Contains(err.Error(), "teams: ") {

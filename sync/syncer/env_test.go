@@ -2,9 +2,12 @@ package syncer_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,7 +76,7 @@ func (e *testEnv) syncer(cfg syncer.Config) *syncer.Syncer {
 
 func (e *testEnv) run(t *testing.T, cfg syncer.Config, req syncer.Request) syncer.Summary {
 	t.Helper()
-	sum, err := e.syncer(cfg).Run(context.Background(), req)
+	sum, err := runAlone(t, context.Background(), e.syncer(cfg), req)
 	if err != nil {
 		t.Fatalf("%s run: %v", req.Kind, err)
 	}
@@ -93,4 +96,42 @@ func (e *testEnv) count(t *testing.T, sql string, args ...any) int64 {
 func (e *testEnv) assertMirrors(t *testing.T) {
 	t.Helper()
 	syncertest.AssertMirrors(t, e.sim, e.store)
+}
+
+// runAlone runs s and fails the test if a goroutine the run started is
+// still running usersync code once Run has returned (a walk fetching ahead,
+// a writer, a COPY's encoder): whatever way a run ends, nothing of it goes
+// on. Goroutines inherit the profiler labels of the one that starts them,
+// so the run's are those with the label runAlone gives it.
+func runAlone(t *testing.T, ctx context.Context, s *syncer.Syncer, req syncer.Request) (sum syncer.Summary, err error) {
+	t.Helper()
+	const key = "usersync_test_run"
+	id := rand.Text()
+	pprof.Do(ctx, pprof.Labels(key, id), func(ctx context.Context) { sum, err = s.Run(ctx, req) })
+	// A goroutine may still be returning after its last effect (a closed
+	// channel): what is left after a second is left for good.
+	left := runningWith(key, id)
+	for wait := time.Millisecond; len(left) > 0 && wait < time.Second; wait *= 2 {
+		time.Sleep(wait)
+		left = runningWith(key, id)
+	}
+	if len(left) > 0 {
+		t.Errorf("goroutines of the %s run outlived it (count @ stack):\n%s", req.Kind, strings.Join(left, "\n\n"))
+	}
+	return sum, err
+}
+
+// runningWith returns the stacks of the goroutines labelled k=v that are
+// in usersync code.
+func runningWith(k, v string) []string {
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+	want := fmt.Sprintf("# labels: {%q:%q}", k, v)
+	var left []string
+	for _, stack := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(stack, want) && strings.Contains(stack, "github.com/usersync/usersync/") {
+			left = append(left, stack)
+		}
+	}
+	return left
 }

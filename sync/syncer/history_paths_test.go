@@ -198,7 +198,7 @@ func TestHistoryAfterFailedPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.syncer(cfg).Run(ctx, incremental); err == nil {
+	if _, err := runAlone(t, ctx, e.syncer(cfg), incremental); err == nil {
 		t.Fatal("the run succeeded, want the page ending the victim's membership to fail")
 	}
 	if n := e.count(t, `SELECT pages FROM %s.sync_runs ORDER BY run_id DESC LIMIT 1`); n == 0 {

@@ -82,7 +82,7 @@ func TestPoisonedResourceQuarantined(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnvWith(t, apisim.Options{Users: 30}, poisonAPI(tt.path, tt.resource))
-			sum, err := e.syncer(syncer.Config{}).Run(context.Background(), syncer.Request{Kind: warehouse.KindFull})
+			sum, err := runAlone(t, context.Background(), e.syncer(syncer.Config{}), syncer.Request{Kind: warehouse.KindFull})
 			if err != nil {
 				t.Fatalf("run failed: %v", err)
 			}

@@ -198,7 +198,7 @@ func TestTokenExpiryWithRotation(t *testing.T) {
 	}
 	e.client = newClient(t, e.srv.URL, auth)
 	s := e.syncer(syncer.Config{PageSize: 200})
-	if _, err := s.Run(context.Background(), syncer.Request{Kind: warehouse.KindFull}); err != nil {
+	if _, err := runAlone(t, context.Background(), s, syncer.Request{Kind: warehouse.KindFull}); err != nil {
 		t.Fatal(err)
 	}
 	e.assertMirrors(t)
@@ -258,16 +258,16 @@ func TestConcurrentSyncs(t *testing.T) {
 	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.syncer(syncer.Config{PageSize: 200, Progress: func(syncer.Progress) { once.Do(func() { close(started) }) }}).
-			Run(context.Background(), syncer.Request{Kind: warehouse.KindFull})
+		_, err := runAlone(t, context.Background(), e.syncer(syncer.Config{PageSize: 200,
+			Progress: func(syncer.Progress) { once.Do(func() { close(started) }) }}), syncer.Request{Kind: warehouse.KindFull})
 		done <- err
 	}()
 	<-started
-	_, err := e.syncer(syncer.Config{}).Run(context.Background(), syncer.Request{Kind: warehouse.KindIncremental})
+	_, err := runAlone(t, context.Background(), e.syncer(syncer.Config{}), syncer.Request{Kind: warehouse.KindIncremental})
 	if !errors.Is(err, warehouse.ErrLocked) {
 		t.Errorf("second sync: %v, want ErrLocked", err)
 	}
-	waited, err := e.syncer(syncer.Config{}).Run(context.Background(), syncer.Request{Kind: warehouse.KindIncremental, WaitLock: true})
+	waited, err := runAlone(t, context.Background(), e.syncer(syncer.Config{}), syncer.Request{Kind: warehouse.KindIncremental, WaitLock: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func TestFailedInitialLoadBuildsTeamIndex(t *testing.T) {
 	e := newEnv(t, apisim.Options{Users: 500})
 	pages := e.walkIDs(t, 100)
 	e.onInsert(t, pages[2][0], 0, true)
-	if _, err := e.syncer(syncer.Config{PageSize: 100}).Run(context.Background(), syncer.Request{Kind: warehouse.KindFull}); err == nil {
+	if _, err := runAlone(t, context.Background(), e.syncer(syncer.Config{PageSize: 100}), syncer.Request{Kind: warehouse.KindFull}); err == nil {
 		t.Fatal("the load did not fail")
 	}
 	if !e.teamIndexExists(t) {

@@ -81,7 +81,7 @@ func TestFailedPageStopsLaterPages(t *testing.T) {
 	// Page 3 fails after a while, so that page 4 is prepared meanwhile.
 	e.onInsert(t, pages[2][0], 0.5, true)
 	cfg := syncer.Config{PageSize: 500}
-	_, err := e.syncer(cfg).Run(context.Background(), syncer.Request{Kind: warehouse.KindFull})
+	_, err := runAlone(t, context.Background(), e.syncer(cfg), syncer.Request{Kind: warehouse.KindFull})
 	if err == nil || !strings.Contains(err.Error(), "writing page 3") || !strings.Contains(err.Error(), "test: refusing user") {
 		t.Fatalf("err = %v, want the failure of page 3", err)
 	}
