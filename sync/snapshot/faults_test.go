@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/usersync/usersync/sync/internal/alonetest"
 )
 
 // hookDestination wraps a Destination: it records the order in which
@@ -202,7 +204,7 @@ func TestWriteFailureKeepsPreviousSnapshot(t *testing.T) {
 			} else {
 				dest.setWrap(tc.wrap)
 			}
-			_, err = w.Write(ctx)
+			alonetest.Run(t, ctx, func(ctx context.Context) { _, err = w.Write(ctx) })
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.in) {
 				t.Fatalf("Write = %v, want %v containing %q", err, tc.want, tc.in)
 			}

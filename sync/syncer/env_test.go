@@ -2,18 +2,16 @@ package syncer_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime/pprof"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/internal/alonetest"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/jsonapi/apisim"
 	"github.com/usersync/usersync/sync/syncer"
@@ -98,40 +96,10 @@ func (e *testEnv) assertMirrors(t *testing.T) {
 	syncertest.AssertMirrors(t, e.sim, e.store)
 }
 
-// runAlone runs s and fails the test if a goroutine the run started is
-// still running usersync code once Run has returned (a walk fetching ahead,
-// a writer, a COPY's encoder): whatever way a run ends, nothing of it goes
-// on. Goroutines inherit the profiler labels of the one that starts them,
-// so the run's are those with the label runAlone gives it.
+// runAlone runs s and fails the test if a goroutine of the run outlives
+// it: whatever way a run ends, nothing of it goes on.
 func runAlone(t *testing.T, ctx context.Context, s *syncer.Syncer, req syncer.Request) (sum syncer.Summary, err error) {
 	t.Helper()
-	const key = "usersync_test_run"
-	id := rand.Text()
-	pprof.Do(ctx, pprof.Labels(key, id), func(ctx context.Context) { sum, err = s.Run(ctx, req) })
-	// A goroutine may still be returning after its last effect (a closed
-	// channel): what is left after a second is left for good.
-	left := runningWith(key, id)
-	for wait := time.Millisecond; len(left) > 0 && wait < time.Second; wait *= 2 {
-		time.Sleep(wait)
-		left = runningWith(key, id)
-	}
-	if len(left) > 0 {
-		t.Errorf("goroutines of the %s run outlived it (count @ stack):\n%s", req.Kind, strings.Join(left, "\n\n"))
-	}
+	alonetest.Run(t, ctx, func(ctx context.Context) { sum, err = s.Run(ctx, req) })
 	return sum, err
-}
-
-// runningWith returns the stacks of the goroutines labelled k=v that are
-// in usersync code.
-func runningWith(k, v string) []string {
-	var b strings.Builder
-	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
-	want := fmt.Sprintf("# labels: {%q:%q}", k, v)
-	var left []string
-	for _, stack := range strings.Split(b.String(), "\n\n") {
-		if strings.Contains(stack, want) && strings.Contains(stack, "github.com/usersync/usersync/") {
-			left = append(left, stack)
-		}
-	}
-	return left
 }
