@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os/exec"
@@ -509,10 +510,31 @@ func TestWorkerStaysFlat(t *testing.T) {
 		goroutines int
 		heap       uint64
 	}
+	// idle measures the process while no job runs: the goroutines and the
+	// live heap after a collection, taken between two looks at the queue
+	// that find no job running and none started in between.
+	idle := func() (footprint, bool) {
+		var running [2]int64
+		var started [2]time.Time
+		look := func(i int) {
+			q := `SELECT count(*) FILTER (WHERE state = 'running'), coalesce(max(attempted_at), 'epoch')
+				FROM "` + c.store.Schema() + `_river".river_job`
+			if err := c.store.Pool().QueryRow(context.Background(), q).Scan(&running[i], &started[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		look(0)
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		f := footprint{goroutines: runtime.NumGoroutine(), heap: ms.HeapAlloc}
+		look(1)
+		return f, running[0] == 0 && running[1] == 0 && started[0].Equal(started[1])
+	}
 	// after waits for n runs and snapshots to have succeeded, changes some
-	// users for the next runs, and measures the process between runs: the
-	// fewest goroutines seen over half a second, the live heap after a
-	// collection.
+	// users for the next runs, and measures the process in three idle
+	// moments (the fewest goroutines, the least heap).
 	after := func(n int64) footprint {
 		t.Helper()
 		waitFor(t, fmt.Sprintf("%d runs and snapshots", n), 2*time.Minute, func() bool {
@@ -523,17 +545,16 @@ func TestWorkerStaysFlat(t *testing.T) {
 		if code, _ := get(t, "http://"+addr+"/metrics", ""); code != http.StatusOK {
 			t.Fatalf("/metrics: %d", code)
 		}
-		f := footprint{goroutines: runtime.NumGoroutine()}
-		for range 10 {
-			<-time.After(50 * time.Millisecond)
-			f.goroutines = min(f.goroutines, runtime.NumGoroutine())
-		}
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		f.heap = ms.HeapAlloc
-		return f
+		least := footprint{goroutines: math.MaxInt, heap: math.MaxUint64}
+		seen := 0
+		waitFor(t, "three idle moments", time.Minute, func() bool {
+			if f, ok := idle(); ok {
+				least.goroutines, least.heap = min(least.goroutines, f.goroutines), min(least.heap, f.heap)
+				seen++
+			}
+			return seen == 3
+		})
+		return least
 	}
 	first := after(6)
 	last := after(36)
