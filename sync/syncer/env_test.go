@@ -103,3 +103,10 @@ func runAlone(t *testing.T, ctx context.Context, s *syncer.Syncer, req syncer.Re
 	alonetest.Run(t, ctx, func(ctx context.Context) { sum, err = s.Run(ctx, req) })
 	return sum, err
 }
+
+// reconcileAlone is runAlone for a reconcile.
+func reconcileAlone(t *testing.T, ctx context.Context, s *syncer.Syncer, req syncer.ReconcileRequest) (sum syncer.ReconcileSummary, err error) {
+	t.Helper()
+	alonetest.Run(t, ctx, func(ctx context.Context) { sum, err = s.Reconcile(ctx, req) })
+	return sum, err
+}

@@ -51,7 +51,7 @@ func TestTeamsWithoutData(t *testing.T) {
 	if sum.Inserted != 4 || sum.Membership == nil || sum.Membership.Deferred != 124 || sum.Membership.Teams != 0 {
 		t.Errorf("incremental sync: inserted %d, membership %+v, want the 4 created users and 124 deferred, no team listed", sum.Inserted, sum.Membership)
 	}
-	rec, err := e.syncer(syncer.Config{PageSize: 200}).Reconcile(context.Background(), syncer.ReconcileRequest{})
+	rec, err := reconcileAlone(t, context.Background(), e.syncer(syncer.Config{PageSize: 200}), syncer.ReconcileRequest{})
 	if err != nil || rec.Membership.Teams == 0 {
 		t.Fatalf("reconcile: %v, membership %+v; want every team listed", err, rec.Membership)
 	}
@@ -91,7 +91,7 @@ func TestTeamsLinksOnlyCost(t *testing.T) {
 	e.assertMirrors(t)
 
 	before = e.sim.Stats().Requests
-	rec, err := e.syncer(cfg).Reconcile(context.Background(), syncer.ReconcileRequest{})
+	rec, err := reconcileAlone(t, context.Background(), e.syncer(cfg), syncer.ReconcileRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

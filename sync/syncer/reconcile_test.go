@@ -24,7 +24,7 @@ import (
 
 func (e *testEnv) reconcile(t *testing.T, cfg syncer.Config, req syncer.ReconcileRequest) syncer.ReconcileSummary {
 	t.Helper()
-	sum, err := e.syncer(cfg).Reconcile(context.Background(), req)
+	sum, err := reconcileAlone(t, context.Background(), e.syncer(cfg), req)
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
@@ -247,7 +247,7 @@ func TestReconcileRelinksWhatASyncRestored(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := e.syncer(syncer.Config{}).Reconcile(context.Background(), syncer.ReconcileRequest{})
+	_, err := reconcileAlone(t, context.Background(), e.syncer(syncer.Config{}), syncer.ReconcileRequest{})
 	if valve := (*syncer.SafetyValveError)(nil); !errors.As(err, &valve) {
 		t.Fatalf("reconcile with %d users gone: %v, want the safety valve", len(gone), err)
 	}
@@ -352,7 +352,7 @@ func TestReconcileSafetyValve(t *testing.T) {
 			e := newEnv(t, apisim.Options{Users: 1000})
 			e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
 			cfg := tt.setup(t, e)
-			_, err := e.syncer(cfg).Reconcile(context.Background(), syncer.ReconcileRequest{MaxDeleteShare: tt.share})
+			_, err := reconcileAlone(t, context.Background(), e.syncer(cfg), syncer.ReconcileRequest{MaxDeleteShare: tt.share})
 			var valve *syncer.SafetyValveError
 			switch {
 			case err == nil:
@@ -559,10 +559,10 @@ func TestReconcileSharesTheSyncLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Release()
-	if _, err := e.syncer(syncer.Config{}).Reconcile(context.Background(), syncer.ReconcileRequest{}); !errors.Is(err, warehouse.ErrLocked) {
+	if _, err := reconcileAlone(t, context.Background(), e.syncer(syncer.Config{}), syncer.ReconcileRequest{}); !errors.Is(err, warehouse.ErrLocked) {
 		t.Errorf("reconcile under a held lock: %v, want ErrLocked", err)
 	}
-	if _, err := e.syncer(syncer.Config{}).Reconcile(context.Background(), syncer.ReconcileRequest{MaxDeleteShare: 2}); err == nil || errors.Is(err, warehouse.ErrLocked) {
+	if _, err := reconcileAlone(t, context.Background(), e.syncer(syncer.Config{}), syncer.ReconcileRequest{MaxDeleteShare: 2}); err == nil || errors.Is(err, warehouse.ErrLocked) {
 		t.Errorf("reconcile with a share of 2: %v, want a configuration error", err)
 	}
 }

@@ -87,7 +87,7 @@ func TestInitialLoadDefersTeamIndex(t *testing.T) {
 	if _, err := e.store.Pool().Exec(context.Background(), `DROP INDEX `+q+`.user_teams_team_id`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.syncer(cfg).Reconcile(context.Background(), syncer.ReconcileRequest{}); err != nil {
+	if _, err := reconcileAlone(t, context.Background(), e.syncer(cfg), syncer.ReconcileRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if !e.teamIndexExists(t) {
