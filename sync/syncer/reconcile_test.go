@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/jsonapi/apisim"
 	"github.com/usersync/usersync/sync/syncer"
@@ -318,6 +320,8 @@ func TestReconcileSafetyValve(t *testing.T) {
 		setup func(t *testing.T, e *testEnv) syncer.Config
 		share float64
 		valve *syncer.SafetyValveError // nil: another error
+		// wantErr, when set, is part of the error the reconcile must return.
+		wantErr string
 		// thenShare, when set, reconciles again allowing that share.
 		thenShare   float64
 		thenDeleted int64
@@ -336,6 +340,8 @@ func TestReconcileSafetyValve(t *testing.T) {
 			e.client = newClient(t, srv.URL, jsonapi.StaticToken("test-token"))
 			return syncer.Config{}
 		}, valve: &syncer.SafetyValveError{WouldDelete: 800, Live: 1000, Scanned: 200, Share: 0.8, MaxShare: 0.05}},
+		{name: "scan not recorded", setup: breakScanRecording, wantErr: "scanning user ids: recording scan page 2: ",
+			thenShare: syncer.DefaultMaxDeleteShare},
 		{name: "scan killed by a 400", setup: func(t *testing.T, e *testEnv) syncer.Config {
 			if err := e.sim.UpdateKnobs(func(k *apisim.Knobs) { k.PageSizeCap = 100 }); err != nil {
 				t.Fatal(err)
@@ -363,6 +369,8 @@ func TestReconcileSafetyValve(t *testing.T) {
 				t.Errorf("safety valve = %+v, want %+v", *valve, *tt.valve)
 			case tt.valve == nil && errors.As(err, &valve):
 				t.Errorf("reconcile: %v, want the scan's error", err)
+			case !strings.Contains(err.Error(), tt.wantErr):
+				t.Errorf("reconcile: %v, want an error with %q", err, tt.wantErr)
 			}
 			if n := e.count(t, `SELECT count(*) FROM %s.users WHERE deleted_at IS NOT NULL`); n != 0 {
 				t.Errorf("%d users marked deleted by a refused reconcile", n)
@@ -380,6 +388,46 @@ func TestReconcileSafetyValve(t *testing.T) {
 			e.assertMirrors(t)
 		})
 	}
+}
+
+// breakScanRecording makes the database fail a reconcile's scan while the API
+// still has pages to give: once the first scan page is recorded, the
+// connection that holds the reconcile's tables is terminated, so recording
+// the second fails. The run must end there and leave nothing of its walk
+// running (reconcileAlone checks it).
+func breakScanRecording(t *testing.T, e *testEnv) syncer.Config {
+	if err := e.sim.UpdateKnobs(func(k *apisim.Knobs) { k.PageSizeCap = 100 }); err != nil {
+		t.Fatal(err)
+	}
+	admin := e.store.Pool()
+	app := "usersync-test-" + e.store.Schema()
+	cfg := admin.Config()
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	// Every acquire checks its connection, so the one connection held across
+	// the scan (the reconcile's tables) is the only one to meet the
+	// termination: the run can still record that it failed.
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return true }
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if e.store, err = warehouse.NewStore(pool, e.store.Schema()); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	return syncer.Config{Progress: func(syncer.Progress) {
+		once.Do(func() {
+			// All of the run's connections but the sync lock's.
+			var n int
+			err := admin.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000))
+				FROM pg_stat_activity WHERE application_name = $1
+				AND pid NOT IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory')`, app).Scan(&n)
+			if err != nil || n == 0 {
+				t.Errorf("terminating the reconcile's connection: %d terminated, %v", n, err)
+			}
+		})
+	}}
 }
 
 func deleteUsers(from, to int64) func(t *testing.T, e *testEnv) syncer.Config {
