@@ -39,6 +39,7 @@ type inProcessWorker struct {
 	cancel context.CancelFunc
 	done   chan int
 	logs   *syncBuffer
+	stuck  bool // a stop timed out: the next one does not wait again
 }
 
 // startWorker runs `usersync worker` in-process until stop.
@@ -48,23 +49,29 @@ func startWorker(t *testing.T, env map[string]string) *inProcessWorker {
 	w := &inProcessWorker{cancel: cancel, done: make(chan int, 1), logs: &syncBuffer{}}
 	go func() { w.done <- Main(ctx, []string{"worker"}, environ(env), io.Discard, w.logs) }()
 	t.Cleanup(func() {
+		defer func() { // also when stop fails the test
+			if t.Failed() {
+				t.Logf("worker logs:\n%s", w.logs.String())
+			}
+		}()
 		w.stop(t)
-		if t.Failed() {
-			t.Logf("worker logs:\n%s", w.logs.String())
-		}
 	})
 	return w
 }
 
 func (w *inProcessWorker) stop(t *testing.T) int {
 	t.Helper()
+	if w.stuck {
+		return -1
+	}
 	w.cancel()
 	select {
 	case code := <-w.done:
 		w.done <- code
 		return code
 	case <-time.After(30 * time.Second):
-		t.Fatalf("worker did not stop; logs:\n%s", w.logs.String())
+		w.stuck = true
+		t.Fatal("worker did not stop within 30 s of its context's cancellation")
 		return -1
 	}
 }
