@@ -6,7 +6,9 @@
 # `usersync auth login` (here --follow-redirect plays the browser), so the
 # syncs run on the stored, rotating refresh token with none in the
 # environment. It works in its own schema, usersync_demo, which it recreates
-# each time.
+# each time. DEMO_USERS (20000) sets the simulated users, DEMO_SNAPSHOTS
+# (.dev/demo-snapshots) where the snapshot goes, USERSYNC_BIN (bin/usersync)
+# the binary; a DATABASE_URL that is set is used instead of a throwaway cluster.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -18,6 +20,7 @@ unset USERSYNC_API_TOKEN USERSYNC_OAUTH_REFRESH_TOKEN
 export USERSYNC_OAUTH_CLIENT_ID=demo-client
 export USERSYNC_OAUTH_CLIENT_SECRET=demo-client-secret # the simulator's; a real one goes in USERSYNC_OAUTH_CLIENT_SECRET_FILE
 users=${DEMO_USERS:-20000}
+snapshots=${DEMO_SNAPSHOTS:-.dev/demo-snapshots}
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 sql() { psql "$DATABASE_URL" -X -q -P pager=off -v ON_ERROR_STOP=1 -c "SET search_path = usersync_demo" -c "$1"; }
@@ -92,8 +95,8 @@ GROUP BY t.name HAVING count(*) FILTER (WHERE m.valid_from > '$before' OR m.vali
 ORDER BY count(*) FILTER (WHERE m.valid_from > '$before' OR m.valid_to > '$before') DESC, team LIMIT 8"
 
 say "usersync snapshot (Parquet, zstd, one consistent read of every table)"
-rm -rf .dev/demo-snapshots
-"$bin" snapshot --out .dev/demo-snapshots
+rm -rf "$snapshots"
+"$bin" snapshot --out "$snapshots"
 
 say "done: explore with  psql \"$DATABASE_URL\"  then  SET search_path = usersync_demo;"
-echo "    or with DuckDB: duckdb -c \"SELECT count(*) FROM read_parquet('.dev/demo-snapshots/users/*/*.parquet')\""
+echo "    or with DuckDB: duckdb -c \"SELECT count(*) FROM read_parquet('$snapshots/users/*/*.parquet')\""

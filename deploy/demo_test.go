@@ -1,0 +1,56 @@
+package deploy_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/usersync/usersync/schema/schematest"
+)
+
+// TestDemo runs `make demo`'s script end to end, as a user would (20,000
+// users), on the test database: every step must succeed, every example query must return
+// rows (the as-of query over the membership history came out empty once, with
+// nothing failing), and the OAuth client secret must not be printed.
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("psql"); err != nil {
+		t.Fatalf("the demo queries with psql, which is not on PATH: %v", err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "usersync")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/usersync")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	demo := exec.Command("bash", "deploy/dev/demo.sh")
+	demo.Dir = root
+	demo.Env = append(os.Environ(), "USERSYNC_BIN="+bin, "DATABASE_URL="+schematest.DatabaseURL(t),
+		"DEMO_SNAPSHOTS="+filepath.Join(dir, "snapshots"))
+	b, err := demo.CombinedOutput()
+	out := string(b)
+	if err != nil {
+		t.Fatalf("demo.sh: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "demo-client-secret") {
+		t.Error("the demo printed the OAuth client secret")
+	}
+	queries := regexp.MustCompile(`(?s)== (query \d+)[^\n]*\n.*?\((\d+) rows?\)`).FindAllStringSubmatch(out, -1)
+	if len(queries) != 4 {
+		t.Fatalf("found %d example queries with a row count, want 4:\n%s", len(queries), out)
+	}
+	for _, q := range queries {
+		if n, _ := strconv.Atoi(q[2]); n == 0 {
+			t.Errorf("%s returned no rows:\n%s", q[1], out)
+		}
+	}
+	if !strings.Contains(out, "written to "+filepath.Join(dir, "snapshots")) {
+		t.Errorf("no snapshot written:\n%s", out)
+	}
+}
