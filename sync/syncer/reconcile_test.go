@@ -391,9 +391,9 @@ func TestReconcileSafetyValve(t *testing.T) {
 }
 
 // breakScanRecording makes the database fail a reconcile's scan while the API
-// still has pages to give: once the first scan page is recorded, the
-// connection that holds the reconcile's tables is terminated, so recording
-// the second fails. The run must end there and leave nothing of its walk
+// still has pages to give: once the first scan page is recorded, the run's
+// connections but the sync lock's are terminated (the one holding the
+// reconcile's tables among them), so recording the second fails. The run must end there and leave nothing of its walk
 // running (reconcileAlone checks it).
 func breakScanRecording(t *testing.T, e *testEnv) syncer.Config {
 	if err := e.sim.UpdateKnobs(func(k *apisim.Knobs) { k.PageSizeCap = 100 }); err != nil {
