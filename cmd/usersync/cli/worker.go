@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -115,13 +116,11 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	if err := rc.Start(runCtx); err != nil {
 		return fmt.Errorf("starting the job queue: %w", err)
 	}
-	swept := make(chan struct{})
-	go func() {
-		defer close(swept)
-		(&jobs.Sweeper{Pool: pool, Store: store, RiverSchema: riverSchema, OrphanAge: cfg.OrphanAge,
-			Every: min(30*time.Second, cfg.OrphanAge), Logger: e.logger}).Run(runCtx)
-	}()
-	defer func() { cancelRun(); <-swept }() // the sweeper ends before the pool closes, however this returns
+	sweeper := &jobs.Sweeper{Pool: pool, Store: store, RiverSchema: riverSchema, OrphanAge: cfg.OrphanAge,
+		Every: min(30*time.Second, cfg.OrphanAge), Logger: e.logger}
+	var swept sync.WaitGroup
+	swept.Go(func() { sweeper.Run(runCtx) })
+	defer func() { cancelRun(); swept.Wait() }() // the sweeper ends before the pool closes, however this returns
 	e.logger.Info("worker started", "schema", cfg.Schema, "river_schema", riverSchema, "workers", cfg.Workers,
 		"sync_schedule", cfg.SyncSchedule, "reconcile_schedule", cfg.ReconcileSchedule, "snapshot_schedule", cfg.SnapshotSchedule,
 		"http_addr", cfg.HTTPAddr)

@@ -9,8 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -484,12 +484,13 @@ func TestRestartsAddNoWork(t *testing.T) {
 		// leadership moved (a renewal too slow on a loaded machine): wait
 		// for each kind's check, not for an exact count of checks.
 		waitFor(t, "the restarted worker to find nothing due", 60*time.Second, func() bool {
-			lines := strings.Split(w.logs.String(), "\n")
-			return !slices.ContainsFunc(kinds, func(kind string) bool {
-				return !slices.ContainsFunc(lines, func(line string) bool {
-					return strings.Contains(line, "periodic job not due") && strings.Contains(line, kind)
-				})
-			})
+			logs := w.logs.String()
+			for _, kind := range kinds {
+				if !regexp.MustCompile(`periodic job not due[^\n]*` + kind).MatchString(logs) {
+					return false
+				}
+			}
+			return true
 		})
 		w.stop(t)
 		for _, kind := range kinds {
