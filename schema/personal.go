@@ -1,8 +1,9 @@
 package schema
 
-// personalTables are the tables of the personal-data policy (migration
-// 0007): the erasure audit, the policies written under, and the progress of
-// usersync pii apply. None is granted to analysts or snapshotted.
+// personalTables are the tables of the personal-data policy (migrations
+// 0007 and 0008): the erasure audit, the policies written under, the
+// progress of usersync pii apply and of the content hashes' upgrade. None is
+// granted to analysts or snapshotted.
 func personalTables() []Table {
 	ts := "timestamptz"
 	return []Table{
@@ -39,6 +40,13 @@ func personalTables() []Table {
 				{Name: "started_at", Type: ts, Meaning: "when the apply started"},
 				{Name: "updated_at", Type: ts, Meaning: "when a batch last committed"},
 				{Name: "finished_at", Type: ts, Nullable: true, Meaning: "when the apply finished; null while it runs or was stopped"},
+			}},
+		{Name: "content_rehash",
+			Meaning: "Progress of the upgrade of content_hash to a hash of the stored row (migration 0008): one row per table, done by usersync migrate a batch at a time.",
+			Columns: []Column{
+				{Name: "table_name", Type: "text", Meaning: "users or user_version_history"},
+				{Name: "last_key", Type: "bigint", Meaning: "the last id (users) or version_id (user_version_history) whose hash was computed again"},
+				{Name: "finished_at", Type: ts, Nullable: true, Meaning: "when the table was done; null while some rows hold the old hash"},
 			}},
 	}
 }

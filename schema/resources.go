@@ -99,10 +99,10 @@ func User() Resource {
 			text("primaryTimezone", 255, "primary timezone for scheduling meetings"),
 			text("secondaryTimezone", 255, "secondary timezone"),
 			text("tertiaryTimezone", 255, "tertiary timezone"),
-			text("scimExternalId", 255, "id from the SCIM provisioning service that created the user"),
+			personal(text("scimExternalId", 255, "id from the SCIM provisioning service that created the user")),
 			text("scimSource", 255, "name of the SCIM provisioning source"),
 			text("title", 255, "job title"),
-			text("userGuid", 0, "globally unique id of the user"),
+			personal(text("userGuid", 0, "globally unique id of the user")),
 			personal(text("username", 255, "readable unique identifier of the user")),
 
 			stamp("createdAt", "when the user was created"),

@@ -199,16 +199,15 @@ func (s *pageScanner) resource(i int, row *Row) (int, bool) {
 		return 0, false
 	}
 	s.vals = s.vals[len(vals):]
-	return end, s.finish(row, vals, s.b[m.attrs[0]:m.attrs[1]:m.attrs[1]])
+	return end, s.finish(row, vals)
 }
 
 // resourceMembers is what resource has read of a resource object so far.
 type resourceMembers struct {
 	row    *Row
 	vals   []any
-	seen   int    // member bits
-	typeOK bool   // "type" is the catalog's
-	attrs  [2]int // where the attributes object starts and ends
+	seen   int  // member bits
+	typeOK bool // "type" is the catalog's
 }
 
 // member reads the resource member key whose value is at b[v].
@@ -240,9 +239,7 @@ func (s *pageScanner) member(m *resourceMembers, key []byte, plain bool, v int) 
 		m.typeOK = string(s.b[v+1:end-1]) == s.n.res.Type
 		return end, true
 	case memberAttributes:
-		end, ok := s.attributes(v, m.row, m.vals)
-		m.attrs = [2]int{v, end}
-		return end, ok
+		return s.attributes(v, m.row, m.vals)
 	case memberRelationships:
 		return s.relationships(v)
 	case memberLinks:
@@ -254,13 +251,11 @@ func (s *pageScanner) member(m *resourceMembers, key []byte, plain bool, v int) 
 	return s.meta(v, m.row)
 }
 
-// finish completes a row whose members were read: its values, the
-// attributes object its hash is taken over, and its relationships in the
-// general path's order.
-func (s *pageScanner) finish(row *Row, vals []any, attrs []byte) bool {
+// finish completes a row whose members were read: its values and its
+// relationships in the general path's order.
+func (s *pageScanner) finish(row *Row, vals []any) bool {
 	n := s.n
 	row.Values = vals
-	row.attrs = attrs
 	if row.Raw == nil {
 		row.Raw = []byte("{}")
 	} else {

@@ -120,7 +120,7 @@ func (s *pageScanner) stringValue(v int, t schema.JSONType) (end int, val any, o
 	var str string
 	if !esc {
 		// The string is b's own bytes, not a copy: the rows already
-		// keep b (Row.attrs, Row.DataConnections), and nothing
+		// keep b (Row.DataConnections, the values), and nothing
 		// writes to it (see DecodeData).
 		str = bytesString(b[v+1 : end-1])
 	} else {

@@ -220,8 +220,9 @@ func IsHashed(v string) bool {
 // Apply rewrites a typed row to the policy: hashed values replaced by their
 // hash, dropped ones by null, and raw emptied when unknown attributes are
 // dropped (row.Unknown still lists them, for the drift counts). The content
-// hash (Row.Hash) is left as it was: it is taken over the attributes as
-// sent, so a change of policy never makes a new version.
+// hash (Row.Hash) is taken after: it covers what is stored, never a value
+// the policy hashes or drops in clear. usersync pii apply hashes the rows
+// it rewrites again, so a change of policy makes no new version.
 func (p *Policy) Apply(row *Row) {
 	if p == nil {
 		return

@@ -1,10 +1,12 @@
 package normalize
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,7 +81,7 @@ func TestPolicyFingerprint(t *testing.T) {
 
 // TestPolicyOnSimulatorPages types simulator pages under the policy on both
 // paths: the same rows, the email hashed, the phone number and unknown
-// attributes gone, and the content hash that of the row without policy.
+// attributes gone, and the content hash that of the row the policy leaves.
 func TestPolicyOnSimulatorPages(t *testing.T) {
 	t.Parallel()
 	plain, np := New(schema.User()), New(schema.User())
@@ -102,8 +104,10 @@ func TestPolicyOnSimulatorPages(t *testing.T) {
 			if g.Values[phone] != nil || string(g.Raw) != "{}" || len(g.Unknown) == 0 {
 				t.Fatalf("user %d: phone %v, raw %s, unknown %v", g.ID, g.Values[phone], g.Raw, g.Unknown)
 			}
+			w.Values = slices.Clone(w.Values)
+			np.policy.Apply(&w)
 			if string(g.Hash()) != string(w.Hash()) {
-				t.Fatalf("user %d: the policy changed the content hash", g.ID)
+				t.Fatalf("user %d: the content hash is not that of the row the policy leaves", g.ID)
 			}
 			checked++
 		}
@@ -149,5 +153,42 @@ func TestPolicyWrongTypeQuarantines(t *testing.T) {
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "email" || strings.Contains(err.Error(), "ann@") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestContentHashTellsNothingTheRowDoesNot: under a policy, two users that
+// differ only in what the policy drops (a phone number, an attribute the
+// catalog does not know) have the same content hash, and one whose hashed
+// email differs has the hash of the stored HMAC, not of the email: the
+// hash is a function of the stored row, so guessing a dropped or hashed
+// value against it tells nothing (issue 37: the hash of the attributes as
+// sent let a reader test guessed emails and phone numbers).
+func TestContentHashTellsNothingTheRowDoesNot(t *testing.T) {
+	t.Parallel()
+	n := New(schema.User())
+	p := testPolicy(t)
+	n.SetPolicy(p)
+	user := func(attrs string) Row {
+		t.Helper()
+		r, err := n.Row(decodeOne(t, `{"data": {"id": 7, "type": "user", "attributes": {`+attrs+`}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a := user(`"firstName": "Ada", "email": "ada@example.com", "phoneNumber": "+1 555 0100", "updatedAt": "2024-05-01T12:34:56Z"`)
+	b := user(`"email": "ada@example.com", "firstName": "Ada", "phoneNumber": "+44 20 7946 0000", "hobby": "chess", "updatedAt": "2024-05-01T12:34:56Z"`)
+	if !bytes.Equal(a.Hash(), b.Hash()) {
+		t.Error("users differing only in dropped values have different content hashes")
+	}
+	email, _ := attributeIndex(schema.User(), "email")
+	stored := slices.Clone(a.Values)
+	stored[email] = p.HashString("ada@example.com")
+	if !bytes.Equal(a.Hash(), ContentHash(stored, []byte("{}"), a.ToOne, nil)) {
+		t.Error("the content hash is not that of the stored values")
+	}
+	c := user(`"firstName": "Ada", "email": "bob@example.com", "updatedAt": "2024-05-01T12:34:56Z"`)
+	if bytes.Equal(a.Hash(), c.Hash()) {
+		t.Error("another hashed email left the content hash as it was")
 	}
 }

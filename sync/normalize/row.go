@@ -3,6 +3,7 @@ package normalize
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -51,8 +52,6 @@ type Row struct {
 	// CanWrite is meta.canWrite: whether the API user may write this
 	// resource; nil when not sent.
 	CanWrite *bool
-
-	attrs []byte // the attributes object as sent, for the hash
 }
 
 // Normalizer maps resources of one catalog type to rows.
@@ -102,7 +101,7 @@ func (n *Normalizer) Row(r jsonapi.Resource) (Row, error) {
 		return Row{}, err
 	}
 	row := Row{ID: int64(r.ID), Values: typed.Values, Unknown: typed.Unknown, Raw: typed.Rest,
-		attrs: r.Attributes, ToOne: make([]ToOne, len(n.toOne))}
+		ToOne: make([]ToOne, len(n.toOne))}
 	if n.updated >= 0 {
 		if t, ok := row.Values[n.updated].(time.Time); ok {
 			row.UpdatedAt = t
@@ -198,29 +197,79 @@ func readMeta(row *Row, meta []byte) error {
 	return nil
 }
 
-// Hash is the content hash of a row: the attributes object as sent, the
-// to-one ids and the data connections. Two rows with the same hash are the
-// same version. It is computed at each call: a row is a value, and a copy
-// with other to-one ids or data connections has another hash.
+// Hash is the content hash of a row: ContentHash of what the warehouse
+// stores of it, after the personal-data policy (see Policy.Apply). Two rows
+// with the same hash are the same version. It is computed at each call: a
+// row is a value, and a copy with other to-one ids or data connections has
+// another hash.
 func (r *Row) Hash() []byte {
-	h := sha256.New()
-	h.Write(r.attrs)
-	// The rest is small: gathered in one buffer (on the stack for the usual
-	// few data connections and to-ones) and written at once.
-	var buf [512]byte
-	b := buf[:0]
-	if r.DataConnections != nil {
-		b = appendCanonical(append(b, 2), r.DataConnections)
+	return ContentHash(r.Values, r.Raw, r.ToOne, r.DataConnections)
+}
+
+// ContentHash is SHA-256 over a user's stored content, in one unambiguous
+// encoding: the catalog attributes' values (as the normalizer types them:
+// nil, string, int64, bool, time.Time, or []byte holding JSON), the
+// attributes the catalog does not know (raw), the to-one ids and the data
+// connections, JSON taken in canonical form (CanonicalJSON). It is a function
+// of what the row holds and of nothing else, so it tells nothing the row
+// does not (a hashed or dropped value, an erased one, is not in it), and the
+// warehouse recomputes it from a stored row alike (warehouse's rehash, used
+// by pii apply, forget and the upgrade from the hash of the attributes as
+// sent). TestContentHashIsOfTheStoredRow holds the two computations equal.
+func ContentHash(values []any, raw []byte, toOne []ToOne, dataConnections []byte) []byte {
+	var buf [2048]byte
+	b := append(buf[:0], contentHashVersion)
+	for _, v := range values {
+		b = appendHashValue(b, v)
 	}
-	for _, t := range r.ToOne {
+	b = appendHashJSON(b, raw)
+	if dataConnections != nil {
+		b = appendHashJSON(append(b, 2), dataConnections)
+	} else {
+		b = append(b, 0)
+	}
+	for _, t := range toOne {
 		valid := byte(0)
 		if t.Valid {
 			valid = 1
 		}
 		b = binary.BigEndian.AppendUint64(append(b, valid), uint64(t.ID))
 	}
-	h.Write(b)
-	return h.Sum(make([]byte, 0, sha256.Size))
+	sum := sha256.Sum256(b)
+	return append(make([]byte, 0, sha256.Size), sum[:]...)
+}
+
+// contentHashVersion starts every ContentHash input: a hash of another
+// construction never equals one of this.
+const contentHashVersion = 2
+
+// appendHashValue appends one typed value, tagged with its kind and, for
+// the variable-length ones, prefixed with its length.
+func appendHashValue(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(b, 0)
+	case string:
+		return append(binary.AppendUvarint(append(b, 1), uint64(len(v))), v...)
+	case int64:
+		return binary.BigEndian.AppendUint64(append(b, 2), uint64(v))
+	case bool:
+		if v {
+			return append(b, 3, 1)
+		}
+		return append(b, 3, 0)
+	case time.Time:
+		return binary.BigEndian.AppendUint64(append(b, 4), uint64(v.UnixMicro()))
+	case []byte:
+		return appendHashJSON(append(b, 5), v)
+	}
+	panic(fmt.Sprintf("normalize: no content hash for a %T", v)) // programmer error: typeValue returns only the types above
+}
+
+// appendHashJSON appends a JSON value in canonical form, length first.
+func appendHashJSON(b, v []byte) []byte {
+	c := CanonicalJSON(v)
+	return append(binary.AppendUvarint(b, uint64(len(c))), c...)
 }
 
 // LinkageHash is the hash of the to-many linkage the row carries: teams
@@ -250,4 +299,27 @@ func (r *Row) LinkageHash() []byte {
 	}
 	sum := sha256.Sum256(b)
 	return append(make([]byte, 0, sha256.Size), sum[:]...)
+}
+
+// erasedPrefix starts the content hash usersync forget leaves on a row it
+// clears (ErasedHash): no SHA-256 output is expected to start with it.
+const erasedPrefix = "usersync:erased\x00"
+
+// ErasedHash is the content hash of a row cleared by usersync forget: a
+// marker holding only the user's updatedAt (which forget keeps), nothing of
+// the erased values. A sync that reads the user again with the same
+// updatedAt leaves the row cleared (see ErasedAt); a changed user is written
+// again.
+func ErasedHash(updatedAt time.Time) []byte {
+	b := append(make([]byte, 0, sha256.Size), erasedPrefix...)
+	b = binary.BigEndian.AppendUint64(b, uint64(updatedAt.UnixMicro()))
+	return append(b, make([]byte, sha256.Size-len(b))...)
+}
+
+// ErasedAt reports whether hash is an ErasedHash, and its updatedAt.
+func ErasedAt(hash []byte) (time.Time, bool) {
+	if len(hash) != sha256.Size || string(hash[:len(erasedPrefix)]) != erasedPrefix {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(int64(binary.BigEndian.Uint64(hash[len(erasedPrefix):]))).UTC(), true
 }

@@ -63,6 +63,11 @@ func classify(rows []normalize.Row, stored map[int64]storedUser, links userLinks
 			c.fresh = append(c.fresh, lr)
 			continue
 		}
+		if at, erased := normalize.ErasedAt(cur.hash); erased && at.Equal(row.UpdatedAt) {
+			// Cleared by usersync forget, and not changed since: it stays
+			// cleared (its linkage may still be written).
+			lr.content = cur.hash
+		}
 		content := !bytes.Equal(cur.hash, lr.content)
 		linkage := !bytes.Equal(cur.linkage, lr.linkage)
 		if content || cur.deleted {

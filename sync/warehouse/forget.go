@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/usersync/usersync/sync/normalize"
 )
 
 // Erasure is what Forget did for one user; it holds no personal data.
@@ -21,7 +24,7 @@ type Erasure struct {
 // quarantine records are deleted, and the personal columns of their current
 // row (the catalog's personal attributes and the policy's hashed and
 // dropped ones), the attributes kept in raw and their data connections are
-// cleared. Each erasure is recorded in erasures, users unknown to the
+// cleared, and its content hash becomes normalize.ErasedHash. Each erasure is recorded in erasures, users unknown to the
 // warehouse included (Found false).
 func (pd *Personal) Forget(ctx context.Context, ids []int64) ([]Erasure, error) {
 	out := make([]Erasure, 0, len(ids))
@@ -43,13 +46,19 @@ func (pd *Personal) Forget(ctx context.Context, ids []int64) ([]Erasure, error) 
 
 func (pd *Personal) forgetOne(ctx context.Context, tx pgx.Tx, id int64) (Erasure, error) {
 	e := Erasure{UserID: id}
-	err := tx.QueryRow(ctx, pd.sql.forgetCurrent, id).Scan(&e.ColumnsCleared)
+	var updatedAt time.Time // zero when null
+	err := tx.QueryRow(ctx, pd.sql.forgetCurrent, id).Scan(&e.ColumnsCleared, &updatedAt)
 	switch {
 	case err == nil:
 		e.Found = true
+		// The content hash no longer derives from what was cleared.
+		if _, err := tx.Exec(ctx, pd.sql.forgetHash, id, normalize.ErasedHash(updatedAt)); err != nil {
+			return e, fmt.Errorf("marking the row erased: %w", err)
+		}
 	case !errors.Is(err, pgx.ErrNoRows):
 		return e, fmt.Errorf("clearing the current row: %w", err)
 	}
+
 	tag, err := tx.Exec(ctx, pd.sql.forgetVersions, id)
 	if err != nil {
 		return e, fmt.Errorf("deleting versions: %w", err)

@@ -103,6 +103,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions) (Migr
 		res.Applied = append(res.Applied, m.Name)
 		res.Current = m.Version
 	}
+	if err := finishRehash(ctx, pool, opts.Schema); err != nil {
+		return res, err
+	}
 	if err := applyComments(ctx, pool, opts.Schema); err != nil {
 		return res, err
 	}

@@ -17,11 +17,12 @@ import (
 // personalSQL holds the statements of sql/personal.sql, rendered for one
 // schema and one personal-data policy.
 type personalSQL struct {
-	notePolicy, columnComments, policies, applied                  string
-	forgetCurrent, forgetVersions, forgetQuarantine, insertErasure string
-	purgeDeleted, applyProgress, applyStart, applySave             string
-	usersBatch, usersRewrite, versionsBatch, versionsRewrite       string
-	quarantineBatch, quarantineRewrite                             string
+	notePolicy, columnComments, policies, applied               string
+	forgetCurrent, forgetHash, forgetVersions, forgetQuarantine string
+	insertErasure                                               string
+	purgeDeleted, applyProgress, applyStart, applySave          string
+	usersBatch, usersRewrite, versionsBatch, versionsRewrite    string
+	quarantineBatch, quarantineRewrite                          string
 }
 
 func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error) {
@@ -56,7 +57,7 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 	var q personalSQL
 	err = assignStatements("personal", st, map[string]*string{
 		"notePolicy": &q.notePolicy, "columnComments": &q.columnComments, "policies": &q.policies, "applied": &q.applied,
-		"forgetCurrent": &q.forgetCurrent, "forgetVersions": &q.forgetVersions, "forgetQuarantine": &q.forgetQuarantine,
+		"forgetCurrent": &q.forgetCurrent, "forgetHash": &q.forgetHash, "forgetVersions": &q.forgetVersions, "forgetQuarantine": &q.forgetQuarantine,
 		"insertErasure": &q.insertErasure, "purgeDeleted": &q.purgeDeleted, "applyProgress": &q.applyProgress,
 		"applyStart": &q.applyStart, "applySave": &q.applySave, "usersBatch": &q.usersBatch, "usersRewrite": &q.usersRewrite,
 		"versionsBatch": &q.versionsBatch, "versionsRewrite": &q.versionsRewrite,

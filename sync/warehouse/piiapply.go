@@ -34,7 +34,9 @@ type ApplyProgress struct {
 // the policy, batch ids at a time, one transaction a batch, each saving its
 // progress in pii_apply: a stopped apply (kill -9 included) resumes after
 // its last committed batch. It is idempotent: a value already hashed is
-// left alone, so applying twice equals applying once. progress, when set,
+// left alone, so applying twice equals applying once. Each row rewritten
+// gets the content hash of what it now holds (rehashKeys), so the next sync
+// finds an unchanged user unchanged and adds no version. progress, when set,
 // is called after each batch. The comments of the hashed and dropped
 // columns say so once it is done.
 func (pd *Personal) Apply(ctx context.Context, batch int, progress func(ApplyProgress)) (ApplyProgress, error) {
@@ -91,10 +93,16 @@ func (pd *Personal) applyBatch(ctx context.Context, pr *ApplyProgress, batch int
 			if err == nil && len(ids) > 0 {
 				_, err = tx.Exec(ctx, pd.sql.usersRewrite, ids, vals, pd.p.DropUnknown())
 			}
+			if err == nil {
+				_, err = rehashKeys(ctx, tx, pd.s.rehash.users, ids)
+			}
 		case phaseVersions:
 			ids, vals, n, next.LastID, err = pd.columnsBatch(ctx, tx, pd.sql.versionsBatch, pr.LastID, batch)
 			if err == nil && len(ids) > 0 {
 				_, err = tx.Exec(ctx, pd.sql.versionsRewrite, ids, vals, pd.p.DropUnknown())
+			}
+			if err == nil {
+				_, err = rehashKeys(ctx, tx, pd.s.rehash.versions, ids)
 			}
 		case phaseQuarantine:
 			ids, vals, n, next.LastID, err = pd.quarantineBatch(ctx, tx, pr.LastID, batch)

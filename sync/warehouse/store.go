@@ -20,6 +20,7 @@ type Store struct {
 	reconcile reconcileSQL
 	runs      runSQL
 	history   map[string]historySQL // by dimension type
+	rehash    rehashSQL
 	links     userLinks
 	// ddlLockTimeout bounds how long deferTeamIndex waits for user_teams'
 	// exclusive lock.
@@ -46,6 +47,9 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 		return nil, err
 	}
 	if s.history, err = s.newHistorySQL(schemaName); err != nil {
+		return nil, err
+	}
+	if s.rehash, err = newRehashSQL(schemaName); err != nil {
 		return nil, err
 	}
 	s.links = newUserLinks(schema.User())

@@ -33,11 +33,16 @@ SELECT finished_at FROM {{schema}}.pii_apply WHERE fingerprint = $1 AND finished
 -- name: forgetCurrent
 -- The user's current row: every personal column (the catalog's and the
 -- policy's), the attributes kept in raw and the data connections cleared.
--- The content hash stays, so an unchanged user is not rewritten by the
--- next sync.
+-- Returns how many personal columns held a value, and updated_at, which
+-- the erased row's content hash then holds (forgetHash).
 WITH old AS (SELECT id, num_nonnulls({{personal_columns}}) AS n FROM {{schema}}.users WHERE id = $1 FOR UPDATE)
 UPDATE {{schema}}.users u SET {{clear_personal}}, raw = '{}'::jsonb, data_connections = NULL
-FROM old WHERE u.id = old.id RETURNING old.n
+FROM old WHERE u.id = old.id RETURNING old.n, coalesce(u.updated_at, 'epoch')
+
+-- name: forgetHash
+-- The cleared row's content hash: normalize.ErasedHash, no hash of what was
+-- cleared.
+UPDATE {{schema}}.users SET content_hash = $2 WHERE id = $1
 
 -- name: forgetVersions
 DELETE FROM {{schema}}.user_version_history WHERE user_id = $1

@@ -1,0 +1,228 @@
+package warehouse
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/normalize"
+)
+
+// rehashBatch is how many rows the upgrade of content hashes (migration
+// 0008) rewrites per transaction.
+const rehashBatch = 5000
+
+// hashedTable is one table holding a content_hash: its statements to read
+// rows (after a key, or of given keys) and to save new hashes.
+type hashedTable struct {
+	After, Of, Save string
+}
+
+// rehashSQL are the statements that compute content_hash again from what a
+// row stores (sql/rehash.sql).
+type rehashSQL struct {
+	users, versions      hashedTable
+	Pending, SaveProgress string
+}
+
+func newRehashSQL(schemaName string) (rehashSQL, error) {
+	u := schema.User()
+	var cols []string
+	for _, a := range u.Attributes {
+		c := schema.QuoteIdentifier(a.Column())
+		if a.Type == schema.Object {
+			c += "::text"
+		}
+		cols = append(cols, c)
+	}
+	cols = append(cols, "raw::text", "data_connections::text")
+	for _, rel := range u.ToOne() {
+		cols = append(cols, schema.QuoteIdentifier(rel.Column()))
+	}
+	st, err := loadStatements("rehash", map[string]string{
+		"schema": schema.QuoteIdentifier(schemaName), "content_columns": strings.Join(cols, ", "),
+	})
+	if err != nil {
+		return rehashSQL{}, err
+	}
+	var q rehashSQL
+	err = assignStatements("rehash", st, map[string]*string{
+		"usersAfter": &q.users.After, "usersOf": &q.users.Of, "usersSave": &q.users.Save,
+		"versionsAfter": &q.versions.After, "versionsOf": &q.versions.Of, "versionsSave": &q.versions.Save,
+		"pending": &q.Pending, "saveProgress": &q.SaveProgress,
+	})
+	return q, err
+}
+
+// table returns the statements of the table named name.
+func (q rehashSQL) table(name string) hashedTable {
+	if name == "users" {
+		return q.users
+	}
+	return q.versions
+}
+
+// rehashKeys computes content_hash again for the rows of t with the given
+// keys (ids of users, version ids of user_version_history) and saves those
+// that differ; it returns how many it saved.
+func rehashKeys(ctx context.Context, tx pgx.Tx, t hashedTable, keys []int64) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	rows, err := tx.Query(ctx, t.Of, keys)
+	if err != nil {
+		return 0, fmt.Errorf("reading rows to hash: %w", err)
+	}
+	changed, _, _, err := storedHashes(rows)
+	if err != nil {
+		return 0, err
+	}
+	return saveHashes(ctx, tx, t, changed)
+}
+
+// rehashAfter does rehashKeys for the next batch of rows after key last; it
+// returns the last key read and how many rows it read.
+func rehashAfter(ctx context.Context, tx pgx.Tx, t hashedTable, last int64, batch int) (int64, int, error) {
+	rows, err := tx.Query(ctx, t.After, last, batch)
+	if err != nil {
+		return last, 0, fmt.Errorf("reading rows to hash: %w", err)
+	}
+	changed, n, lastRead, err := storedHashes(rows)
+	if err != nil {
+		return last, 0, err
+	}
+	if n == 0 {
+		lastRead = last
+	}
+	_, err = saveHashes(ctx, tx, t, changed)
+	return lastRead, n, err
+}
+
+// storedHashes reads rows of (key, content columns..., content_hash) and
+// returns the keys whose hash differs from normalize.ContentHash of their
+// content, with the new hashes; then how many rows it read and the last key.
+func storedHashes(rows pgx.Rows) (map[int64][]byte, int, int64, error) {
+	defer rows.Close()
+	u := schema.User()
+	attrs, toOnes := len(u.Attributes), len(u.ToOne())
+	changed := map[int64][]byte{}
+	n, last := 0, int64(0)
+	for rows.Next() {
+		v, err := rows.Values()
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("reading rows to hash: %w", err)
+		}
+		key := v[0].(int64)
+		values := make([]any, attrs)
+		for i, a := range u.Attributes {
+			values[i] = storedValue(a.Type, v[1+i])
+		}
+		raw, dc := jsonText(v[1+attrs]), jsonText(v[2+attrs])
+		toOne := make([]normalize.ToOne, toOnes)
+		for j := range toOne {
+			if id, ok := v[3+attrs+j].(int64); ok {
+				toOne[j] = normalize.ToOne{ID: id, Valid: true, Sent: true}
+			}
+		}
+		old, _ := v[3+attrs+toOnes].([]byte)
+		if _, erased := normalize.ErasedAt(old); erased {
+			n, last = n+1, key // cleared by forget: its marker stays
+			continue
+		}
+		if h := normalize.ContentHash(values, raw, toOne, dc); !bytes.Equal(h, old) {
+			changed[key] = h
+		}
+		n, last = n+1, key
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, 0, fmt.Errorf("reading rows to hash: %w", err)
+	}
+	return changed, n, last, nil
+}
+
+// storedValue is a stored attribute as the normalizer types it: JSON (read
+// as text) as bytes, timestamps in UTC.
+func storedValue(t schema.JSONType, v any) any {
+	switch x := v.(type) {
+	case string:
+		if t == schema.Object {
+			return []byte(x)
+		}
+	case time.Time:
+		return x.UTC()
+	}
+	return v
+}
+
+// jsonText is a JSON column read as text, nil when null.
+func jsonText(v any) []byte {
+	if s, ok := v.(string); ok {
+		return []byte(s)
+	}
+	return nil
+}
+
+func saveHashes(ctx context.Context, tx pgx.Tx, t hashedTable, changed map[int64][]byte) (int, error) {
+	if len(changed) == 0 {
+		return 0, nil
+	}
+	keys := make([]int64, 0, len(changed))
+	hashes := make([][]byte, 0, len(changed))
+	for k, h := range changed {
+		keys, hashes = append(keys, k), append(hashes, h)
+	}
+	if _, err := tx.Exec(ctx, t.Save, keys, hashes); err != nil {
+		return 0, fmt.Errorf("saving content hashes: %w", err)
+	}
+	return len(keys), nil
+}
+
+// finishRehash completes the upgrade of content hashes that migration 0008
+// started: every table still listed as pending in content_rehash is
+// rewritten after its last key done, rehashBatch rows a transaction, each
+// saving its progress, so a stopped migrate resumes where it stopped.
+func finishRehash(ctx context.Context, db *pgxpool.Pool, schemaName string) error {
+	q, err := newRehashSQL(schemaName)
+	if err != nil {
+		return err
+	}
+	rows, err := db.Query(ctx, q.Pending)
+	if err != nil {
+		return fmt.Errorf("reading the content hashes' upgrade: %w", err)
+	}
+	type pending struct {
+		table string
+		last  int64
+	}
+	todo, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pending, error) {
+		var p pending
+		return p, r.Scan(&p.table, &p.last)
+	})
+	if err != nil {
+		return fmt.Errorf("reading the content hashes' upgrade: %w", err)
+	}
+	for _, p := range todo {
+		for done := false; !done; {
+			err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+				last, n, err := rehashAfter(ctx, tx, q.table(p.table), p.last, rehashBatch)
+				if err != nil {
+					return err
+				}
+				done = n < rehashBatch
+				p.last = last
+				_, err = tx.Exec(ctx, q.SaveProgress, p.table, last, done)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("hashing %s again after key %d: %w", p.table, p.last, err)
+			}
+		}
+	}
+	return nil
+}
