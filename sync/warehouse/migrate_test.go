@@ -293,7 +293,9 @@ func TestMigrationLeanUsersKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	versions := `SELECT string_agg(concat_ws('/', version_id, user_id, encode(content_hash, 'hex'), title, valid_from, valid_to, run_id), ' ' ORDER BY version_id) FROM ` + s + `.user_versions WHERE user_id <> 3`
+	// Content hashes are not compared: 0008 hashes every row again (see
+	// TestContentHashIsOfTheStoredRow).
+	versions := `SELECT string_agg(concat_ws('/', version_id, user_id, title, valid_from, valid_to, run_id), ' ' ORDER BY version_id) FROM ` + s + `.user_versions WHERE user_id <> 3`
 	links := `SELECT string_agg(concat_ws('/', user_id, relationship, related_type, related_id), ' ' ORDER BY user_id, relationship, related_type, related_id) FROM ` + s + `.user_relationships`
 	read := func(q string) string {
 		t.Helper()

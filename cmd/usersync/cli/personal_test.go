@@ -213,6 +213,12 @@ func TestForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNoneInClear(t, "the erased user's rows", trace, values)
+	// Nothing derived from the erased values stays: the content hash is a
+	// marker holding updated_at only, and identifiers are cleared too.
+	if n := c.query(t, `SELECT count(*) FROM $schema.users WHERE id = $1 AND substring(content_hash FROM 1 FOR 15) = 'usersync:erased'::bytea
+		AND user_guid IS NULL AND scim_external_id IS NULL AND username IS NULL`, a); n != 1 {
+		t.Errorf("user %d keeps a content hash or an identifier derived from the erased data", a)
+	}
 	if n := c.query(t, `SELECT count(*) FROM $schema.quarantine WHERE resource_type = 'user' AND resource_id = $1::bigint::text`, q); n != 0 {
 		t.Errorf("%d quarantine records of user %d left", n, q)
 	}
@@ -227,6 +233,16 @@ func TestForget(t *testing.T) {
 	}
 	if n := c.query(t, `SELECT count(*) FROM $schema.users WHERE id = $1 AND email IS NULL AND first_name IS NULL AND last_name IS NULL`, a); n != 1 {
 		t.Errorf("user %d's row was refilled by the next sync", a)
+	}
+	// A user changed in the API since is written again.
+	if err := c.sim.UpdateUser(a); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := run(t, env, "sync"); code != ExitOK {
+		t.Fatalf("sync after a change: exit %d: %s", code, errs)
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.users WHERE id = $1 AND email IS NOT NULL AND substring(content_hash FROM 1 FOR 15) <> 'usersync:erased'::bytea`, a); n != 1 {
+		t.Errorf("user %d, changed in the API after forget, was not written again", a)
 	}
 	if code, _, errs := run(t, env, "forget"); code != ExitUsage || !strings.Contains(errs, "--user ID or --file F") {
 		t.Errorf("forget without ids: exit %d: %s", code, errs)
@@ -312,7 +328,7 @@ func TestPolicyChangeAndPIIApply(t *testing.T) {
 	env["USERSYNC_SNAPSHOT_DIR"] = snapshots
 	versions := `SELECT count(*) + (SELECT sum(version_id) FROM $schema.users) FROM $schema.user_version_history`
 	before := c.query(t, versions)
-	if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK {
+	if code, _, errs := run(t, env, "sync"); code != ExitOK {
 		t.Fatal(errs)
 	}
 	if after := c.query(t, versions); after != before {
@@ -362,8 +378,66 @@ func TestPolicyChangeAndPIIApply(t *testing.T) {
 	if _, out, _ := run(t, env, "status"); strings.Contains(out, "rows were also written under") {
 		t.Errorf("status still asks for pii apply:\n%s", out)
 	}
+	// pii apply hashed every row it rewrote again: a full sync, which
+	// reads every user, finds them unchanged.
 	if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK || c.query(t, versions) != before {
 		t.Fatalf("a sync after pii apply made versions: %s", errs)
+	}
+}
+
+// TestContentHashIsOfTheStoredRow: the content hash a sync writes is the one
+// usersync migrate computes from the stored row (users and their history,
+// under a policy, with schema drift, data connections and to-one ids), so
+// the upgrade of migration 0008 (hashes of the attributes as sent replaced
+// by hashes of the stored rows) changes nothing of a warehouse written with
+// the new hash, and on a warehouse holding old hashes it makes no version:
+// a full sync after it finds every user unchanged.
+func TestContentHashIsOfTheStoredRow(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 26, Users: 700, Knobs: apisim.Knobs{SchemaDrift: true}})
+	env := piiEnv(c, nil)
+	if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	c.sim.UpdateUsers(200)
+	if code, _, errs := run(t, env, "sync"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	hashes := `SELECT md5(string_agg(encode(content_hash, 'hex'), ',' ORDER BY id, valid_from)) FROM (
+		SELECT id, content_hash, version_valid_from AS valid_from FROM $schema.users
+		UNION ALL SELECT user_id, content_hash, valid_from FROM $schema.user_version_history) h`
+	versions := `SELECT count(*) FROM $schema.user_version_history`
+	var want string
+	pool := c.store.Pool()
+	schemaSQL := pgx.Identifier{c.store.Schema()}.Sanitize()
+	if err := pool.QueryRow(context.Background(), strings.ReplaceAll(hashes, "$schema", schemaSQL)).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	nv := c.query(t, versions)
+	if nv < 100 {
+		t.Fatalf("%d versions: the simulator's updates made too few", nv)
+	}
+	rehash := func() {
+		t.Helper()
+		c.query(t, `WITH r AS (UPDATE $schema.content_rehash SET last_key = 0, finished_at = NULL RETURNING 1) SELECT count(*) FROM r`)
+		if code, _, errs := run(t, env, "migrate"); code != ExitOK {
+			t.Fatal(errs)
+		}
+		var got string
+		if err := pool.QueryRow(context.Background(), strings.ReplaceAll(hashes, "$schema", schemaSQL)).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatal("usersync migrate computed other content hashes than the sync stored")
+		}
+	}
+	rehash()
+	// A warehouse of the old hash: every row's hash replaced.
+	c.query(t, `WITH r AS (UPDATE $schema.users SET content_hash = sha256(id::text::bytea) RETURNING 1) SELECT count(*) FROM r`)
+	c.query(t, `WITH r AS (UPDATE $schema.user_version_history SET content_hash = sha256(version_id::text::bytea) RETURNING 1) SELECT count(*) FROM r`)
+	rehash()
+	if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK || c.query(t, versions) != nv {
+		t.Fatalf("a full sync after the upgrade made versions (%d, then %d): %s", nv, c.query(t, versions), errs)
 	}
 }
 
