@@ -72,7 +72,7 @@ var (
 	rawColumn             = Column{Name: "raw", Type: "jsonb", Meaning: "the attributes the API sent that the catalog does not know (schema drift), exactly as sent; {} when none. With the typed columns it holds every attribute the API sent"}
 	syncedColumn          = Column{Name: "synced_at", Type: "timestamptz", Meaning: "when usersync last wrote this row"}
 	deletedColumn         = Column{Name: "deleted_at", Type: "timestamptz", Nullable: true, Meaning: "when usersync found the id gone from the API (soft delete); null while the API returns it"}
-	hashColumn            = Column{Name: "content_hash", Type: "bytea", Meaning: "SHA-256 of the attributes as sent and the to-one relationship ids; a new value means a new version"}
+	hashColumn            = Column{Name: "content_hash", Type: "bytea", Meaning: "SHA-256 of the row's stored content (attributes after the personal-data policy, raw, to-one ids, data connections): it tells nothing the row does not; a new value means a new version. A row cleared by usersync forget holds a marker (usersync:erased and its updated_at) instead"}
 	dataConnectionsColumn = Column{Name: "data_connections", Type: "jsonb", Nullable: true,
 		Meaning: "the user's connections to external systems (the API's meta.dataConnections), as last sent; null until a sync requested them"}
 	linkageColumn    = Column{Name: "linkage_hash", Type: "bytea", Nullable: true, Meaning: "SHA-256 of the to-many linkage last written (user_teams, the *_ids columns, other_relationships); lets unchanged linkage be skipped"}
