@@ -106,6 +106,9 @@ func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
 	s.norm["user"].SetPolicy(cfg.Policy)
 	if store != nil {
 		s.personal, s.personalErr = store.Personal(cfg.Policy)
+		if s.personalErr == nil {
+			store.WriteUnder(s.personal)
+		}
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,7 +17,8 @@ import (
 type storedUser struct {
 	hash, linkage []byte
 	deleted       bool
-	other         []byte // other_relationships, nil when NULL
+	other         []byte     // other_relationships, nil when NULL
+	updatedAt     *time.Time // nil when NULL
 	fill          *storedFill
 }
 

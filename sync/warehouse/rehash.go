@@ -27,7 +27,7 @@ type hashedTable struct {
 // rehashSQL are the statements that compute content_hash again from what a
 // row stores (sql/rehash.sql).
 type rehashSQL struct {
-	users, versions      hashedTable
+	users, versions       hashedTable
 	Pending, SaveProgress string
 }
 
@@ -104,46 +104,67 @@ func rehashAfter(ctx context.Context, tx pgx.Tx, t hashedTable, last int64, batc
 	return lastRead, n, err
 }
 
-// storedHashes reads rows of (key, content columns..., content_hash) and
-// returns the keys whose hash differs from normalize.ContentHash of their
-// content, with the new hashes; then how many rows it read and the last key.
-func storedHashes(rows pgx.Rows) (map[int64][]byte, int, int64, error) {
+// storedContent is what a stored row's content hash covers, as the
+// normalizer types it.
+type storedContent struct {
+	key     int64 // id, or version_id
+	values  []any
+	raw, dc []byte
+	toOne   []normalize.ToOne
+	hash    []byte // the content_hash stored
+	erased  bool   // hash is normalize.ErasedHash
+}
+
+// Hash is normalize.ContentHash of the content.
+func (c *storedContent) Hash() []byte {
+	return normalize.ContentHash(c.values, c.raw, c.toOne, c.dc)
+}
+
+// scanContent reads rows of (key, content columns..., content_hash), as
+// rehash.sql selects them, calling fn for each.
+func scanContent(rows pgx.Rows, fn func(c *storedContent)) error {
 	defer rows.Close()
 	u := schema.User()
 	attrs, toOnes := len(u.Attributes), len(u.ToOne())
-	changed := map[int64][]byte{}
-	n, last := 0, int64(0)
 	for rows.Next() {
 		v, err := rows.Values()
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("reading rows to hash: %w", err)
+			return fmt.Errorf("reading stored rows: %w", err)
 		}
-		key := v[0].(int64)
-		values := make([]any, attrs)
+		c := storedContent{key: v[0].(int64), values: make([]any, attrs), toOne: make([]normalize.ToOne, toOnes)}
 		for i, a := range u.Attributes {
-			values[i] = storedValue(a.Type, v[1+i])
+			c.values[i] = storedValue(a.Type, v[1+i])
 		}
-		raw, dc := jsonText(v[1+attrs]), jsonText(v[2+attrs])
-		toOne := make([]normalize.ToOne, toOnes)
-		for j := range toOne {
+		c.raw, c.dc = jsonText(v[1+attrs]), jsonText(v[2+attrs])
+		for j := range c.toOne {
 			if id, ok := v[3+attrs+j].(int64); ok {
-				toOne[j] = normalize.ToOne{ID: id, Valid: true, Sent: true}
+				c.toOne[j] = normalize.ToOne{ID: id, Valid: true, Sent: true}
 			}
 		}
-		old, _ := v[3+attrs+toOnes].([]byte)
-		if _, erased := normalize.ErasedAt(old); erased {
-			n, last = n+1, key // cleared by forget: its marker stays
-			continue
-		}
-		if h := normalize.ContentHash(values, raw, toOne, dc); !bytes.Equal(h, old) {
-			changed[key] = h
-		}
-		n, last = n+1, key
+		c.hash, _ = v[3+attrs+toOnes].([]byte)
+		_, c.erased = normalize.ErasedAt(c.hash)
+		fn(&c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, 0, fmt.Errorf("reading rows to hash: %w", err)
+		return fmt.Errorf("reading stored rows: %w", err)
 	}
-	return changed, n, last, nil
+	return nil
+}
+
+// storedHashes reads rows as scanContent does and returns the keys whose
+// hash differs from that of their content, with the new hashes (a row
+// cleared by forget keeps its marker); then how many rows it read and the
+// last key.
+func storedHashes(rows pgx.Rows) (map[int64][]byte, int, int64, error) {
+	changed := map[int64][]byte{}
+	n, last := 0, int64(0)
+	err := scanContent(rows, func(c *storedContent) {
+		n, last = n+1, c.key
+		if h := c.Hash(); !c.erased && !bytes.Equal(h, c.hash) {
+			changed[c.key] = h
+		}
+	})
+	return changed, n, last, err
 }
 
 // storedValue is a stored attribute as the normalizer types it: JSON (read

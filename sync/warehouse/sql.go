@@ -22,7 +22,7 @@ type tableSQL struct {
 	copyStage   string // the same into stage
 	createStage string
 	upsert      string // returns (inserted, updated)
-	current     string // users only: (id, content_hash, linkage_hash, deleted, other_relationships) of a set of ids
+	current     string // users only: (id, content_hash, linkage_hash, deleted, other_relationships, updated_at) of a set of ids
 	currentFill string // (id, the stored value of each fill column) of a set of ids
 	liveCount   string
 }
@@ -75,7 +75,7 @@ func newTableSQL(schemaName string, res schema.Resource) tableSQL {
 SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`,
 		t.table, strings.Join(quoted, ", "), t.stage, strings.Join(set, ", "), changed)
 	if t.hashed {
-		t.current = fmt.Sprintf(`SELECT id, content_hash, linkage_hash, deleted_at IS NOT NULL, other_relationships::text FROM %s WHERE id = ANY($1::bigint[])`, t.table)
+		t.current = fmt.Sprintf(`SELECT id, content_hash, linkage_hash, deleted_at IS NOT NULL, other_relationships::text, updated_at FROM %s WHERE id = ANY($1::bigint[])`, t.table)
 	}
 	if len(fill) > 1 {
 		t.currentFill = fmt.Sprintf(`SELECT %s FROM %s WHERE id = ANY($1::bigint[])`, strings.Join(fill, ", "), t.table)

@@ -1,6 +1,8 @@
 package warehouse
 
 import (
+	"sync/atomic"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
@@ -21,7 +23,9 @@ type Store struct {
 	runs      runSQL
 	history   map[string]historySQL // by dimension type
 	rehash    rehashSQL
-	links     userLinks
+	// under is the personal-data side users are written under (WriteUnder).
+	under atomic.Pointer[Personal]
+	links userLinks
 	// ddlLockTimeout bounds how long deferTeamIndex waits for user_teams'
 	// exclusive lock.
 	ddlLockTimeout string
@@ -61,3 +65,10 @@ func (s *Store) Schema() string { return s.schema }
 
 // Pool returns the store's pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// WriteUnder says which personal-data policy the Store's users writes
+// follow: a stored user whose content differs from a page's row only by
+// that policy (written under another, before usersync pii apply) is then
+// converted in place, as pii apply would, rather than given a new version.
+// Without it, such a user is rewritten as a new version.
+func (s *Store) WriteUnder(pd *Personal) { s.under.Store(pd) }

@@ -73,6 +73,9 @@ func (p *userPage) write(ctx context.Context, tryAllNew bool) error {
 	if err != nil {
 		return err
 	}
+	if err := p.convertPolicyOnly(ctx, stored); err != nil {
+		return err
+	}
 	c := classify(p.rows, stored, s.links)
 	p.allNew = len(c.fresh) == len(p.rows)
 	return p.apply(ctx, c, stored)
@@ -206,7 +209,7 @@ func (s *Store) readStored(ctx context.Context, tx pgx.Tx, t tableSQL, rows []no
 		var id int64
 		var u storedUser
 		var other *string
-		if err := r.Scan(&id, &u.hash, &u.linkage, &u.deleted, &other); err != nil {
+		if err := r.Scan(&id, &u.hash, &u.linkage, &u.deleted, &other, &u.updatedAt); err != nil {
 			return err
 		}
 		if other != nil {

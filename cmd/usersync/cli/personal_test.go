@@ -328,8 +328,20 @@ func TestPolicyChangeAndPIIApply(t *testing.T) {
 	env["USERSYNC_SNAPSHOT_DIR"] = snapshots
 	versions := `SELECT count(*) + (SELECT sum(version_id) FROM $schema.users) FROM $schema.user_version_history`
 	before := c.query(t, versions)
-	if _, out, _ := run(t, env, "status"); !strings.Contains(out, "none") {
-		t.Errorf("status does not say rows were written under no policy:\n%s", out)
+	if code, _, errs := run(t, env, "sync"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	if after := c.query(t, versions); after != before {
+		t.Fatalf("changing the policy made versions of unchanged users (%d, then %d)", before, after)
+	}
+	// The sync read users again (its overlap) and converted them in place;
+	// the others wait for pii apply.
+	hashedEmails := `SELECT count(*) FROM $schema.users WHERE email ~ '^[0-9a-f]{64}$'`
+	if n, all := c.query(t, hashedEmails), c.query(t, `SELECT count(*) FROM $schema.users WHERE email IS NOT NULL`); n == 0 || n == all {
+		t.Fatalf("the sync under the new policy converted %d of %d users", n, all)
+	}
+	if _, out, _ := run(t, env, "status"); !strings.Contains(out, `rows were also written under "none`) {
+		t.Errorf("status does not say rows were written under another policy:\n%s", out)
 	}
 
 	// Killed after its first batches, pii apply leaves its progress behind.
@@ -376,6 +388,17 @@ func TestPolicyChangeAndPIIApply(t *testing.T) {
 	// reads every user, finds them unchanged.
 	if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK || c.query(t, versions) != before {
 		t.Fatalf("a sync after pii apply made versions: %s", errs)
+	}
+	// A new key: users read again take the new key's hash in place.
+	rotated := piiEnv(c, map[string]string{"USERSYNC_PII_KEY": "another-pii-test-key-0123456789abcdefgh"})
+	if code, _, errs := run(t, rotated, "sync", "--full"); code != ExitOK || c.query(t, versions) != before {
+		t.Fatalf("a sync under a new key made versions: %s", errs)
+	}
+	m := hmac.New(sha256.New, []byte(rotated["USERSYNC_PII_KEY"]))
+	u := c.sim.Users()[0]
+	m.Write([]byte(u.Attributes["email"].(string)))
+	if n := c.query(t, `SELECT count(*) FROM $schema.users WHERE id = $1 AND email = $2`, u.ID, hex.EncodeToString(m.Sum(nil))); n != 1 {
+		t.Errorf("user %d's email is not hashed under the new key", u.ID)
 	}
 }
 

@@ -102,7 +102,7 @@ WITH up AS (
 SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up;
 
 -- users.current
-SELECT id, content_hash, linkage_hash, deleted_at IS NOT NULL, other_relationships::text FROM "usersync"."users" WHERE id = ANY($1::bigint[]);
+SELECT id, content_hash, linkage_hash, deleted_at IS NOT NULL, other_relationships::text, updated_at FROM "usersync"."users" WHERE id = ANY($1::bigint[]);
 
 -- users.currentFill
 SELECT id, "role_id", "profile_id", "creator_id", "updater_id", "mailbox_id", data_connections::text, "content_category_ids", "content_category_ownership_ids", "direct_assigned_team_ids", "role_assigned_team_ids", "mailbox_ids", "recipient_ids", "outbound_voicemail_ids", "voicemail_prompt_ids" FROM "usersync"."users" WHERE id = ANY($1::bigint[]);

@@ -1,0 +1,120 @@
+package warehouse
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/normalize"
+)
+
+// convertPolicyOnly converts in place, as usersync pii apply does, the
+// stored users of the page whose content differs from the page's row only
+// by the personal-data policy the Store writes under (WriteUnder): their
+// updatedAt is the stored one, and the stored row with the policy applied
+// has the row's content hash. Their stored hash is updated in stored, so
+// classify finds them unchanged and no version is made of a policy change.
+// Only rows whose hash differs while their updatedAt does not are read.
+func (p *userPage) convertPolicyOnly(ctx context.Context, stored map[int64]storedUser) error {
+	pd := p.s.under.Load()
+	if pd == nil || pd.p == nil {
+		return nil
+	}
+	want := map[int64][]byte{}
+	incoming := map[int64][]any{}
+	for _, r := range p.rows {
+		cur, ok := stored[r.ID]
+		if !ok || cur.deleted || cur.updatedAt == nil || !cur.updatedAt.Equal(r.UpdatedAt) {
+			continue
+		}
+		row := completed(r, cur, p.s.links, true)
+		if h := row.Hash(); !bytes.Equal(h, cur.hash) {
+			want[r.ID], incoming[r.ID] = h, r.Values
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	rows, err := p.tx.Query(ctx, p.s.rehash.users.Of, mapKeys(want))
+	if err != nil {
+		return fmt.Errorf("reading users written under another policy: %w", err)
+	}
+	hashed := attributeIndexes(pd.p.Hashed())
+	var ids []int64
+	var vals []string
+	hashes := map[int64][]byte{}
+	err = scanContent(rows, func(c *storedContent) {
+		if c.erased || !pd.convert(c, hashed, incoming[c.key]) || !bytes.Equal(c.Hash(), want[c.key]) {
+			return
+		}
+		out := make([]any, len(hashed))
+		for k, i := range hashed {
+			out[k] = c.values[i]
+		}
+		b, _ := json.Marshal(out) // strings and nulls: cannot fail
+		ids, vals = append(ids, c.key), append(vals, string(b))
+		hashes[c.key] = want[c.key]
+	})
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	if _, err := p.tx.Exec(ctx, pd.sql.usersRewrite, ids, vals, pd.p.DropUnknown()); err != nil {
+		return fmt.Errorf("converting %d users to the personal-data policy: %w", len(ids), err)
+	}
+	if _, err := saveHashes(ctx, p.tx, p.s.rehash.users, hashes); err != nil {
+		return err
+	}
+	for id, h := range hashes {
+		u := stored[id]
+		u.hash = h
+		stored[id] = u
+	}
+	return nil
+}
+
+// convert applies the policy to a stored row's content, as pii apply does
+// (hashed attributes at the indexes hashed), and takes the row's own hash
+// of a value already hashed under another key (a key rotation: the user's
+// updatedAt did not move): it reports false when nothing changed.
+func (pd *Personal) convert(c *storedContent, hashed []int, row []any) bool {
+	changed := false
+	for _, i := range hashed {
+		s, ok := c.values[i].(string)
+		switch {
+		case !ok:
+		case !normalize.IsHashed(s):
+			c.values[i], changed = pd.p.HashString(s), true
+		case row[i] != nil && row[i] != c.values[i]:
+			c.values[i], changed = row[i], true
+		}
+	}
+	for _, i := range attributeIndexes(pd.p.Dropped()) {
+		changed = changed || c.values[i] != nil
+		c.values[i] = nil
+	}
+	if pd.p.DropUnknown() && string(c.raw) != "{}" {
+		c.raw, changed = []byte("{}"), true
+	}
+	return changed
+}
+
+// attributeIndexes returns the indexes of the named user attributes.
+func attributeIndexes(names []string) []int {
+	attrs := schema.User().Attributes
+	out := make([]int, 0, len(names))
+	for _, n := range names {
+		out = append(out, slices.IndexFunc(attrs, func(a schema.Attribute) bool { return a.Name == n }))
+	}
+	return out
+}
+
+func mapKeys[V any](m map[int64]V) []int64 {
+	out := make([]int64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
