@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/usersync/usersync/schema"
 )
 
 // TestPIIConfigErrors: every bad personal-data setting exits 2 with one
@@ -40,5 +43,37 @@ func TestPIIConfigErrors(t *testing.T) {
 	env := map[string]string{"USERSYNC_PII_HASH": "email", "USERSYNC_PII_DROP": "phone_number", "USERSYNC_PII_KEY": key, "USERSYNC_DELETED_RETENTION": "90d"}
 	if code, _, errs := run(t, env, "version"); code != ExitOK {
 		t.Errorf("a valid policy: exit %d, %s", code, errs)
+	}
+}
+
+// TestExamplePolicyCoversPersonalData: the example policy of the settings
+// reference and of docs/operations.md hashes or drops every attribute the
+// catalog marks personal (a policy dropping lastName but keeping name, the
+// full name, protected nothing), and the two examples are the same.
+func TestExamplePolicyCoversPersonalData(t *testing.T) {
+	t.Parallel()
+	examples := map[string]string{}
+	for _, s := range piiSettings() {
+		examples[s.Env] = s.Example
+	}
+	covered := map[string]bool{}
+	for _, env := range []string{"USERSYNC_PII_HASH", "USERSYNC_PII_DROP"} {
+		for _, name := range splitList(examples[env]) {
+			covered[name] = true
+		}
+	}
+	for _, a := range schema.User().Attributes {
+		if a.Personal && !covered[a.Name] {
+			t.Errorf("the example policy neither hashes nor drops %s, a personal attribute", a.Name)
+		}
+	}
+	ops, err := os.ReadFile("../../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []string{"USERSYNC_PII_HASH", "USERSYNC_PII_DROP"} {
+		if line := env + "=" + examples[env] + "\n"; !strings.Contains(string(ops), line) {
+			t.Errorf("docs/operations.md's example lacks %q", line)
+		}
 	}
 }

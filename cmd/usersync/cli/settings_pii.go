@@ -15,10 +15,10 @@ import (
 func piiSettings() []setting {
 	return []setting{
 		{Env: "USERSYNC_PII_HASH", Flag: "pii-hash", Meaning: "comma-separated user attributes (API names like email, or column names like phone_number) stored as a keyed hash: HMAC-SHA256 under USERSYNC_PII_KEY, in hex, so equal values still join across tables and runs. Only text attributes can be hashed.",
-			Example: "email",
+			Example: "email,username,userGuid,scimExternalId",
 			set:     func(c *Config, v string) error { c.PIIHash = splitList(v); return nil }},
 		{Env: "USERSYNC_PII_DROP", Flag: "pii-drop", Meaning: "comma-separated user attributes never stored: the column stays, always null, its comment saying it is dropped by policy.",
-			Example: "phoneNumber,firstName,lastName",
+			Example: "firstName,lastName,name,phoneNumber,bridgePhone,bridgePhoneExtension,inboundBridgePhone,inboundBridgePhoneExtension,inboundVoicemailCustomMessageText",
 			set:     func(c *Config, v string) error { c.PIIDrop = splitList(v); return nil }},
 		{Env: "USERSYNC_PII_DROP_UNKNOWN", Flag: "pii-drop-unknown", Default: "false", Meaning: "keep attributes the catalog does not know (schema drift) out of users.raw, the history and quarantine; they are still counted as drift.",
 			set: func(c *Config, v string) error { return parseBool(&c.PIIDropUnknown, v) }},
