@@ -51,7 +51,7 @@ func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[strin
 		if ev, ok := lookupEnv(getenv, s.Env); ok {
 			v = ev
 		}
-		if s.Secret {
+		if s.Secret || s.File {
 			fv, ok, err := readSecretFile(getenv, s.Env)
 			if err != nil {
 				return Config{}, err
@@ -70,6 +70,9 @@ func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[strin
 			return Config{}, fmt.Errorf("%s %w", source, err)
 		}
 		sources[s.Env] = source
+	}
+	if given["database-url"] && dsnHasPassword(c.DatabaseURL) {
+		return Config{}, errors.New("--database-url holds a password, which other local users see in ps and shells keep in their history; give it in DATABASE_URL or DATABASE_URL_FILE (or PGPASSWORD, or a password file) instead")
 	}
 	if err := checkSchemaName(c); err != nil {
 		return Config{}, fmt.Errorf("%s %w", sources["USERSYNC_SCHEMA"], err)

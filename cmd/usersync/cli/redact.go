@@ -174,6 +174,18 @@ func spellings(secret string) []string {
 	return []string{secret, url.PathEscape(secret), url.QueryEscape(secret)}
 }
 
+// dsnHasPassword says whether dsn spells a password (or an sslpassword)
+// in itself, as the structural reading or pgconn reads it; a string that
+// cannot be read to its end is taken to hold one.
+func dsnHasPassword(dsn string) bool {
+	spans, ok := dsnSecrets(dsn)
+	if !ok || slices.ContainsFunc(spans, func(s secretSpan) bool { return s.start < s.end }) {
+		return true
+	}
+	pw := driverPassword(dsn)
+	return pw != "" && slices.ContainsFunc(spellings(pw), func(spelled string) bool { return strings.Contains(dsn, spelled) })
+}
+
 // redactDSN returns dsn with every password value replaced by the mask, the
 // rest as written. A keyword/value string that cannot be read to its end is
 // replaced whole, since where its password ends is not known; so is a
