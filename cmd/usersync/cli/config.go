@@ -217,6 +217,7 @@ func (c Config) String() string {
 		"USERSYNC_MAX_RESPONSE_BYTES": formatBytes(c.MaxResponseBytes), "USERSYNC_API_BUDGET": fmt.Sprint(c.APIBudget), "USERSYNC_MAX_FUTURE_SKEW": c.MaxFutureSkew.String(),
 		"USERSYNC_STRICT_CONFIG": fmt.Sprint(c.StrictConfig), "USERSYNC_LOG_LEVEL": c.LogLevel, "USERSYNC_LOG_FORMAT": c.LogFormat,
 		"USERSYNC_HTTP_ADDR": c.HTTPAddr, "USERSYNC_HTTP_TOKEN": mask(c.HTTPToken), "USERSYNC_HTTP_BASIC_AUTH": mask(c.HTTPBasicAuth),
+		"USERSYNC_HTTP_HOSTS":    strings.Join(c.HTTPHosts, ","),
 		"USERSYNC_SYNC_SCHEDULE": c.SyncSchedule, "USERSYNC_RECONCILE_SCHEDULE": c.ReconcileSchedule,
 		"USERSYNC_SNAPSHOT_SCHEDULE": c.SnapshotSchedule, "USERSYNC_SCHEDULE_MIN_INTERVAL": c.ScheduleMinInterval.String(), "USERSYNC_SNAPSHOT_AFTER_SYNC": fmt.Sprint(c.SnapshotAfterSync),
 		"USERSYNC_JOB_TIMEOUT": c.JobTimeout.String(), "USERSYNC_SHUTDOWN_TIMEOUT": c.ShutdownTimeout.String(),

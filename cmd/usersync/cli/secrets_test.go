@@ -20,7 +20,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 	const (
 		clientSecret = "CLIENTSECRET-q8Zr"
 		refresh      = "REFRESHTOKEN-w3Kp"
-		uiToken      = "UITOKEN-m4Jd"
+		uiToken      = "UITOKEN-m4Jd-0123456789"
 		piiKey       = "PIIKEY-r7Tq-0123456789abcdefghijklmn"
 	)
 	c := newCLIEnv(t, apisim.Options{Seed: 31, Users: 400, RefreshToken: refresh, ClientID: "cid", ClientSecret: clientSecret,

@@ -44,6 +44,7 @@ type Config struct {
 	HTTPAddr            string
 	HTTPToken           string
 	HTTPBasicAuth       string
+	HTTPHosts           []string
 	SyncSchedule        string
 	ReconcileSchedule   string
 	SnapshotSchedule    string
@@ -206,9 +207,12 @@ func baseSettings() []setting {
 		{Env: "USERSYNC_HTTP_ADDR", Flag: "http-addr", Default: "127.0.0.1:9090", Meaning: "address of the worker's HTTP server: /healthz, /readyz, /metrics and the job UI at /riverui/; off disables it.",
 			Example: "0.0.0.0:9090",
 			set:     func(c *Config, v string) error { c.HTTPAddr = v; return validateAddr(v) }},
-		{Env: "USERSYNC_HTTP_TOKEN", Meaning: "bearer token that guards the job UI (/riverui/). Also read from USERSYNC_HTTP_TOKEN_FILE.", Secret: true,
+		{Env: "USERSYNC_HTTP_HOSTS", Flag: "http-hosts", Meaning: "comma-separated host names (without port) the job UI answers to besides localhost and IP addresses, e.g. the name of a proxy in front of it. An unguarded UI refuses every other Host (421), which defeats DNS rebinding; a UI guarded by a token or basic auth checks the Host only when this is set.",
+			Example: "jobs.example.internal",
+			set:     func(c *Config, v string) error { return parseHosts(&c.HTTPHosts, v) }},
+		{Env: "USERSYNC_HTTP_TOKEN", Meaning: "bearer token that guards the job UI (/riverui/): at least 16 characters, at least 5 of them different (openssl rand -hex 16 makes one); after 10 wrong tries the UI answers 429 to everyone until the failures slow to one a second. Also read from USERSYNC_HTTP_TOKEN_FILE.", Secret: true,
 			set: func(c *Config, v string) error { c.HTTPToken = v; return nil }},
-		{Env: "USERSYNC_HTTP_BASIC_AUTH", Meaning: "user:password that guards the job UI (/riverui/) with basic auth. Also read from USERSYNC_HTTP_BASIC_AUTH_FILE.", Secret: true,
+		{Env: "USERSYNC_HTTP_BASIC_AUTH", Meaning: "user:password that guards the job UI (/riverui/) with basic auth; the password as strong as USERSYNC_HTTP_TOKEN, with the same limit on wrong tries. Also read from USERSYNC_HTTP_BASIC_AUTH_FILE.", Secret: true,
 			set: func(c *Config, v string) error {
 				if v != "" && !strings.Contains(v, ":") {
 					return errors.New("must be user:password")
@@ -303,6 +307,24 @@ func checkSchedule(v string) error {
 	if _, err := jobs.ParseSchedule("", v, 0); err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), " "))
 	}
+	return nil
+}
+
+// parseHosts reads a comma-separated list of host names, lower-cased; a
+// port or a scheme is refused.
+func parseHosts(dst *[]string, v string) error {
+	var hosts []string
+	for _, h := range strings.Split(v, ",") {
+		h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+		if h == "" {
+			continue
+		}
+		if strings.Trim(h, "abcdefghijklmnopqrstuvwxyz0123456789-.") != "" || strings.HasPrefix(h, ".") || strings.Contains(h, "..") {
+			return fmt.Errorf("must be host names separated by commas, without ports or schemes, not %q", v)
+		}
+		hosts = append(hosts, h)
+	}
+	*dst = hosts
 	return nil
 }
 
