@@ -111,7 +111,7 @@ func TestNoSecretInAuthLogin(t *testing.T) {
 		q.Set("state", q.Get("state")+"x")
 		loc.RawQuery = q.Encode()
 	})
-	record(login...)
+	record(append(login, "--timeout", "2s")...) // the callback is ignored: the login times out
 	a.tamper.setEdit(nil)
 	if code := record(login...); code != ExitOK {
 		t.Fatalf("auth login: %s", everything.String())
