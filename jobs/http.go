@@ -217,6 +217,7 @@ func hostGuard(h http.Handler, hosts []string, guarded bool) http.Handler {
 }
 
 // failureLimiter slows guessing: a bucket of failedTries wrong credentials
+// (requests without any are not counted)
 // that refills one a second. While it is empty every request is refused
 // with 429 before its credentials are compared, the right ones too, so a
 // guesser learns nothing; the rightful user waits as long as the failures
@@ -279,7 +280,9 @@ func guard(h http.Handler, token, basic string, limit *failureLimiter) http.Hand
 			}
 			w.Header().Set("WWW-Authenticate", `Basic realm="usersync jobs"`)
 		}
-		limit.fail()
+		if r.Header.Get("Authorization") != "" { // a request without credentials guesses nothing (a browser's first, before it asks for basic auth)
+			limit.fail()
+		}
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 	})
 }

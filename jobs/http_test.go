@@ -240,6 +240,26 @@ func TestUIGuardSlowsFailures(t *testing.T) {
 	if code := try(token); code != 429 {
 		t.Errorf("the right token while throttled: %d, want 429", code)
 	}
+	advance(time.Hour)
+	for range 2 * failedTries {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/riverui/", nil)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != 401 {
+			t.Fatalf("a request without credentials: %d, want 401", resp.StatusCode)
+		}
+	}
+	for i := range failedTries {
+		if code := try("guess"); code != 401 {
+			t.Fatalf("wrong try %d after requests without credentials (which guess nothing): %d, want 401", i+1, code)
+		}
+	}
+	if code := try(token); code != 429 {
+		t.Errorf("the right token while throttled again: %d, want 429", code)
+	}
 	advance(1500 * time.Millisecond)
 	if code := try(token); code != 200 {
 		t.Errorf("the right token a second later: %d", code)

@@ -356,7 +356,7 @@ func readPastedCode(ctx context.Context, stdin io.Reader, req jsonapi.Authorizat
 // login is over.
 func openBrowser(ctx context.Context, e *env, u string) (opened bool, cleanup func()) {
 	cleanup = func() {}
-	opener := strings.TrimSpace(e.getenv("BROWSER"))
+	opener, _, _ := strings.Cut(strings.TrimSpace(e.getenv("BROWSER")), ":") // a list, by convention: its first
 	switch {
 	case opener != "":
 	case runtime.GOOS == "darwin":
