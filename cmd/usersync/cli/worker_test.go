@@ -679,3 +679,35 @@ func TestJobUISlowsWrongTokens(t *testing.T) {
 		t.Errorf("worker exit %d", code)
 	}
 }
+
+// TestJobUIAnswersConfiguredHosts: USERSYNC_HTTP_HOSTS reaches the job UI:
+// a name listed there is served (a proxy's), any other still is not.
+func TestJobUIAnswersConfiguredHosts(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 39, Users: 10})
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_HTTP_ADDR": addr, "USERSYNC_HTTP_HOSTS": "jobs.internal, proxy.example"}))
+	waitFor(t, "the job UI", 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err == nil
+	})
+	for host, want := range map[string]int{"jobs.internal:" + port: 200, "Proxy.Example": 200, "rebind.attacker.example:" + port: http.StatusMisdirectedRequest} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/riverui/api/jobs?state=completed&limit=5", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+	if code := w.stop(t); code != ExitOK {
+		t.Errorf("worker exit %d", code)
+	}
+}
