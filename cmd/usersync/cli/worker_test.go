@@ -660,13 +660,23 @@ func TestJobUISlowsWrongTokens(t *testing.T) {
 		}
 		return err == nil
 	})
-	codes := map[int]int{}
-	for i := range 30 {
-		code, _ := get(t, "http://"+addr+"/riverui/", fmt.Sprintf("guess-%02d", i))
-		codes[code]++
+	// Wrong tokens until the first 429: about ten are refused first (one
+	// more for each second the tries took, as the bucket refills).
+	started, refused := time.Now(), 0
+	for {
+		code, _ := get(t, "http://"+addr+"/riverui/", fmt.Sprintf("guess-%03d", refused))
+		if code == http.StatusTooManyRequests {
+			break
+		}
+		if code != http.StatusUnauthorized {
+			t.Fatalf("wrong token: %d", code)
+		}
+		if refused++; refused > 100 {
+			t.Fatal("100 wrong tokens and still no 429")
+		}
 	}
-	if codes[http.StatusUnauthorized] > 12 || codes[http.StatusTooManyRequests] < 15 {
-		t.Errorf("30 wrong tokens at once: %v, want about 10 refused and the rest throttled", codes)
+	if most := 10 + int(time.Since(started).Seconds()) + 1; refused < 10 || refused > most {
+		t.Errorf("%d wrong tokens were refused before the throttle, want 10 to %d", refused, most)
 	}
 	if code, _ := get(t, "http://"+addr+"/riverui/", token); code != http.StatusTooManyRequests {
 		t.Errorf("the right token while throttled: %d", code)
