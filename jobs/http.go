@@ -11,8 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,7 +39,10 @@ type HTTPConfig struct {
 	UIToken string
 	// UIBasicAuth, "user:password", guards /riverui/ with basic auth.
 	UIBasicAuth string
-	Logger      *slog.Logger
+	// UIHosts are the host names (no port) the job UI answers to besides
+	// localhost and IP addresses; see hostGuard.
+	UIHosts []string
+	Logger  *slog.Logger
 }
 
 // maxUIBody bounds a request body of the job UI, whose API takes small JSON
@@ -50,19 +56,45 @@ func NewHTTPServer(handler http.Handler) *http.Server {
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
 }
 
+// MinUISecret is the fewest characters of the job UI's token or basic-auth
+// password, and minUISecretLetters the fewest different characters in it:
+// with failures slowed to one a second (failureLimiter), a random secret of
+// this length cannot be guessed.
+const (
+	MinUISecret        = 16
+	minUISecretLetters = 5
+)
+
 // CheckUIGuard refuses what would leave the job UI open: an address other
-// than loopback without a token or basic auth, and basic auth with an empty
-// user or password. It never quotes the secrets.
+// than loopback without a token or basic auth, basic auth with an empty
+// user or password, and a token or password shorter than MinUISecret
+// characters or of fewer than minUISecretLetters different ones. It never
+// quotes the secrets.
 func CheckUIGuard(addr, token, basic string) error {
 	if basic != "" {
-		if user, pass, ok := strings.Cut(basic, ":"); !ok || user == "" || pass == "" {
+		user, pass, ok := strings.Cut(basic, ":")
+		if !ok || user == "" || pass == "" {
 			return errors.New("USERSYNC_HTTP_BASIC_AUTH must be user:password with neither part empty")
 		}
+		if weak(pass) {
+			return fmt.Errorf("USERSYNC_HTTP_BASIC_AUTH's password is too weak: use at least %d characters, at least %d of them different (like openssl rand -hex 16)", MinUISecret, minUISecretLetters)
+		}
+	}
+	if token != "" && weak(token) {
+		return fmt.Errorf("USERSYNC_HTTP_TOKEN is too weak: use at least %d characters, at least %d of them different (like openssl rand -hex 16)", MinUISecret, minUISecretLetters)
 	}
 	if token != "" || basic != "" || addr == "off" || isLoopback(addr) {
 		return nil
 	}
 	return fmt.Errorf("USERSYNC_HTTP_ADDR=%s is not a loopback address: set USERSYNC_HTTP_TOKEN or USERSYNC_HTTP_BASIC_AUTH (or their _FILE forms) to guard the job UI, or bind 127.0.0.1", addr)
+}
+
+func weak(secret string) bool {
+	letters := map[rune]bool{}
+	for _, r := range secret {
+		letters[r] = true
+	}
+	return utf8.RuneCountInString(secret) < MinUISecret || len(letters) < minUISecretLetters
 }
 
 // isLoopback says whether addr (host:port) listens on loopback only: a
@@ -114,7 +146,9 @@ func NewHTTPHandler(cfg HTTPConfig) (http.Handler, func(context.Context) error, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("configuring the job UI: %w", err)
 		}
-		mux.Handle("/riverui/", guard(sameOrigin(ui), cfg.UIToken, cfg.UIBasicAuth))
+		guarded := cfg.UIToken != "" || cfg.UIBasicAuth != ""
+		mux.Handle("/riverui/", hostGuard(guard(sameOrigin(ui), cfg.UIToken, cfg.UIBasicAuth, newFailureLimiter(time.Now)),
+			cfg.UIHosts, guarded))
 		start = ui.Start
 	}
 	return mux, start, nil
@@ -156,13 +190,81 @@ func sameOrigin(h http.Handler) http.Handler {
 	return http.NewCrossOriginProtection().Handler(json)
 }
 
-// guard requires the token or the basic-auth credentials, when either is set.
-func guard(h http.Handler, token, basic string) http.Handler {
+// hostGuard refuses a request whose Host is a name other than localhost
+// or one of hosts: DNS rebinding points a name of the attacker's at
+// 127.0.0.1, and a browser then sends the attacker's page's requests, Host
+// and Origin both that name, to the UI as same-origin ones. An IP address
+// cannot be rebound, so it is always taken. When the UI is guarded by a
+// token or basic auth (which a browser never sends to the attacker's
+// name), the check is made only if hosts are configured, so a guarded UI
+// behind a proxy keeps answering to the proxy's name.
+func hostGuard(h http.Handler, hosts []string, guarded bool) http.Handler {
+	if guarded && len(hosts) == 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hp, _, err := net.SplitHostPort(host); err == nil {
+			host = hp
+		}
+		host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+		if _, err := netip.ParseAddr(host); err != nil && host != "localhost" && !slices.Contains(hosts, host) {
+			http.Error(w, "the job UI does not answer to this Host; add it to USERSYNC_HTTP_HOSTS", http.StatusMisdirectedRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// failureLimiter slows guessing: a bucket of failedTries wrong credentials
+// (requests without any are not counted)
+// that refills one a second. While it is empty every request is refused
+// with 429 before its credentials are compared, the right ones too, so a
+// guesser learns nothing; the rightful user waits as long as the failures
+// go on.
+type failureLimiter struct {
+	mu     sync.Mutex
+	now    func() time.Time
+	tokens float64
+	last   time.Time
+}
+
+const failedTries = 10
+
+func newFailureLimiter(now func() time.Time) *failureLimiter {
+	return &failureLimiter{now: now, tokens: failedTries, last: now()}
+}
+
+// allow says whether a request may have its credentials compared.
+func (l *failureLimiter) allow() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	l.tokens = min(failedTries, l.tokens+now.Sub(l.last).Seconds())
+	l.last = now
+	return l.tokens >= 1
+}
+
+// fail counts a wrong try.
+func (l *failureLimiter) fail() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tokens--
+}
+
+// guard requires the token or the basic-auth credentials, when either is
+// set; failures are slowed by limit.
+func guard(h http.Handler, token, basic string, limit *failureLimiter) http.Handler {
 	if token == "" && basic == "" {
 		return h
 	}
 	user, pass, _ := strings.Cut(basic, ":")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !limit.allow() {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many failed tries; wait", http.StatusTooManyRequests)
+			return
+		}
 		if token != "" {
 			if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && equal(got, token) {
 				h.ServeHTTP(w, r)
@@ -177,6 +279,9 @@ func guard(h http.Handler, token, basic string) http.Handler {
 				return
 			}
 			w.Header().Set("WWW-Authenticate", `Basic realm="usersync jobs"`)
+		}
+		if r.Header.Get("Authorization") != "" { // a request without credentials guesses nothing (a browser's first, before it asks for basic auth)
+			limit.fail()
 		}
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 	})

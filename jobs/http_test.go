@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestUIGuard: the job UI's guard refuses unauthenticated requests, basic
@@ -25,7 +27,7 @@ func TestUIGuard(t *testing.T) {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	srv := httptest.NewServer(guard(sameOrigin(ui), "t0ken", "admin:pa55"))
+	srv := httptest.NewServer(guard(sameOrigin(ui), "t0ken", "admin:pa55", newFailureLimiter(time.Now)))
 	t.Cleanup(srv.Close)
 	tests := []struct {
 		name        string
@@ -101,8 +103,13 @@ func TestCheckUIGuard(t *testing.T) {
 		{"[::1]:9090", "", "", ""},
 		{"localhost:9090", "", "", ""},
 		{"off", "", "", ""},
-		{"0.0.0.0:9090", "t", "", ""},
-		{"0.0.0.0:9090", "", "u:p", ""},
+		{"0.0.0.0:9090", "0123456789abcdef", "", ""},
+		{"0.0.0.0:9090", "", "u:0123456789abcdef", ""},
+		// #37 5: a token or password that can be guessed.
+		{"0.0.0.0:9090", "t", "", "USERSYNC_HTTP_TOKEN is too weak: use at least 16 characters"},
+		{"127.0.0.1:9090", "0123456789abcde", "", "USERSYNC_HTTP_TOKEN is too weak"},
+		{"0.0.0.0:9090", "aaaabbbbaaaabbbb", "", "USERSYNC_HTTP_TOKEN is too weak"},
+		{"0.0.0.0:9090", "", "admin:s3cret", "USERSYNC_HTTP_BASIC_AUTH's password is too weak"},
 		{"0.0.0.0:9090", "", "", "USERSYNC_HTTP_ADDR=0.0.0.0:9090 is not a loopback address: set USERSYNC_HTTP_TOKEN or USERSYNC_HTTP_BASIC_AUTH"},
 		{":9090", "", "", "USERSYNC_HTTP_ADDR=:9090 is not a loopback address"},
 		{"[::]:9090", "", "", "is not a loopback address"},
@@ -135,5 +142,132 @@ func TestHTTPServerBounds(t *testing.T) {
 	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 ||
 		s.MaxHeaderBytes > 1<<20 {
 		t.Errorf("server %+v", s)
+	}
+}
+
+// TestUIRefusesReboundHosts: an unguarded UI (the default on loopback)
+// answers only to localhost, IP addresses and USERSYNC_HTTP_HOSTS, so a
+// page of a name rebound to 127.0.0.1, whose requests carry that name as
+// both Host and Origin, can neither list nor cancel jobs (#37 5).
+func TestUIRefusesReboundHosts(t *testing.T) {
+	t.Parallel()
+	var served []string
+	var mu sync.Mutex
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		served = append(served, r.Method+" "+r.Host)
+		mu.Unlock()
+		_, _ = w.Write([]byte("ok"))
+	})
+	for _, tt := range []struct {
+		name   string
+		hosts  []string
+		token  string
+		host   string
+		want   int
+		served bool
+	}{
+		{"rebound name", nil, "", "rebind.attacker.example", http.StatusMisdirectedRequest, false},
+		{"rebound name with port", nil, "", "rebind.attacker.example:9090", http.StatusMisdirectedRequest, false},
+		{"localhost", nil, "", "localhost:9090", 200, true},
+		{"loopback IPv4", nil, "", "127.0.0.1:9090", 200, true},
+		{"loopback IPv6", nil, "", "[::1]:9090", 200, true},
+		{"configured name", []string{"jobs.internal"}, "", "JOBS.internal:9090", 200, true},
+		{"other name with names configured", []string{"jobs.internal"}, "", "rebind.attacker.example", http.StatusMisdirectedRequest, false},
+		{"guarded, names configured", []string{"jobs.internal"}, "0123456789abcdef", "rebind.attacker.example", http.StatusMisdirectedRequest, false},
+		{"guarded, no names configured", nil, "0123456789abcdef", "proxy.example", 200, true},
+	} {
+		served = nil
+		h := hostGuard(guard(sameOrigin(ui), tt.token, "", newFailureLimiter(time.Now)), tt.hosts, tt.token != "")
+		srv := httptest.NewServer(h)
+		for _, req := range []*http.Request{
+			httptest.NewRequest(http.MethodGet, srv.URL+"/riverui/api/jobs?state=available", nil),
+			httptest.NewRequest(http.MethodPost, srv.URL+"/riverui/api/jobs/cancel", strings.NewReader(`{"job_ids":["1"]}`)),
+		} {
+			req.RequestURI = ""
+			req.Host = tt.host
+			origin := "http://" + tt.host
+			req.Header.Set("Origin", origin)
+			req.Header.Set("Content-Type", "application/json")
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("%s: %s with Host %s: %d, want %d", tt.name, req.Method, tt.host, resp.StatusCode, tt.want)
+			}
+		}
+		srv.Close()
+		if (len(served) > 0) != tt.served {
+			t.Errorf("%s: the UI served %v", tt.name, served)
+		}
+	}
+}
+
+// TestUIGuardSlowsFailures: after failedTries wrong tokens every request
+// is refused with 429, the right token too, until the failures have
+// slowed to one a second (#37 5).
+func TestUIGuardSlowsFailures(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	const token = "0123456789abcdef"
+	srv := httptest.NewServer(guard(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }),
+		token, "", newFailureLimiter(clock)))
+	t.Cleanup(srv.Close)
+	try := func(tok string) int {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/riverui/", nil)
+		bearer(tok)(req)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i := range 100 {
+		code := try("guess-" + string(rune('a'+i%26)))
+		if want := map[bool]int{true: 401, false: 429}[i < failedTries]; code != want {
+			t.Fatalf("wrong try %d: %d, want %d", i+1, code, want)
+		}
+	}
+	if code := try(token); code != 429 {
+		t.Errorf("the right token while throttled: %d, want 429", code)
+	}
+	advance(time.Hour)
+	for range 2 * failedTries {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/riverui/", nil)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != 401 {
+			t.Fatalf("a request without credentials: %d, want 401", resp.StatusCode)
+		}
+	}
+	for i := range failedTries {
+		if code := try("guess"); code != 401 {
+			t.Fatalf("wrong try %d after requests without credentials (which guess nothing): %d, want 401", i+1, code)
+		}
+	}
+	if code := try(token); code != 429 {
+		t.Errorf("the right token while throttled again: %d, want 429", code)
+	}
+	advance(1500 * time.Millisecond)
+	if code := try(token); code != 200 {
+		t.Errorf("the right token a second later: %d", code)
+	}
+	if code := try("guess"); code != 401 {
+		t.Errorf("one wrong try a second later: %d, want 401", code)
+	}
+	if code := try("guess"); code != 429 {
+		t.Errorf("a second wrong try at once: %d, want 429", code)
 	}
 }

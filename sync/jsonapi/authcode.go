@@ -90,14 +90,22 @@ func randomToken() (string, error) {
 }
 
 // Callback checks the query the authorization server redirected with and
-// returns the code. An error parameter is an *AuthorizeError (checked
-// before the state, so a refusal reads as one even when the server drops
-// the state); a state other than the request's is ErrStateMismatch.
+// returns the code. A state other than the request's (or none) is
+// ErrStateMismatch, also when the query carries an error parameter: any web
+// page can send the loopback listener a callback, so one without this
+// login's state proves nothing, a refusal included (the error then wraps
+// the *AuthorizeError too). An error parameter with the right state is an
+// *AuthorizeError.
 func (r AuthorizationRequest) Callback(q url.Values) (string, error) {
+	stateOK := subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(r.State)) == 1
 	if code := q.Get("error"); code != "" {
-		return "", &AuthorizeError{Code: oneLine(code), Description: oneLine(q.Get("error_description"))}
+		ae := &AuthorizeError{Code: oneLine(code), Description: oneLine(q.Get("error_description"))}
+		if !stateOK {
+			return "", fmt.Errorf("%w; it says %w", ErrStateMismatch, ae)
+		}
+		return "", ae
 	}
-	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(r.State)) != 1 {
+	if !stateOK {
 		return "", ErrStateMismatch
 	}
 	code := q.Get("code")

@@ -58,10 +58,17 @@ func TestAuthorizationRequest(t *testing.T) {
 		{"ok", url.Values{"code": {"c1"}, "state": {r.State}}, func(err error) bool { return err == nil }},
 		{"wrong state", url.Values{"code": {"c1"}, "state": {r2.State}}, func(err error) bool { return errors.Is(err, ErrStateMismatch) }},
 		{"no state", url.Values{"code": {"c1"}}, func(err error) bool { return errors.Is(err, ErrStateMismatch) }},
-		{"denied", url.Values{"error": {"access_denied"}, "error_description": {"no\x1b[31m way"}}, func(err error) bool {
+		{"denied", url.Values{"error": {"access_denied"}, "error_description": {"no\x1b[31m way"}, "state": {r.State}}, func(err error) bool {
 			var ae *AuthorizeError
-			return errors.As(err, &ae) && ae.Code == "access_denied" && !strings.Contains(err.Error(), "\x1b")
+			return errors.As(err, &ae) && ae.Code == "access_denied" && !strings.Contains(err.Error(), "\x1b") && !errors.Is(err, ErrStateMismatch)
 		}},
+		// #37 7: any web page can send the listener a refusal; without this
+		// login's state it is a mismatch (which the listener ignores).
+		{"denied without state", url.Values{"error": {"access_denied"}}, func(err error) bool {
+			var ae *AuthorizeError
+			return errors.Is(err, ErrStateMismatch) && errors.As(err, &ae) && ae.Code == "access_denied"
+		}},
+		{"denied with another state", url.Values{"error": {"access_denied"}, "state": {r2.State}}, func(err error) bool { return errors.Is(err, ErrStateMismatch) }},
 		{"no code", url.Values{"state": {r.State}}, func(err error) bool { return err != nil && !errors.Is(err, ErrStateMismatch) }},
 	}
 	for _, c := range cases {

@@ -7,14 +7,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,8 +36,12 @@ func authLoginCommand() command {
 		summary: "authorize usersync with the API once (OAuth authorization code) and store its refresh token in the warehouse",
 		details: `Runs the OAuth 2 authorization-code flow with state and PKCE (S256): prints
 the authorize URL (USERSYNC_OAUTH_AUTHORIZE_URL) and opens it in a browser when
-there is one, waits for the redirect on http://127.0.0.1:PORT/callback (a
-listener on loopback only, for one callback), exchanges the code at
+there is one ($BROWSER, open, or xdg-open with a display; the opener is given a
+page only this user can read that leads to the URL, never the URL itself, which
+other local users could read on its command line), waits for the redirect on
+http://127.0.0.1:PORT/callback (a listener on loopback only, which ignores
+callbacks without this login's state, as any web page can send one, until
+--timeout), exchanges the code at
 USERSYNC_OAUTH_TOKEN_URL with the client id and secret, and stores the refresh
 token, the access token and its expiry in the oauth_tokens table, where the
 worker's token rotation reads them: the worker then needs no
@@ -126,7 +134,9 @@ func authLogin(ctx context.Context, e *env, opts loginOptions) error {
 			fmt.Fprintf(e.stdout, "Authorizing at %s (following its redirect: --follow-redirect)\n", redactQuery(e.cfg.authorizeURL()))
 		} else {
 			fmt.Fprintf(e.stdout, "Open this URL in a browser, sign in as a user who can see every user, and approve:\n\n  %s\n\nWaiting for the redirect to %s …\n", req.URL, redirectURI)
-			if openBrowser(ctx, e, req.URL) {
+			opened, cleanup := openBrowser(ctx, e, req.URL)
+			defer cleanup()
+			if opened {
 				fmt.Fprintln(e.stdout, "(opened in your browser)")
 			}
 		}
@@ -182,17 +192,27 @@ type callbackResult struct {
 	err  error
 }
 
-// awaitCallback serves the redirect URI on ln until one callback arrives,
-// the timeout passes or ctx ends. With --follow-redirect it fetches the
-// authorize URL itself, letting it redirect only to ln.
+// awaitCallback serves the redirect URI on ln until a callback with this
+// login's state arrives, the timeout passes or ctx ends. A callback with
+// another state, or none, is answered and ignored: any web page can send
+// one, and it must not end the login (the timeout's error counts them).
+// With --follow-redirect it fetches the authorize URL itself, letting it
+// redirect only to ln.
 func awaitCallback(ctx context.Context, e *env, ln net.Listener, req jsonapi.AuthorizationRequest, opts loginOptions) (string, error) {
 	results := make(chan callbackResult, 2)
+	var ignored atomic.Int64
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
 		code, err := req.Callback(r.URL.Query())
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
+		if errors.Is(err, jsonapi.ErrStateMismatch) {
+			ignored.Add(1)
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintln(w, "This is not the redirect of the usersync login under way (a stale tab, or a forged request); it was ignored.")
+			return
+		}
 		if err != nil {
 			// A fixed text: the query's words (an error description) are
 			// the sender's, and shown on the command line only, cleaned.
@@ -233,6 +253,9 @@ func awaitCallback(ctx context.Context, e *env, ln net.Listener, req jsonapi.Aut
 		}
 		return r.code, nil
 	case <-timer.C:
+		if n := ignored.Load(); n > 0 {
+			return "", fmt.Errorf("waiting for the redirect: no callback with this login's state within %s (--timeout); %d with another state or none were ignored (a stale tab, a forged request, or a server that drops the state); no token was stored", opts.timeout, n)
+		}
 		return "", fmt.Errorf("waiting for the redirect: no callback within %s (--timeout); no token was stored", opts.timeout)
 	case <-ctx.Done():
 		return "", fmt.Errorf("waiting for the redirect: %w", ctx.Err())
@@ -243,12 +266,12 @@ func awaitCallback(ctx context.Context, e *env, ln net.Listener, req jsonapi.Aut
 func callbackError(err error) error {
 	var ae *jsonapi.AuthorizeError
 	switch {
+	case errors.Is(err, jsonapi.ErrStateMismatch):
+		return fmt.Errorf("checking the callback: %w; no token was stored", err)
 	case errors.As(err, &ae) && ae.Code == "access_denied":
 		return errors.New("authorization denied: consent was refused at the authorize page (access_denied); no token was stored")
 	case errors.As(err, &ae):
 		return fmt.Errorf("authorizing: %w; no token was stored", err)
-	case errors.Is(err, jsonapi.ErrStateMismatch):
-		return fmt.Errorf("checking the callback: %w; no token was stored", err)
 	}
 	return err
 }
@@ -323,29 +346,52 @@ func readPastedCode(ctx context.Context, stdin io.Reader, req jsonapi.Authorizat
 	return line, nil
 }
 
-// openBrowser opens u with xdg-open (when a display is set) or open (macOS),
-// if present. It never fails: the URL is printed anyway.
-func openBrowser(ctx context.Context, e *env, u string) bool {
-	var opener string
+// openBrowser opens u in a browser without putting u on a command line,
+// where other local users would read it (ps, /proc) and could use its
+// state to race their own authorization in: it writes a page that
+// redirects to u into a file only this user can read (0600, in a 0700
+// folder) and gives the opener the file's path. The opener is $BROWSER,
+// else open (macOS), else xdg-open when a display is set. It never fails:
+// the URL is printed anyway. cleanup removes the file; call it once the
+// login is over.
+func openBrowser(ctx context.Context, e *env, u string) (opened bool, cleanup func()) {
+	cleanup = func() {}
+	opener, _, _ := strings.Cut(strings.TrimSpace(e.getenv("BROWSER")), ":") // a list, by convention: its first
 	switch {
+	case opener != "":
 	case runtime.GOOS == "darwin":
 		opener = "open"
 	case runtime.GOOS == "linux" && (e.getenv("DISPLAY") != "" || e.getenv("WAYLAND_DISPLAY") != ""):
 		opener = "xdg-open"
 	default:
-		return false
+		return false, cleanup
 	}
 	path, err := exec.LookPath(opener)
 	if err != nil {
-		return false
+		return false, cleanup
 	}
-	cmd := exec.CommandContext(context.WithoutCancel(ctx), path, u) //nolint:gosec // G204: the opener is a fixed name, the URL one argument
+	dir, err := os.MkdirTemp("", "usersync-login-")
+	if err != nil {
+		e.logger.DebugContext(ctx, "could not write the page that opens the browser", "err", err.Error())
+		return false, cleanup
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	page := filepath.Join(dir, "login.html")
+	target := html.EscapeString(u)
+	body := `<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">` +
+		`<meta http-equiv="refresh" content="0;url=` + target + `"><title>usersync auth login</title>` +
+		`<p><a href="` + target + `">Continue to the authorization page</a></p>` + "\n"
+	if err := os.WriteFile(page, []byte(body), 0o600); err != nil {
+		e.logger.DebugContext(ctx, "could not write the page that opens the browser", "err", err.Error())
+		return false, cleanup
+	}
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), path, page) //nolint:gosec // G204: the opener is the user's own ($BROWSER) or a fixed name; the argument a file path
 	if err := cmd.Start(); err != nil {
 		e.logger.DebugContext(ctx, "could not open a browser", "opener", opener, "err", err.Error())
-		return false
+		return false, cleanup
 	}
 	go func() { _ = cmd.Wait() }()
-	return true
+	return true, cleanup
 }
 
 // redactQuery drops a URL's query and userinfo, for messages.

@@ -3,11 +3,16 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,11 +232,13 @@ func TestAuthLoginRefusals(t *testing.T) {
 		q.Set("state", "forged-state")
 		loc.RawQuery = q.Encode()
 	})
-	code, _, errs = a.login(t)
+	// A callback with another state is ignored (#37 7): the login waits
+	// for its own until the timeout.
+	code, _, errs = a.login(t, "--timeout", "2s")
 	if code != ExitFailure {
 		t.Errorf("wrong state: exit %d", code)
 	}
-	oneErrorLine(t, "wrong state", errs, "state does not match")
+	oneErrorLine(t, "wrong state", errs, "no callback with this login's state within 2s (--timeout); 1 with another state or none were ignored")
 
 	// Someone redeems the code first (without the PKCE verifier, so in vain,
 	// but a code is single-use all the same).
@@ -364,5 +371,145 @@ func TestAuthSubcommands(t *testing.T) {
 	if code, _, errs := run(t, map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "http://127.0.0.1:1/oauth/token", "USERSYNC_OAUTH_CLIENT_ID": "c",
 		"USERSYNC_OAUTH_CLIENT_SECRET": "s"}, "auth", "login", "--no-browser", "--redirect-port", "0"); code != ExitUsage || !strings.Contains(errs, "fixed --redirect-port") {
 		t.Errorf("--no-browser with port 0: %d %s", code, errs)
+	}
+}
+
+// TestAuthLoginIgnoresForgedCallbacks: callbacks without this login's
+// state (a forged code, a forged refusal, none at all), which any web page
+// can send to the loopback listener, are ignored and the login goes on to
+// succeed with the real one; the browser opener is never given the
+// authorize URL (ps shows command lines to every local user) but a file
+// that only this user can read, removed after the login (#37 7).
+func TestAuthLoginIgnoresForgedCallbacks(t *testing.T) {
+	t.Parallel()
+	a := newAuthEnv(t, apisim.Options{Seed: 44, Users: 50}, nil)
+	dir := t.TempDir()
+	argsFile := filepath.Join(dir, "opener-args")
+	opener := filepath.Join(dir, "browser")
+	if err := os.WriteFile(opener, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" > "+argsFile+".tmp && mv "+argsFile+".tmp "+argsFile+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	type result struct {
+		code      int
+		out, errs string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errs := run(t, mergeEnv(a.oauth, map[string]string{"BROWSER": opener}), "auth", "login", "--redirect-port", port, "--timeout", "60s")
+		done <- result{code, out, errs}
+	}()
+	var args []string
+	waitFor(t, "the browser opener", 30*time.Second, func() bool {
+		b, err := os.ReadFile(argsFile)
+		args = strings.Fields(string(b))
+		return err == nil
+	})
+	if len(args) != 1 {
+		t.Fatalf("the opener was given %q, want one file path", args)
+	}
+	page := args[0]
+	if strings.Contains(page, "state") || strings.Contains(page, "authorize") || strings.Contains(page, "://") {
+		t.Errorf("the opener's command line shows the authorize URL: %q", page)
+	}
+	fi, err := os.Stat(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	di, err := os.Stat(filepath.Dir(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 || di.Mode().Perm() != 0o700 {
+		t.Errorf("the page is %v in a folder %v, want 0600 in 0700", fi.Mode().Perm(), di.Mode().Perm())
+	}
+	body, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`href="([^"]+)"`).FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("the page links nowhere: %s", body)
+	}
+	authorizeURL := html.UnescapeString(string(m[1]))
+	au, err := url.Parse(authorizeURL)
+	if err != nil || au.Query().Get("state") == "" || au.Query().Get("code_challenge") == "" {
+		t.Fatalf("the page does not lead to the authorize URL: %q", authorizeURL)
+	}
+
+	// Forged callbacks first: each is answered 400 and the login goes on.
+	callback := "http://127.0.0.1:" + port + "/callback?"
+	for _, forged := range []url.Values{
+		{"code": {"forged-code"}, "state": {"forged-state"}},
+		{"code": {"forged-code"}},
+		{"error": {"access_denied"}},
+		{"error": {"access_denied"}, "state": {"forged-state"}},
+	} {
+		resp, err := http.Get(callback + forged.Encode())
+		if err != nil {
+			t.Fatalf("forged callback %v: %v", forged, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("forged callback %v: %d", forged, resp.StatusCode)
+		}
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("a forged callback ended the login: exit %d\n%s%s", r.code, r.out, r.errs)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// The real one: the browser follows the page to the authorize URL, which
+	// redirects it to the listener with the code and this login's state.
+	resp, err := http.Get(authorizeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("the real callback: %d", resp.StatusCode)
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the login did not finish after the real callback")
+	}
+	if r.code != ExitOK || a.query(t, `SELECT count(*) FROM $schema.oauth_tokens`) != 1 {
+		t.Errorf("login: exit %d\n%s%s", r.code, r.out, r.errs)
+	}
+	if _, err := os.Stat(page); !os.IsNotExist(err) {
+		t.Errorf("the page is left behind: %v", err)
+	}
+}
+
+// TestAuthLoginSurvivesForgedCallbacks: forged callbacks that reach the
+// listener before the real redirect (a forged code, a forged refusal,
+// another state) are ignored, and the real one completes the login (#37 7).
+func TestAuthLoginSurvivesForgedCallbacks(t *testing.T) {
+	t.Parallel()
+	a := newAuthEnv(t, apisim.Options{Seed: 45, Users: 50}, nil)
+	var forgedCodes []int
+	a.tamper.setEdit(func(loc *url.URL) {
+		for _, forged := range []url.Values{
+			{"code": {"forged-code"}, "state": {"forged-state"}},
+			{"code": {"forged-code"}},
+			{"error": {"access_denied"}},
+		} {
+			resp, err := http.Get(loc.Scheme + "://" + loc.Host + loc.Path + "?" + forged.Encode())
+			if err != nil {
+				t.Errorf("forged callback: %v", err)
+				continue
+			}
+			_ = resp.Body.Close()
+			forgedCodes = append(forgedCodes, resp.StatusCode)
+		}
+	})
+	code, out, errs := a.login(t, "--timeout", "30s")
+	if code != ExitOK || a.query(t, `SELECT count(*) FROM $schema.oauth_tokens`) != 1 {
+		t.Errorf("login after forged callbacks: exit %d\n%s%s", code, out, errs)
+	}
+	if len(forgedCodes) != 3 || slices.ContainsFunc(forgedCodes, func(c int) bool { return c != http.StatusBadRequest }) {
+		t.Errorf("forged callbacks were answered %v, want 400 each", forgedCodes)
 	}
 }

@@ -124,6 +124,25 @@ func TestConfigErrors(t *testing.T) {
 		{"schema ending in _river", map[string]string{"USERSYNC_SCHEMA": "prod_river"}, nil, `USERSYNC_SCHEMA "prod_river" ends in _river`},
 		{"schema flag ending in _river", nil, []string{"--schema", "usersync_river"}, `--schema "usersync_river" ends in _river`},
 		{"schema public", map[string]string{"USERSYNC_SCHEMA": "public"}, nil, "USERSYNC_SCHEMA \"public\" is the database's shared schema; choose a schema of usersync's own, or set USERSYNC_SCHEMA_FORCE=true"},
+		// #37 9a: PostgreSQL's own schemas, which pg_dump skips, even forced.
+		{"schema information_schema", map[string]string{"USERSYNC_SCHEMA": "information_schema"}, nil, `USERSYNC_SCHEMA "information_schema" is PostgreSQL's own catalog schema`},
+		{"schema information_schema forced", map[string]string{"USERSYNC_SCHEMA_FORCE": "true"}, []string{"--schema", "information_schema"}, `--schema "information_schema" is PostgreSQL's own`},
+		{"schema pg_catalog", map[string]string{"USERSYNC_SCHEMA": "pg_catalog", "USERSYNC_SCHEMA_FORCE": "true"}, nil, `USERSYNC_SCHEMA "pg_catalog" must not start with pg_`},
+		{"schema pg_toast", map[string]string{"USERSYNC_SCHEMA": "pg_toast"}, nil, `USERSYNC_SCHEMA "pg_toast" must not start with pg_`},
+		{"schema pg_temp", map[string]string{"USERSYNC_SCHEMA": "pg_temp_3"}, nil, `USERSYNC_SCHEMA "pg_temp_3" must not start with pg_`},
+		{"schema PG_CATALOG", map[string]string{"USERSYNC_SCHEMA": "PG_CATALOG"}, nil, `USERSYNC_SCHEMA "PG_CATALOG" must be lower-case`},
+		// #37 4c: URLs that are not s3:// or file://, and credentials in a file:// URL.
+		{"snapshot dir s3 one slash with credentials", map[string]string{"USERSYNC_SNAPSHOT_DIR": "s3:/AKIA:s3cr3t@analytics"}, nil, "USERSYNC_SNAPSHOT_DIR holds credentials"},
+		{"snapshot dir file with credentials", map[string]string{"USERSYNC_SNAPSHOT_DIR": "file://AKIA:s3cr3t@/var/lib/snapshots"}, nil, "USERSYNC_SNAPSHOT_DIR holds credentials"},
+		{"snapshot dir s3 without slashes", nil, []string{"--snapshot-dir", "s3:analytics/usersync"}, `--snapshot-dir starts with "s3:", like a URL, but is neither`},
+		{"snapshot dir upper-case scheme with credentials", map[string]string{"USERSYNC_SNAPSHOT_DIR": "S3://AKIA:s3cr3t@analytics"}, nil, "USERSYNC_SNAPSHOT_DIR holds credentials"},
+		{"snapshot dir upper-case scheme", map[string]string{"USERSYNC_SNAPSHOT_DIR": "S3://analytics"}, nil, `USERSYNC_SNAPSHOT_DIR unsupported scheme "S3"`},
+		// #37 4c: a password on the command line shows in ps and shell history.
+		{"database url flag with password", nil, []string{"--database-url", "postgres://u:s3cr3t@db/analytics"}, "--database-url holds a password"},
+		{"database url flag with raw # in password", nil, []string{"--database-url", "postgres://u:s3cr3t#x@db/analytics"}, "--database-url holds a password"},
+		{"database url flag with query password", nil, []string{"--database-url", "postgres://db/analytics?password=s3cr3t"}, "--database-url holds a password"},
+		{"database url flag keyword password", nil, []string{"--database-url", "host=db password='s3cr3t x'"}, "--database-url holds a password"},
+		{"database url file and variable", map[string]string{"DATABASE_URL": "postgres://db/x", "DATABASE_URL_FILE": secretFile}, nil, "DATABASE_URL and DATABASE_URL_FILE are both set"},
 		{"schema force invalid", map[string]string{"USERSYNC_SCHEMA_FORCE": "yes please"}, nil, "USERSYNC_SCHEMA_FORCE must be true or false"},
 		{"max response bytes decimal unit", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "64MB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES must be a size between 64KiB and 4GiB"},
 		{"max response bytes too small", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "1000"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
@@ -447,5 +466,43 @@ func TestAuthorizeURL(t *testing.T) {
 	}
 	if cfg, _ := configFor(nil); cfg.OAuthScopes != "users.read teams.read roles.read profiles.read" {
 		t.Errorf("default scopes %q", cfg.OAuthScopes)
+	}
+}
+
+// TestSnapshotOutRefusesCredentials: usersync snapshot --out checks its
+// folder as USERSYNC_SNAPSHOT_DIR is checked, before connecting, and
+// never echoes the password (#37 4c).
+func TestSnapshotOutRefusesCredentials(t *testing.T) {
+	t.Parallel()
+	for _, out := range []string{"s3:/AKIA:s3cr3t@analytics", "file://AKIA:s3cr3t@/tmp/snapshots", "s3://AKIA:s3cr3t@analytics"} {
+		code, stdout, errs := run(t, map[string]string{"DATABASE_URL": "postgres://u@127.0.0.1:1/db?sslmode=disable"}, "snapshot", "--out", out)
+		if code != ExitUsage || !strings.Contains(errs, "--out holds credentials") {
+			t.Errorf("%s: exit %d, stderr %q", out, code, errs)
+		}
+		if strings.Contains(stdout+errs, "s3cr3t") {
+			t.Errorf("%s: the password shows: %q", out, stdout+errs)
+		}
+	}
+}
+
+// TestDatabaseURLFromFileOrPasswordlessFlag: DATABASE_URL_FILE is read like
+// a secret's _FILE, and --database-url without a password is accepted.
+func TestDatabaseURLFromFileOrPasswordlessFlag(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "dsn")
+	const dsn = "postgres://u:s3cr3t@db/analytics?sslmode=require"
+	if err := os.WriteFile(file, []byte(dsn+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configFor(map[string]string{"DATABASE_URL_FILE": file})
+	if err != nil || cfg.DatabaseURL != dsn {
+		t.Errorf("DATABASE_URL_FILE: %q, %v", cfg.DatabaseURL, err)
+	}
+	if strings.Contains(cfg.String(), "s3cr3t") {
+		t.Errorf("the configuration prints the password: %s", cfg.String())
+	}
+	cfg, err = configFor(nil, "--database-url", "postgres://u@db/analytics")
+	if err != nil || cfg.DatabaseURL != "postgres://u@db/analytics" {
+		t.Errorf("--database-url without a password: %q, %v", cfg.DatabaseURL, err)
 	}
 }

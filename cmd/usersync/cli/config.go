@@ -51,7 +51,7 @@ func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[strin
 		if ev, ok := lookupEnv(getenv, s.Env); ok {
 			v = ev
 		}
-		if s.Secret {
+		if s.Secret || s.File {
 			fv, ok, err := readSecretFile(getenv, s.Env)
 			if err != nil {
 				return Config{}, err
@@ -70,6 +70,9 @@ func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[strin
 			return Config{}, fmt.Errorf("%s %w", source, err)
 		}
 		sources[s.Env] = source
+	}
+	if given["database-url"] && dsnHasPassword(c.DatabaseURL) {
+		return Config{}, errors.New("--database-url holds a password, which other local users see in ps and shells keep in their history; give it in DATABASE_URL or DATABASE_URL_FILE (or PGPASSWORD, or a password file) instead")
 	}
 	if err := checkSchemaName(c); err != nil {
 		return Config{}, fmt.Errorf("%s %w", sources["USERSYNC_SCHEMA"], err)
@@ -214,6 +217,7 @@ func (c Config) String() string {
 		"USERSYNC_MAX_RESPONSE_BYTES": formatBytes(c.MaxResponseBytes), "USERSYNC_API_BUDGET": fmt.Sprint(c.APIBudget), "USERSYNC_MAX_FUTURE_SKEW": c.MaxFutureSkew.String(),
 		"USERSYNC_STRICT_CONFIG": fmt.Sprint(c.StrictConfig), "USERSYNC_LOG_LEVEL": c.LogLevel, "USERSYNC_LOG_FORMAT": c.LogFormat,
 		"USERSYNC_HTTP_ADDR": c.HTTPAddr, "USERSYNC_HTTP_TOKEN": mask(c.HTTPToken), "USERSYNC_HTTP_BASIC_AUTH": mask(c.HTTPBasicAuth),
+		"USERSYNC_HTTP_HOSTS":    strings.Join(c.HTTPHosts, ","),
 		"USERSYNC_SYNC_SCHEDULE": c.SyncSchedule, "USERSYNC_RECONCILE_SCHEDULE": c.ReconcileSchedule,
 		"USERSYNC_SNAPSHOT_SCHEDULE": c.SnapshotSchedule, "USERSYNC_SCHEDULE_MIN_INTERVAL": c.ScheduleMinInterval.String(), "USERSYNC_SNAPSHOT_AFTER_SYNC": fmt.Sprint(c.SnapshotAfterSync),
 		"USERSYNC_JOB_TIMEOUT": c.JobTimeout.String(), "USERSYNC_SHUTDOWN_TIMEOUT": c.ShutdownTimeout.String(),

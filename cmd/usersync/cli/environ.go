@@ -45,7 +45,7 @@ func knownVariables() []string {
 	var known []string
 	for _, s := range settings() {
 		known = append(known, s.Env)
-		if s.Secret {
+		if s.Secret || s.File {
 			known = append(known, s.Env+"_FILE")
 		}
 	}

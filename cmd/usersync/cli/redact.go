@@ -2,7 +2,10 @@ package cli
 
 import (
 	"errors"
+	"net"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -44,42 +47,55 @@ func dsnSecrets(dsn string) (spans []secretSpan, ok bool) {
 	return keywordSecrets(dsn)
 }
 
-// urlSecrets reads the userinfo and the query of a URL structurally, so a
-// URL that does not parse is still redacted. The userinfo ends at the last
-// '@' of the authority, as net/url reads it, so a raw '@' in the password
-// is masked too.
+// urlSecrets reads the userinfo and the query of a URL the way pgconn's
+// parseURLSettings does, so a URL that does not parse is still redacted:
+// only a '/' ends the userinfo's search for its '@' ('?' and '#' do not:
+// pgconn takes them for letters of the password), and the query runs from
+// the first '?' after the userinfo to the end, '#' included. The masked
+// span of the userinfo's password runs to the last '@' before the path
+// (net/url's reading, which also covers pgconn's first '@'), unless a '?'
+// lies between them.
 func urlSecrets(dsn string) []secretSpan {
 	var spans []secretSpan
 	start := strings.Index(dsn, "://") + 3
 	authEnd := len(dsn)
-	if i := strings.IndexAny(dsn[start:], "/?#"); i >= 0 {
+	if i := strings.IndexByte(dsn[start:], '/'); i >= 0 {
 		authEnd = start + i
 	}
-	if at := strings.LastIndex(dsn[start:authEnd], "@"); at >= 0 {
-		if colon := strings.IndexByte(dsn[start:start+at], ':'); colon >= 0 {
-			s, e := start+colon+1, start+at
-			spans = append(spans, secretSpan{keyStart: start - 3, start: s, end: e, value: unescape(dsn[s:e], url.PathUnescape)})
+	rest := start
+	if first := strings.IndexByte(dsn[start:authEnd], '@'); first >= 0 {
+		first += start
+		end := start + strings.LastIndexByte(dsn[start:authEnd], '@')
+		if strings.IndexByte(dsn[first:end], '?') >= 0 {
+			end = first
 		}
+		if colon := strings.IndexByte(dsn[start:first], ':'); colon >= 0 {
+			s := start + colon + 1
+			spans = append(spans, secretSpan{keyStart: start - 3, start: s, end: end, value: uriDecode(dsn[s:first])})
+		}
+		rest = end + 1
 	}
-	q := strings.IndexByte(dsn[authEnd:], '?')
+	q := strings.IndexByte(dsn[rest:], '?')
 	if q < 0 {
 		return spans
 	}
-	pos := authEnd + q + 1
-	query, _, _ := strings.Cut(dsn[pos:], "#")
-	for _, pair := range strings.Split(query, "&") {
+	pos := rest + q + 1
+	for _, pair := range strings.Split(dsn[pos:], "&") {
 		k, v, found := strings.Cut(pair, "=")
-		if found && isPasswordKey(unescape(k, url.QueryUnescape)) {
+		if found && isPasswordKey(uriDecode(k)) {
 			s := pos + len(k) + 1
-			spans = append(spans, secretSpan{keyStart: pos, start: s, end: s + len(v), value: unescape(v, url.QueryUnescape)})
+			spans = append(spans, secretSpan{keyStart: pos, start: s, end: s + len(v), value: uriDecode(v)})
 		}
 		pos += len(pair) + 1
 	}
 	return spans
 }
 
-func unescape(s string, f func(string) (string, error)) string {
-	if u, err := f(s); err == nil {
+// uriDecode decodes a URL component as pgconn does: spaces around it are
+// dropped, %XX is decoded and '+' stays a '+'.
+func uriDecode(s string) string {
+	s = strings.Trim(s, " ")
+	if u, err := url.PathUnescape(s); err == nil {
 		return u
 	}
 	return s
@@ -139,24 +155,78 @@ func keywordSecrets(dsn string) ([]secretSpan, bool) {
 	return spans, true
 }
 
+// driverPassword is the password pgconn itself reads for dsn (from the
+// string, PGPASSWORD or the password file), or "" when it reads none or
+// refuses the string. It checks the structural reading above: whatever the
+// driver takes for the password is masked wherever it appears, even if a
+// future driver reads the string differently.
+func driverPassword(dsn string) string {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return ""
+	}
+	return cfg.Password
+}
+
+// spellings are the ways a password may be written in a connection string
+// or an error: as is and percent-encoded.
+func spellings(secret string) []string {
+	return []string{secret, url.PathEscape(secret), url.QueryEscape(secret)}
+}
+
+// dsnHasPassword says whether dsn spells a password (or an sslpassword)
+// in itself, as the structural reading or pgconn reads it; a string that
+// cannot be read to its end is taken to hold one.
+func dsnHasPassword(dsn string) bool {
+	spans, ok := dsnSecrets(dsn)
+	if !ok || slices.ContainsFunc(spans, func(s secretSpan) bool { return s.start < s.end }) {
+		return true
+	}
+	pw := driverPassword(dsn)
+	return pw != "" && slices.ContainsFunc(spellings(pw), func(spelled string) bool { return strings.Contains(dsn, spelled) })
+}
+
 // redactDSN returns dsn with every password value replaced by the mask, the
 // rest as written. A keyword/value string that cannot be read to its end is
-// replaced whole, since where its password ends is not known.
+// replaced whole, since where its password ends is not known; so is a
+// string in which the password the driver reads would still show (only the
+// host, port, database and user are printed then).
 func redactDSN(dsn string) string {
 	spans, ok := dsnSecrets(dsn)
 	if !ok {
 		return "(not a valid connection string)"
 	}
+	masked := dsn
 	for i := len(spans) - 1; i >= 0; i-- {
-		dsn = dsn[:spans[i].start] + passwordMask + dsn[spans[i].end:]
+		masked = masked[:spans[i].start] + passwordMask + masked[spans[i].end:]
 	}
-	return dsn
+	if pw := driverPassword(dsn); pw != "" && !slices.ContainsFunc(spans, func(s secretSpan) bool { return s.value == pw }) {
+		for _, spelled := range spellings(pw) {
+			if strings.Contains(masked, spelled) {
+				return describeDSN(dsn)
+			}
+		}
+	}
+	return masked
+}
+
+// describeDSN names where dsn connects, as a URL without its password, for
+// a string whose password could not be cut out of it.
+func describeDSN(dsn string) string {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return "(not a valid connection string)"
+	}
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(cfg.User, passwordMask),
+		Host: net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), Path: "/" + cfg.Database}
+	return u.String()
 }
 
 // redactErr removes the password of dsn from an error's text: the whole
 // connection string where it is quoted, each password as spelled in it
 // (with its keyword, so "password='a'" is masked however short), and a
-// decoded password long enough to be told from other text.
+// decoded password, or the one the driver reads, long enough to be told
+// from other text.
 func redactErr(err error, dsn string) string {
 	msg := err.Error()
 	if dsn == "" {
@@ -164,15 +234,20 @@ func redactErr(err error, dsn string) string {
 	}
 	msg = strings.ReplaceAll(msg, dsn, redactDSN(dsn))
 	spans, _ := dsnSecrets(dsn)
+	var secrets []string
 	for _, s := range spans {
 		if s.start == s.end {
 			continue
 		}
 		msg = strings.ReplaceAll(msg, dsn[s.keyStart:s.end], dsn[s.keyStart:s.start]+passwordMask)
-		for _, spelled := range []string{dsn[s.start:s.end], s.value} {
-			if len(spelled) >= minEchoedPassword {
-				msg = strings.ReplaceAll(msg, spelled, passwordMask)
-			}
+		secrets = append(secrets, dsn[s.start:s.end], s.value)
+	}
+	if pw := driverPassword(dsn); pw != "" {
+		secrets = append(secrets, spellings(pw)...)
+	}
+	for _, spelled := range secrets {
+		if len(spelled) >= minEchoedPassword {
+			msg = strings.ReplaceAll(msg, spelled, passwordMask)
 		}
 	}
 	return msg

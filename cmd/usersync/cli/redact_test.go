@@ -35,6 +35,15 @@ func TestRedactDSN(t *testing.T) {
 		{"url query password", "postgres://db/analytics?user=alice&password=s3cr%21t&sslmode=require", "s3cr!t",
 			"postgres://db/analytics?user=alice&password=xxxxx&sslmode=require"},
 		{"no password", "host=db user=alice", "", "host=db user=alice"},
+		// pgconn ends the userinfo at an '@' before the path only: a raw
+		// '#' or '?' is a letter of the password, as is a '#' in the query.
+		{"url raw # in password", "postgres://u:TOP#SECRET@host/db", "TOP#SECRET", "postgres://u:xxxxx@host/db"},
+		{"url raw ? in password", "postgres://u:TOP?SECRET@host/db?sslmode=disable", "TOP?SECRET",
+			"postgres://u:xxxxx@host/db?sslmode=disable"},
+		{"url raw # and ? without path", "postgres://u:TOP#SE?CRET@host", "TOP#SE?CRET", "postgres://u:xxxxx@host"},
+		{"url query # in password", "postgres://host/db?password=TOP#SECRET&sslmode=disable", "TOP#SECRET",
+			"postgres://host/db?password=xxxxx&sslmode=disable"},
+		{"url query + in password", "postgres://host/db?password=TOP+SECRET", "TOP+SECRET", "postgres://host/db?password=xxxxx"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,6 +100,33 @@ func TestRedactErrPieces(t *testing.T) {
 	// the last '@', as net/url reads it, covers both readings.
 	if got := redactDSN("postgres://alice:pa@ss@db/analytics"); got != "postgres://alice:xxxxx@db/analytics" {
 		t.Errorf("raw @ in the password: %q", got)
+	}
+}
+
+// TestDatabaseURLPasswordWithHashOrQuestionMark: a password with a raw '#'
+// or '?' (which pgconn accepts as letters of the password) is never shown
+// when the connection fails, by status or by the worker.
+func TestDatabaseURLPasswordWithHashOrQuestionMark(t *testing.T) {
+	t.Parallel()
+	for _, dsn := range []string{
+		"postgres://u:TOP#SECRET@127.0.0.1:1/db?sslmode=disable&connect_timeout=2",
+		"postgres://u:TOP?SECRET@127.0.0.1:1/db?sslmode=disable&connect_timeout=2",
+		"postgres://u@127.0.0.1:1/db?sslmode=disable&connect_timeout=2&password=TOP#SECRET",
+		"host=127.0.0.1 port=1 user=u sslmode=disable connect_timeout=2 password=TOP#SECRET",
+	} {
+		cfg, err := pgconn.ParseConfig(dsn)
+		if err != nil || !strings.Contains(cfg.Password, "SECRET") {
+			t.Fatalf("%s: pgconn does not read the password the test means: %v", dsn, err)
+		}
+		for _, args := range [][]string{{"status"}, {"worker"}} {
+			code, out, errs := run(t, map[string]string{"DATABASE_URL": dsn, "USERSYNC_HTTP_ADDR": "off"}, args...)
+			if code == ExitOK || !strings.Contains(errs, "connecting to the database") {
+				t.Errorf("%s %v: exit %d, stderr %q", dsn, args, code, errs)
+			}
+			if strings.Contains(out+errs, "SECRET") || strings.Contains(out+errs, "TOP") {
+				t.Errorf("%s %v: the password shows: %q", dsn, args, out+errs)
+			}
+		}
 	}
 }
 

@@ -24,6 +24,8 @@ func SettingsMarkdown() string {
 		env := "`" + s.Env + "`"
 		if s.Secret {
 			env += " (secret; or `" + s.Env + "_FILE`)"
+		} else if s.File {
+			env += " (or `" + s.Env + "_FILE`)"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", env, flagName, def, strings.ReplaceAll(s.Meaning, "|", `\|`))
 	}
@@ -52,7 +54,7 @@ func EnvNames() []string {
 	var out []string
 	for _, s := range settings() {
 		out = append(out, s.Env)
-		if s.Secret {
+		if s.Secret || s.File {
 			out = append(out, s.Env+"_FILE")
 		}
 	}

@@ -20,7 +20,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 	const (
 		clientSecret = "CLIENTSECRET-q8Zr"
 		refresh      = "REFRESHTOKEN-w3Kp"
-		uiToken      = "UITOKEN-m4Jd"
+		uiToken      = "UITOKEN-m4Jd-0123456789"
 		piiKey       = "PIIKEY-r7Tq-0123456789abcdefghijklmn"
 	)
 	c := newCLIEnv(t, apisim.Options{Seed: 31, Users: 400, RefreshToken: refresh, ClientID: "cid", ClientSecret: clientSecret,
@@ -111,7 +111,7 @@ func TestNoSecretInAuthLogin(t *testing.T) {
 		q.Set("state", q.Get("state")+"x")
 		loc.RawQuery = q.Encode()
 	})
-	record(login...)
+	record(append(login, "--timeout", "2s")...) // the callback is ignored: the login times out
 	a.tamper.setEdit(nil)
 	if code := record(login...); code != ExitOK {
 		t.Fatalf("auth login: %s", everything.String())

@@ -44,6 +44,7 @@ type Config struct {
 	HTTPAddr            string
 	HTTPToken           string
 	HTTPBasicAuth       string
+	HTTPHosts           []string
 	SyncSchedule        string
 	ReconcileSchedule   string
 	SnapshotSchedule    string
@@ -90,7 +91,11 @@ type setting struct {
 	Meaning string
 	Example string
 	Secret  bool
-	set     func(c *Config, v string) error
+	// File says the setting is also read from <Env>_FILE, like a
+	// secret's, though it has a flag (DATABASE_URL, whose password may
+	// be in it: loadConfig refuses the flag then).
+	File bool
+	set  func(c *Config, v string) error
 }
 
 func settings() []setting {
@@ -99,8 +104,8 @@ func settings() []setting {
 
 func baseSettings() []setting {
 	return []setting{
-		{Env: "DATABASE_URL", Flag: "database-url", Meaning: "PostgreSQL connection URL (or libpq keyword/value string) of the warehouse and of River's job tables; its password is never printed. For a database on another host give sslmode=verify-full (with sslrootcert= when its CA is not in the system store): without sslmode the driver silently falls back to plaintext, and usersync warns at start.",
-			Example: "postgres://usersync@db:5432/analytics?sslmode=require", Secret: false,
+		{Env: "DATABASE_URL", Flag: "database-url", Meaning: "PostgreSQL connection URL (or libpq keyword/value string) of the warehouse and of River's job tables; its password is never printed. Also read from DATABASE_URL_FILE; --database-url is refused when it holds a password (other local users see command lines in ps, and shells keep them): give the password in DATABASE_URL, DATABASE_URL_FILE, PGPASSWORD or a password file. For a database on another host give sslmode=verify-full (with sslrootcert= when its CA is not in the system store): without sslmode the driver silently falls back to plaintext, and usersync warns at start.",
+			Example: "postgres://usersync@db:5432/analytics?sslmode=require", Secret: false, File: true,
 			set: func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
 		{Env: "USERSYNC_API_URL", Flag: "api-url", Meaning: "base URL of the API, without /api/v2 (e.g. https://api.example.com). http:// is accepted only for loopback hosts unless USERSYNC_ALLOW_INSECURE_HTTP=true.",
 			Example: "https://api.example.com",
@@ -123,10 +128,13 @@ func baseSettings() []setting {
 			set: func(c *Config, v string) error { c.OAuthScopes = strings.Join(strings.Fields(v), " "); return nil }},
 		{Env: "USERSYNC_ALLOW_INSECURE_HTTP", Flag: "allow-insecure-http", Default: "false", Meaning: "accept an http:// API URL on a non-loopback host (never do this in production).",
 			set: func(c *Config, v string) error { return parseBool(&c.AllowInsecureHTTP, v) }},
-		{Env: "USERSYNC_SCHEMA", Flag: "schema", Default: "usersync", Meaning: "PostgreSQL schema of the warehouse tables; River's tables go to <schema>_river. A name ending in _river (another deployment's job tables) or public is refused unless USERSYNC_SCHEMA_FORCE=true.",
+		{Env: "USERSYNC_SCHEMA", Flag: "schema", Default: "usersync", Meaning: "PostgreSQL schema of the warehouse tables; River's tables go to <schema>_river. A name ending in _river (another deployment's job tables) or public is refused unless USERSYNC_SCHEMA_FORCE=true; PostgreSQL's own schemas (information_schema and every pg_ name: pg_catalog, pg_toast, pg_temp_N), which pg_dump skips, are always refused.",
 			set: func(c *Config, v string) error {
 				if err := schema.ValidateIdentifier(v); err != nil {
 					return err
+				}
+				if v == "information_schema" {
+					return errors.New(`"information_schema" is PostgreSQL's own catalog schema (pg_dump skips it, with every table and token in it); choose a schema of usersync's own`)
 				}
 				c.Schema = v
 				return nil
@@ -143,7 +151,7 @@ func baseSettings() []setting {
 				c.ReaderRole = v
 				return nil
 			}},
-		{Env: "USERSYNC_SNAPSHOT_DIR", Flag: "snapshot-dir", Default: "snapshots", Meaning: "where Parquet snapshots are written: a folder (files 0640, folders 0750), or s3://bucket/prefix for S3-compatible storage (credentials go in USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY, never in the URL); off disables snapshots.",
+		{Env: "USERSYNC_SNAPSHOT_DIR", Flag: "snapshot-dir", Default: "snapshots", Meaning: "where Parquet snapshots are written: a folder (files 0640, folders 0750), or s3://bucket/prefix for S3-compatible storage (credentials go in USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY, never in the URL, which is refused); off disables snapshots. Any other value that starts like a URL (s3:/…, s3:bucket, gs://…) is refused, not taken for a folder: write a folder whose first part holds a colon as ./like:this.",
 			Example: "s3://analytics/usersync",
 			set:     func(c *Config, v string) error { c.SnapshotDir = v; return checkSnapshotDir(v) }},
 		{Env: "USERSYNC_SNAPSHOT_COMPRESSION", Flag: "snapshot-compression", Default: "zstd", Meaning: "Parquet compression of snapshots: zstd, snappy or none.",
@@ -199,9 +207,12 @@ func baseSettings() []setting {
 		{Env: "USERSYNC_HTTP_ADDR", Flag: "http-addr", Default: "127.0.0.1:9090", Meaning: "address of the worker's HTTP server: /healthz, /readyz, /metrics and the job UI at /riverui/; off disables it.",
 			Example: "0.0.0.0:9090",
 			set:     func(c *Config, v string) error { c.HTTPAddr = v; return validateAddr(v) }},
-		{Env: "USERSYNC_HTTP_TOKEN", Meaning: "bearer token that guards the job UI (/riverui/). Also read from USERSYNC_HTTP_TOKEN_FILE.", Secret: true,
+		{Env: "USERSYNC_HTTP_HOSTS", Flag: "http-hosts", Meaning: "comma-separated host names (without port) the job UI answers to besides localhost and IP addresses, e.g. the name of a proxy in front of it. An unguarded UI refuses every other Host (421), which defeats DNS rebinding; a UI guarded by a token or basic auth checks the Host only when this is set.",
+			Example: "jobs.example.internal",
+			set:     func(c *Config, v string) error { return parseHosts(&c.HTTPHosts, v) }},
+		{Env: "USERSYNC_HTTP_TOKEN", Meaning: "bearer token that guards the job UI (/riverui/): at least 16 characters, at least 5 of them different (openssl rand -hex 16 makes one); after 10 wrong tries the UI answers 429 to everyone until the failures slow to one a second. Also read from USERSYNC_HTTP_TOKEN_FILE.", Secret: true,
 			set: func(c *Config, v string) error { c.HTTPToken = v; return nil }},
-		{Env: "USERSYNC_HTTP_BASIC_AUTH", Meaning: "user:password that guards the job UI (/riverui/) with basic auth. Also read from USERSYNC_HTTP_BASIC_AUTH_FILE.", Secret: true,
+		{Env: "USERSYNC_HTTP_BASIC_AUTH", Meaning: "user:password that guards the job UI (/riverui/) with basic auth; the password as strong as USERSYNC_HTTP_TOKEN, with the same limit on wrong tries. Also read from USERSYNC_HTTP_BASIC_AUTH_FILE.", Secret: true,
 			set: func(c *Config, v string) error {
 				if v != "" && !strings.Contains(v, ":") {
 					return errors.New("must be user:password")
@@ -247,9 +258,24 @@ func baseSettings() []setting {
 
 // checkSnapshotDir checks the form of a snapshot destination at start, so a
 // bad bucket name fails now rather than at the first snapshot.
+// A value that starts like a URL (a scheme and a colon) is one: only
+// s3:// and file:// are taken, so s3:/id:pw@bucket is refused rather than
+// written to a local folder of that name; a folder whose first part holds
+// a colon is written ./like:this. Credentials (an '@' before the path) are
+// refused in every URL, file:// included. No error quotes the value.
 func checkSnapshotDir(v string) error {
 	if v == "off" {
 		return nil
+	}
+	if scheme, ok := urlScheme(v); ok {
+		rest, slashes := strings.CutPrefix(v[len(scheme)+1:], "//")
+		authority, _, _ := strings.Cut(rest, "/")
+		switch {
+		case slashes && strings.Contains(authority, "@"), !slashes && strings.Contains(v, "@"):
+			return errors.New("holds credentials; use USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY (or the instance role) instead")
+		case !slashes:
+			return fmt.Errorf("starts with %q, like a URL, but is neither s3://bucket/prefix nor file:///path (write a folder whose name holds a colon as ./%s…)", scheme+":", scheme)
+		}
 	}
 	err := snapshot.CheckDestination(v)
 	if errors.Is(err, snapshot.ErrCredentialsInURL) {
@@ -258,12 +284,47 @@ func checkSnapshotDir(v string) error {
 	return err
 }
 
+// urlScheme returns the scheme of a value that starts like a URL (RFC 3986:
+// a letter, then letters, digits, '+', '-' or '.', then ':'). One letter is
+// taken for a Windows drive, not a scheme.
+func urlScheme(v string) (string, bool) {
+	i := strings.IndexByte(v, ':')
+	if i < 2 {
+		return "", false
+	}
+	for j, r := range v[:i] {
+		letter := (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+		if !letter && (j == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return "", false
+		}
+	}
+	return v[:i], true
+}
+
 // checkSchedule checks a schedule's form; loadConfig checks its @every
 // interval against USERSYNC_SCHEDULE_MIN_INTERVAL once every setting is read.
 func checkSchedule(v string) error {
 	if _, err := jobs.ParseSchedule("", v, 0); err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), " "))
 	}
+	return nil
+}
+
+// parseHosts reads a comma-separated list of host names, lower-cased; a
+// port or a scheme is refused.
+func parseHosts(dst *[]string, v string) error {
+	var hosts []string
+	for _, h := range strings.Split(v, ",") {
+		h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+		if h == "" {
+			continue
+		}
+		if strings.Trim(h, "abcdefghijklmnopqrstuvwxyz0123456789-.") != "" || strings.HasPrefix(h, ".") || strings.Contains(h, "..") {
+			return fmt.Errorf("must be host names separated by commas, without ports or schemes, not %q", v)
+		}
+		hosts = append(hosts, h)
+	}
+	*dst = hosts
 	return nil
 }
 

@@ -32,6 +32,9 @@ snapshots are kept.`,
 			return func(ctx context.Context, e *env, _ []string) error {
 				dir := e.cfg.SnapshotDir
 				if *out != "" {
+					if err := checkSnapshotDir(*out); err != nil {
+						return usageError{fmt.Errorf("--out %w", err)}
+					}
 					dir = *out
 				}
 				if dir == "off" || dir == "" {

@@ -109,7 +109,7 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
 	srv, err := startHTTP(runCtx, e, jobs.HTTPConfig{Pool: pool, Schema: cfg.Schema, RiverSchema: riverSchema, Metrics: metrics,
-		River: rc, Addr: cfg.HTTPAddr, UIToken: cfg.HTTPToken, UIBasicAuth: cfg.HTTPBasicAuth, Logger: quietLogger(e)})
+		River: rc, Addr: cfg.HTTPAddr, UIToken: cfg.HTTPToken, UIBasicAuth: cfg.HTTPBasicAuth, UIHosts: cfg.HTTPHosts, Logger: quietLogger(e)})
 	if err != nil {
 		return err
 	}

@@ -146,7 +146,7 @@ func TestWorkerScheduleFollowsMutations(t *testing.T) {
 	c := newCLIEnv(t, apisim.Options{Seed: 11, Users: 800})
 	addr := freeAddr(t)
 	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 2s", "USERSYNC_HTTP_ADDR": addr,
-		"USERSYNC_HTTP_TOKEN": "ui-secret-7"}))
+		"USERSYNC_HTTP_TOKEN": "ui-secret-7-0123456789"}))
 	succeeded := func(n int64) func() bool {
 		return func() bool {
 			return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded'`) >= n
@@ -181,7 +181,7 @@ func TestWorkerScheduleFollowsMutations(t *testing.T) {
 	if code, _ := get(t, base+"/riverui/", ""); code != http.StatusUnauthorized {
 		t.Errorf("/riverui/ without the token: %d", code)
 	}
-	if code, body := get(t, base+"/riverui/", "ui-secret-7"); code != 200 || !strings.Contains(body, "<html") {
+	if code, body := get(t, base+"/riverui/", "ui-secret-7-0123456789"); code != 200 || !strings.Contains(body, "<html") {
 		t.Errorf("/riverui/ with the token: %d", code)
 	}
 	if code := w.stop(t); code != ExitOK {
@@ -413,11 +413,18 @@ func TestWorkerRefusesAnOpenJobUI(t *testing.T) {
 	}{
 		{map[string]string{"USERSYNC_HTTP_ADDR": "0.0.0.0:9090"}, "USERSYNC_HTTP_ADDR=0.0.0.0:9090 is not a loopback address: set USERSYNC_HTTP_TOKEN or USERSYNC_HTTP_BASIC_AUTH"},
 		{map[string]string{"USERSYNC_HTTP_ADDR": "127.0.0.1:9090", "USERSYNC_HTTP_BASIC_AUTH": "admin:"}, "USERSYNC_HTTP_BASIC_AUTH must be user:password with neither part empty"},
+		// #37 5: a token or password that can be guessed.
+		{map[string]string{"USERSYNC_HTTP_ADDR": "0.0.0.0:9090", "USERSYNC_HTTP_TOKEN": "x"}, "USERSYNC_HTTP_TOKEN is too weak: use at least 16 characters"},
+		{map[string]string{"USERSYNC_HTTP_ADDR": "0.0.0.0:9090", "USERSYNC_HTTP_BASIC_AUTH": "admin:s3cr3t"}, "USERSYNC_HTTP_BASIC_AUTH's password is too weak"},
+		{map[string]string{"USERSYNC_HTTP_HOSTS": "https://jobs.example:9090"}, "USERSYNC_HTTP_HOSTS must be host names separated by commas"},
 	} {
 		tt.env["DATABASE_URL"] = "postgres://usersync@192.0.2.1:1/none?sslmode=disable&connect_timeout=1"
 		code, _, errs := run(t, tt.env, "worker")
 		if code != ExitUsage || !strings.Contains(errs, tt.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q", tt.env, code, errs)
+		}
+		if strings.Contains(errs, "s3cr3t") {
+			t.Errorf("the error echoes the password: %q", errs)
 		}
 	}
 }
@@ -567,6 +574,148 @@ func TestWorkerStaysFlat(t *testing.T) {
 	}
 	if last.heap > first.heap+4<<20 {
 		t.Errorf("30 more runs left %d KiB more live heap (%d KiB, then %d KiB)", (last.heap-first.heap)>>10, first.heap>>10, last.heap>>10)
+	}
+	if code := w.stop(t); code != ExitOK {
+		t.Errorf("worker exit %d", code)
+	}
+}
+
+// TestJobUIRefusesDNSRebinding: a worker serving the job UI unguarded on
+// 127.0.0.1 (the default) refuses a page whose name was rebound to
+// 127.0.0.1: with Host and Origin both that name it can neither list jobs
+// nor cancel one, which stays available; localhost still can (#37 5).
+func TestJobUIRefusesDNSRebinding(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 37, Users: 50})
+	addr := freeAddr(t)
+	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_HTTP_ADDR": addr}))
+	waitFor(t, "the job UI", 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+	// A job the worker will not run for an hour, to cancel.
+	var id int64
+	if err := c.store.Pool().QueryRow(context.Background(), fmt.Sprintf(`INSERT INTO %q.river_job (kind, args, queue, state, scheduled_at, max_attempts)
+		VALUES ('usersync_sync', '{}', 'default', 'scheduled', now() + interval '1 hour', 1) RETURNING id`, c.store.Schema()+"_river")).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, path, host, body string) (int, string) {
+		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		req.Header.Set("Origin", "http://"+host)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const evil = "rebind.attacker.example"
+	_, port, _ := net.SplitHostPort(addr)
+	cancelBody := fmt.Sprintf(`{"ids":["%d"]}`, id)
+	if code, body := do(http.MethodGet, "/riverui/api/jobs?state=scheduled&limit=20", evil+":"+port, ""); code != http.StatusMisdirectedRequest || strings.Contains(body, "usersync_sync") {
+		t.Errorf("listing jobs from a rebound name: %d %.200s", code, body)
+	}
+	if code, body := do(http.MethodPost, "/riverui/api/jobs/cancel", evil+":"+port, cancelBody); code != http.StatusMisdirectedRequest {
+		t.Errorf("cancelling a job from a rebound name: %d %.200s", code, body)
+	}
+	if n := c.query(t, fmt.Sprintf(`SELECT count(*) FROM $river.river_job WHERE id = %d AND state = 'scheduled'`, id)); n != 1 {
+		t.Error("a rebound name cancelled the job")
+	}
+	// The same requests from localhost are served: the refusal is the Host's.
+	if code, body := do(http.MethodGet, "/riverui/api/jobs?state=scheduled&limit=20", "localhost:"+port, ""); code != 200 || !strings.Contains(body, "usersync_sync") {
+		t.Errorf("listing jobs from localhost: %d %.200s", code, body)
+	}
+	if code, body := do(http.MethodPost, "/riverui/api/jobs/cancel", "localhost:"+port, cancelBody); code != 200 {
+		t.Errorf("cancelling a job from localhost: %d %.200s", code, body)
+	}
+	if n := c.query(t, fmt.Sprintf(`SELECT count(*) FROM $river.river_job WHERE id = %d AND state = 'cancelled'`, id)); n != 1 {
+		t.Error("localhost did not cancel the job")
+	}
+	if code := w.stop(t); code != ExitOK {
+		t.Errorf("worker exit %d", code)
+	}
+}
+
+// TestJobUISlowsWrongTokens: a worker's job UI answers 429 after ten wrong
+// tokens, even to the right one, until the tries slow down (#37 5).
+func TestJobUISlowsWrongTokens(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 38, Users: 10})
+	addr := freeAddr(t)
+	const token = "ui-secret-0123456789"
+	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_HTTP_ADDR": addr, "USERSYNC_HTTP_TOKEN": token}))
+	waitFor(t, "the job UI", 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err == nil
+	})
+	// Wrong tokens until the first 429: about ten are refused first (one
+	// more for each second the tries took, as the bucket refills).
+	started, refused := time.Now(), 0
+	for {
+		code, _ := get(t, "http://"+addr+"/riverui/", fmt.Sprintf("guess-%03d", refused))
+		if code == http.StatusTooManyRequests {
+			break
+		}
+		if code != http.StatusUnauthorized {
+			t.Fatalf("wrong token: %d", code)
+		}
+		if refused++; refused > 100 {
+			t.Fatal("100 wrong tokens and still no 429")
+		}
+	}
+	if most := 10 + int(time.Since(started).Seconds()) + 1; refused < 10 || refused > most {
+		t.Errorf("%d wrong tokens were refused before the throttle, want 10 to %d", refused, most)
+	}
+	if code, _ := get(t, "http://"+addr+"/riverui/", token); code != http.StatusTooManyRequests {
+		t.Errorf("the right token while throttled: %d", code)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if code, _ := get(t, "http://"+addr+"/riverui/", token); code != 200 {
+		t.Errorf("the right token a second later: %d", code)
+	}
+	if code := w.stop(t); code != ExitOK {
+		t.Errorf("worker exit %d", code)
+	}
+}
+
+// TestJobUIAnswersConfiguredHosts: USERSYNC_HTTP_HOSTS reaches the job UI:
+// a name listed there is served (a proxy's), any other still is not.
+func TestJobUIAnswersConfiguredHosts(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 39, Users: 10})
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_HTTP_ADDR": addr, "USERSYNC_HTTP_HOSTS": "jobs.internal, proxy.example"}))
+	waitFor(t, "the job UI", 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err == nil
+	})
+	for host, want := range map[string]int{"jobs.internal:" + port: 200, "Proxy.Example": 200, "rebind.attacker.example:" + port: http.StatusMisdirectedRequest} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/riverui/api/jobs?state=completed&limit=5", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
 	}
 	if code := w.stop(t); code != ExitOK {
 		t.Errorf("worker exit %d", code)
