@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/usersync/usersync/sync/internal/jsonscan"
 )
@@ -44,8 +46,8 @@ func appendCanonicalAt(dst, b []byte, i, depth int) ([]byte, int, bool) {
 	}
 	switch b[i] {
 	case '"':
-		end, esc, wide, _, ok := jsonscan.ScanString(b, i)
-		if !ok || esc || wide || !plainString(string(b[i:end])) {
+		end, esc, _, _, ok := jsonscan.ScanString(b, i)
+		if !ok || esc || !plainString(string(b[i:end])) {
 			return dst, 0, false
 		}
 		return append(dst, b[i:end]...), end, true
@@ -154,20 +156,27 @@ func canonicalSlow(b []byte) []byte {
 	return out
 }
 
-// plainString reports whether a raw JSON string ("...") holds only
-// printable ASCII that encoding/json writes back unchanged: no escapes, no
-// quote, and none of the HTML characters it escapes.
+// plainString reports whether a raw JSON string ("...") holds only text
+// that encoding/json writes back unchanged: printable ASCII or valid UTF-8,
+// no escapes, no quote, none of the HTML characters it escapes, and neither
+// U+2028 nor U+2029 (which it escapes too).
 func plainString(raw string) bool {
 	if len(raw) < 2 {
 		return false
 	}
+	wide := false
 	for i := 1; i < len(raw)-1; i++ {
 		c := raw[i]
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if c < 0x20 || c == 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			return false
 		}
+		wide = wide || c > 0x7f
 	}
-	return true
+	if !wide {
+		return true
+	}
+	inner := raw[1 : len(raw)-1]
+	return utf8.ValidString(inner) && !strings.Contains(inner, "\u2028") && !strings.Contains(inner, "\u2029")
 }
 
 // appendFloat formats f as encoding/json does for a float64.

@@ -223,7 +223,7 @@ func TestHashesAreStable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := fmt.Sprintf("%x", r.Hash()), "5dac9f49c9a77d43694af1580d01b3cede43df6878941a3e21a46030005c2ac0"; got != want {
+	if got, want := fmt.Sprintf("%x", r.Hash()), "7443a1d5e38c5ff10893c71e171ca7eb1b83ff5ea6bcb63d15fcd41998e74cfa"; got != want {
 		t.Errorf("content hash %s, want %s", got, want)
 	}
 	if got, want := fmt.Sprintf("%x", r.LinkageHash()), "2f2b99d8b5379d54753f3530ec5864239edbc38c1730a9f22a01ee8b61ca1044"; got != want {

@@ -217,8 +217,19 @@ func (r *Row) Hash() []byte {
 // by pii apply, forget and the upgrade from the hash of the attributes as
 // sent). TestContentHashIsOfTheStoredRow holds the two computations equal.
 func ContentHash(values []any, raw []byte, toOne []ToOne, dataConnections []byte) []byte {
-	var buf [2048]byte
-	b := append(buf[:0], contentHashVersion)
+	// One buffer of about the encoding's size: the canonical JSON's
+	// recursion moves any buffer to the heap, so a stack array would only
+	// be copied there.
+	size := 64 + len(raw) + len(dataConnections) + 9*(len(values)+len(toOne))
+	for _, v := range values {
+		switch v := v.(type) {
+		case string:
+			size += len(v)
+		case []byte:
+			size += len(v) + 4
+		}
+	}
+	b := append(make([]byte, 0, size), contentHashVersion)
 	for _, v := range values {
 		b = appendHashValue(b, v)
 	}
@@ -250,7 +261,7 @@ func appendHashValue(b []byte, v any) []byte {
 	case nil:
 		return append(b, 0)
 	case string:
-		return append(binary.AppendUvarint(append(b, 1), uint64(len(v))), v...)
+		return append(binary.BigEndian.AppendUint32(append(b, 1), uint32(len(v))), v...)
 	case int64:
 		return binary.BigEndian.AppendUint64(append(b, 2), uint64(v))
 	case bool:
@@ -268,10 +279,16 @@ func appendHashValue(b []byte, v any) []byte {
 	return fmt.Appendf(append(b, 6), "%T %v;", v, v)
 }
 
-// appendHashJSON appends a JSON value in canonical form, length first.
+// appendHashJSON appends a JSON value in canonical form, its length (four
+// bytes) first.
 func appendHashJSON(b, v []byte) []byte {
-	c := CanonicalJSON(v)
-	return append(binary.AppendUvarint(b, uint64(len(c))), c...)
+	if string(v) == "{}" {
+		return append(b, 0, 0, 0, 2, '{', '}')
+	}
+	at := len(b)
+	b = appendCanonical(append(b, 0, 0, 0, 0), v)
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b
 }
 
 // LinkageHash is the hash of the to-many linkage the row carries: teams
