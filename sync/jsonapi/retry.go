@@ -82,8 +82,8 @@ func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, 
 		return attempt{verdict: verdictDone, err: fmt.Errorf("getting access token: %w", err)}
 	}
 	began := c.clock.Now()
-	grant := c.budget.grant()
-	defer grant.release()                                // once the body is decoded (classify)
+	grant := c.budget.grant() // given back once the body is decoded (classify)
+	defer grant.release()
 	resp, body, err := c.send(ctx, reqURL, token, grant) //nolint:bodyclose // send reads and closes the body itself
 	a := attempt{token: token}
 	if resp != nil {
