@@ -8,14 +8,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// dimensionsAndUsers are the collections a sync fetches at once.
-var dimensionsAndUsers = []string{"users", "teams", "roles", "profiles"}
 
 // newGatedServer serves a body of size bytes (with Content-Length when
 // withLength) to every request, each request once all of the first n have
@@ -47,17 +43,6 @@ func newGatedServer(t *testing.T, n int, size int, withLength bool) string {
 		_, _ = w.Write([]byte("}"))
 	})
 	return srv.URL
-}
-
-// fetchAtOnce fetches the first page of each of dimensionsAndUsers at once.
-func fetchAtOnce(c *Client) []error {
-	errs := make([]error, len(dimensionsAndUsers))
-	var wg sync.WaitGroup
-	for i, name := range dimensionsAndUsers {
-		wg.Go(func() { _, errs[i] = c.Collection(name, Query{}).Next(context.Background()) })
-	}
-	wg.Wait()
-	return errs
 }
 
 // TestOversizedBodiesShareOneBudget: four oversized bodies read at once
