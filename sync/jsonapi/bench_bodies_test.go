@@ -1,8 +1,8 @@
 package jsonapi
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
