@@ -65,9 +65,11 @@ func (g *bodyGrant) take(ctx context.Context, n int64) error {
 	b := g.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.used+n > b.limit {
+	// One byte over the limit fits: a read takes one past its body to see
+	// it end, so that a budget of MaxBodyBytes reads a body of that size.
+	for b.used+n > b.limit+1 {
 		switch {
-		case g.n+n > b.limit:
+		case g.n+n > b.limit+1:
 			return errBodyBudget{limit: b.limit, never: true}
 		case g.n > 0 && b.waiting+1 >= b.holders:
 			return errBodyBudget{limit: b.limit}

@@ -90,10 +90,17 @@ func TestBodiesWaitForTheBudget(t *testing.T) {
 }
 
 // TestBodyOverTheWholeBudget: a body that alone needs more than the budget
-// fails at once (not retried), naming the setting.
+// fails at once (not retried), naming the setting; one of the largest size
+// allowed, with Content-Length, fits a budget of that size.
 func TestBodyOverTheWholeBudget(t *testing.T) {
 	t.Parallel()
 	const limit = 1 << 20
+	exact := newClient(t, newGatedServer(t, 1, limit, true), newFakeClock(t), func(o *Options) {
+		o.MaxBodyBytes, o.MaxBodyBytesInFlight = limit, limit
+	})
+	if _, err := exact.Collection("users", Query{}).Next(context.Background()); err != nil {
+		t.Errorf("a body of MaxBodyBytes with a budget of MaxBodyBytes: %v", err)
+	}
 	c := newClient(t, newGatedServer(t, 1, 50<<20, false), newFakeClock(t), func(o *Options) {
 		o.MaxBodyBytes, o.MaxBodyBytesInFlight = limit, limit
 	})
