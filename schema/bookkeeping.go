@@ -42,7 +42,7 @@ func bookkeepingTables() []Table {
 				{Name: "heartbeat_at", Type: ts, Meaning: "when the run last committed a page"},
 				{Name: "range_from", Type: ts, Nullable: true, Meaning: "lower bound of updatedAt requested (watermark minus lookback, or --since)"},
 				{Name: "range_until", Type: ts, Nullable: true, Meaning: "upper bound of updatedAt requested (--until); null for open-ended runs"},
-				{Name: "next_url", Type: "text", Nullable: true, Meaning: "checkpoint: the API's next link after the last committed page"},
+				{Name: "next_url", Type: "text", Nullable: true, Meaning: "checkpoint: the users URL to resume from after the last committed page (the next link's cursor and usersync's own query parameters, on the configured API URL)"},
 				{Name: "max_updated_at", Type: ts, Nullable: true, Meaning: "greatest updatedAt committed by the run so far"},
 				{Name: "pages", Type: "bigint", Meaning: "pages committed"},
 				{Name: "fetched", Type: "bigint", Meaning: "resources received"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -97,6 +96,13 @@ type Options struct {
 	Budget float64
 	// MaxBodyBytes bounds a response body. Default 64 MiB.
 	MaxBodyBytes int64
+	// MaxBodyBytesInFlight bounds the bytes of all the response bodies
+	// being read or decoded at once, the client's requests together: a
+	// body waits for room, or fails its attempt (retried) when waiting
+	// could not end. At least MaxBodyBytes; default 2 × MaxBodyBytes, as a
+	// body read without Content-Length holds up to 1.5 × MaxBodyBytes while
+	// its buffer grows.
+	MaxBodyBytesInFlight int64
 }
 
 // Client talks to the API. It is safe for concurrent use.
@@ -111,6 +117,8 @@ type Client struct {
 	rate  rateState
 	// bodies keeps the buffers of released pages (see Page.Release).
 	bodies bodyPool
+	// budget bounds the bytes of the bodies being read (MaxBodyBytesInFlight).
+	budget *bodyBudget
 }
 
 // NewClient checks opts, applies the defaults and returns a Client.
@@ -131,8 +139,11 @@ func NewClient(opts Options) (*Client, error) {
 	base.Path = strings.TrimSuffix(base.Path, "/")
 	base.RawPath = ""
 	opts = withDefaults(opts)
+	if opts.MaxBodyBytesInFlight < opts.MaxBodyBytes {
+		return nil, errors.New("jsonapi: Options.MaxBodyBytesInFlight must be at least MaxBodyBytes")
+	}
 	return &Client{base: base, auth: opts.Auth, log: opts.Logger, http: sameOriginRedirects(opts.HTTPClient),
-		clock: opts.Clock, opts: opts}, nil
+		clock: opts.Clock, opts: opts, budget: newBodyBudget(opts.MaxBodyBytesInFlight)}, nil
 }
 
 func checkNonNegative(o Options) error {
@@ -144,7 +155,7 @@ func checkNonNegative(o Options) error {
 		{"BackoffBase", int64(o.BackoffBase)}, {"BackoffMax", int64(o.BackoffMax)},
 		{"MaxRateLimitWait", int64(o.MaxRateLimitWait)}, {"MaxAttempts", int64(o.MaxAttempts)},
 		{"PageSizeFloor", int64(o.PageSizeFloor)}, {"RateLimitReserve", int64(o.RateLimitReserve)},
-		{"MaxBodyBytes", o.MaxBodyBytes},
+		{"MaxBodyBytes", o.MaxBodyBytes}, {"MaxBodyBytesInFlight", o.MaxBodyBytesInFlight},
 	} {
 		if f.value < 0 {
 			return fmt.Errorf("jsonapi: Options.%s must not be negative", f.name)
@@ -178,6 +189,7 @@ func withDefaults(o Options) Options {
 	setDefault(&o.MaxRateLimitWait, 60*time.Second)
 	setDefault(&o.RateLimitReserve, 20)
 	setDefault(&o.MaxBodyBytes, 64<<20)
+	setDefault(&o.MaxBodyBytesInFlight, 2*o.MaxBodyBytes)
 	return o
 }
 
@@ -256,8 +268,9 @@ func (c *Client) endpoint(u *url.URL) string {
 }
 
 // send performs one attempt: it gets a token, sends the request and reads
-// the whole body. It returns the response (body closed) and the body.
-func (c *Client) send(ctx context.Context, reqURL, token string) (*http.Response, []byte, error) {
+// the whole body into bytes of grant. It returns the response (body
+// closed) and the body.
+func (c *Client) send(ctx context.Context, reqURL, token string, grant *bodyGrant) (*http.Response, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, reqURL, nil)
@@ -272,56 +285,11 @@ func (c *Client) send(ctx context.Context, reqURL, token string) (*http.Response
 		return nil, nil, &TransportError{Method: req.Method, URL: sanitizeURL(reqURL), Err: stripURLError(err)}
 	}
 	defer resp.Body.Close()
-	body, err := readBody(resp, c.opts.MaxBodyBytes, c.bodies.get)
+	body, err := readBody(ctx, resp, c.opts.MaxBodyBytes, c.bodies.get, grant)
 	if err != nil {
 		return resp, body, &TransportError{Method: req.Method, URL: sanitizeURL(reqURL), Err: fmt.Errorf("reading body: %w", err)}
 	}
 	return resp, body, nil
-}
-
-// errBodyTooLarge reports a body over Options.MaxBodyBytes.
-type errBodyTooLarge struct{ limit int64 }
-
-func (e errBodyTooLarge) Error() string {
-	limit := fmt.Sprintf("%d bytes", e.limit)
-	if e.limit%(1<<20) == 0 {
-		limit = fmt.Sprintf("%d MiB", e.limit>>20)
-	}
-	return "body larger than " + limit + ", the limit (USERSYNC_MAX_RESPONSE_BYTES)"
-}
-
-// readBody reads the whole body into a buffer from alloc, sized from
-// Content-Length. It never holds more than limit+1 bytes: a Content-Length
-// over the limit is refused before reading, and a buffer grows by doubling
-// up to limit+1 at most.
-func readBody(resp *http.Response, limit int64, alloc func(size int) []byte) ([]byte, error) {
-	size := resp.ContentLength
-	if size > limit {
-		return nil, errBodyTooLarge{limit}
-	}
-	if size < 0 {
-		size = 64 << 10
-	}
-	buf := alloc(int(size) + 1)
-	r := io.LimitReader(resp.Body, limit+1)
-	for {
-		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(2*cap(buf), int(limit)+1))
-			copy(grown, buf)
-			buf = grown
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return nil, errBodyTooLarge{limit}
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
 }
 
 // stripURLError drops the *url.Error wrapper, whose message repeats the full

@@ -43,7 +43,11 @@
 //			role, ok := r.Relationships["role"].Data.One()
 //			_, _ = role, ok
 //		}
-//		checkpoint(page.NextURL) // "" after the last page
+//		cp, err := c.CheckpointURL("users", page.NextURL) // "" after the last page
+//		if err != nil {
+//			return fmt.Errorf("checkpointing: %w", err)
+//		}
+//		checkpoint(cp) // the cursor and the client's own parameters only
 //	}
 //	stats := c.Stats() // requests, by status, 429s, retries, bytes, rate limit
 //

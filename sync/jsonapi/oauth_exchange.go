@@ -130,7 +130,7 @@ func (o *OAuth) post(ctx context.Context, grant url.Values, secrets []string) (t
 		return tokenResponse{}, 0, retryableTokenError{te}
 	}
 	defer resp.Body.Close()
-	body, err := readBody(resp, 1<<20, func(size int) []byte { return make([]byte, 0, size) })
+	body, err := readBody(ctx, resp, 1<<20, func(size int) []byte { return make([]byte, 0, size) }, nil)
 	if err != nil {
 		return tokenResponse{}, 0, retryableTokenError{&TransportError{Method: http.MethodPost,
 			URL: sanitizeURL(o.cfg.TokenURL), Err: fmt.Errorf("reading body: %w", err)}}

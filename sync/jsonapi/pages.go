@@ -18,9 +18,9 @@ type Page struct {
 	// after a 502 or 504).
 	URL string
 	// NextURL is the next link of the page, verbatim (resolved only if it
-	// was relative), or "" on the last page. Checkpoint it and pass it to
-	// Client.Resume to continue later. It is not sanitized: store it as
-	// carefully as the data.
+	// was relative), or "" on the last page. It is not sanitized: store
+	// Client.CheckpointURL of it, and pass that to Client.Resume to continue
+	// later.
 	NextURL string
 
 	body []byte    // what the page was decoded from, until released
@@ -86,8 +86,9 @@ func (c *Client) Collection(resource string, q Query) *Pages {
 	return p
 }
 
-// Resume returns an iterator that continues from nextURL, a Page.NextURL
-// stored earlier. The URL is checked as a next link is (same scheme and host
+// Resume returns an iterator that continues from nextURL, a checkpoint
+// stored earlier (Client.CheckpointURL of a Page.NextURL; pass a stored
+// value through CheckpointURL again rather than trust it). The URL is checked as a next link is (same scheme and host
 // as the base URL). An empty nextURL means the walk had ended: Next returns
 // no page.
 func (c *Client) Resume(nextURL string) *Pages {

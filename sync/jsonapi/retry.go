@@ -82,7 +82,9 @@ func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, 
 		return attempt{verdict: verdictDone, err: fmt.Errorf("getting access token: %w", err)}
 	}
 	began := c.clock.Now()
-	resp, body, err := c.send(ctx, reqURL, token) //nolint:bodyclose // send reads and closes the body itself
+	grant := c.budget.grant() // given back once the body is decoded (classify)
+	defer grant.release()
+	resp, body, err := c.send(ctx, reqURL, token, grant) //nolint:bodyclose // send reads and closes the body itself
 	a := attempt{token: token}
 	if resp != nil {
 		a.status, a.header = resp.StatusCode, resp.Header
@@ -99,7 +101,8 @@ func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, 
 		a.verdict = verdictRetry
 		var tooLarge errBodyTooLarge
 		var redirect *RedirectError
-		if ctx.Err() != nil || errors.As(err, &tooLarge) || errors.As(err, &redirect) {
+		var budget errBodyBudget
+		if ctx.Err() != nil || errors.As(err, &tooLarge) || errors.As(err, &redirect) || errors.As(err, &budget) && budget.never {
 			a.verdict = verdictDone
 		}
 		return a

@@ -1,14 +1,17 @@
 package jsonapi
 
 import (
+	"errors"
 	"net/url"
-	"slices"
 	"strings"
 )
 
-// sanitizeURL returns raw without userinfo and with the value of every
-// secret-looking query parameter replaced by REDACTED. The other parameters
-// keep their raw form. A URL that does not parse is reduced to a placeholder.
+// sanitizeURL returns raw without userinfo or fragment, and with every query
+// parameter the client does not send itself (sentParam) replaced by
+// REDACTED, name and value: what a server adds to a link is unknown, so it
+// is never written to a log or an error, whatever its name. The parameters
+// the client sends keep their raw form. A URL that does not parse is
+// reduced to a placeholder.
 func sanitizeURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -22,69 +25,105 @@ func sanitizeURL(raw string) string {
 	return u.String()
 }
 
-// redactQuery redacts the values of secret-looking parameters in a raw query.
+// redactQuery replaces each parameter of a raw query that sentParam does not
+// allow by REDACTED.
 func redactQuery(rawQuery string) string {
 	parts := strings.Split(rawQuery, "&")
-	changed := false
 	for i, part := range parts {
-		name, _, hasValue := strings.Cut(part, "=")
-		if unescaped, err := url.QueryUnescape(name); err == nil {
-			name = unescaped
+		if part == "" {
+			continue
 		}
-		if hasValue && looksSecret(name) {
-			parts[i] = part[:strings.IndexByte(part, '=')+1] + "REDACTED"
-			changed = true
+		name, _, _ := strings.Cut(part, "=")
+		if unescaped, err := url.QueryUnescape(name); err != nil || !sentParam(unescaped) {
+			parts[i] = "REDACTED"
 		}
-	}
-	if !changed {
-		return rawQuery
 	}
 	return strings.Join(parts, "&")
 }
 
-// looksSecret reports whether a query parameter name looks like it holds a
-// secret (token, access_token, refresh_token, client_secret, key, password...).
-func looksSecret(name string) bool {
-	name = strings.ToLower(name)
-	for _, w := range [...]string{"token", "secret", "key", "password", "passwd", "signature", "credential"} {
-		if strings.Contains(name, w) {
-			return true
-		}
+// sentParams are the query parameters the client sends itself (Query's) and
+// the cursors of the API's next links; sentParam adds filter[...] and
+// fields[...].
+var sentParams = map[string]bool{
+	"count": true, "sort": true, "include": true, "page[size]": true, "page[after]": true, "page[offset]": true,
+	"provideDataConnections": true, "provideAuthorizationMeta": true,
+}
+
+// sentParam reports whether name is a query parameter the client sends:
+// one of sentParams, filter[attr], filter[rel][id] or fields[type], with
+// attr, rel and type plain identifiers. It is an allow-list: a parameter a
+// server adds to a link (a token, a session, a signature), whatever it is
+// called, is not one.
+func sentParam(name string) bool {
+	if sentParams[name] {
+		return true
+	}
+	if rest, ok := strings.CutPrefix(name, "fields["); ok {
+		rest, ok = cutIdent(rest)
+		return ok && rest == ""
+	}
+	if rest, ok := strings.CutPrefix(name, "filter["); ok {
+		rest, ok = cutIdent(rest)
+		return ok && (rest == "" || rest == "[id]")
 	}
 	return false
 }
 
-// credentialParams are the query parameters CheckpointURL removes, compared
-// case-insensitively; parameters starting with x-amz- (a presigned URL's
-// signature and credential) go too.
-var credentialParams = []string{"access_token", "token", "id_token", "refresh_token", "api_key", "apikey", "key",
-	"client_secret", "secret", "password", "passwd", "code", "signature", "sig", "auth", "authorization"}
+// cutIdent cuts "ident]" from the start of s, ident being a letter followed
+// by at most 63 letters, digits or underscores.
+func cutIdent(s string) (rest string, ok bool) {
+	end := strings.IndexByte(s, ']')
+	if end < 1 || end > 64 {
+		return s, false
+	}
+	for i, r := range s[:end] {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '_')) {
+			return s, false
+		}
+	}
+	return s[end+1:], true
+}
 
-// CheckpointURL returns a next link fit to be stored as a run's checkpoint,
-// where others may read it: without userinfo, fragment, or a query parameter
-// that carries a credential (credentialParams). The client authenticates
-// with its own header, so a link resumed without them still works. Other
-// parameters (the cursor) keep their raw form.
-func CheckpointURL(link string) string {
+// CheckpointURL returns the checkpoint to store for a walk of resource
+// ("users") whose next link is link, and to resume from: the collection URL
+// rebuilt from the client's base URL, with only the parameters of link that
+// the client sends itself (sentParam: the filters, the page size, and the
+// cursor page[after] or page[offset]), each value re-encoded and without
+// control characters. Nothing else of link survives: not its host, path,
+// userinfo or fragment, nor any parameter a server added (a credential, a
+// session), whatever its name; so a hostile next link cannot plant anything
+// in the database, and a checkpoint stored by an older version is cleaned by
+// passing it through again. It returns "" for "" (the walk had ended), and
+// an error for a link that does not parse.
+func (c *Client) CheckpointURL(resource, link string) (string, error) {
+	if link == "" {
+		return "", nil
+	}
 	u, err := url.Parse(link)
 	if err != nil {
-		return ""
+		return "", errors.New("the next link does not parse")
 	}
-	u.User = nil
-	u.Fragment, u.RawFragment = "", ""
-	var kept []string
+	kept := url.Values{}
 	for part := range strings.SplitSeq(u.RawQuery, "&") {
-		name, _, _ := strings.Cut(part, "=")
-		if unescaped, err := url.QueryUnescape(name); err == nil {
-			name = unescaped
+		rawName, rawValue, _ := strings.Cut(part, "=")
+		name, errName := url.QueryUnescape(rawName)
+		value, errValue := url.QueryUnescape(rawValue)
+		if errName != nil || errValue != nil || !sentParam(name) || kept.Has(name) || hasControl(value) {
+			continue
 		}
-		name = strings.ToLower(name)
-		if part != "" && !slices.Contains(credentialParams, name) && !strings.HasPrefix(name, "x-amz-") {
-			kept = append(kept, part)
-		}
+		kept.Set(name, value)
 	}
-	u.RawQuery = strings.Join(kept, "&")
-	return u.String()
+	var q Query
+	for name := range kept {
+		q = q.set(name, kept.Get(name))
+	}
+	return c.CollectionURL(resource, q)
+}
+
+// hasControl reports whether s holds a control character (NUL included).
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
 // requestURI returns the path and query of a (sanitized) URL, for one-line

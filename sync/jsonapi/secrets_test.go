@@ -103,22 +103,6 @@ func TestNoSecretInErrorsOrLogs(t *testing.T) {
 	assertNoSecrets(t, logs.String())
 }
 
-func TestSanitizeURL(t *testing.T) {
-	t.Parallel()
-	tests := []struct{ in, want string }{
-		{"https://u:p@h/a?x=1&token=abc&Access_Token=d&api_key=e&password=f&client_secret=g&page%5Bsize%5D=5#frag",
-			"https://h/a?x=1&token=REDACTED&Access_Token=REDACTED&api_key=REDACTED&password=REDACTED&client_secret=REDACTED&page%5Bsize%5D=5"},
-		{"https://h/a?refresh%5Ftoken=abc", "https://h/a?refresh%5Ftoken=REDACTED"},
-		{"https://h/a?filter%5BupdatedAt%5D=2026-11-22T10%3A15%3A00.123Z..inf", "https://h/a?filter%5BupdatedAt%5D=2026-11-22T10%3A15%3A00.123Z..inf"},
-		{"%zz", "(unparsable URL)"},
-	}
-	for _, tt := range tests {
-		if got := sanitizeURL(tt.in); got != tt.want {
-			t.Errorf("sanitizeURL(%s)\n got %s\nwant %s", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestErrorMessagesAreOneLine(t *testing.T) {
 	t.Parallel()
 	errs := []error{

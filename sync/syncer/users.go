@@ -56,11 +56,15 @@ type usersWalk struct {
 
 // startUsers starts fetching the users of the run's range (or resumes the
 // walk from the checkpointed next link), or returns nil when the walk had
-// ended and only finishing the run was left.
+// ended and only finishing the run was left. The stored link is rebuilt as
+// a new one is (Client.CheckpointURL), since an older version stored next
+// links as the API sent them; one that does not parse restarts the range.
 func (r *run) startUsers(ctx context.Context) *usersWalk {
 	switch {
 	case r.resumed && r.cp.NextURL != "":
-		return &usersWalk{pages: r.prefetch(ctx, r.s.client.Resume(r.cp.NextURL)), fromLink: true}
+		if next, err := r.s.client.CheckpointURL("users", r.cp.NextURL); err == nil {
+			return &usersWalk{pages: r.prefetch(ctx, r.s.client.Resume(next)), fromLink: true}
+		}
 	case r.resumed && r.cp.Progress.Pages > 0:
 		return nil
 	}
@@ -166,7 +170,12 @@ func (r *run) walk(ctx context.Context, load *warehouse.UsersLoad, pages *jsonap
 		}
 		rows, bad := r.s.typedUsers(p)
 		r.count(rows)
-		page := warehouse.UsersPage{Rows: rows, Bad: bad, NextURL: jsonapi.CheckpointURL(p.NextURL), Release: p.Release}
+		next, err := r.s.client.CheckpointURL("users", p.NextURL)
+		if err != nil {
+			p.Release()
+			return fmt.Errorf("checkpointing users page %d: %w", p.Number, err)
+		}
+		page := warehouse.UsersPage{Rows: rows, Bad: bad, NextURL: next, Release: p.Release}
 		if err := load.Add(ctx, page); err != nil {
 			return err
 		}

@@ -38,7 +38,7 @@ func newAPIClient(ctx context.Context, e *env, store *warehouse.Store) (*jsonapi
 		auth = o
 	}
 	c, err := jsonapi.NewClient(jsonapi.Options{
-		BaseURL: e.cfg.APIURL, Auth: auth, UserAgent: UserAgent(), Logger: e.logger, MaxBodyBytes: e.cfg.MaxResponseBytes, Budget: e.cfg.APIBudget,
+		BaseURL: e.cfg.APIURL, Auth: auth, UserAgent: UserAgent(), Logger: e.logger, MaxBodyBytes: e.cfg.MaxResponseBytes, MaxBodyBytesInFlight: e.cfg.MaxResponseMemory, Budget: e.cfg.APIBudget,
 	})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("configuring the API client: %w", err)}

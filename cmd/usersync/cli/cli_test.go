@@ -151,6 +151,12 @@ func TestConfigErrors(t *testing.T) {
 		{"max response bytes overflow", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "9223372036854775807GiB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
 		{"max response bytes fraction", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "1.5MiB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
 		{"max response bytes negative", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "-1MiB"}, nil, "USERSYNC_MAX_RESPONSE_BYTES"},
+		{"max response memory text", map[string]string{"USERSYNC_MAX_RESPONSE_MEMORY": "lots"}, nil, "USERSYNC_MAX_RESPONSE_MEMORY must be a size between 64KiB and 8GiB"},
+		{"max response memory decimal unit", nil, []string{"--max-response-memory", "200MB"}, "--max-response-memory must be a size between 64KiB and 8GiB"},
+		{"max response memory zero", map[string]string{"USERSYNC_MAX_RESPONSE_MEMORY": "0"}, nil, "USERSYNC_MAX_RESPONSE_MEMORY must be a size"},
+		{"max response memory too large", map[string]string{"USERSYNC_MAX_RESPONSE_MEMORY": "9GiB"}, nil, "USERSYNC_MAX_RESPONSE_MEMORY must be a size"},
+		{"max response memory below one body", map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": "128MiB", "USERSYNC_MAX_RESPONSE_MEMORY": "100MiB"}, nil,
+			"USERSYNC_MAX_RESPONSE_MEMORY must be at least USERSYNC_MAX_RESPONSE_BYTES (128MiB), not 100MiB"},
 		{"max future skew negative", map[string]string{"USERSYNC_MAX_FUTURE_SKEW": "-1h"}, nil, "USERSYNC_MAX_FUTURE_SKEW must be a duration between 1m0s and"},
 		{"schedule zone without expression", map[string]string{"USERSYNC_SYNC_SCHEDULE": "CRON_TZ="}, nil, "USERSYNC_SYNC_SCHEDULE is not a valid schedule"},
 		{"schedule TZ without expression", map[string]string{"USERSYNC_SNAPSHOT_SCHEDULE": "TZ="}, nil, "USERSYNC_SNAPSHOT_SCHEDULE is not a valid schedule"},
@@ -363,8 +369,14 @@ func TestSchemaForceAndLimits(t *testing.T) {
 		}
 	}
 	cfg, err := configFor(nil)
-	if err != nil || cfg.MaxResponseBytes != 64<<20 || cfg.MaxFutureSkew != 24*time.Hour {
-		t.Errorf("defaults: %d %s %v", cfg.MaxResponseBytes, cfg.MaxFutureSkew, err)
+	if err != nil || cfg.MaxResponseBytes != 64<<20 || cfg.MaxResponseMemory != 128<<20 || cfg.MaxFutureSkew != 24*time.Hour {
+		t.Errorf("defaults: %d %d %s %v", cfg.MaxResponseBytes, cfg.MaxResponseMemory, cfg.MaxFutureSkew, err)
+	}
+	for env, want := range map[[2]string]int64{{"256MiB", ""}: 512 << 20, {"", "64MiB"}: 64 << 20, {"1MiB", "3MiB"}: 3 << 20} {
+		cfg, err := configFor(map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": env[0], "USERSYNC_MAX_RESPONSE_MEMORY": env[1]})
+		if err != nil || cfg.MaxResponseMemory != want {
+			t.Errorf("USERSYNC_MAX_RESPONSE_BYTES=%q USERSYNC_MAX_RESPONSE_MEMORY=%q: %d %v, want %d", env[0], env[1], cfg.MaxResponseMemory, err, want)
+		}
 	}
 	for in, want := range map[string]int64{"65536": 64 << 10, "64KiB": 64 << 10, "1 MiB": 1 << 20, " 256MiB ": 256 << 20, "4GiB": 4 << 30, "1048577": 1<<20 + 1} {
 		cfg, err := configFor(map[string]string{"USERSYNC_MAX_RESPONSE_BYTES": in})
@@ -381,7 +393,7 @@ func TestSchemaForceAndLimits(t *testing.T) {
 	if _, err := configFor(map[string]string{"USERSYNC_SCHEDULE_MIN_INTERVAL": "1s", "USERSYNC_SYNC_SCHEDULE": "@every 2s"}); err != nil {
 		t.Errorf("@every 2s with a minimum of 1s: %v", err)
 	}
-	if s := cfg.String(); !strings.Contains(s, "USERSYNC_MAX_RESPONSE_BYTES=64MiB\n") || !strings.Contains(s, "USERSYNC_SCHEMA_FORCE=false\n") {
+	if s := cfg.String(); !strings.Contains(s, "USERSYNC_MAX_RESPONSE_BYTES=64MiB\nUSERSYNC_MAX_RESPONSE_MEMORY=128MiB\n") || !strings.Contains(s, "USERSYNC_SCHEMA_FORCE=false\n") {
 		t.Errorf("String():\n%s", s)
 	}
 }

@@ -77,6 +77,9 @@ func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[strin
 	if err := checkSchemaName(c); err != nil {
 		return Config{}, fmt.Errorf("%s %w", sources["USERSYNC_SCHEMA"], err)
 	}
+	if err := resolveResponseMemory(&c); err != nil {
+		return Config{}, fmt.Errorf("%s %w", sources["USERSYNC_MAX_RESPONSE_MEMORY"], err)
+	}
 	if _, err := parseSchedules(c, sources); err != nil {
 		return Config{}, err
 	}
@@ -86,6 +89,20 @@ func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[strin
 	}
 	c.PII = p
 	return c, nil
+}
+
+// resolveResponseMemory sets an unset USERSYNC_MAX_RESPONSE_MEMORY to twice
+// USERSYNC_MAX_RESPONSE_BYTES, and refuses one below it: a body as large as
+// allowed could never be read.
+func resolveResponseMemory(c *Config) error {
+	switch {
+	case c.MaxResponseMemory == 0:
+		c.MaxResponseMemory = 2 * c.MaxResponseBytes
+	case c.MaxResponseMemory < c.MaxResponseBytes:
+		return fmt.Errorf("must be at least USERSYNC_MAX_RESPONSE_BYTES (%s), not %s",
+			formatBytes(c.MaxResponseBytes), formatBytes(c.MaxResponseMemory))
+	}
+	return nil
 }
 
 // lookupEnv treats an empty variable as unset, the way most deploy tools
@@ -214,7 +231,8 @@ func (c Config) String() string {
 		"USERSYNC_PII_DROP_UNKNOWN": fmt.Sprint(c.PIIDropUnknown), "USERSYNC_PII_KEY": mask(c.PIIKey),
 		"USERSYNC_DELETED_RETENTION": formatRetention(c.DeletedRetention),
 		"USERSYNC_PAGE_SIZE":         fmt.Sprint(c.PageSize), "USERSYNC_LOOKBACK": c.Lookback.String(),
-		"USERSYNC_MAX_RESPONSE_BYTES": formatBytes(c.MaxResponseBytes), "USERSYNC_API_BUDGET": fmt.Sprint(c.APIBudget), "USERSYNC_MAX_FUTURE_SKEW": c.MaxFutureSkew.String(),
+		"USERSYNC_MAX_RESPONSE_BYTES": formatBytes(c.MaxResponseBytes), "USERSYNC_MAX_RESPONSE_MEMORY": formatBytes(c.MaxResponseMemory),
+		"USERSYNC_API_BUDGET": fmt.Sprint(c.APIBudget), "USERSYNC_MAX_FUTURE_SKEW": c.MaxFutureSkew.String(),
 		"USERSYNC_STRICT_CONFIG": fmt.Sprint(c.StrictConfig), "USERSYNC_LOG_LEVEL": c.LogLevel, "USERSYNC_LOG_FORMAT": c.LogFormat,
 		"USERSYNC_HTTP_ADDR": c.HTTPAddr, "USERSYNC_HTTP_TOKEN": mask(c.HTTPToken), "USERSYNC_HTTP_BASIC_AUTH": mask(c.HTTPBasicAuth),
 		"USERSYNC_HTTP_HOSTS":    strings.Join(c.HTTPHosts, ","),

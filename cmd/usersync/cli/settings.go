@@ -36,6 +36,9 @@ type Config struct {
 	PageSize          int
 	Lookback          time.Duration
 	MaxResponseBytes  int64
+	// MaxResponseMemory bounds the response bodies read at once, together;
+	// loadConfig resolves an unset one to twice MaxResponseBytes.
+	MaxResponseMemory int64
 	APIBudget         float64
 	MaxFutureSkew     time.Duration
 	LogLevel          string
@@ -192,6 +195,14 @@ func baseSettings() []setting {
 			}},
 		{Env: "USERSYNC_MAX_RESPONSE_BYTES", Flag: "max-response-bytes", Default: "64MiB", Meaning: "largest API response body read, in bytes or with a KiB, MiB or GiB suffix; a larger one fails the request instead of filling memory.",
 			set: func(c *Config, v string) error { return parseBytes(&c.MaxResponseBytes, v, 64<<10, 4<<30) }},
+		{Env: "USERSYNC_MAX_RESPONSE_MEMORY", Flag: "max-response-memory", Meaning: "most memory the API response bodies read at once may take together (a sync fetches the users page and the dimension lists at once), in bytes or with a KiB, MiB or GiB suffix; at least USERSYNC_MAX_RESPONSE_BYTES, and twice it when unset. A body waits for room, or fails its attempt (retried) when waiting could not end.",
+			Example: "128MiB",
+			set: func(c *Config, v string) error {
+				if v == "" {
+					return nil // resolved by loadConfig
+				}
+				return parseBytes(&c.MaxResponseMemory, v, 64<<10, 8<<30)
+			}},
 		{Env: "USERSYNC_MAX_FUTURE_SKEW", Flag: "max-future-skew", Default: "24h", Meaning: "how far ahead of this host's clock a record's updatedAt may be and still move the watermark; records dated further ahead are stored and counted but never move it.",
 			set: func(c *Config, v string) error {
 				return parseDuration(&c.MaxFutureSkew, v, time.Minute, 365*24*time.Hour)

@@ -1,0 +1,144 @@
+package jsonapi
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// bodyBudget bounds the bytes of the buffers of all the response bodies a
+// client is reading or decoding at once (Options.MaxBodyBytesInFlight):
+// every body read takes its buffer's capacity from it before allocating or
+// growing the buffer, and gives it back once the body is decoded. Each body
+// is bounded on its own too (Options.MaxBodyBytes), but the users walk and
+// the three dimension lists are fetched at once: four oversized bodies took
+// four times the memory of one (#37).
+//
+// A read waits for bytes while another holder can still give some back. A
+// read that holds bytes and needs more when every other holder waits too
+// would wait forever: it fails instead (errBodyBudget), gives its bytes
+// back, and its request is retried after a backoff.
+type bodyBudget struct {
+	limit   int64
+	mu      sync.Mutex
+	used    int64
+	peak    int64         // the most bytes granted at once, for tests
+	holders int           // grants holding bytes
+	waiting int           // of them, those waiting for more since freed was made
+	freed   chan struct{} // closed, and replaced, when bytes are given back
+}
+
+func newBodyBudget(limit int64) *bodyBudget {
+	return &bodyBudget{limit: limit, freed: make(chan struct{})}
+}
+
+// bodyGrant is the bytes one body read holds. A nil *bodyGrant is a read
+// outside the budget (the OAuth client's small bodies). It is used by one
+// goroutine at a time.
+type bodyGrant struct {
+	b *bodyBudget
+	n int64
+}
+
+// grant returns an empty grant of b; release it when the body is done.
+func (b *bodyBudget) grant() *bodyGrant { return &bodyGrant{b: b} }
+
+// errBodyBudget reports a body that the budget could not grant.
+type errBodyBudget struct {
+	limit int64
+	never bool // the body alone needs more than the whole budget
+}
+
+func (e errBodyBudget) Error() string {
+	if e.never {
+		return "a body needs more than " + formatSize(e.limit) + ", the limit of all bodies read at once (USERSYNC_MAX_RESPONSE_MEMORY)"
+	}
+	return "bodies read at once need more than " + formatSize(e.limit) + ", their limit (USERSYNC_MAX_RESPONSE_MEMORY)"
+}
+
+// take adds n bytes to g, waiting while they do not fit and another holder
+// may give some back.
+func (g *bodyGrant) take(ctx context.Context, n int64) error {
+	if g == nil || n <= 0 {
+		return nil
+	}
+	b := g.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// One byte over the limit fits: a read takes one past its body to see
+	// it end, so that a budget of MaxBodyBytes reads a body of that size.
+	for b.used+n > b.limit+1 {
+		switch {
+		case g.n+n > b.limit+1:
+			return errBodyBudget{limit: b.limit, never: true}
+		case g.n > 0 && b.waiting+1 >= b.holders:
+			return errBodyBudget{limit: b.limit}
+		}
+		if err := b.wait(ctx, g.n > 0); err != nil {
+			return fmt.Errorf("waiting for memory for the body: %w", err)
+		}
+	}
+	if g.n == 0 {
+		b.holders++
+	}
+	g.n += n
+	b.used += n
+	b.peak = max(b.peak, b.used)
+	return nil
+}
+
+// wait releases b.mu until bytes are given back or ctx is done; holder
+// says whether the waiting grant holds bytes.
+func (b *bodyBudget) wait(ctx context.Context, holder bool) error {
+	freed := b.freed
+	if holder {
+		b.waiting++
+	}
+	b.mu.Unlock()
+	select {
+	case <-freed:
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	if holder && freed == b.freed { // give resets the count when it replaces freed
+		b.waiting--
+	}
+	return ctx.Err()
+}
+
+// give gives n of g's bytes back (all of them at most).
+func (g *bodyGrant) give(n int64) {
+	if g == nil {
+		return
+	}
+	b := g.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n = min(n, g.n)
+	if n <= 0 {
+		return
+	}
+	g.n -= n
+	b.used -= n
+	if g.n == 0 {
+		b.holders--
+	}
+	// Every waiter wakes and counts itself again if it still waits.
+	close(b.freed)
+	b.freed, b.waiting = make(chan struct{}), 0
+}
+
+// release gives all of g's bytes back.
+func (g *bodyGrant) release() {
+	if g != nil {
+		g.give(g.n)
+	}
+}
+
+// formatSize writes n bytes as "64 MiB" when it is a whole number of MiB.
+func formatSize(n int64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
