@@ -28,6 +28,7 @@ func personalTables() []Table {
 				{Name: "key_id", Type: "text", Nullable: true, Meaning: "an id of the hashing key (an HMAC of a constant under the key), not the key; null without a key"},
 				{Name: "first_used_at", Type: ts, Meaning: "when a run or pii apply first wrote under the policy"},
 				{Name: "last_used_at", Type: ts, Meaning: "when a run or pii apply last wrote under the policy"},
+				{Name: "policy_id", Type: "bigint", Meaning: "identity of the policy, named by the pii_policy_id of the rows written under it (migration 0009)"},
 			}},
 		{Name: "pii_apply",
 			Meaning: "Progress of usersync pii apply, one row per policy applied: the table being rewritten and the last id done, so a killed run resumes.",
@@ -39,6 +40,7 @@ func personalTables() []Table {
 				{Name: "started_at", Type: ts, Meaning: "when the apply started"},
 				{Name: "updated_at", Type: ts, Meaning: "when a batch last committed"},
 				{Name: "finished_at", Type: ts, Nullable: true, Meaning: "when the apply finished; null while it runs or was stopped"},
+				{Name: "kept_other_key", Type: "bigint", Meaning: "values left as they were because the row's policy hashed them under another key (a hash cannot be re-keyed), over every phase"},
 			}},
 	}
 }
