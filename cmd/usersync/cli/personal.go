@@ -179,6 +179,9 @@ func piiApply(ctx context.Context, e *env, store *warehouse.Store, batch int) er
 		return err
 	}
 	fmt.Fprintf(e.stdout, "done: %d rows rewritten; users, history and quarantine follow the policy\n", pr.Rewritten)
+	if pr.KeptOtherKey > 0 {
+		fmt.Fprintf(e.stdout, "%d values were hashed under another key and are left as they were (a hash cannot be re-keyed); a sync rewrites a user's row when it changes\n", pr.KeptOtherKey)
+	}
 	return listOlderSnapshots(ctx, e, fp)
 }
 
