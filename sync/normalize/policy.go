@@ -247,10 +247,11 @@ func (p *Policy) Apply(row *Row) {
 var errNotObject = errors.New("not a JSON object")
 
 // RedactResource rewrites a resource object, as sent by the API, to the
-// policy before it is stored in quarantine: in its attributes, a hashed attribute's value is replaced by the
-// hash of its text (of its JSON text when it is not a string, so a value of
-// the wrong type is still recognisable), dropped attributes are removed, and
-// so are unknown ones when the policy drops them. A resource that is not a
+// policy before it is stored in quarantine: in its attributes, a hashed
+// attribute's value is replaced by the hash of its text (of its JSON text
+// when it is not a string, so a value of the wrong type is still
+// recognisable), whatever it looks like, dropped attributes are removed,
+// and so are unknown ones when the policy drops them. A resource that is not a
 // JSON object, or whose attributes are not one, keeps none of its
 // attributes. A nil Policy returns raw.
 func (p *Policy) RedactResource(raw []byte) []byte { return p.RedactStored(raw, nil) }
