@@ -23,7 +23,7 @@ ALTER TABLE {{schema}}.users ADD COLUMN pii_policy_id bigint;
 ALTER TABLE {{schema}}.user_version_history ADD COLUMN pii_policy_id bigint;
 ALTER TABLE {{schema}}.quarantine ADD COLUMN pii_policy_id bigint;
 
--- only: the one policy ever recorded (no row when there are none or several),
+-- o is the one policy ever recorded (no row when there are none or several)
 -- and whether a pii apply of it finished.
 UPDATE {{schema}}.users u SET pii_policy_id = o.policy_id
 FROM (SELECT p.policy_id, p.first_used_at, EXISTS (SELECT FROM {{schema}}.pii_apply a
