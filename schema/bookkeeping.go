@@ -81,6 +81,7 @@ func bookkeepingTables() []Table {
 				{Name: "raw", Type: "jsonb", Meaning: "the whole resource as the API sent it"},
 				{Name: "received_at", Type: ts, Meaning: "when it was received"},
 				{Name: "resolved_at", Type: ts, Nullable: true, Meaning: "when a later sync typed the same resource successfully"},
+				{Name: "pii_policy_id", Type: "bigint", Nullable: true, Meaning: "for a user's record, the personal-data policy (pii_policies.policy_id) raw was last redacted under; null for other types and for records written before usersync recorded it (migration 0009)"},
 			}},
 		{Name: "oauth_tokens", Analysts: false,
 			Meaning: "OAuth credentials of the API client (rotated refresh tokens). Secret: never granted to analysts.",

@@ -81,6 +81,9 @@ var (
 	userIDColumn   = Column{Name: "user_id", Type: "bigint", Meaning: "id of the user"}
 	runIDColumn    = Column{Name: "run_id", Type: "bigint", Nullable: true, Meaning: "the sync run (sync_runs.run_id) that wrote the row"}
 	timestampNNull = "timestamptz"
+	// piiPolicyColumn is on every table of users' personal values (migration 0009).
+	piiPolicyColumn = Column{Name: "pii_policy_id", Type: "bigint", Nullable: true,
+		Meaning: "the personal-data policy (pii_policies.policy_id) the row's personal values were last written under, by a sync or usersync pii apply: which attributes hold a keyed hash and under which key; null for a row written before usersync recorded it (migration 0009)"}
 )
 
 // Tables returns every table and view of the warehouse with its meaning and
@@ -97,7 +100,7 @@ func Tables() []Table {
 		users = append(users, Column{Name: rel.Column(), Type: "bigint[]", Nullable: true,
 			Meaning: "ids of the related " + rel.RelatedType + " resources (relationship " + rel.Name + "), as last sent, without repeats; null until the API sent the linkage: " + rel.Meaning})
 	}
-	users = append(users, otherLinksColumn)
+	users = append(users, otherLinksColumn, piiPolicyColumn)
 
 	versions := []Column{
 		{Name: "version_id", Type: "bigint", Meaning: "identity of the version row"},
@@ -114,6 +117,7 @@ func Tables() []Table {
 		c.Nullable = true // a view's columns are always reported nullable
 		versionView[i] = c
 	}
+	versions = append(versions, piiPolicyColumn) // not in the view, which migration 0009 left as it was
 	out := []Table{
 		{Name: "users", Meaning: u.Meaning, Columns: users, Analysts: true, Snapshot: true},
 		{Name: "user_version_history", Meaning: "The superseded versions of users (valid_to set); the current version of each user is its users row. Query user_versions, which unites both.", Columns: versions, Analysts: true},

@@ -202,10 +202,13 @@ func (p *Policy) HashString(v string) string {
 	return string(out[:])
 }
 
-// IsHashed says whether a stored value already is a hash: 64 lower-case hex
-// digits, which no email or phone number is. usersync pii apply skips such
-// values, so applying a policy twice hashes once.
-func IsHashed(v string) bool {
+// LooksHashed says whether a stored value has the shape of a hash: 64
+// lower-case hex digits. Values from the API are never taken for hashes
+// (a sync hashes every value of a hashed attribute, whatever its shape);
+// usersync pii apply uses it only for rows written before the warehouse
+// recorded the policy of each row (pii_policy_id null), where the shape is
+// all there is to go on.
+func LooksHashed(v string) bool {
 	if len(v) != 2*sha256.Size {
 		return false
 	}
@@ -217,8 +220,9 @@ func IsHashed(v string) bool {
 	return true
 }
 
-// Apply rewrites a typed row to the policy: hashed values replaced by their
-// hash, dropped ones by null, and raw emptied when unknown attributes are
+// Apply rewrites a typed row, as sent by the API, to the policy: every
+// hashed value replaced by its hash (one that looks like a hash included:
+// nothing from the API is hashed already), dropped ones by null, and raw emptied when unknown attributes are
 // dropped (row.Unknown still lists them, for the drift counts). The content
 // hash (Row.Hash) is taken after: it covers what is stored, never a value
 // the policy hashes or drops in clear. usersync pii apply hashes the rows
@@ -228,7 +232,7 @@ func (p *Policy) Apply(row *Row) {
 		return
 	}
 	for _, i := range p.hash {
-		if s, ok := row.Values[i].(string); ok && !IsHashed(s) {
+		if s, ok := row.Values[i].(string); ok {
 			row.Values[i] = p.HashString(s)
 		}
 	}
@@ -243,25 +247,33 @@ func (p *Policy) Apply(row *Row) {
 // errNotObject is why a resource is redacted whole.
 var errNotObject = errors.New("not a JSON object")
 
-// RedactResource rewrites a resource object as stored in quarantine to the
-// policy: in its attributes, a hashed attribute's value is replaced by the
-// hash of its text (of its JSON text when it is not a string, so a value of
-// the wrong type is still recognisable), dropped attributes are removed, and
-// so are unknown ones when the policy drops them. A resource that is not a
+// RedactResource rewrites a resource object, as sent by the API, to the
+// policy before it is stored in quarantine: in its attributes, a hashed
+// attribute's value is replaced by the hash of its text (of its JSON text
+// when it is not a string, so a value of the wrong type is still
+// recognisable), whatever it looks like, dropped attributes are removed,
+// and so are unknown ones when the policy drops them. A resource that is not a
 // JSON object, or whose attributes are not one, keeps none of its
 // attributes. A nil Policy returns raw.
-func (p *Policy) RedactResource(raw []byte) []byte {
+func (p *Policy) RedactResource(raw []byte) []byte { return p.RedactStored(raw, nil) }
+
+// RedactStored rewrites a resource object stored in quarantine to the
+// policy, as RedactResource does, except that the value of an attribute
+// for which hashed(name, value) is true is taken for a hash and kept: the
+// caller knows which attributes the record's policy hashed (and under which
+// key). A nil hashed hashes every value.
+func (p *Policy) RedactStored(raw []byte, hashed func(name string, value gjson.Result) bool) []byte {
 	if p == nil {
 		return raw
 	}
-	out, err := p.redact(raw)
+	out, err := p.redact(raw, hashed)
 	if err != nil {
 		return []byte(`{"attributes":null,"redacted":"` + err.Error() + `"}`)
 	}
 	return out
 }
 
-func (p *Policy) redact(raw []byte) ([]byte, error) {
+func (p *Policy) redact(raw []byte, hashed func(string, gjson.Result) bool) ([]byte, error) {
 	if !gjson.ValidBytes(raw) {
 		return nil, errNotObject
 	}
@@ -283,14 +295,15 @@ func (p *Policy) redact(raw []byte) ([]byte, error) {
 			out = append(out, "null"...)
 			return true
 		}
-		out = p.redactAttributes(out, value)
+		out = p.redactAttributes(out, value, hashed)
 		return true
 	})
 	return append(out, '}'), nil
 }
 
-// redactAttributes appends the attributes object attrs redacted to out.
-func (p *Policy) redactAttributes(out []byte, attrs gjson.Result) []byte {
+// redactAttributes appends the attributes object attrs redacted to out
+// (hashed as for RedactStored).
+func (p *Policy) redactAttributes(out []byte, attrs gjson.Result, hashed func(string, gjson.Result) bool) []byte {
 	out = append(out, '{')
 	first := true
 	attrs.ForEach(func(key, value gjson.Result) bool {
@@ -304,16 +317,12 @@ func (p *Policy) redactAttributes(out []byte, attrs gjson.Result) []byte {
 		}
 		first = false
 		out = append(append(out, key.Raw...), ':')
-		if i < 0 || !slices.Contains(p.hash, i) || value.Type == gjson.Null {
+		if i < 0 || !slices.Contains(p.hash, i) || value.Type == gjson.Null || (hashed != nil && hashed(key.Str, value)) {
 			out = append(out, value.Raw...)
 			return true
 		}
 		text := value.Raw
 		if value.Type == gjson.String {
-			if IsHashed(value.Str) {
-				out = append(out, value.Raw...)
-				return true
-			}
 			text = value.Str
 		}
 		out = append(append(append(out, '"'), p.HashString(text)...), '"')

@@ -126,8 +126,9 @@ func TestRedactResource(t *testing.T) {
 	if got != want {
 		t.Errorf("redacted\n got %s\nwant %s", got, want)
 	}
-	if again := string(p.RedactResource([]byte(got))); again != got {
-		t.Errorf("redacting twice changed it: %s", again)
+	stored := func(name string, _ gjson.Result) bool { return name == "email" }
+	if again := string(p.RedactStored([]byte(got), stored)); again != got {
+		t.Errorf("redacting a record whose email is known to be hashed changed it: %s", again)
 	}
 	email := `{"attributes":{"email":"ann@example.com"}}`
 	if got := p.RedactResource([]byte(email)); gjson.GetBytes(got, "attributes.email").Str != hmacHex("ann@example.com") {
@@ -140,6 +141,29 @@ func TestRedactResource(t *testing.T) {
 	}
 	if got := (*Policy)(nil).RedactResource([]byte(email)); string(got) != email {
 		t.Errorf("a nil policy changed %s", got)
+	}
+}
+
+// TestPolicyHashesHexLookingValues: a value of 64 lower-case hex digits
+// from the API is hashed like any other, in a row and in a quarantined
+// resource (it was kept in clear, taken for a hash: #37).
+func TestPolicyHashesHexLookingValues(t *testing.T) {
+	t.Parallel()
+	p := testPolicy(t)
+	hexEmail := hmacHex("looks like a hash")
+	n := New(schema.User())
+	n.SetPolicy(p)
+	row, err := n.Row(jsonapi.Resource{Type: "user", ID: 7, Attributes: []byte(`{"email":"` + hexEmail + `"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	email, _ := attributeIndex(schema.User(), "email")
+	if row.Values[email] != hmacHex(hexEmail) {
+		t.Errorf("row: email %v, want the HMAC of the hex email sent", row.Values[email])
+	}
+	red := p.RedactResource([]byte(`{"attributes":{"email":"` + hexEmail + `"}}`))
+	if got := gjson.GetBytes(red, "attributes.email").Str; got != hmacHex(hexEmail) {
+		t.Errorf("quarantine: email %s, want the HMAC of the hex email sent", got)
 	}
 }
 

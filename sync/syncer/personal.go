@@ -5,10 +5,11 @@ import (
 )
 
 // notePolicy records the personal-data policy a run writes under, so status
-// and pii apply know which policies the warehouse holds rows of.
-func (s *Syncer) notePolicy(ctx context.Context) error {
+// and pii apply know which policies the warehouse holds rows of; it returns
+// the policy's id, which the run writes on each user (Checkpoint.PolicyID).
+func (s *Syncer) notePolicy(ctx context.Context) (int64, error) {
 	if s.personalErr != nil {
-		return s.personalErr
+		return 0, s.personalErr
 	}
 	return s.personal.NotePolicy(ctx)
 }

@@ -139,11 +139,12 @@ func (s *Syncer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 		return ReconcileSummary{}, err
 	}
 	defer lock.Release()
-	if err := s.notePolicy(ctx); err != nil {
+	policyID, err := s.notePolicy(ctx)
+	if err != nil {
 		return ReconcileSummary{}, err
 	}
 
-	r := &reconciler{s: s, req: req, started: s.cfg.Now(), statsBefore: s.client.Stats(),
+	r := &reconciler{s: s, req: req, started: s.cfg.Now(), statsBefore: s.client.Stats(), policyID: policyID,
 		sum: ReconcileSummary{Kind: warehouse.KindReconcile}}
 	sum, err := r.execute(ctx)
 	if err != nil && r.runID != 0 {
@@ -161,6 +162,7 @@ type reconciler struct {
 	started     time.Time
 	statsBefore jsonapi.Stats
 	cp          warehouse.Checkpoint
+	policyID    int64 // the personal-data policy it writes under (see notePolicy)
 	sum         ReconcileSummary
 	pages       int64 // scan and fetch pages, for Progress
 	rows        int64
@@ -247,7 +249,7 @@ func (r *reconciler) start(ctx context.Context) error {
 		return err
 	}
 	r.sum.RunID = r.runID
-	r.cp = warehouse.Checkpoint{RunID: r.runID}
+	r.cp = warehouse.Checkpoint{RunID: r.runID, PolicyID: r.policyID}
 	r.log = r.s.cfg.Logger.With("run_id", r.runID, "kind", warehouse.KindReconcile)
 	r.log.InfoContext(ctx, "reconcile started", "max_delete_share", r.req.MaxDeleteShare)
 	return nil

@@ -19,6 +19,7 @@ type run struct {
 	statsBefore jsonapi.Stats
 	resumed     bool
 	cp          warehouse.Checkpoint
+	policyID    int64      // the personal-data policy it writes under (see notePolicy)
 	from, until *time.Time // the users range requested
 	dims        map[string]warehouse.Counts
 	noTeamsData int64 // users whose teams linkage came without data
@@ -114,7 +115,7 @@ func (r *run) plan(ctx context.Context) error {
 		r.req.Kind = prev.Kind
 		r.runID, r.resumed = prev.ID, true
 		r.from, r.until = prev.RangeFrom, prev.RangeUntil
-		r.cp = warehouse.Checkpoint{RunID: prev.ID, NextURL: prev.NextURL, Progress: prev.Progress}
+		r.cp = warehouse.Checkpoint{RunID: prev.ID, PolicyID: r.policyID, NextURL: prev.NextURL, Progress: prev.Progress}
 		r.base = prev.Progress
 		if prev.MaxUpdatedAt != nil {
 			r.cp.MaxUpdatedAt = *prev.MaxUpdatedAt
@@ -144,7 +145,7 @@ func (r *run) plan(ctx context.Context) error {
 	if r.runID, err = store.StartRun(ctx, r.req.Kind, r.from, r.until, r.req.JobID); err != nil {
 		return err
 	}
-	r.cp = warehouse.Checkpoint{RunID: r.runID}
+	r.cp = warehouse.Checkpoint{RunID: r.runID, PolicyID: r.policyID}
 	return nil
 }
 

@@ -154,11 +154,12 @@ func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 		return Summary{}, err
 	}
 	defer lock.Release()
-	if err := s.notePolicy(ctx); err != nil {
+	policyID, err := s.notePolicy(ctx)
+	if err != nil {
 		return Summary{}, err
 	}
 
-	r := &run{s: s, req: req, started: s.cfg.Now(), statsBefore: s.client.Stats()}
+	r := &run{s: s, req: req, started: s.cfg.Now(), statsBefore: s.client.Stats(), policyID: policyID}
 	sum, err := r.execute(ctx)
 	if err != nil && r.runID != 0 {
 		// Record the failure even when ctx was cancelled (SIGTERM): the

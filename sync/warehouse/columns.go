@@ -17,8 +17,8 @@ import (
 type rowColumn struct {
 	name string
 	typ  pgType
-	// put appends the column's field of r; runID is the run writing it.
-	put func(b []byte, r *loadRow, runID int64) ([]byte, error)
+	// put appends the column's field of r, written by w.
+	put func(b []byte, r *loadRow, w writer) ([]byte, error)
 	// fill, when set, marks a column a row may leave unsent (the stored
 	// value is kept): it returns the scan target of the stored value in f,
 	// read with the expression read.
@@ -36,18 +36,18 @@ func rowColumns(res schema.Resource) []rowColumn {
 	for _, c := range cat.Columns {
 		types[c.Name] = columnType(c.Type)
 	}
-	cols := []rowColumn{{name: "id", put: func(b []byte, r *loadRow, _ int64) ([]byte, error) {
+	cols := []rowColumn{{name: "id", put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
 		return appendBigint(b, r.row.ID), nil
 	}}}
 	for j, a := range res.Attributes {
 		typ := types[a.Column()] // pgUnknown, refusing every value, for a column the catalog lacks
-		cols = append(cols, rowColumn{name: a.Column(), put: func(b []byte, r *loadRow, _ int64) ([]byte, error) {
+		cols = append(cols, rowColumn{name: a.Column(), put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
 			return appendValue(b, typ, r.row.Values[j])
 		}})
 	}
 	for j, rel := range res.ToOne() {
 		cols = append(cols, rowColumn{name: rel.Column(), read: schema.QuoteIdentifier(rel.Column()),
-			put: func(b []byte, r *loadRow, _ int64) ([]byte, error) {
+			put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
 				if o := r.row.ToOne[j]; o.Valid {
 					return appendBigint(b, o.ID), nil
 				}
@@ -55,7 +55,7 @@ func rowColumns(res schema.Resource) []rowColumn {
 			},
 			fill: func(f *storedFill) any { return &f.toOne[j] }})
 	}
-	cols = append(cols, rowColumn{name: "raw", put: func(b []byte, r *loadRow, _ int64) ([]byte, error) {
+	cols = append(cols, rowColumn{name: "raw", put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
 		return appendJSONB(b, r.row.Raw), nil
 	}})
 	if res.Type == "user" {
@@ -68,47 +68,57 @@ func rowColumns(res schema.Resource) []rowColumn {
 }
 
 // userColumns are the columns only users have: what decides whether a row
-// changed, the current version's run, and the linkage besides teams.
+// changed, the current version's run, the linkage besides teams, and the
+// personal-data policy the row was written under.
 func userColumns(res schema.Resource) []rowColumn {
 	cols := []rowColumn{
-		{name: "content_hash", put: func(b []byte, r *loadRow, _ int64) ([]byte, error) { return appendBytea(b, r.content), nil }},
-		{name: "linkage_hash", put: func(b []byte, r *loadRow, _ int64) ([]byte, error) { return appendBytea(b, r.linkage), nil }},
+		{name: "content_hash", put: func(b []byte, r *loadRow, _ writer) ([]byte, error) { return appendBytea(b, r.content), nil }},
+		{name: "linkage_hash", put: func(b []byte, r *loadRow, _ writer) ([]byte, error) { return appendBytea(b, r.linkage), nil }},
 		{name: "data_connections", read: "data_connections::text",
-			put:  func(b []byte, r *loadRow, _ int64) ([]byte, error) { return appendJSONB(b, r.row.DataConnections), nil },
+			put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
+				return appendJSONB(b, r.row.DataConnections), nil
+			},
 			fill: func(f *storedFill) any { return &f.dataConnections }},
-		{name: "version_run_id", put: func(b []byte, _ *loadRow, runID int64) ([]byte, error) {
-			return appendNullableBigint(b, runID), nil
+		{name: "version_run_id", put: func(b []byte, _ *loadRow, w writer) ([]byte, error) {
+			return appendNullableBigint(b, w.run), nil
 		}},
 	}
 	for k, rel := range res.ArrayLinks() {
 		cols = append(cols, rowColumn{name: rel.Column(), read: schema.QuoteIdentifier(rel.Column()),
-			put: func(b []byte, r *loadRow, _ int64) ([]byte, error) {
+			put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
 				return appendBigintArray(b, r.links.arrays[k]), nil
 			},
 			fill: func(f *storedFill) any { return &f.arrays[k] }})
 	}
-	return append(cols, rowColumn{name: "other_relationships", put: func(b []byte, r *loadRow, _ int64) ([]byte, error) {
+	return append(cols, rowColumn{name: "other_relationships", put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
 		return appendJSONB(b, r.links.other), nil
+	}}, rowColumn{name: "pii_policy_id", put: func(b []byte, _ *loadRow, w writer) ([]byte, error) {
+		return appendNullableBigint(b, w.policy), nil
 	}})
 }
 
+// writer is what writes a page's rows: the run (0: none) and the
+// personal-data policy its rows were rewritten under (pii_policies.policy_id;
+// 0: not recorded, stored as null).
+type writer struct{ run, policy int64 }
+
 // copyRows copies rows into t's table (or a table shaped like it) with sql,
 // a binary COPY of t's columns.
-func copyRows(ctx context.Context, tx pgx.Tx, sql string, t *tableSQL, rows []loadRow, runID int64) (int64, error) {
+func copyRows(ctx context.Context, tx pgx.Tx, sql string, t *tableSQL, rows []loadRow, w writer) (int64, error) {
 	return copyBinary(ctx, tx, sql, len(rows), func(b []byte, i int) ([]byte, error) {
-		return t.appendRow(appendFieldCount(b, len(t.cols)), &rows[i], runID)
+		return t.appendRow(appendFieldCount(b, len(t.cols)), &rows[i], w)
 	})
 }
 
 // appendRow appends r's fields, one per column of the table.
-func (t *tableSQL) appendRow(b []byte, r *loadRow, runID int64) ([]byte, error) {
+func (t *tableSQL) appendRow(b []byte, r *loadRow, w writer) ([]byte, error) {
 	if len(r.row.Values) != len(t.res.Attributes) || len(r.row.ToOne) != t.toOnes {
 		return b, fmt.Errorf("encoding %s %d: %d attributes and %d to-one ids for %d and %d columns",
 			t.res.Type, r.row.ID, len(r.row.Values), len(r.row.ToOne), len(t.res.Attributes), t.toOnes)
 	}
 	for _, c := range t.cols {
 		var err error
-		if b, err = c.put(b, r, runID); err != nil {
+		if b, err = c.put(b, r, w); err != nil {
 			return b, fmt.Errorf("encoding %s %d, column %s: %w", t.res.Type, r.row.ID, c.name, err)
 		}
 	}

@@ -439,7 +439,7 @@ func TestCopyUsersMatchesPgx(t *testing.T) {
 		r := &rows[i]
 		l := s.links.values(r)
 		by := map[string]any{"id": r.ID, "raw": r.Raw, "content_hash": r.Hash(), "linkage_hash": r.LinkageHash(),
-			"data_connections": r.DataConnections, "version_run_id": nil, "other_relationships": l.other}
+			"data_connections": r.DataConnections, "version_run_id": nil, "other_relationships": l.other, "pii_policy_id": nil}
 		for j, a := range schema.User().Attributes {
 			by[a.Column()] = r.Values[j]
 		}

@@ -94,7 +94,7 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 			}
 			// Each row is followed by its arrival order and its updatedAt.
 			_, err = copyBinary(ctx, tx, d.sql.copyRows, len(rows), func(b []byte, i int) ([]byte, error) {
-				b, err := d.t.appendRow(appendFieldCount(b, len(d.sql.rowColumns)), &load[i], 0)
+				b, err := d.t.appendRow(appendFieldCount(b, len(d.sql.rowColumns)), &load[i], writer{})
 				if err != nil {
 					return b, err
 				}

@@ -43,7 +43,10 @@ func (c *Counts) Add(o Counts) {
 // Checkpoint is a run's progress, written in the same transaction as the
 // page it follows, so a crashed run resumes exactly after its last page.
 type Checkpoint struct {
-	RunID        int64
+	RunID int64
+	// PolicyID is the personal-data policy the run writes under
+	// (Personal.NotePolicy's id; 0: not recorded), stored with each user.
+	PolicyID     int64
 	NextURL      string    // "" when the run has read its last page
 	MaxUpdatedAt time.Time // greatest updatedAt committed so far (zero: none), up to Horizon
 	// Horizon, when set, is the latest updatedAt that may become
@@ -52,6 +55,8 @@ type Checkpoint struct {
 	Horizon  time.Time
 	Progress Progress // cumulative counters of the run
 }
+
+func (cp *Checkpoint) writer() writer { return writer{run: cp.RunID, policy: cp.PolicyID} }
 
 // Progress is a run's cumulative counters.
 type Progress struct {
@@ -72,11 +77,11 @@ type Progress struct {
 // does, and advances cp (nil: no checkpoint) once it has committed: for
 // callers that write pages one at a time (the reconcile's fetches, tests).
 func (s *Store) LoadUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, cp *Checkpoint) (Counts, error) {
-	runID := int64(0)
+	var w writer
 	if cp != nil {
-		runID = cp.RunID
+		w = cp.writer()
 	}
-	p, err := s.prepareUsers(ctx, rows, bad, runID, false)
+	p, err := s.prepareUsers(ctx, rows, bad, w, false)
 	if err != nil {
 		return Counts{}, err
 	}
@@ -171,7 +176,7 @@ func (s *Store) CopyUsersRaw(ctx context.Context, table string, rows []normalize
 	for from := 0; from < len(load); from += batch {
 		to := min(from+batch, len(load))
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			_, err := copyRows(ctx, tx, sql, &t, load[from:to], 0)
+			_, err := copyRows(ctx, tx, sql, &t, load[from:to], writer{})
 			return err
 		})
 		if err != nil {

@@ -445,7 +445,7 @@ func TestCommentColumnsWritesOnlyWhatDiffers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := pd.NotePolicy(ctx); err != nil {
+		if _, err := pd.NotePolicy(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

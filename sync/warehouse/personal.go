@@ -22,7 +22,7 @@ type personalSQL struct {
 	insertErasure                                               string
 	purgeDeleted, applyProgress, applyStart, applySave          string
 	usersBatch, usersRewrite, versionsBatch, versionsRewrite    string
-	quarantineBatch, quarantineRewrite                          string
+	quarantineBatch, quarantineRewrite, policyKeys              string
 }
 
 func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error) {
@@ -62,6 +62,7 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 		"applyStart": &q.applyStart, "applySave": &q.applySave, "usersBatch": &q.usersBatch, "usersRewrite": &q.usersRewrite,
 		"versionsBatch": &q.versionsBatch, "versionsRewrite": &q.versionsRewrite,
 		"quarantineBatch": &q.quarantineBatch, "quarantineRewrite": &q.quarantineRewrite,
+		"policyKeys": &q.policyKeys,
 	})
 	return q, err
 }
@@ -87,8 +88,9 @@ func (s *Store) Personal(p *normalize.Policy) (*Personal, error) {
 // NotePolicy records that rows are being written under the policy (names
 // and key id only) and brings the column comments in line with it (see
 // CommentColumns), also when a warehouse goes back to a policy it was
-// written under before.
-func (pd *Personal) NotePolicy(ctx context.Context) error {
+// written under before. It returns the policy's id, which every row written
+// under it holds (pii_policy_id: see Checkpoint.PolicyID).
+func (pd *Personal) NotePolicy(ctx context.Context) (int64, error) {
 	p := pd.p
 	hashed, dropped := p.Hashed(), p.Dropped()
 	if hashed == nil {
@@ -101,10 +103,11 @@ func (pd *Personal) NotePolicy(ctx context.Context) error {
 	if id := p.KeyID(); id != "" {
 		keyID = &id
 	}
-	if _, err := pd.s.pool.Exec(ctx, pd.sql.notePolicy, p.Fingerprint(), hashed, dropped, p.DropUnknown(), keyID); err != nil {
-		return fmt.Errorf("recording the personal-data policy: %w", err)
+	var id int64
+	if err := pd.s.pool.QueryRow(ctx, pd.sql.notePolicy, p.Fingerprint(), hashed, dropped, p.DropUnknown(), keyID).Scan(&id); err != nil {
+		return 0, fmt.Errorf("recording the personal-data policy: %w", err)
 	}
-	return pd.CommentColumns(ctx)
+	return id, pd.CommentColumns(ctx)
 }
 
 // PolicyUse is a policy rows were written under.

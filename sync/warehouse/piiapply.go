@@ -9,9 +9,9 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/normalize"
 )
 
 // The phases of pii apply, in order: the tables it rewrites.
@@ -27,20 +27,32 @@ type ApplyProgress struct {
 	Phase     string `json:"phase"`   // the table being rewritten, or done
 	LastID    int64  `json:"last_id"` // the last id of the phase's table done
 	Rewritten int64  `json:"rewritten"`
-	Resumed   bool   `json:"resumed"` // it went on from a stopped apply
+	// KeptOtherKey counts the values left as they were because their row's
+	// policy hashed them under another key: a hash cannot be re-keyed.
+	KeptOtherKey int64 `json:"kept_other_key"`
+	Resumed      bool  `json:"resumed"` // it went on from a stopped apply
 }
 
 // Apply rewrites the users, their history and their quarantine records to
 // the policy, batch ids at a time, one transaction a batch, each saving its
 // progress in pii_apply: a stopped apply (kill -9 included) resumes after
-// its last committed batch. It is idempotent: a value already hashed is
-// left alone, so applying twice equals applying once. Each row rewritten
-// gets the content hash of what it now holds (rehashKeys), so the next sync
-// finds an unchanged user unchanged and adds no version. progress, when set,
-// is called after each batch. The comments of the hashed and dropped
-// columns say so once it is done.
+// its last committed batch. Each row's pii_policy_id says which of its
+// values its policy hashed and under which key: a value is hashed only when
+// that policy did not hash it, so applying twice equals applying once; one
+// hashed under another key is left (and counted: a hash cannot be re-keyed);
+// a row rewritten takes the policy's id. Rows whose policy is not recorded
+// fall back to the shape of the value (see rowPolicies.held). progress,
+// when set, is called after each batch. The comments of the hashed and
+// dropped columns say so once it is done. Each row rewritten gets the
+// content hash of what it now holds (rehashKeys), so the next sync finds an
+// unchanged user unchanged and adds no version.
 func (pd *Personal) Apply(ctx context.Context, batch int, progress func(ApplyProgress)) (ApplyProgress, error) {
-	if err := pd.NotePolicy(ctx); err != nil {
+	id, err := pd.NotePolicy(ctx)
+	if err != nil {
+		return ApplyProgress{}, err
+	}
+	rp, err := pd.loadRowPolicies(ctx, id)
+	if err != nil {
 		return ApplyProgress{}, err
 	}
 	pr, err := pd.startApply(ctx)
@@ -48,7 +60,7 @@ func (pd *Personal) Apply(ctx context.Context, batch int, progress func(ApplyPro
 		return pr, err
 	}
 	for pr.Phase != phaseDone {
-		n, err := pd.applyBatch(ctx, &pr, batch)
+		n, err := pd.applyBatch(ctx, rp, &pr, batch)
 		if err != nil {
 			return pr, fmt.Errorf("applying the personal-data policy to %s after id %d: %w", pr.Phase, pr.LastID, err)
 		}
@@ -64,7 +76,7 @@ func (pd *Personal) startApply(ctx context.Context) (ApplyProgress, error) {
 	fp := pd.p.Fingerprint()
 	var pr ApplyProgress
 	var finished bool
-	err := pd.s.pool.QueryRow(ctx, pd.sql.applyProgress, fp).Scan(&pr.Phase, &pr.LastID, &pr.Rewritten, &finished)
+	err := pd.s.pool.QueryRow(ctx, pd.sql.applyProgress, fp).Scan(&pr.Phase, &pr.LastID, &pr.Rewritten, &pr.KeptOtherKey, &finished)
 	if err == nil && !finished {
 		pr.Resumed = true
 		return pr, nil
@@ -80,50 +92,62 @@ func (pd *Personal) startApply(ctx context.Context) (ApplyProgress, error) {
 
 // applyBatch rewrites the next batch of the current phase and saves the
 // progress with it; it returns how many rows it read.
-func (pd *Personal) applyBatch(ctx context.Context, pr *ApplyProgress, batch int) (int, error) {
+func (pd *Personal) applyBatch(ctx context.Context, rp *rowPolicies, pr *ApplyProgress, batch int) (int, error) {
 	next := *pr
-	var n int
+	var b applied
 	err := pgx.BeginFunc(ctx, pd.s.pool, func(tx pgx.Tx) error {
-		var ids []int64
-		var vals []string
 		var err error
 		switch pr.Phase {
 		case phaseUsers:
-			ids, vals, n, next.LastID, err = pd.columnsBatch(ctx, tx, pd.sql.usersBatch, pr.LastID, batch)
-			if err == nil && len(ids) > 0 {
-				_, err = tx.Exec(ctx, pd.sql.usersRewrite, ids, vals, pd.p.DropUnknown())
+			b, err = pd.columnsBatch(ctx, tx, rp, pd.sql.usersBatch, pr.LastID, batch)
+			if err == nil && len(b.ids) > 0 {
+				_, err = tx.Exec(ctx, pd.sql.usersRewrite, b.ids, b.vals, pd.p.DropUnknown(), rp.current)
 			}
 			if err == nil {
-				_, err = rehashKeys(ctx, tx, pd.s.rehash.users, ids)
+				_, err = rehashKeys(ctx, tx, pd.s.rehash.users, b.ids)
 			}
 		case phaseVersions:
-			ids, vals, n, next.LastID, err = pd.columnsBatch(ctx, tx, pd.sql.versionsBatch, pr.LastID, batch)
-			if err == nil && len(ids) > 0 {
-				_, err = tx.Exec(ctx, pd.sql.versionsRewrite, ids, vals, pd.p.DropUnknown())
+			b, err = pd.columnsBatch(ctx, tx, rp, pd.sql.versionsBatch, pr.LastID, batch)
+			if err == nil && len(b.ids) > 0 {
+				_, err = tx.Exec(ctx, pd.sql.versionsRewrite, b.ids, b.vals, pd.p.DropUnknown(), rp.current)
 			}
 			if err == nil {
-				_, err = rehashKeys(ctx, tx, pd.s.rehash.versions, ids)
+				_, err = rehashKeys(ctx, tx, pd.s.rehash.versions, b.ids)
 			}
 		case phaseQuarantine:
-			ids, vals, n, next.LastID, err = pd.quarantineBatch(ctx, tx, pr.LastID, batch)
-			if err == nil && len(ids) > 0 {
-				_, err = tx.Exec(ctx, pd.sql.quarantineRewrite, ids, vals)
+			b, err = pd.quarantineBatch(ctx, tx, rp, pr.LastID, batch)
+			if err == nil && len(b.ids) > 0 {
+				_, err = tx.Exec(ctx, pd.sql.quarantineRewrite, b.ids, b.vals, rp.current)
 			}
 		}
 		if err != nil {
 			return err
 		}
-		next.Rewritten += int64(len(ids))
-		if n < batch {
+		next.LastID = b.last
+		next.Rewritten += int64(len(b.ids))
+		next.KeptOtherKey += b.kept
+		if b.n < batch {
 			next.Phase, next.LastID = nextPhase(pr.Phase), 0
 		}
-		_, err = tx.Exec(ctx, pd.sql.applySave, pd.p.Fingerprint(), next.Phase, next.LastID, next.Rewritten)
+		_, err = tx.Exec(ctx, pd.sql.applySave, pd.p.Fingerprint(), next.Phase, next.LastID, next.Rewritten, next.KeptOtherKey)
 		return err
 	})
 	if err == nil {
 		*pr = next
 	}
-	return n, err
+	return b.n, err
+}
+
+// applied is what a batch of pii apply read and rewrites: the ids that
+// need rewriting with, for each, its new values (see columnsBatch and
+// quarantineBatch); how many rows it read and the last id; how many values
+// it left because their row's policy hashed them under another key.
+type applied struct {
+	ids  []int64
+	vals []string
+	n    int
+	last int64
+	kept int64
 }
 
 func nextPhase(phase string) string {
@@ -138,64 +162,77 @@ func nextPhase(phase string) string {
 
 // columnsBatch reads a batch of users or versions and returns the ids that
 // need rewriting with, for each, the JSON array of its hashed columns' new
-// values; then how many rows it read and the last id.
-func (pd *Personal) columnsBatch(ctx context.Context, tx pgx.Tx, query string, after int64, batch int) ([]int64, []string, int, int64, error) {
+// values: a value is hashed when the row's policy did not hash it (see
+// rowPolicies.held).
+func (pd *Personal) columnsBatch(ctx context.Context, tx pgx.Tx, rp *rowPolicies, query string, after int64, batch int) (applied, error) {
+	b := applied{last: after}
 	rows, err := tx.Query(ctx, query, after, batch)
 	if err != nil {
-		return nil, nil, 0, after, err
+		return b, err
 	}
 	defer rows.Close()
-	var ids []int64
-	var out []string
-	n, last := 0, after
+	names := pd.p.Hashed() // in the order of the query's hashed columns
 	for rows.Next() {
 		var id int64
 		var vals []*string
 		var dropped, raw bool
-		if err := rows.Scan(&id, &vals, &dropped, &raw); err != nil {
-			return nil, nil, 0, after, err
+		var policy *int64
+		if err := rows.Scan(&id, &vals, &dropped, &raw, &policy); err != nil {
+			return applied{last: after}, err
 		}
-		n, last = n+1, id
+		b.n, b.last = b.n+1, id
 		need := dropped || (raw && pd.p.DropUnknown())
 		for i, v := range vals {
-			if v != nil && !normalize.IsHashed(*v) {
+			if v == nil {
+				continue
+			}
+			switch rp.held(policy, names[i], *v) {
+			case heldClear:
 				h := pd.p.HashString(*v)
 				vals[i], need = &h, true
+			case heldOtherKey:
+				b.kept++
 			}
 		}
 		if need {
-			b, _ := json.Marshal(vals) // strings and nulls: cannot fail
-			ids, out = append(ids, id), append(out, string(b))
+			j, _ := json.Marshal(vals) // strings and nulls: cannot fail
+			b.ids, b.vals = append(b.ids, id), append(b.vals, string(j))
 		}
 	}
-	return ids, out, n, last, rows.Err()
+	return b, rows.Err()
 }
 
 // quarantineBatch reads a batch of users' quarantine records and returns
-// those whose redaction changes them, redacted.
-func (pd *Personal) quarantineBatch(ctx context.Context, tx pgx.Tx, after int64, batch int) ([]int64, []string, int, int64, error) {
+// those whose redaction changes them, redacted: an attribute the record's
+// policy hashed is kept as it is (see rowPolicies.held).
+func (pd *Personal) quarantineBatch(ctx context.Context, tx pgx.Tx, rp *rowPolicies, after int64, batch int) (applied, error) {
+	b := applied{last: after}
 	rows, err := tx.Query(ctx, pd.sql.quarantineBatch, after, batch)
 	if err != nil {
-		return nil, nil, 0, after, err
+		return b, err
 	}
 	defer rows.Close()
-	var ids []int64
-	var out []string
-	n, last := 0, after
 	for rows.Next() {
 		var id int64
 		var raw []byte
-		if err := rows.Scan(&id, &raw); err != nil {
-			return nil, nil, 0, after, err
+		var policy *int64
+		if err := rows.Scan(&id, &raw, &policy); err != nil {
+			return applied{last: after}, err
 		}
-		n, last = n+1, id
-		red := pd.p.RedactResource(raw)
-		var a, b bytes.Buffer
-		if json.Compact(&a, raw) != nil || json.Compact(&b, red) != nil || !bytes.Equal(a.Bytes(), b.Bytes()) {
-			ids, out = append(ids, id), append(out, string(red))
+		b.n, b.last = b.n+1, id
+		red := pd.p.RedactStored(raw, func(name string, v gjson.Result) bool {
+			h := rp.held(policy, name, v.Str) // Str is "" for a value that is not a string
+			if h == heldOtherKey {
+				b.kept++
+			}
+			return h != heldClear
+		})
+		var x, y bytes.Buffer
+		if json.Compact(&x, raw) != nil || json.Compact(&y, red) != nil || !bytes.Equal(x.Bytes(), y.Bytes()) {
+			b.ids, b.vals = append(b.ids, id), append(b.vals, string(red))
 		}
 	}
-	return ids, out, n, last, rows.Err()
+	return b, rows.Err()
 }
 
 // CommentColumns says in the column comments of users and

@@ -61,7 +61,11 @@ func (p *userPage) convertPolicyOnly(ctx context.Context, stored map[int64]store
 	if err != nil || len(ids) == 0 {
 		return err
 	}
-	if _, err := p.tx.Exec(ctx, pd.sql.usersRewrite, ids, vals, pd.p.DropUnknown()); err != nil {
+	var policy *int64 // null when the page's writer names none
+	if p.w.policy != 0 {
+		policy = &p.w.policy
+	}
+	if _, err := p.tx.Exec(ctx, pd.sql.usersRewrite, ids, vals, pd.p.DropUnknown(), policy); err != nil {
 		return fmt.Errorf("converting %d users to the personal-data policy: %w", len(ids), err)
 	}
 	if _, err := saveHashes(ctx, p.tx, p.s.rehash.users, hashes); err != nil {
@@ -78,14 +82,17 @@ func (p *userPage) convertPolicyOnly(ctx context.Context, stored map[int64]store
 // convert applies the policy to a stored row's content, as pii apply does
 // (hashed attributes at the indexes hashed), and takes the row's own hash
 // of a value already hashed under another key (a key rotation: the user's
-// updatedAt did not move): it reports false when nothing changed.
+// updatedAt did not move): it reports false when nothing changed. A value is
+// taken for a hash by its shape: a clear value of that shape makes a content
+// that is not the row's, and the row is then written as a new version, as
+// any change is; the shape never decides what is stored.
 func (pd *Personal) convert(c *storedContent, hashed []int, row []any) bool {
 	changed := false
 	for _, i := range hashed {
 		s, ok := c.values[i].(string)
 		switch {
 		case !ok:
-		case !normalize.IsHashed(s):
+		case !normalize.LooksHashed(s):
 			c.values[i], changed = pd.p.HashString(s), true
 		case row[i] != nil && row[i] != c.values[i]:
 			c.values[i], changed = row[i], true

@@ -19,13 +19,13 @@ import (
 // connection while the page before it is being committed on another, as
 // long as it commits after it (UsersLoad keeps that order).
 type userPage struct {
-	s     *Store
-	tx    pgx.Tx
-	rows  []normalize.Row
-	bad   []Quarantined
-	runID int64
-	c     Counts
-	b     *pgx.Batch // the linkage diff, sent with the checkpoint
+	s    *Store
+	tx   pgx.Tx
+	rows []normalize.Row
+	bad  []Quarantined
+	w    writer
+	c    Counts
+	b    *pgx.Batch // the linkage diff, sent with the checkpoint
 	// allNew, once written: whether every user of the page was new to the
 	// warehouse (a page without users keeps what it was tried as).
 	allNew bool
@@ -34,9 +34,9 @@ type userPage struct {
 // prepareUsers begins a page's transaction and writes its heavy part; with
 // tryAllNew, the page is first written as all new (see writeAllNew). The
 // page must then be committed or rolled back.
-func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, runID int64, tryAllNew bool) (*userPage, error) {
+func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, w writer, tryAllNew bool) (*userPage, error) {
 	rows = dedupe(rows)
-	p := &userPage{s: s, rows: rows, bad: bad, runID: runID, b: &pgx.Batch{}}
+	p := &userPage{s: s, rows: rows, bad: bad, w: w, b: &pgx.Batch{}}
 	// Pages written at once must never wait for each other's locks (the
 	// writer would wait for a page that waits for it, and PostgreSQL could
 	// not see the cycle): a wait over lockTimeout fails the page, and the
@@ -113,7 +113,7 @@ func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]stor
 	p.c = Counts{Inserted: int64(len(c.fresh)), Updated: c.updated, Unchanged: c.unchanged}
 	if len(c.fresh) > 0 {
 		// A new user's row is its first version: nothing else to write.
-		if _, err := copyRows(ctx, p.tx, t.copyTable, &t, c.fresh, p.runID); err != nil {
+		if _, err := copyRows(ctx, p.tx, t.copyTable, &t, c.fresh, p.w); err != nil {
 			return fmt.Errorf("copying new users: %w", err)
 		}
 		p.c.Versions += int64(len(c.fresh))
@@ -125,7 +125,7 @@ func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]stor
 		if _, err := p.tx.Exec(ctx, t.createStage); err != nil {
 			return fmt.Errorf("creating staging table: %w", err)
 		}
-		if _, err := copyRows(ctx, p.tx, t.copyStage, &t, c.changed, p.runID); err != nil {
+		if _, err := copyRows(ctx, p.tx, t.copyStage, &t, c.changed, p.w); err != nil {
 			return fmt.Errorf("copying into staging: %w", err)
 		}
 		if c.contentChanged {
@@ -152,7 +152,7 @@ func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]stor
 // advanced by the page; nil: none) and commits. It returns the page's counts
 // and the checkpoint after it. On error the transaction is rolled back.
 func (p *userPage) commit(ctx context.Context, cp *Checkpoint) (Counts, Checkpoint, error) {
-	p.s.queueQuarantine(p.b, "user", p.rows, p.bad, p.runID)
+	p.s.queueQuarantine(p.b, "user", p.rows, p.bad, p.w)
 	c := p.c
 	c.Quarantined = int64(len(p.bad))
 	var next Checkpoint // cp as it is once this page commits
@@ -343,7 +343,7 @@ func (s *Store) queueTeamDiff(b *pgx.Batch, changed []loadRow, relinked map[int6
 	}
 }
 
-func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, bad []Quarantined, runID int64) {
+func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, bad []Quarantined, w writer) {
 	if len(rows) > 0 {
 		ids := make([]string, len(rows))
 		for i, r := range rows {
@@ -353,7 +353,7 @@ func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, 
 	}
 	for _, q := range bad {
 		q = storable(q)
-		b.Queue(s.sql.insertQuarantine, nullID(runID), q.Type, q.ID, q.Field, q.Error, q.Raw)
+		b.Queue(s.sql.insertQuarantine, nullID(w.run), q.Type, q.ID, q.Field, q.Error, q.Raw, nullID(w.policy))
 	}
 }
 

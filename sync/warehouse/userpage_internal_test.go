@@ -34,7 +34,7 @@ func TestWriteAllNew(t *testing.T) {
 	ctx := context.Background()
 	write := func(titles map[int]string, tryAllNew bool) (Counts, bool) {
 		t.Helper()
-		p, err := s.prepareUsers(ctx, userRows(t, titles), nil, 0, tryAllNew)
+		p, err := s.prepareUsers(ctx, userRows(t, titles), nil, writer{}, tryAllNew)
 		if err != nil {
 			t.Fatal(err)
 		}

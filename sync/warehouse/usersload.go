@@ -145,7 +145,7 @@ var errEarlierPage = errors.New("an earlier page failed")
 // returns the checkpoint after the page and whether its users were all new.
 func (l *UsersLoad) write(ctx context.Context, p UsersPage, number int64, prev *pageWrite, base Checkpoint, tryAllNew bool) (Checkpoint, bool, error) {
 	start := time.Now()
-	page, err := l.s.prepareUsers(ctx, p.Rows, p.Bad, base.RunID, tryAllNew)
+	page, err := l.s.prepareUsers(ctx, p.Rows, p.Bad, base.writer(), tryAllNew)
 	if prev != nil {
 		<-prev.done
 		if prev.err != nil {

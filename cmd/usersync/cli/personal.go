@@ -133,9 +133,11 @@ func piiApplyCommand() command {
 (and raw, with USERSYNC_PII_DROP_UNKNOWN=true) in users, user_version_history and the
 users' quarantine records, in batches of --batch ids, one transaction a batch, printing
 a line per batch. Its progress is kept in the pii_apply table: an apply that was
-stopped (even by kill -9) goes on from its last batch when run again, and a value
-already hashed is left alone, so running it twice changes nothing more. It then lists
-the snapshots written under another policy, which still hold the older values.`,
+stopped (even by kill -9) goes on from its last batch when run again. Each row records
+the policy it was written under (pii_policy_id): a value that policy hashed is left
+alone, so running it twice changes nothing more, and one it hashed under another key
+cannot be re-keyed and is counted. It then lists the snapshots written under another
+policy, which still hold the older values.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			batch := fs.Int("batch", 5000, "ids rewritten per transaction")
 			waitLock := fs.Bool("wait-lock", false, "wait for a running sync to finish instead of exiting")
@@ -179,6 +181,9 @@ func piiApply(ctx context.Context, e *env, store *warehouse.Store, batch int) er
 		return err
 	}
 	fmt.Fprintf(e.stdout, "done: %d rows rewritten; users, history and quarantine follow the policy\n", pr.Rewritten)
+	if pr.KeptOtherKey > 0 {
+		fmt.Fprintf(e.stdout, "%d values were hashed under another key and are left as they were (a hash cannot be re-keyed); a sync rewrites a user's row when it changes\n", pr.KeptOtherKey)
+	}
 	return listOlderSnapshots(ctx, e, fp)
 }
 

@@ -1,6 +1,24 @@
 package apisim
 
-// Wrong-typed members, sent under the WrongTypeRate knob.
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+)
+
+// Wrong-typed members, sent under the WrongTypeRate knob, and emails shaped
+// like hashes, under HashShapedEmailEvery.
+
+// hashShapedEmail says whether user id is sent with an email shaped like a
+// hash under the HashShapedEmailEvery knob.
+func hashShapedEmail(id uint32, every int) bool { return every > 0 && id%uint32(every) == 0 }
+
+// appendHashShaped appends the email of user id shaped like a hash: the
+// SHA-256 of its id in lower-case hex, as a JSON string.
+func appendHashShaped(dst []byte, id uint32) []byte {
+	sum := sha256.Sum256(strconv.AppendUint(nil, uint64(id), 10))
+	return append(hex.AppendEncode(append(dst, '"'), sum[:]), '"')
+}
 
 // corruption returns which member of u is sent with a wrong type under the
 // WrongTypeRate knob, or corruptNone.

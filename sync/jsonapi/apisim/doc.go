@@ -61,6 +61,8 @@
 //     under concurrent updates.
 //   - SchemaDrift: unknown attributes (languagePreference, onboardedAt).
 //   - WrongTypeRate: a fraction of users with one wrong-typed member.
+//   - HashShapedEmailEvery: every Nth user's email is 64 lower-case hex
+//     digits, shaped like a stored hash.
 //   - DenyWrite: meta.canWrite false.
 //   - Churn: mutate every K requests (update, create, delete).
 //   - Options.IdenticalTimestamps: hundreds of users sharing one updatedAt

@@ -98,6 +98,11 @@ type Knobs struct {
 	// numeric custom1, a string duties, an unparseable currentSignInAt or a
 	// non-numeric role id.
 	WrongTypeRate float64
+	// HashShapedEmailEvery, when positive, sends every user whose id is a
+	// multiple of it with an email of 64 lower-case hex digits (the SHA-256
+	// of its id): a value shaped like a stored hash, which a personal-data
+	// policy must still hash.
+	HashShapedEmailEvery int
 	// DenyWrite makes meta.canWrite false (provideAuthorizationMeta=true).
 	DenyWrite bool
 	// DenyConsent makes GET /oauth/authorize answer as if the user refused:
@@ -149,6 +154,7 @@ func (k Knobs) Validate() error {
 	check(k.LateVisibility >= 0, "LateVisibility must not be negative")
 	check(k.MaxOffset >= 0, "MaxOffset must not be negative")
 	check(k.WrongTypeRate >= 0 && k.WrongTypeRate <= 1, "WrongTypeRate must be between 0 and 1")
+	check(k.HashShapedEmailEvery >= 0, "HashShapedEmailEvery must not be negative")
 	check(k.Churn.Every >= 0 && k.Churn.Update >= 0 && k.Churn.Create >= 0 && k.Churn.DeleteEvery >= 0,
 		"Churn fields must not be negative")
 	return errors.Join(errs...)

@@ -138,6 +138,11 @@ func (rc *renderCtx) appendUserAttrs(dst []byte, sel fieldSel, corrupt corruptKi
 			skip = 0
 			continue
 		}
+		if i == s.ix.email && hashShapedEmail(u.id, rc.k.HashShapedEmailEvery) {
+			dst = appendHashShaped(append(dst, a.key[skip:]...), u.id)
+			skip = 0
+			continue
+		}
 		if a.choices != nil {
 			if h := s.attrHash(u, i); h < a.nullThr {
 				dst = append(dst, a.keyNull[skip:]...)

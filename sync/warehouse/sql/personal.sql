@@ -9,6 +9,7 @@
 INSERT INTO {{schema}}.pii_policies (fingerprint, hashed, dropped, drop_unknown, key_id)
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (fingerprint) DO UPDATE SET last_used_at = now()
+RETURNING policy_id
 
 -- name: columnComments
 -- The comments the policy's columns hold now ($1 the schema's name), so
@@ -65,39 +66,46 @@ quarantined AS (DELETE FROM {{schema}}.quarantine WHERE resource_type = 'user' A
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM history)
 
 -- name: applyProgress
-SELECT phase, last_id, rewritten, finished_at IS NOT NULL FROM {{schema}}.pii_apply WHERE fingerprint = $1
+SELECT phase, last_id, rewritten, kept_other_key, finished_at IS NOT NULL FROM {{schema}}.pii_apply WHERE fingerprint = $1
+
+-- name: policyKeys
+-- Every policy rows were written under: the attributes it hashed and the
+-- id of its key, so pii apply knows per row which values hold hashes.
+SELECT policy_id, hashed, coalesce(key_id, '') FROM {{schema}}.pii_policies
 
 -- name: applyStart
 INSERT INTO {{schema}}.pii_apply (fingerprint, phase) VALUES ($1, 'users')
-ON CONFLICT (fingerprint) DO UPDATE SET phase = 'users', last_id = 0, rewritten = 0, started_at = now(), updated_at = now(), finished_at = NULL
+ON CONFLICT (fingerprint) DO UPDATE SET phase = 'users', last_id = 0, rewritten = 0, kept_other_key = 0, started_at = now(), updated_at = now(), finished_at = NULL
 
 -- name: applySave
-UPDATE {{schema}}.pii_apply SET phase = $2, last_id = $3, rewritten = $4, updated_at = now(),
+UPDATE {{schema}}.pii_apply SET phase = $2, last_id = $3, rewritten = $4, kept_other_key = $5, updated_at = now(),
 finished_at = CASE WHEN $2 = 'done' THEN now() END WHERE fingerprint = $1
 
 -- name: usersBatch
 -- A batch of users: the hashed columns' values, whether a dropped column
--- holds a value, whether raw holds attributes.
-SELECT id, ARRAY[{{hash_columns}}]::text[], {{drop_any}}, raw <> '{}'::jsonb
+-- holds a value, whether raw holds attributes, the policy the row was
+-- written under.
+SELECT id, ARRAY[{{hash_columns}}]::text[], {{drop_any}}, raw <> '{}'::jsonb, pii_policy_id
 FROM {{schema}}.users WHERE id > $1 ORDER BY id LIMIT $2
 
 -- name: usersRewrite
--- $2 holds, per id, a JSON array of the hashed columns' new values.
-UPDATE {{schema}}.users t SET {{hash_assign}}{{drop_assign}}raw = CASE WHEN $3 THEN '{}'::jsonb ELSE t.raw END
+-- $2 holds, per id, a JSON array of the hashed columns' new values; $4 is
+-- the policy the rows are now written under.
+UPDATE {{schema}}.users t SET {{hash_assign}}{{drop_assign}}raw = CASE WHEN $3 THEN '{}'::jsonb ELSE t.raw END, pii_policy_id = $4
 FROM unnest($1::bigint[], $2::text[]) AS n(id, vals) WHERE t.id = n.id
 
 -- name: versionsBatch
-SELECT version_id, ARRAY[{{hash_columns}}]::text[], {{drop_any}}, raw <> '{}'::jsonb
+SELECT version_id, ARRAY[{{hash_columns}}]::text[], {{drop_any}}, raw <> '{}'::jsonb, pii_policy_id
 FROM {{schema}}.user_version_history WHERE version_id > $1 ORDER BY version_id LIMIT $2
 
 -- name: versionsRewrite
-UPDATE {{schema}}.user_version_history t SET {{hash_assign}}{{drop_assign}}raw = CASE WHEN $3 THEN '{}'::jsonb ELSE t.raw END
+UPDATE {{schema}}.user_version_history t SET {{hash_assign}}{{drop_assign}}raw = CASE WHEN $3 THEN '{}'::jsonb ELSE t.raw END, pii_policy_id = $4
 FROM unnest($1::bigint[], $2::text[]) AS n(id, vals) WHERE t.version_id = n.id
 
 -- name: quarantineBatch
-SELECT quarantine_id, raw::text FROM {{schema}}.quarantine
+SELECT quarantine_id, raw::text, pii_policy_id FROM {{schema}}.quarantine
 WHERE resource_type = 'user' AND quarantine_id > $1 ORDER BY quarantine_id LIMIT $2
 
 -- name: quarantineRewrite
-UPDATE {{schema}}.quarantine t SET raw = n.raw::jsonb
+UPDATE {{schema}}.quarantine t SET raw = n.raw::jsonb, pii_policy_id = $3
 FROM unnest($1::bigint[], $2::text[]) AS n(id, raw) WHERE t.quarantine_id = n.id

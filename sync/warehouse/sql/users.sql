@@ -23,9 +23,9 @@ ROLLBACK TO SAVEPOINT usersync_all_new
 -- name: archiveVersions
 -- Before the upsert replaces a user's content, its current version (held in
 -- the users row) is closed into the history.
-INSERT INTO {{schema}}.user_version_history (version_id, user_id, content_hash, {{version_columns}}, valid_from, valid_to, run_id)
+INSERT INTO {{schema}}.user_version_history (version_id, user_id, content_hash, {{version_columns}}, valid_from, valid_to, run_id, pii_policy_id)
 OVERRIDING SYSTEM VALUE
-SELECT u.version_id, u.id, u.content_hash, {{u.version_columns}}, u.version_valid_from, now(), u.version_run_id
+SELECT u.version_id, u.id, u.content_hash, {{u.version_columns}}, u.version_valid_from, now(), u.version_run_id, u.pii_policy_id
 FROM {{schema}}.users u JOIN {{users_stage}} st ON st.id = u.id WHERE u.content_hash <> st.content_hash
 
 -- name: copyTeams
@@ -66,8 +66,9 @@ UPDATE {{schema}}.quarantine SET resolved_at = now()
 WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id = ANY($2::text[])
 
 -- name: insertQuarantine
-INSERT INTO {{schema}}.quarantine (run_id, resource_type, resource_id, field, error, raw)
-VALUES ($1, $2, $3, $4, $5, $6)
+-- $7 the personal-data policy a user's resource was redacted under.
+INSERT INTO {{schema}}.quarantine (run_id, resource_type, resource_id, field, error, raw, pii_policy_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 
 -- name: checkpoint
 UPDATE {{schema}}.sync_runs SET next_url = $2, max_updated_at = $3, pages = $4, fetched = $5,

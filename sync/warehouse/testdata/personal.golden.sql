@@ -4,7 +4,8 @@
 -- personal.notePolicy
 INSERT INTO "usersync".pii_policies (fingerprint, hashed, dropped, drop_unknown, key_id)
 VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (fingerprint) DO UPDATE SET last_used_at = now();
+ON CONFLICT (fingerprint) DO UPDATE SET last_used_at = now()
+RETURNING policy_id;
 
 -- personal.columnComments
 SELECT c.relname, a.attname, coalesce(col_description(c.oid, a.attnum), '')
@@ -47,36 +48,39 @@ quarantined AS (DELETE FROM "usersync".quarantine WHERE resource_type = 'user' A
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM history);
 
 -- personal.applyProgress
-SELECT phase, last_id, rewritten, finished_at IS NOT NULL FROM "usersync".pii_apply WHERE fingerprint = $1;
+SELECT phase, last_id, rewritten, kept_other_key, finished_at IS NOT NULL FROM "usersync".pii_apply WHERE fingerprint = $1;
 
 -- personal.applyStart
 INSERT INTO "usersync".pii_apply (fingerprint, phase) VALUES ($1, 'users')
-ON CONFLICT (fingerprint) DO UPDATE SET phase = 'users', last_id = 0, rewritten = 0, started_at = now(), updated_at = now(), finished_at = NULL;
+ON CONFLICT (fingerprint) DO UPDATE SET phase = 'users', last_id = 0, rewritten = 0, kept_other_key = 0, started_at = now(), updated_at = now(), finished_at = NULL;
 
 -- personal.applySave
-UPDATE "usersync".pii_apply SET phase = $2, last_id = $3, rewritten = $4, updated_at = now(),
+UPDATE "usersync".pii_apply SET phase = $2, last_id = $3, rewritten = $4, kept_other_key = $5, updated_at = now(),
 finished_at = CASE WHEN $2 = 'done' THEN now() END WHERE fingerprint = $1;
 
 -- personal.usersBatch
-SELECT id, ARRAY["email"]::text[], ("phone_number" IS NOT NULL), raw <> '{}'::jsonb
+SELECT id, ARRAY["email"]::text[], ("phone_number" IS NOT NULL), raw <> '{}'::jsonb, pii_policy_id
 FROM "usersync".users WHERE id > $1 ORDER BY id LIMIT $2;
 
 -- personal.usersRewrite
-UPDATE "usersync".users t SET "email" = n.vals::jsonb->>0, "phone_number" = NULL, raw = CASE WHEN $3 THEN '{}'::jsonb ELSE t.raw END
+UPDATE "usersync".users t SET "email" = n.vals::jsonb->>0, "phone_number" = NULL, raw = CASE WHEN $3 THEN '{}'::jsonb ELSE t.raw END, pii_policy_id = $4
 FROM unnest($1::bigint[], $2::text[]) AS n(id, vals) WHERE t.id = n.id;
 
 -- personal.versionsBatch
-SELECT version_id, ARRAY["email"]::text[], ("phone_number" IS NOT NULL), raw <> '{}'::jsonb
+SELECT version_id, ARRAY["email"]::text[], ("phone_number" IS NOT NULL), raw <> '{}'::jsonb, pii_policy_id
 FROM "usersync".user_version_history WHERE version_id > $1 ORDER BY version_id LIMIT $2;
 
 -- personal.versionsRewrite
-UPDATE "usersync".user_version_history t SET "email" = n.vals::jsonb->>0, "phone_number" = NULL, raw = CASE WHEN $3 THEN '{}'::jsonb ELSE t.raw END
+UPDATE "usersync".user_version_history t SET "email" = n.vals::jsonb->>0, "phone_number" = NULL, raw = CASE WHEN $3 THEN '{}'::jsonb ELSE t.raw END, pii_policy_id = $4
 FROM unnest($1::bigint[], $2::text[]) AS n(id, vals) WHERE t.version_id = n.id;
 
 -- personal.quarantineBatch
-SELECT quarantine_id, raw::text FROM "usersync".quarantine
+SELECT quarantine_id, raw::text, pii_policy_id FROM "usersync".quarantine
 WHERE resource_type = 'user' AND quarantine_id > $1 ORDER BY quarantine_id LIMIT $2;
 
 -- personal.quarantineRewrite
-UPDATE "usersync".quarantine t SET raw = n.raw::jsonb
+UPDATE "usersync".quarantine t SET raw = n.raw::jsonb, pii_policy_id = $3
 FROM unnest($1::bigint[], $2::text[]) AS n(id, raw) WHERE t.quarantine_id = n.id;
+
+-- personal.policyKeys
+SELECT policy_id, hashed, coalesce(key_id, '') FROM "usersync".pii_policies;
