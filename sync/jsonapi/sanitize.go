@@ -78,7 +78,8 @@ func cutIdent(s string) (rest string, ok bool) {
 	}
 	for i, r := range s[:end] {
 		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
-		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '_')) {
+		other := r >= '0' && r <= '9' || r == '_'
+		if !letter && (i == 0 || !other) {
 			return s, false
 		}
 	}

@@ -305,7 +305,8 @@ func urlScheme(v string) (string, bool) {
 	}
 	for j, r := range v[:i] {
 		letter := (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
-		if !letter && (j == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+		other := (r >= '0' && r <= '9') || r == '+' || r == '-' || r == '.'
+		if !letter && (j == 0 || !other) {
 			return "", false
 		}
 	}
