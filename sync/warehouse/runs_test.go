@@ -74,3 +74,55 @@ func TestFailRunHostileError(t *testing.T) {
 }
 
 func quoted(s *warehouse.Store) string { return `"` + s.Schema() + `"` }
+
+// TestCheckpointsNoRunResumes: a checkpoint no run will resume is cleared
+// (it may hold what an earlier version stored of a next link, credentials
+// included): an abandoned run's, and once a run of a kind succeeds, those of
+// the earlier runs of that kind; a failed run of another kind keeps its own.
+func TestCheckpointsNoRunResumes(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	start := func(kind string) int64 {
+		t.Helper()
+		id, err := s.StartRun(ctx, kind, nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Pool().Exec(ctx, `UPDATE `+quoted(s)+`.sync_runs SET next_url = 'https://api.example/api/v2/users?page[after]=x&accessToken=S3CRET' WHERE run_id = $1`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	failed, abandoned, other := start(warehouse.KindIncremental), start(warehouse.KindIncremental), start(warehouse.KindFull)
+	for _, id := range []int64{failed, other} {
+		if err := s.EndRun(ctx, id, warehouse.RunFailed, errors.New("fetching page 2: EOF")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Abandon(ctx, abandoned); err != nil {
+		t.Fatal(err)
+	}
+	kept := func() (n int) {
+		t.Helper()
+		if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM `+quoted(s)+`.sync_runs WHERE next_url IS NOT NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := kept(); n != 2 {
+		t.Fatalf("%d checkpoints kept after an abandon, want the 2 failed runs'", n)
+	}
+	next := start(warehouse.KindIncremental)
+	if err := s.FinishRun(ctx, next, map[string]int{}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	var keptRun int64
+	if n := kept(); n != 1 {
+		t.Fatalf("%d checkpoints kept after a success, want the other kind's failed run's", n)
+	}
+	if err := s.Pool().QueryRow(ctx, `SELECT run_id FROM `+quoted(s)+`.sync_runs WHERE next_url IS NOT NULL`).Scan(&keptRun); err != nil || keptRun != other {
+		t.Errorf("kept run %d (%v), want %d", keptRun, err, other)
+	}
+}

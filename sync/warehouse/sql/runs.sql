@@ -11,12 +11,21 @@ SELECT {{run_columns}}
 FROM {{schema}}.sync_runs WHERE kind = $1 AND status = 'running' ORDER BY run_id DESC
 
 -- name: abandonRuns
-UPDATE {{schema}}.sync_runs SET status = 'abandoned', finished_at = now()
+-- An abandoned run is never resumed: its checkpoint goes.
+UPDATE {{schema}}.sync_runs SET status = 'abandoned', finished_at = now(), next_url = NULL
 WHERE run_id = ANY($1) AND status = 'running'
 
 -- name: finishRun
-UPDATE {{schema}}.sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
-summary = $2, can_write = $3 WHERE run_id = $1 RETURNING max_updated_at
+-- A succeeded run's checkpoint goes, and so do those of the earlier runs of
+-- its kind, which no run resumes once one has succeeded (failedRunToResume).
+WITH done AS (
+	UPDATE {{schema}}.sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
+	summary = $2, can_write = $3 WHERE run_id = $1 RETURNING kind, max_updated_at
+), superseded AS (
+	UPDATE {{schema}}.sync_runs o SET next_url = NULL FROM done
+	WHERE o.kind = done.kind AND o.run_id < $1 AND o.next_url IS NOT NULL
+)
+SELECT max_updated_at FROM done
 
 -- name: advanceWatermark
 -- Never backwards: the watermark is the greatest updatedAt any run committed.

@@ -403,12 +403,18 @@ SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
 FROM "usersync".sync_runs WHERE kind = $1 AND status = 'running' ORDER BY run_id DESC;
 
 -- runs.abandonRuns
-UPDATE "usersync".sync_runs SET status = 'abandoned', finished_at = now()
+UPDATE "usersync".sync_runs SET status = 'abandoned', finished_at = now(), next_url = NULL
 WHERE run_id = ANY($1) AND status = 'running';
 
 -- runs.finishRun
-UPDATE "usersync".sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
-summary = $2, can_write = $3 WHERE run_id = $1 RETURNING max_updated_at;
+WITH done AS (
+	UPDATE "usersync".sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
+	summary = $2, can_write = $3 WHERE run_id = $1 RETURNING kind, max_updated_at
+), superseded AS (
+	UPDATE "usersync".sync_runs o SET next_url = NULL FROM done
+	WHERE o.kind = done.kind AND o.run_id < $1 AND o.next_url IS NOT NULL
+)
+SELECT max_updated_at FROM done;
 
 -- runs.advanceWatermark
 INSERT INTO "usersync".sync_state (stream, watermark, run_id) VALUES ($1, $2, $3)
