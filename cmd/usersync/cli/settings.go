@@ -143,7 +143,7 @@ func baseSettings() []setting {
 				c.ReaderRole = v
 				return nil
 			}},
-		{Env: "USERSYNC_SNAPSHOT_DIR", Flag: "snapshot-dir", Default: "snapshots", Meaning: "where Parquet snapshots are written: a folder (files 0640, folders 0750), or s3://bucket/prefix for S3-compatible storage (credentials go in USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY, never in the URL); off disables snapshots.",
+		{Env: "USERSYNC_SNAPSHOT_DIR", Flag: "snapshot-dir", Default: "snapshots", Meaning: "where Parquet snapshots are written: a folder (files 0640, folders 0750), or s3://bucket/prefix for S3-compatible storage (credentials go in USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY, never in the URL); off disables snapshots. Each deployment writes, reads and ages out only <dir>/<USERSYNC_SCHEMA>/, so deployments may share it; a symbolic link under it is refused.",
 			Example: "s3://analytics/usersync",
 			set:     func(c *Config, v string) error { c.SnapshotDir = v; return checkSnapshotDir(v) }},
 		{Env: "USERSYNC_SNAPSHOT_COMPRESSION", Flag: "snapshot-compression", Default: "zstd", Meaning: "Parquet compression of snapshots: zstd, snappy or none.",
