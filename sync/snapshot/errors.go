@@ -58,5 +58,5 @@ type LinkError struct {
 // Error names the link and says what to do.
 func (e *LinkError) Error() string {
 	return fmt.Sprintf("%s is a symbolic link (to %s): snapshots do not follow or remove links under the snapshot folder; "+
-		"replace it with a folder, or point USERSYNC_SNAPSHOT_DIR itself at the storage", e.Path, e.Target)
+		"replace it with a folder, or point the snapshot folder itself at the storage", e.Path, e.Target)
 }

@@ -140,6 +140,7 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 	if err != nil {
 		return Manifest{}, fmt.Errorf("listing %s: %w", w.dest, err)
 	}
+	w.warnOldLayout(ctx)
 	if skipUnchanged {
 		if ids := completeIDs(existing); len(ids) > 0 {
 			last, err := readManifest(ctx, w.dest, slices.Max(ids))
@@ -148,7 +149,6 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 			}
 		}
 	}
-	w.warnOldLayout(ctx)
 	if run.id, err = nextID(run.started, existing); err != nil {
 		return Manifest{}, err
 	}
