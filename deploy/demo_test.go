@@ -53,4 +53,15 @@ func TestDemo(t *testing.T) {
 	if !strings.Contains(out, "written to "+filepath.Join(dir, "snapshots")) {
 		t.Errorf("no snapshot written:\n%s", out)
 	}
+	// The DuckDB paths printed (the snapshot's, the demo's) name files:
+	// <dir>/<USERSYNC_SCHEMA>/<table>/<id>/.
+	globs := regexp.MustCompile(`read_parquet\('([^']+)'\)`).FindAllStringSubmatch(out, -1)
+	if len(globs) < 2 {
+		t.Errorf("want DuckDB hints from the snapshot and the demo:\n%s", out)
+	}
+	for _, g := range globs {
+		if files, err := filepath.Glob(g[1]); err != nil || len(files) == 0 {
+			t.Errorf("the DuckDB hint read_parquet('%s') names no file (%v)", g[1], err)
+		}
+	}
 }

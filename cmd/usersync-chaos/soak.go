@@ -117,7 +117,7 @@ func (d *driver) soak(ctx context.Context) (passed, failed int) {
 	var reconciles, runsFailed, complete int64
 	_ = d.pool.QueryRow(ctx, `SELECT count(*) FROM "chaos_river".river_job WHERE kind = 'usersync_reconcile'`).Scan(&reconciles)
 	_ = d.pool.QueryRow(ctx, `SELECT count(*) FROM "chaos".sync_runs WHERE status = 'failed'`).Scan(&runsFailed)
-	ids, newest := completeSnapshots(snapDir)
+	ids, newest := completeSnapshots(filepath.Join(snapDir, schemaName)) // the deployment's folder: <dir>/<USERSYNC_SCHEMA>
 	complete = int64(len(ids))
 	starts := 0
 	for _, r := range replicas {

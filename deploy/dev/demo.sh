@@ -99,4 +99,4 @@ rm -rf "$snapshots"
 "$bin" snapshot --out "$snapshots"
 
 say "done: explore with  psql \"$DATABASE_URL\"  then  SET search_path = usersync_demo;"
-echo "    or with DuckDB: duckdb -c \"SELECT count(*) FROM read_parquet('$snapshots/users/*/*.parquet')\""
+echo "    or with DuckDB: duckdb -c \"SELECT count(*) FROM read_parquet('$snapshots/$USERSYNC_SCHEMA/users/*/*.parquet')\""

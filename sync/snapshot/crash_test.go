@@ -54,7 +54,7 @@ func crashChild(dir string) int {
 		return fail(err)
 	}
 	dest := &hookDestination{Destination: local, wrap: func(_ context.Context, name string, o Object) Object {
-		if strings.HasPrefix(name, "users_current/") {
+		if _, rel, _ := strings.Cut(name, "/"); strings.HasPrefix(rel, "users_current/") { // rel: within the deployment's folder
 			return &blockingObject{Object: o}
 		}
 		return o
@@ -102,8 +102,8 @@ func TestCrashMidSnapshot(t *testing.T) {
 	// Readers still see the first snapshot, whole.
 	leftovers := slices.DeleteFunc(files(t, dir), func(f string) bool { return slices.Contains(manifestFiles(first), f) })
 	temp := slices.ContainsFunc(leftovers, func(f string) bool { return strings.Contains(f, "/.part-") && strings.Contains(f, tempMarker) })
-	committed := slices.ContainsFunc(leftovers, func(f string) bool { return strings.HasPrefix(f, "users/20261122T101600Z/part-") })
-	if !temp || !committed || slices.ContainsFunc(leftovers, func(f string) bool { return strings.HasPrefix(f, manifestDir) }) {
+	committed := slices.ContainsFunc(leftovers, func(f string) bool { return strings.HasPrefix(f, name+"/users/20261122T101600Z/part-") })
+	if !temp || !committed || slices.ContainsFunc(leftovers, func(f string) bool { return strings.HasPrefix(f, name+"/"+manifestDir) }) {
 		t.Fatalf("after the crash, want a temporary file, committed parts and no new manifest; leftovers: %q", leftovers)
 	}
 	assertLatest(t, dest, first)

@@ -8,8 +8,28 @@
 //
 // # Layout
 //
-//	<root>/<table>/<id>/part-00000.parquet   (part-00001, … past Options.FileRows rows)
-//	<root>/_manifests/<id>.json
+//	<root>/<schema>/<table>/<id>/part-00000.parquet   (part-00001, … past Options.FileRows rows)
+//	<root>/<schema>/_manifests/<id>.json
+//
+// <root> is the destination (USERSYNC_SNAPSHOT_DIR) and <schema> the
+// warehouse schema read (USERSYNC_SCHEMA): the folder of one deployment.
+// Deployments may share a root (staging and production, or two schemas of
+// one database, in one bucket): Write creates, lists and removes only under
+// its own folder, Latest, Manifests and ReadManifest take the schema and look
+// only there, and a manifest records its schema (ReadManifest refuses one of
+// another schema's), so no deployment sees, picks or removes another's
+// snapshots. The schema is the namespace because it already names the
+// deployment where analysts meet it (the tables, dbt's source) and is a
+// valid folder and key name on every store; two deployments that share both
+// a root and a schema name (on two databases) share a folder, and must not.
+// Manifest paths are relative to the root and begin with the schema.
+//
+// Snapshots of the layout before deployment folders (<root>/_manifests/,
+// <root>/<table>/) are left where they are: their manifests record their
+// schema but nothing proves that another deployment did not share the
+// folder, so no Write removes or adopts them; each Write warns while
+// <root>/_manifests/ holds any (docs/operations.md says how to move or
+// remove them).
 //
 // The id is the UTC second the snapshot started, e.g. 20261122T101500Z, so
 // the newest snapshot of a table is the lexically greatest folder. A second
@@ -80,8 +100,8 @@
 // without a manifest) is removed by the next successful Write.
 //
 // Write takes a transaction-scoped PostgreSQL advisory lock named after the
-// destination, so two processes sharing the database never write to one
-// destination at once (the second gets ErrBusy), and the cleanup can remove
+// deployment's folder, so two processes sharing the database never write to
+// one folder at once (the second gets ErrBusy), and the cleanup can remove
 // whatever no manifest lists.
 //
 // # Retention
@@ -89,7 +109,15 @@
 // After publishing, Write keeps the newest Options.Keep complete snapshots
 // (default 30): for each older one it removes the manifest first, so
 // readers stop seeing it, then its files. The snapshot just written is never
-// removed. Failures there are logged and retried by the next Write.
+// removed. Failures there are logged and retried by the next Write. Only the
+// deployment's own folder is looked at.
+//
+// A symbolic link under a local root fails the listing (LinkError), so
+// Write refuses before writing, naming the link. Following it could lead
+// retention out of the root to delete whatever the link points at;
+// removing it would leave the snapshots behind it, with their personal
+// data, past their retention and out of sight; skipping it (as before) did
+// the same in silence. The root itself may be a link: NewLocal resolves it.
 //
 // # Memory and speed
 //

@@ -9,9 +9,11 @@ package snapshot
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	_ "github.com/marcboeker/go-duckdb"
 
@@ -146,5 +148,66 @@ func checkDuckDBJSON(ctx context.Context, t *testing.T, db *sql.DB, pool *pgxpoo
 		if typ != "JSON" || objects != pgObjects {
 			t.Errorf("DuckDB: typeof(%s.%s) is %q with %d objects, want JSON with %d as in PostgreSQL", tbl.Name, c.Name, typ, objects, pgObjects)
 		}
+	}
+}
+
+// analystsNewest is docs/analysts.md's query of the newest complete
+// snapshot's files: the statements of its block up to the first count.
+func analystsNewest(t *testing.T) []string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "analysts.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(doc), "```sql\n-- DuckDB: the files of each table of deployment usersync's newest complete snapshot\n")
+	block, _, _ = strings.Cut(block, "\nSELECT count(*)")
+	if !ok || !strings.Contains(block, "SET VARIABLE users_files") {
+		t.Fatal("docs/analysts.md: the newest snapshot's query is not where this test looks")
+	}
+	var stmts []string
+	for _, s := range strings.Split(block, ";\n") {
+		if strings.TrimSpace(s) != "" {
+			stmts = append(stmts, s)
+		}
+	}
+	return stmts
+}
+
+// TestDuckDBAnalystsNewestQuery: docs/analysts.md's "newest snapshot" query,
+// run in a snapshot folder that two deployments share, finds the newest of
+// the deployment it names, not the other's newer one (issue #37, defect 2).
+func TestDuckDBAnalystsNewestQuery(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	a := writeSnapshots(t, dir, at, 2, Options{})
+	writeSnapshots(t, dir, at.Add(time.Hour), 1, Options{})
+	ctx := context.Background()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // one session: the temporary table and variables
+	if _, err := db.ExecContext(ctx, "SET file_search_path = '"+dir+"'"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range analystsNewest(t) {
+		q = strings.ReplaceAll(q, "usersync", a[1].Schema)
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%v\n%s", err, q)
+		}
+	}
+	var n int64
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM read_parquet(getvariable('users_files'))").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	var file string
+	if err := db.QueryRowContext(ctx, "SELECT getvariable('users_files')[1]").Scan(&file); err != nil {
+		t.Fatal(err)
+	}
+	users, _ := a[1].Table("users")
+	if file != users.Files[0].Path || n != users.Rows {
+		t.Errorf("the query read %d users from %s; want %d from %s", n, file, users.Rows, users.Files[0].Path)
 	}
 }

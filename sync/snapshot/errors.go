@@ -42,3 +42,21 @@ func (e *ColumnError) Error() string {
 
 // Unwrap returns the problem, for errors.Is.
 func (e *ColumnError) Unwrap() error { return e.Err }
+
+// LinkError is returned by a local folder's List when it meets a symbolic
+// link under the snapshot folder (the folder itself may be one: NewLocal
+// resolves it). usersync neither follows such a link, which could lead
+// retention to remove files outside the snapshot folder, nor removes it,
+// which would leave what it points to, snapshots with personal data, past
+// their retention without a trace: Write refuses, naming the link, until it
+// is replaced by a folder.
+type LinkError struct {
+	Path   string // the link, absolute
+	Target string // where it points, as read from the link
+}
+
+// Error names the link and says what to do.
+func (e *LinkError) Error() string {
+	return fmt.Sprintf("%s is a symbolic link (to %s): snapshots do not follow or remove links under the snapshot folder; "+
+		"replace it with a folder, or point the snapshot folder itself at the storage", e.Path, e.Target)
+}

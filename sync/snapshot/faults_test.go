@@ -89,7 +89,7 @@ func (o *failingObject) Write(p []byte) (int, error) {
 // failOn makes the objects whose name starts with prefix fail after n bytes.
 func failOn(prefix string, n int, err error) func(context.Context, string, Object) Object {
 	return func(_ context.Context, name string, o Object) Object {
-		if strings.HasPrefix(name, prefix) {
+		if _, rel, _ := strings.Cut(name, "/"); strings.HasPrefix(rel, prefix) { // rel: within the deployment's folder
 			return &failingObject{Object: o, left: n, err: err}
 		}
 		return o
@@ -117,7 +117,7 @@ func files(t testing.TB, dir string) []string {
 
 // manifestFiles lists the files of snapshot m and its manifest, sorted.
 func manifestFiles(m Manifest) []string {
-	out := []string{manifestName(m.ID)}
+	out := []string{m.Schema + "/" + manifestName(m.ID)}
 	for _, tm := range m.Tables {
 		for _, f := range tm.Files {
 			out = append(out, f.Path)
@@ -147,7 +147,7 @@ func assertOnly(t *testing.T, dest *hookDestination, dir string, snaps ...Manife
 // reads back with the rows it claims.
 func assertLatest(t *testing.T, dest Destination, want Manifest) {
 	t.Helper()
-	latest, err := Latest(context.Background(), dest)
+	latest, err := Latest(context.Background(), dest, want.Schema)
 	if err != nil {
 		t.Fatalf("Latest: %v", err)
 	}
@@ -196,7 +196,7 @@ func TestWriteFailureKeepsPreviousSnapshot(t *testing.T) {
 			defer cancel()
 			if tc.cancel {
 				dest.setWrap(func(_ context.Context, name string, o Object) Object {
-					if strings.HasPrefix(name, "user_versions/") {
+					if _, rel, _ := strings.Cut(name, "/"); strings.HasPrefix(rel, "user_versions/") {
 						cancel()
 					}
 					return o
@@ -237,7 +237,7 @@ func TestManifestIsCommittedLast(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := dest.committed()
-	if want := manifestFiles(m); len(got) != len(want) || got[len(got)-1] != manifestName(m.ID) {
+	if want := manifestFiles(m); len(got) != len(want) || got[len(got)-1] != name+"/"+manifestName(m.ID) {
 		t.Errorf("commit order %q: want the %d files, the manifest last", got, len(want))
 	}
 }

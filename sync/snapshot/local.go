@@ -118,7 +118,10 @@ func (l *Local) Open(_ context.Context, name string) (io.ReadCloser, error) {
 
 // List walks the folder under prefix. Temporary files are reported with
 // Partial set. A prefix ending in "/" lists that folder; otherwise entries
-// are matched by name prefix.
+// are matched by name prefix. A symbolic link among them (or the listed
+// folder itself being one) fails the listing with a LinkError: a walk does
+// not follow links, and skipping one in silence hid its snapshots from
+// retention.
 func (l *Local) List(ctx context.Context, prefix string) ([]Entry, error) {
 	start := l.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
@@ -135,15 +138,16 @@ func (l *Local) List(ctx context.Context, prefix string) ([]Entry, error) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
 		rel, err := filepath.Rel(l.root, p)
 		if err != nil {
 			return err
 		}
 		name := filepath.ToSlash(rel)
-		if !strings.HasPrefix(name, prefix) {
+		if d.Type()&fs.ModeSymlink != 0 && (p == start || strings.HasPrefix(name, prefix)) {
+			target, _ := os.Readlink(p) // only to say where it points
+			return &LinkError{Path: p, Target: target}
+		}
+		if !d.Type().IsRegular() || !strings.HasPrefix(name, prefix) {
 			return nil
 		}
 		info, err := d.Info()

@@ -36,7 +36,7 @@ func TestRetentionThroughSymlinkedFolder(t *testing.T) {
 		}
 		clock.next()
 	}
-	ids, err := Manifests(context.Background(), dest)
+	ids, err := Manifests(context.Background(), dest, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestRetentionThroughSymlinkedFolder(t *testing.T) {
 		t.Errorf("manifests kept with keep=2 after 4 snapshots: %q", ids)
 	}
 	users, _ := last.Table("users")
-	if dirs, err := os.ReadDir(filepath.Join(real, "users")); err != nil || len(dirs) != 2 || len(users.Files) == 0 {
+	if dirs, err := os.ReadDir(filepath.Join(real, name, "users")); err != nil || len(dirs) != 2 || len(users.Files) == 0 {
 		t.Errorf("users folders left: %d (%v)", len(dirs), err)
 	}
 }

@@ -13,12 +13,12 @@ import (
 const ManifestFormat = 1
 
 // Manifest describes one complete snapshot. It is stored as
-// _manifests/<id>.json and written last: a snapshot without a manifest is
-// incomplete and readers ignore it.
+// <schema>/_manifests/<id>.json under the snapshot root and written last: a
+// snapshot without a manifest is incomplete and readers ignore it.
 type Manifest struct {
 	Format         int             `json:"format"`          // ManifestFormat
 	ID             string          `json:"id"`              // e.g. 20261122T101500Z
-	Schema         string          `json:"schema"`          // the warehouse schema that was read
+	Schema         string          `json:"schema"`          // the warehouse schema that was read: the deployment, and the folder under the root
 	CatalogVersion int             `json:"catalog_version"` // schema.Version of the writer
 	Watermark      *time.Time      `json:"watermark"`       // the users stream's watermark; null if none yet
 	StartedAt      time.Time       `json:"started_at"`
@@ -44,7 +44,7 @@ type TableManifest struct {
 
 // FileManifest is one Parquet file of a table.
 type FileManifest struct {
-	Path  string `json:"path"` // relative to the destination's root
+	Path  string `json:"path"` // relative to the snapshot root, e.g. usersync/users/20261122T101500Z/part-00000.parquet
 	Rows  int64  `json:"rows"`
 	Bytes int64  `json:"bytes"`
 }
@@ -68,9 +68,21 @@ func (m Manifest) Rows() int64 {
 	return n
 }
 
-// Manifests returns the ids of the complete snapshots at dest, oldest first.
-func Manifests(ctx context.Context, dest Destination) ([]string, error) {
-	entries, err := dest.List(ctx, manifestDir+"/")
+// Manifests returns the ids of the complete snapshots that the deployment
+// of the warehouse schema schemaName wrote under dest, the snapshot root,
+// oldest first. Other deployments' snapshots, and those of the layout before
+// deployment folders, are not among them.
+func Manifests(ctx context.Context, dest Destination, schemaName string) ([]string, error) {
+	d, err := inDeployment(dest, schemaName)
+	if err != nil {
+		return nil, err
+	}
+	return manifestIDs(ctx, d)
+}
+
+// manifestIDs returns the ids of the complete snapshots in d, oldest first.
+func manifestIDs(ctx context.Context, d Destination) ([]string, error) {
+	entries, err := d.List(ctx, manifestDir+"/")
 	if err != nil {
 		return nil, err
 	}
@@ -90,25 +102,41 @@ func completeIDs(entries []Entry) []string {
 	return ids
 }
 
-// Latest returns the manifest of the newest complete snapshot at dest, or
-// ErrNoSnapshot.
-func Latest(ctx context.Context, dest Destination) (Manifest, error) {
-	ids, err := Manifests(ctx, dest)
+// Latest returns the manifest of the newest complete snapshot of the
+// deployment of schemaName under dest, or ErrNoSnapshot.
+func Latest(ctx context.Context, dest Destination, schemaName string) (Manifest, error) {
+	d, err := inDeployment(dest, schemaName)
+	if err != nil {
+		return Manifest{}, err
+	}
+	ids, err := manifestIDs(ctx, d)
 	if err != nil {
 		return Manifest{}, err
 	}
 	if len(ids) == 0 {
 		return Manifest{}, ErrNoSnapshot
 	}
-	return ReadManifest(ctx, dest, ids[len(ids)-1])
+	return readManifest(ctx, d, ids[len(ids)-1])
 }
 
-// ReadManifest reads the manifest of snapshot id.
-func ReadManifest(ctx context.Context, dest Destination, id string) (Manifest, error) {
+// ReadManifest reads the manifest of snapshot id of the deployment of
+// schemaName under dest.
+func ReadManifest(ctx context.Context, dest Destination, schemaName, id string) (Manifest, error) {
+	d, err := inDeployment(dest, schemaName)
+	if err != nil {
+		return Manifest{}, err
+	}
+	return readManifest(ctx, d, id)
+}
+
+// readManifest reads the manifest of snapshot id in d and checks that the
+// deployment of d's schema wrote it (its files are listed relative to the
+// root, under the schema's folder).
+func readManifest(ctx context.Context, d deployment, id string) (Manifest, error) {
 	if !validID(id) {
 		return Manifest{}, fmt.Errorf("invalid snapshot id %q", id)
 	}
-	r, err := dest.Open(ctx, manifestName(id))
+	r, err := d.Open(ctx, manifestName(id))
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -123,6 +151,9 @@ func ReadManifest(ctx context.Context, dest Destination, id string) (Manifest, e
 	}
 	if m.Format != ManifestFormat {
 		return Manifest{}, fmt.Errorf("manifest %s has format %d; this build reads format %d", id, m.Format, ManifestFormat)
+	}
+	if m.Schema != d.ns {
+		return Manifest{}, fmt.Errorf("manifest %s in %s was written by the deployment of schema %q, not %q", id, d, m.Schema, d.ns)
 	}
 	return m, nil
 }

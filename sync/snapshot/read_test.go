@@ -190,7 +190,7 @@ func TestParallelReadersShareTheSnapshot(t *testing.T) {
 	changed := false
 	var started atomic.Int32 // readers that started a chunk of users
 	dest.setWrap(func(ctx context.Context, file string, o Object) Object {
-		if changed || !strings.HasPrefix(file, "users/") {
+		if changed || !strings.HasPrefix(file, name+"/users/") {
 			return o
 		}
 		changed = true

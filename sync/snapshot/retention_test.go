@@ -21,7 +21,8 @@ func TestRetentionKeepsNewest(t *testing.T) {
 			local, dir := newLocal(t)
 			dest := &hookDestination{Destination: local}
 			// Files that are not snapshots are never touched.
-			for _, f := range []string{"README.txt", "notes/users.txt", "users/not-a-snapshot/x.parquet"} {
+			others := []string{"README.txt", "notes/users.txt", "users/not-a-snapshot/x.parquet", name + "/users/not-a-snapshot/x.parquet"}
+			for _, f := range others {
 				writeFile(t, dir, f)
 			}
 			clock := &stepClock{t: time.Date(2026, 11, 22, 10, 15, 0, 0, time.UTC)}
@@ -38,7 +39,7 @@ func TestRetentionKeepsNewest(t *testing.T) {
 				all = append(all, m)
 				clock.next()
 				kept := all[max(0, len(all)-keep):]
-				ids, err := Manifests(context.Background(), dest)
+				ids, err := Manifests(context.Background(), dest, name)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -49,7 +50,7 @@ func TestRetentionKeepsNewest(t *testing.T) {
 				if !slices.Equal(ids, want) {
 					t.Errorf("after snapshot %d: manifests %q, want %q", i, ids, want)
 				}
-				assertOnlyAnd(t, dest, dir, []string{"README.txt", "notes/users.txt", "users/not-a-snapshot/x.parquet"}, kept...)
+				assertOnlyAnd(t, dest, dir, others, kept...)
 			}
 		})
 	}
@@ -106,7 +107,7 @@ func TestLeftoversAreRemoved(t *testing.T) {
 		"_manifests/.20261122T101530Z.json.tmp-3d4e5f",
 		"roles/" + first.ID + "/.part-00001.parquet.tmp-778899",
 	} {
-		writeFile(t, dir, f)
+		writeFile(t, dir, name+"/"+f)
 	}
 	assertLatest(t, dest, first)
 	clock.next()
@@ -116,7 +117,7 @@ func TestLeftoversAreRemoved(t *testing.T) {
 	}
 	assertOnly(t, dest, dir, first, second)
 	for _, d := range []string{"users/20261122T101000Z", "users/20261122T101530Z", "teams/20261122T101000Z"} {
-		if _, err := os.Stat(filepath.Join(dir, d)); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, name, d)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("folder %s was not removed: %v", d, err)
 		}
 	}
@@ -144,7 +145,7 @@ func TestSnapshotIDs(t *testing.T) {
 	if want := []string{"20261122T101500Z", "20261122T101500Z-01", "20261122T101500Z-02"}; !slices.Equal(ids, want) {
 		t.Errorf("ids in one second: %q, want %q", ids, want)
 	}
-	if latest, err := Latest(ctx, local); err != nil || latest.ID != ids[2] {
+	if latest, err := Latest(ctx, local, name); err != nil || latest.ID != ids[2] {
 		t.Errorf("Latest = %v, %v; want %s", latest.ID, err, ids[2])
 	}
 	now = at.Add(-time.Minute)
@@ -152,7 +153,7 @@ func TestSnapshotIDs(t *testing.T) {
 	if _, err := w.Write(ctx); !errors.As(err, &ce) || ce.Newest != ids[2] {
 		t.Errorf("Write with the clock behind: %v, want a ClockError", err)
 	}
-	if latest, err := Latest(ctx, local); err != nil || latest.ID != ids[2] {
+	if latest, err := Latest(ctx, local, name); err != nil || latest.ID != ids[2] {
 		t.Errorf("Latest after the ClockError = %v, %v; want %s", latest.ID, err, ids[2])
 	}
 }
@@ -160,8 +161,8 @@ func TestSnapshotIDs(t *testing.T) {
 func TestLatestWithoutSnapshot(t *testing.T) {
 	t.Parallel()
 	local, dir := newLocal(t)
-	writeFile(t, dir, "users/20261122T101000Z/part-00000.parquet") // no manifest: incomplete
-	if _, err := Latest(context.Background(), local); !errors.Is(err, ErrNoSnapshot) {
+	writeFile(t, dir, "usersync/users/20261122T101000Z/part-00000.parquet") // no manifest: incomplete
+	if _, err := Latest(context.Background(), local, "usersync"); !errors.Is(err, ErrNoSnapshot) {
 		t.Errorf("Latest = %v, want ErrNoSnapshot", err)
 	}
 }

@@ -92,11 +92,11 @@ func TestS3RoundTrip(t *testing.T) {
 	}
 
 	// Retention, and the manifest committed after every file.
-	if ids, err := Manifests(ctx, dest); err != nil || !slices.Equal(ids, []string{all[1].ID, all[2].ID}) {
+	if ids, err := Manifests(ctx, dest, name); err != nil || !slices.Equal(ids, []string{all[1].ID, all[2].ID}) {
 		t.Errorf("manifests %q, %v; want the two newest", ids, err)
 	}
 	commits := dest.committed()
-	mi := slices.Index(commits, manifestName(all[2].ID))
+	mi := slices.Index(commits, name+"/"+manifestName(all[2].ID))
 	for _, f := range manifestFiles(all[2]) {
 		if i := slices.Index(commits, f); i < 0 || i > mi {
 			t.Errorf("%s committed at %d, the manifest at %d", f, i, mi)
@@ -104,7 +104,7 @@ func TestS3RoundTrip(t *testing.T) {
 	}
 
 	// Every value reads back from the objects.
-	latest, err := Latest(ctx, dest)
+	latest, err := Latest(ctx, dest, name)
 	if err != nil || latest.ID != all[2].ID {
 		t.Fatalf("Latest = %s, %v", latest.ID, err)
 	}
@@ -144,7 +144,7 @@ func TestS3RoundTrip(t *testing.T) {
 	if _, err := w.Write(ctx); err == nil {
 		t.Fatal("Write with a failing upload succeeded")
 	}
-	if n := fake.partsOf("snapshots/warehouse/prod/" + partName("users_current", clock.t.Format(idLayout), 0)); n != 1 {
+	if n := fake.partsOf("snapshots/warehouse/prod/" + name + "/" + partName("users_current", clock.t.Format(idLayout), 0)); n != 1 {
 		t.Errorf("the failed upload sent %d parts before it was aborted, want 1", n)
 	}
 	entries, err := dest.List(ctx, "")

@@ -164,7 +164,7 @@ func (s *tableSink) close(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.files = append(s.files, FileManifest{Path: f.name, Rows: f.rows, Bytes: size})
+	s.files = append(s.files, FileManifest{Path: s.w.dest.rootName(f.name), Rows: f.rows, Bytes: size})
 	return nil
 }
 

@@ -29,7 +29,7 @@ const (
 type Writer struct {
 	pool   *pgxpool.Pool
 	schema string
-	dest   Destination
+	dest   deployment // the folder of the schema's deployment under the root
 	log    *slog.Logger
 	now    func() time.Time
 	opts   Options
@@ -41,16 +41,19 @@ type Writer struct {
 	chunkStarted     func(table string, reader, chunk int)
 }
 
-// New returns a Writer of the warehouse in schemaName. log may be nil
-// (nothing is logged) and now may be nil (time.Now).
+// New returns a Writer of the warehouse in schemaName to the snapshot root
+// dest: it writes, lists and removes only under <root>/<schemaName>/ (see
+// Layout in doc.go). log may be nil (nothing is logged) and now may be nil
+// (time.Now).
 func New(pool *pgxpool.Pool, schemaName string, dest Destination, log *slog.Logger, now func() time.Time, opts Options) (*Writer, error) {
-	if err := schema.ValidateIdentifier(schemaName); err != nil {
-		return nil, fmt.Errorf("schema name: %w", err)
-	}
 	if pool == nil || dest == nil {
 		return nil, errors.New("snapshot.New needs a pool and a destination")
 	}
-	opts, err := opts.withDefaults()
+	d, err := inDeployment(dest, schemaName)
+	if err != nil {
+		return nil, err
+	}
+	opts, err = opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +67,7 @@ func New(pool *pgxpool.Pool, schemaName string, dest Destination, log *slog.Logg
 	if now == nil {
 		now = time.Now
 	}
-	return &Writer{pool: pool, schema: schemaName, dest: dest, log: log, now: now, opts: opts, tables: tables,
+	return &Writer{pool: pool, schema: schemaName, dest: d, log: log, now: now, opts: opts, tables: tables,
 		mem: memory.NewGoAllocator()}, nil
 }
 
@@ -137,9 +140,10 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 	if err != nil {
 		return Manifest{}, fmt.Errorf("listing %s: %w", w.dest, err)
 	}
+	w.warnOldLayout(ctx)
 	if skipUnchanged {
 		if ids := completeIDs(existing); len(ids) > 0 {
-			last, err := ReadManifest(ctx, w.dest, slices.Max(ids))
+			last, err := readManifest(ctx, w.dest, slices.Max(ids))
 			if err == nil && last.Changes == run.changes && last.Schema == w.schema && last.CatalogVersion == schema.Version {
 				return last, ErrUnchanged
 			}

@@ -169,7 +169,7 @@ func TestManifestContent(t *testing.T) {
 		!m.StartedAt.Equal(clock.t.Truncate(time.Microsecond)) || m.FinishedAt.Before(m.StartedAt) {
 		t.Errorf("unexpected manifest header: %+v", m)
 	}
-	got, err := Latest(context.Background(), dest)
+	got, err := Latest(context.Background(), dest, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestManifestContent(t *testing.T) {
 		}
 		var rows, size int64
 		for i, f := range tm.Files {
-			if f.Path != partName(tm.Name, m.ID, i) {
+			if f.Path != name+"/"+partName(tm.Name, m.ID, i) {
 				t.Errorf("%s file %d is %s", tm.Name, i, f.Path)
 			}
 			st, err := os.Stat(filepath.Join(dir, f.Path))
@@ -239,7 +239,7 @@ func TestWriteBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, sqlLock, "usersync:snapshot:"+dest.String()); err != nil {
+	if _, err := tx.Exec(ctx, sqlLock, "usersync:snapshot:"+dest.String()+"/"+name); err != nil { // the deployment's folder
 		t.Fatal(err)
 	}
 	if _, err := w.Write(ctx); !errors.Is(err, ErrBusy) {

@@ -197,13 +197,13 @@ func listOlderSnapshots(ctx context.Context, e *env, fp string) error {
 	if err != nil {
 		return usageError{fmt.Errorf("USERSYNC_SNAPSHOT_DIR: %w", err)}
 	}
-	ids, err := snapshot.Manifests(ctx, dest)
+	ids, err := snapshot.Manifests(ctx, dest, e.cfg.Schema)
 	if err != nil {
 		return fmt.Errorf("listing snapshots: %w", err)
 	}
 	older := 0
 	for _, id := range ids {
-		m, err := snapshot.ReadManifest(ctx, dest, id)
+		m, err := snapshot.ReadManifest(ctx, dest, e.cfg.Schema, id)
 		if err != nil {
 			return err
 		}

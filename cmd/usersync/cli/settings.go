@@ -154,7 +154,7 @@ func baseSettings() []setting {
 				c.ReaderRole = v
 				return nil
 			}},
-		{Env: "USERSYNC_SNAPSHOT_DIR", Flag: "snapshot-dir", Default: "snapshots", Meaning: "where Parquet snapshots are written: a folder (files 0640, folders 0750), or s3://bucket/prefix for S3-compatible storage (credentials go in USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY, never in the URL, which is refused); off disables snapshots. Any other value that starts like a URL (s3:/…, s3:bucket, gs://…) is refused, not taken for a folder: write a folder whose first part holds a colon as ./like:this.",
+		{Env: "USERSYNC_SNAPSHOT_DIR", Flag: "snapshot-dir", Default: "snapshots", Meaning: "where Parquet snapshots are written: a folder (files 0640, folders 0750), or s3://bucket/prefix for S3-compatible storage (credentials go in USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY, never in the URL, which is refused); off disables snapshots. Each deployment writes, reads and ages out only <dir>/<USERSYNC_SCHEMA>/, so deployments may share it; a symbolic link under it is refused. Any other value that starts like a URL (s3:/…, s3:bucket, gs://…) is refused, not taken for a folder: write a folder whose first part holds a colon as ./like:this.",
 			Example: "s3://analytics/usersync",
 			set:     func(c *Config, v string) error { c.SnapshotDir = v; return checkSnapshotDir(v) }},
 		{Env: "USERSYNC_SNAPSHOT_COMPRESSION", Flag: "snapshot-compression", Default: "zstd", Meaning: "Parquet compression of snapshots: zstd, snappy or none.",

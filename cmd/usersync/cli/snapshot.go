@@ -20,12 +20,14 @@ func snapshotCommand() command {
 		name:    "snapshot",
 		summary: "write a Parquet snapshot of the warehouse (every table from one consistent read)",
 		details: `Reads every analysts' table in one REPEATABLE READ, READ ONLY transaction and
-writes <dir>/<table>/<UTC timestamp>/part-NNNNN.parquet, then the manifest
-<dir>/_manifests/<timestamp>.json last: a snapshot without a manifest is
-incomplete and readers ignore it. Files are written under temporary names and
-renamed (or, on S3, uploaded in parts and published by the manifest); leftovers of
-a failed snapshot are removed by the next one; USERSYNC_SNAPSHOT_KEEP complete
-snapshots are kept.`,
+writes <dir>/<schema>/<table>/<UTC timestamp>/part-NNNNN.parquet, then the
+manifest <dir>/<schema>/_manifests/<timestamp>.json last (<schema> is
+USERSYNC_SCHEMA: deployments sharing <dir> never see or remove each other's
+snapshots): a snapshot without a manifest is incomplete and readers ignore it.
+Files are written under temporary names and renamed (or, on S3, uploaded in
+parts and published by the manifest); leftovers of a failed snapshot are removed
+by the next one; USERSYNC_SNAPSHOT_KEEP complete snapshots are kept. A symbolic
+link under <dir> (<dir> itself may be one) is refused, never followed or removed.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			out := fs.String("out", "", "write to this folder or s3:// URL instead of USERSYNC_SNAPSHOT_DIR")
 			asJSON := fs.Bool("json", false, "print the manifest as JSON")
@@ -91,9 +93,10 @@ func printManifest(w io.Writer, dir string, m snapshot.Manifest) {
 		}
 		fmt.Fprintf(w, "  %-20s %9d rows  %3d file(s)  %8.1f MiB\n", t.Name, t.Rows, len(t.Files), float64(bytes)/(1<<20))
 	}
-	fmt.Fprintf(w, "  manifest             %s/_manifests/%s.json\n", strings.TrimRight(dir, "/"), m.ID)
+	folder := strings.TrimRight(dir, "/") + "/" + m.Schema // the deployment's
+	fmt.Fprintf(w, "  manifest             %s/_manifests/%s.json\n", folder, m.ID)
 	if !strings.HasPrefix(dir, "s3://") {
 		fmt.Fprintf(w, "\nRead it with DuckDB, e.g.:\n  SELECT role_name, count(*) FROM read_parquet('%s/users_current/%s/*.parquet') GROUP BY 1 ORDER BY 2 DESC;\n",
-			strings.TrimRight(dir, "/"), m.ID)
+			folder, m.ID)
 	}
 }

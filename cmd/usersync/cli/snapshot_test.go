@@ -44,12 +44,57 @@ func TestSnapshotCommand(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "read_parquet(") || !strings.Contains(out, "users_current") {
 		t.Fatalf("second snapshot: %d %s %s", code, out, errs)
 	}
-	ids, err := snapshot.Manifests(context.Background(), mustLocal(t, dir))
+	ids, err := snapshot.Manifests(context.Background(), mustLocal(t, dir), c.env["USERSYNC_SCHEMA"])
 	if err != nil || len(ids) != 1 {
 		t.Errorf("manifests kept with USERSYNC_SNAPSHOT_KEEP=1: %v %v", ids, err)
 	}
 	if code, _, errs := run(t, c.env, "snapshot", "--out", "off"); code != ExitUsage {
 		t.Errorf("snapshot to off: %d %s", code, errs)
+	}
+}
+
+// TestSnapshotDeploymentsShareFolder: two deployments (warehouse schemas)
+// writing to one folder; the one keeping a single snapshot removed the
+// other's (issue #37, defect 2: USERSYNC_SCHEMA=tok USERSYNC_SNAPSHOT_KEEP=1
+// USERSYNC_SNAPSHOT_KEEP_FOR=0 usersync snapshot logged "old snapshots
+// removed", all of schema usersync's).
+func TestSnapshotDeploymentsShareFolder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	snap := func(env map[string]string, extra ...string) snapshot.Manifest {
+		t.Helper()
+		for i := 0; i+1 < len(extra); i += 2 {
+			env[extra[i]] = extra[i+1]
+		}
+		code, out, errs := run(t, env, "snapshot", "--json")
+		if code != ExitOK {
+			t.Fatalf("snapshot of %s: %s", env["USERSYNC_SCHEMA"], errs)
+		}
+		var m snapshot.Manifest
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a, b := newCLIEnv(t, apisim.Options{Seed: 53, Users: 50}), newCLIEnv(t, apisim.Options{Seed: 54, Users: 50})
+	for _, c := range []*cliEnv{a, b} {
+		c.env["USERSYNC_SNAPSHOT_DIR"] = dir
+	}
+	first := snap(a.env)
+	for range 2 {
+		<-time.After(1100 * time.Millisecond) // snapshot ids have one-second resolution
+		snap(b.env, "USERSYNC_SNAPSHOT_KEEP", "1", "USERSYNC_SNAPSHOT_KEEP_FOR", "0")
+	}
+	for _, tm := range first.Tables {
+		for _, f := range tm.Files {
+			if _, err := os.Stat(filepath.Join(dir, f.Path)); err != nil {
+				t.Errorf("%s's snapshot lost a file to %s's retention: %v", a.env["USERSYNC_SCHEMA"], b.env["USERSYNC_SCHEMA"], err)
+			}
+		}
+	}
+	code, out, errs := run(t, a.env, "snapshot")
+	if want := filepath.Join(dir, a.env["USERSYNC_SCHEMA"], "_manifests") + "/"; code != ExitOK || !strings.Contains(out, want) {
+		t.Errorf("snapshot does not print the manifest under %s: %s %s", want, out, errs)
 	}
 }
 
@@ -73,7 +118,7 @@ func TestWorkerSnapshotsAfterSync(t *testing.T) {
 	waitFor(t, "a snapshot after the first sync", 60*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_snapshot' AND state = 'completed'`) >= 1
 	})
-	m, err := snapshot.Latest(context.Background(), mustLocal(t, dir))
+	m, err := snapshot.Latest(context.Background(), mustLocal(t, dir), c.env["USERSYNC_SCHEMA"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +136,7 @@ func TestWorkerSnapshotsAfterSync(t *testing.T) {
 	waitFor(t, "a second snapshot job", 60*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_snapshot' AND state = 'completed'`) >= 2
 	})
-	if again, err := snapshot.Latest(context.Background(), mustLocal(t, dir)); err != nil || again.ID != m.ID {
+	if again, err := snapshot.Latest(context.Background(), mustLocal(t, dir), c.env["USERSYNC_SCHEMA"]); err != nil || again.ID != m.ID {
 		t.Errorf("after a run that changed nothing the newest snapshot is %s (%v), want %s again", again.ID, err, m.ID)
 	}
 	if _, out, _ := run(t, c.env, "status"); !strings.Contains(out, "snapshot     skipped: nothing changed since snapshot "+m.ID) {
