@@ -9,7 +9,7 @@ import "strings"
 
 // Version is the catalog's version. It is written into every Parquet snapshot
 // and bumps whenever a migration changes the warehouse's shape.
-const Version = 3
+const Version = 4
 
 // JSONType is the JSON type the API documents for an attribute. Every attribute
 // is also nullable.

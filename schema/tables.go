@@ -20,6 +20,22 @@ type Column struct {
 	Type     string // Postgres type
 	Nullable bool
 	Meaning  string
+	// Bookkeeping marks usersync's own state of a row (the content and
+	// linkage hashes): analysts have no use for it, and snapshots leave
+	// it out (Table.SnapshotColumns).
+	Bookkeeping bool
+}
+
+// SnapshotColumns returns the columns a snapshot of t holds: every column
+// but the bookkeeping ones, in table order.
+func (t Table) SnapshotColumns() []Column {
+	out := make([]Column, 0, len(t.Columns))
+	for _, c := range t.Columns {
+		if !c.Bookkeeping {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func resourceColumns(r Resource, withKey bool) []Column {
@@ -72,10 +88,10 @@ var (
 	rawColumn             = Column{Name: "raw", Type: "jsonb", Meaning: "the attributes the API sent that the catalog does not know (schema drift), exactly as sent; {} when none. With the typed columns it holds every attribute the API sent"}
 	syncedColumn          = Column{Name: "synced_at", Type: "timestamptz", Meaning: "when usersync last wrote this row"}
 	deletedColumn         = Column{Name: "deleted_at", Type: "timestamptz", Nullable: true, Meaning: "when usersync found the id gone from the API (soft delete); null while the API returns it"}
-	hashColumn            = Column{Name: "content_hash", Type: "bytea", Meaning: "SHA-256 of the row's stored content (attributes after the personal-data policy, raw, to-one ids, data connections): it tells nothing the row does not; a new value means a new version. A row cleared by usersync forget holds a marker (usersync:erased and its updated_at) instead"}
+	hashColumn            = Column{Name: "content_hash", Type: "bytea", Bookkeeping: true, Meaning: "SHA-256 of the row's stored content (attributes after the personal-data policy, raw, to-one ids, data connections): it tells nothing the row does not; a new value means a new version. A row cleared by usersync forget holds a marker (usersync:erased and its updated_at) instead. Not in snapshots"}
 	dataConnectionsColumn = Column{Name: "data_connections", Type: "jsonb", Nullable: true,
 		Meaning: "the user's connections to external systems (the API's meta.dataConnections), as last sent; null until a sync requested them"}
-	linkageColumn    = Column{Name: "linkage_hash", Type: "bytea", Nullable: true, Meaning: "SHA-256 of the to-many linkage last written (user_teams, the *_ids columns, other_relationships); lets unchanged linkage be skipped"}
+	linkageColumn    = Column{Name: "linkage_hash", Type: "bytea", Nullable: true, Bookkeeping: true, Meaning: "SHA-256 of the to-many linkage last written (user_teams, the *_ids columns, other_relationships); lets unchanged linkage be skipped. Not in snapshots"}
 	otherLinksColumn = Column{Name: "other_relationships", Type: "jsonb", Nullable: true,
 		Meaning: "linkage the catalog has no column for (relationships it does not know, or identifiers of another type than the catalog's), as {relationship: [{type, id}, ...]}; null when none"}
 	userIDColumn   = Column{Name: "user_id", Type: "bigint", Meaning: "id of the user"}

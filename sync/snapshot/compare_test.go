@@ -228,12 +228,15 @@ func sameRows(t testing.TB, table string, want, got []string) {
 }
 
 // tableByName returns a catalog table or fails.
+// tableByName returns the catalog table name as snapshots hold it (its
+// snapshot columns).
 func tableByName(t testing.TB, name string) schema.Table {
 	t.Helper()
 	tbl, ok := schema.TableNamed(name)
 	if !ok {
 		t.Fatalf("no table %s", name)
 	}
+	tbl.Columns = tbl.SnapshotColumns()
 	return tbl
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/usersync/usersync/schema"
 )
 
 func TestEntryID(t *testing.T) {
@@ -174,5 +176,29 @@ func TestS3OptionsStringRedactsSecret(t *testing.T) {
 	s := S3Options{AccessKeyID: "AKID", SecretAccessKey: "very-secret", SessionToken: "tok"}.String()
 	if strings.Contains(s, "very-secret") || strings.Contains(s, "tok") || !strings.Contains(s, "AKID") {
 		t.Errorf("String() = %s", s)
+	}
+}
+
+// TestSnapshotsLeaveBookkeepingOut: the content and linkage hashes, which
+// analysts have no use for, are in no snapshot table (issue 37), and every
+// other column of users is.
+func TestSnapshotsLeaveBookkeepingOut(t *testing.T) {
+	t.Parallel()
+	tables, err := snapshotTables(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range tables {
+		for _, c := range tb.Columns {
+			if c.Name == "content_hash" || c.Name == "linkage_hash" {
+				t.Errorf("snapshots of %s hold %s", tb.Name, c.Name)
+			}
+		}
+		if tb.Name == "users" {
+			all, _ := schema.TableNamed("users")
+			if len(tb.Columns) != len(all.Columns)-2 {
+				t.Errorf("snapshots of users hold %d of its %d columns, want all but the two hashes", len(tb.Columns), len(all.Columns))
+			}
+		}
 	}
 }

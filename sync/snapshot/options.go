@@ -163,11 +163,13 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 // snapshotTables returns the catalog tables a snapshot includes, in catalog
-// order, or an error naming a requested table that is not snapshotted.
+// order, each with its snapshot's columns (no bookkeeping), or an error
+// naming a requested table that is not snapshotted.
 func snapshotTables(only []string) ([]schema.Table, error) {
 	var out []schema.Table
 	for _, t := range schema.Tables() {
 		if t.Snapshot && (len(only) == 0 || slices.Contains(only, t.Name)) {
+			t.Columns = t.SnapshotColumns()
 			out = append(out, t)
 		}
 	}
