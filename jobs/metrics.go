@@ -3,8 +3,10 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -99,9 +101,11 @@ var (
 		"How far the users watermark is behind now; grows when syncs stop succeeding.", nil, nil)
 	quarantineDesc = prometheus.NewDesc("usersync_quarantine_unresolved",
 		"Resources in quarantine not yet resolved by a later sync.", nil, nil)
-	liveDesc = prometheus.NewDesc("usersync_users_live", "Live (not deleted) users in the warehouse.", nil, nil)
-	jobsDesc = prometheus.NewDesc("usersync_jobs", "River jobs of usersync by kind and state.", []string{"kind", "state"}, nil)
-	upDesc   = prometheus.NewDesc("usersync_database_up", "1 when the last scrape could read the database.", nil, nil)
+	liveDesc   = prometheus.NewDesc("usersync_users_live", "Live (not deleted) users in the warehouse.", nil, nil)
+	jobsDesc   = prometheus.NewDesc("usersync_jobs", "River jobs of usersync by kind and state.", []string{"kind", "state"}, nil)
+	oldestDesc = prometheus.NewDesc("usersync_jobs_oldest_running_seconds",
+		"How long the oldest running job of each kind has been in its current attempt; 0 when none runs.", []string{"kind"}, nil)
+	upDesc = prometheus.NewDesc("usersync_database_up", "1 when the last scrape could read the database.", nil, nil)
 )
 
 // stateCollector reads the warehouse and the queue at scrape time.
@@ -117,6 +121,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- quarantineDesc
 	ch <- liveDesc
 	ch <- jobsDesc
+	ch <- oldestDesc
 	ch <- upDesc
 }
 
@@ -142,6 +147,14 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, jc := range counts {
 		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(jc.Count), jc.Kind, jc.State)
+	}
+	ages, err := OldestRunningJobs(ctx, c.pool, c.riverSchema)
+	if err != nil {
+		c.logger.Warn("metrics could not read the running jobs", "error", err.Error())
+		return
+	}
+	for _, ja := range ages {
+		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, ja.Running.Seconds(), ja.Kind)
 	}
 }
 
@@ -207,4 +220,53 @@ func JobCounts(ctx context.Context, pool *pgxpool.Pool, riverSchema string) ([]J
 		out = append(out, jc)
 	}
 	return out, rows.Err()
+}
+
+// Kinds returns usersync's job kinds, in the order metrics list them.
+func Kinds() []string { return []string{KindSync, KindBackfill, KindReconcile, KindSnapshot} }
+
+// JobAge is how long the oldest running job of a kind has been in its
+// current attempt (since River's attempted_at); 0 when none runs.
+type JobAge struct {
+	Kind    string
+	Running time.Duration
+}
+
+// OldestRunningJobs returns one JobAge for each of Kinds(), 0 for a kind with
+// no running job, so that a series exists whether or not a job runs: an alert
+// on how long a job has run then reads one value per scrape, not the gaps
+// between jobs. The age is measured by the database's clock, which set
+// attempted_at. A missing River schema reads as no jobs.
+func OldestRunningJobs(ctx context.Context, pool *pgxpool.Pool, riverSchema string) ([]JobAge, error) {
+	kinds := Kinds()
+	out := make([]JobAge, len(kinds))
+	for i, k := range kinds {
+		out[i].Kind = k
+	}
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, riverSchema+".river_job").Scan(&exists); err != nil {
+		return nil, fmt.Errorf("finding River's job table: %w", err)
+	}
+	if !exists {
+		return out, nil
+	}
+	rows, err := pool.Query(ctx, `SELECT kind, greatest(extract(epoch FROM now() - min(attempted_at)), 0)::float8
+		FROM `+schema.QuoteIdentifier(riverSchema)+`.river_job
+		WHERE state = 'running' AND kind = ANY($1) AND attempted_at IS NOT NULL GROUP BY kind`, kinds)
+	if err != nil {
+		return nil, fmt.Errorf("reading running jobs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind string
+		var secs float64
+		if err := rows.Scan(&kind, &secs); err != nil {
+			return nil, fmt.Errorf("reading running jobs: %w", err)
+		}
+		out[slices.Index(kinds, kind)].Running = time.Duration(secs * float64(time.Second))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading running jobs: %w", err)
+	}
+	return out, nil
 }
