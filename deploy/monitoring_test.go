@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -220,6 +223,86 @@ func TestMonitoringRules(t *testing.T) {
 		if !ok || !anchors[anchor] {
 			t.Errorf("alert %s: runbook_url %q is not %s<a heading of docs/operations.md>", r.Alert, r.Annotations["runbook_url"], runbookBase)
 		}
+	}
+}
+
+// rulesTestFile holds promtool's unit tests of the alert rules.
+const rulesTestFile = "deploy/monitoring/rules_test.yaml"
+
+// TestMonitoringRulesTestsCoverEveryAlert: rules_test.yaml tests the rules
+// file, and every alert there has a case where it must fire and one where it
+// must not; it names no alert the rules lack.
+func TestMonitoringRulesTestsCoverEveryAlert(t *testing.T) {
+	t.Parallel()
+	var f struct {
+		RuleFiles []string `yaml:"rule_files"`
+		Tests     []struct {
+			Name  string
+			Cases []struct {
+				Alertname string
+				ExpAlerts []map[string]any `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		}
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, rulesTestFile)), &f); err != nil {
+		t.Fatalf("%s: %v", rulesTestFile, err)
+	}
+	if !slices.Equal(f.RuleFiles, []string{"prometheus-rules.yaml"}) {
+		t.Errorf("%s tests rule_files %v, want [prometheus-rules.yaml]", rulesTestFile, f.RuleFiles)
+	}
+	fires, silent := map[string]int{}, map[string]int{}
+	for _, g := range f.Tests {
+		for _, c := range g.Cases {
+			if len(c.ExpAlerts) > 0 {
+				fires[c.Alertname]++
+			} else {
+				silent[c.Alertname]++
+			}
+		}
+	}
+	alerts := map[string]bool{}
+	for _, r := range alertRules(t) {
+		alerts[r.Alert] = true
+		if fires[r.Alert] == 0 || silent[r.Alert] == 0 {
+			t.Errorf("%s has %d cases where %s must fire and %d where it must not; it needs both",
+				rulesTestFile, fires[r.Alert], r.Alert, silent[r.Alert])
+		}
+	}
+	for name := range fires {
+		if !alerts[name] {
+			t.Errorf("%s tests alert %s, which deploy/monitoring/prometheus-rules.yaml lacks", rulesTestFile, name)
+		}
+	}
+	for name := range silent {
+		if !alerts[name] {
+			t.Errorf("%s tests alert %s, which deploy/monitoring/prometheus-rules.yaml lacks", rulesTestFile, name)
+		}
+	}
+}
+
+// TestMonitoringRulesUnitTests runs `promtool test rules` on rules_test.yaml:
+// each alert fires on the series where it must and stays silent on the rest
+// (promtool check rules checks only the syntax). make test installs promtool
+// (Debian's prometheus package) when it is missing; under CI=true a missing
+// promtool fails the test.
+func TestMonitoringRulesUnitTests(t *testing.T) {
+	t.Parallel()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		msg := "promtool is not installed: run make test, which installs it, or apt-get install prometheus"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, promtool, "test", "rules", filepath.Join(root, rulesTestFile)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules %s: %v\n%s", rulesTestFile, err, out)
+	}
+	if !strings.Contains(string(out), "SUCCESS") {
+		t.Fatalf("promtool test rules %s says no SUCCESS:\n%s", rulesTestFile, out)
 	}
 }
 
