@@ -38,12 +38,23 @@ build: ## build bin/usersync (static, version-stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/usersync
 
 .PHONY: test
-test: ## go vet and go test (race detector on, then the sync under the usersync_poison tag) against a throwaway PostgreSQL
+test: promtool ## go vet and go test (race detector on, then the sync under the usersync_poison tag) against a throwaway PostgreSQL
 	@export DATABASE_URL="$$($(PG) up)"; \
 	$(GO) vet ./... && \
 	$(GO) test -race -timeout 40m -count=1 $(RACE_PKGS) && \
 	$(GO) test -tags usersync_poison -timeout 20m -count=1 $(POISON_PKGS) && \
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5000x
+
+.PHONY: promtool
+promtool: ## install promtool (Debian's prometheus package) when missing: make test runs the alert rules' unit tests with it
+	@# The package's service is stopped again if its installation started it: only promtool is wanted.
+	@if ! command -v promtool >/dev/null; then \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		echo "promtool: installing prometheus (apt-get) to unit-test the alert rules"; \
+		$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
+		$$sudo systemctl disable --now prometheus >/dev/null 2>&1 || $$sudo service prometheus stop >/dev/null 2>&1 || true; \
+	fi
+	@promtool --version 2>&1 | head -1
 
 .PHONY: demo
 demo: build ## end to end: throwaway PostgreSQL, simulated API, full and incremental sync, example queries

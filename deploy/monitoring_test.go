@@ -315,7 +315,7 @@ func TestMonitoringDashboard(t *testing.T) {
 	}
 	for _, want := range []string{"usersync_runs_total", "usersync_rows_total", "usersync_api_requests_total",
 		"usersync_api_rate_limited_total", "usersync_api_ratelimit_remaining", "usersync_watermark_lag_seconds",
-		"usersync_quarantine_unresolved", "usersync_jobs"} {
+		"usersync_quarantine_unresolved", "usersync_jobs", "usersync_jobs_oldest_running_seconds"} {
 		if !slices.Contains(queried, want) {
 			t.Errorf("the dashboard shows no %s", want)
 		}
