@@ -289,13 +289,12 @@ FROM "usersync"."profiles" t JOIN "usersync_stage_usersync_profiles" st ON st.id
 WHERE t.deleted_at IS NOT NULL OR (t."name", t."is_admin", t."special_id", t."created_at", t."updated_at", t."raw") IS DISTINCT FROM (st."name", st."is_admin", st."special_id", st."created_at", st."updated_at", st."raw");
 
 -- reconcile.create
-DROP TABLE IF EXISTS pg_temp.usersync_reconcile_scan, pg_temp.usersync_reconcile_fetch, pg_temp.usersync_reconcile_linked;
-CREATE TEMP TABLE usersync_reconcile_scan (id bigint NOT NULL, updated_at timestamptz, updated_text text);
+DROP TABLE IF EXISTS pg_temp.usersync_reconcile_scan, pg_temp.usersync_reconcile_fetch;
+CREATE TEMP TABLE usersync_reconcile_scan (id bigint NOT NULL, updated_at timestamptz, updated_text text, links jsonb);
 CREATE TEMP TABLE usersync_reconcile_fetch (id bigint PRIMARY KEY, reason text NOT NULL);
-CREATE TEMP TABLE usersync_reconcile_linked (user_id bigint NOT NULL, related_type text NOT NULL, target bigint NOT NULL);
 
 -- reconcile.drop
-DROP TABLE IF EXISTS pg_temp.usersync_reconcile_scan, pg_temp.usersync_reconcile_fetch, pg_temp.usersync_reconcile_linked;
+DROP TABLE IF EXISTS pg_temp.usersync_reconcile_scan, pg_temp.usersync_reconcile_fetch;
 
 -- reconcile.index
 CREATE INDEX IF NOT EXISTS usersync_reconcile_scan_id ON pg_temp.usersync_reconcile_scan (id); ANALYZE pg_temp.usersync_reconcile_scan;
@@ -352,13 +351,23 @@ WITH hit AS (
 )
 SELECT count(*) FROM ins;
 
--- reconcile.queueLinked
-WITH hit AS (
-	SELECT DISTINCT l.user_id AS id FROM pg_temp.usersync_reconcile_linked l JOIN "usersync"."users" u ON u.id = l.user_id
-	WHERE (l.related_type = 'role' AND u."role_id" IS DISTINCT FROM l.target) OR (l.related_type = 'profile' AND u."profile_id" IS DISTINCT FROM l.target) OR (l.related_type NOT IN ('role', 'profile') AND NOT EXISTS (
-		SELECT 1 FROM "usersync".user_relationships ur WHERE ur.user_id = l.user_id AND ur.related_type = l.related_type AND ur.related_id = l.target))
+-- reconcile.queueLinkage
+WITH listed AS (
+	SELECT DISTINCT ON (id) id, updated_text, links FROM pg_temp.usersync_reconcile_scan WHERE links IS NOT NULL
+	ORDER BY id, updated_at DESC NULLS LAST
+), hit AS (
+	SELECT s.id, s.updated_text FROM listed s JOIN "usersync"."users" u ON u.id = s.id
+	WHERE u.deleted_at IS NULL AND ((s.links ? 'role' AND (s.links->'role'->>0)::bigint IS DISTINCT FROM u."role_id")
+		OR (s.links ? 'profile' AND (s.links->'profile'->>0)::bigint IS DISTINCT FROM u."profile_id")
+		OR (s.links ? 'teams' AND NOT (ARRAY(SELECT jsonb_array_elements_text(s.links->'teams')::bigint) @> ARRAY(SELECT ut.team_id FROM "usersync".user_teams ut WHERE ut.user_id = u.id) AND ARRAY(SELECT jsonb_array_elements_text(s.links->'teams')::bigint) <@ ARRAY(SELECT ut.team_id FROM "usersync".user_teams ut WHERE ut.user_id = u.id)))
+		OR (s.links ? 'directAssignedTeams' AND NOT (ARRAY(SELECT jsonb_array_elements_text(s.links->'directAssignedTeams')::bigint) @> coalesce(u."direct_assigned_team_ids", '{}') AND ARRAY(SELECT jsonb_array_elements_text(s.links->'directAssignedTeams')::bigint) <@ coalesce(u."direct_assigned_team_ids", '{}')))
+		OR (s.links ? 'roleAssignedTeams' AND NOT (ARRAY(SELECT jsonb_array_elements_text(s.links->'roleAssignedTeams')::bigint) @> coalesce(u."role_assigned_team_ids", '{}') AND ARRAY(SELECT jsonb_array_elements_text(s.links->'roleAssignedTeams')::bigint) <@ coalesce(u."role_assigned_team_ids", '{}'))))
+), kept AS (
+	SELECT h.id FROM hit h WHERE h.updated_text IS NULL OR NOT EXISTS (
+		SELECT 1 FROM "usersync".quarantine q WHERE q.resolved_at IS NULL AND q.resource_type = 'user'
+		AND q.resource_id = h.id::text AND q.raw->'attributes'->>'updatedAt' = h.updated_text)
 ), ins AS (
-	INSERT INTO pg_temp.usersync_reconcile_fetch (id, reason) SELECT id, 'relinked' FROM hit ON CONFLICT (id) DO NOTHING RETURNING 1
+	INSERT INTO pg_temp.usersync_reconcile_fetch (id, reason) SELECT id, 'relinked' FROM kept ON CONFLICT (id) DO NOTHING RETURNING 1
 )
 SELECT count(*) FROM ins;
 
