@@ -289,7 +289,7 @@ func leastUsed(users []apisim.Resource, rel string) int64 {
 // its first page: the page comes without links.next, as if the list ended.
 func truncatingAPI(sim *apisim.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/v2/users" || r.URL.Query().Get("fields[user]") != "updatedAt" {
+		if r.URL.Path != "/api/v2/users" || !strings.HasPrefix(r.URL.Query().Get("fields[user]"), "updatedAt,") {
 			sim.ServeHTTP(w, r)
 			return
 		}
