@@ -27,13 +27,16 @@ const heartbeatEvery = 100
 // change under concurrent updates, unlike updatedAt's. The linkage costs no
 // request: it shows the users the API links otherwise than the warehouse
 // does without moving their updatedAt (a team, role or profile deleted or
-// restored), which are then fetched by id with the stale ones.
-func scanQuery() jsonapi.Query {
+// restored), which are then fetched by id with the stale ones. The teams'
+// ids come with include=teams (and an empty fields[team]), as in every users
+// request, unless the API refused it: an API may send users' teams without
+// data otherwise.
+func (s *Syncer) scanQuery() jsonapi.Query {
 	fields := []string{"updatedAt"}
 	for _, rel := range scanLinks() {
 		fields = append(fields, rel.Name)
 	}
-	return jsonapi.Query{}.Fields("user", fields...).Sort("id").PageSize(reconcilePageSize)
+	return s.withTeams(jsonapi.Query{}.Fields("user", fields...)).Sort("id").PageSize(reconcilePageSize)
 }
 
 // scanLinks returns the user relationships to teams, roles and profiles.
@@ -48,12 +51,22 @@ func (s *Syncer) fetchQuery(ids []int64) jsonapi.Query {
 	return s.withTeams(s.UserQuery()).Filter("id", jsonapi.IDs(ids...)).PageSize(reconcilePageSize)
 }
 
-// scan streams the (id, updatedAt) pairs of every user into the working
-// set, one COPY per page, while the next page downloads: memory stays at a
-// few pages whatever the number of users.
+// scan streams the id, updatedAt and linkage of every user into the
+// working set, one COPY per page, while the next page downloads: memory
+// stays at a few pages whatever the number of users. An API that refuses
+// include=teams refuses the first request, and the scan starts again
+// without it.
 func (r *reconciler) scan(ctx context.Context, work *warehouse.Reconciliation) error {
+	err := r.scanPages(ctx, work)
+	if err != nil && r.sum.ScanPages == 0 && r.s.refusedInclude(ctx, err) {
+		err = r.scanPages(ctx, work)
+	}
+	return err
+}
+
+func (r *reconciler) scanPages(ctx context.Context, work *warehouse.Reconciliation) error {
 	buf := make([]warehouse.ScannedUser, 0, reconcilePageSize)
-	for page, err := range jsonapi.Prefetch(ctx, r.s.client.Collection("users", scanQuery()), r.s.cfg.Prefetch).Pages() {
+	for page, err := range jsonapi.Prefetch(ctx, r.s.client.Collection("users", r.s.scanQuery()), r.s.cfg.Prefetch).Pages() {
 		if err != nil {
 			return err // the client names the page and request; a cut walk says so
 		}

@@ -69,11 +69,30 @@ func holders(users []apisim.Resource, rel string, id int64) []int64 {
 // which carries every user's linkage to teams, roles and profiles, shows
 // them: one reconcile relinks them all, at no request beyond its scan and
 // its fetch by id (one filter[id] request here: fewer than 1000 ids), and
-// the next one finds nothing to do.
+// the next one finds nothing to do. An API that sends users' teams without
+// data unless asked to include them gives them to the scan the same way;
+// one that also refuses include costs the scan one refused request, and
+// its membership comes from the per-team listing, as in every reconcile.
 func TestReconcileRelinksWhatNoPassSawDeleted(t *testing.T) {
 	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		knobs apisim.Knobs
+	}{
+		{name: "teams sent"},
+		{name: "teams links only", knobs: apisim.Knobs{TeamsLinksOnly: true}},
+		{name: "include refused", knobs: apisim.Knobs{TeamsLinksOnly: true, RefuseInclude: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			relinkAfterWindow(t, tt.knobs)
+		})
+	}
+}
+
+func relinkAfterWindow(t *testing.T, knobs apisim.Knobs) {
 	var window *betweenPasses
-	e := newEnvWith(t, apisim.Options{Users: 1500}, func(sim *apisim.Server) http.Handler {
+	e := newEnvWith(t, apisim.Options{Users: 1500, Knobs: knobs}, func(sim *apisim.Server) http.Handler {
 		window = &betweenPasses{sim: sim}
 		return window
 	})
@@ -118,11 +137,17 @@ func TestReconcileRelinksWhatNoPassSawDeleted(t *testing.T) {
 	}
 	// The bound: the three dimension lists, the scan's pages, and one
 	// filter[id] request per batch of relinked users; nothing per team,
-	// role or profile.
+	// role or profile (but the per-team listing of an API that refuses
+	// include=teams, and the scan's request it refused).
 	users := after.ByEndpoint["GET /api/v2/users"] - before.ByEndpoint["GET /api/v2/users"]
-	if want := sum.ScanPages + 1; users != want || sum.FetchPages != 1 {
-		t.Errorf("users requests = %d (scan pages %d, fetch pages %d), want the scan's and one fetch: %d",
-			users, sum.ScanPages, sum.FetchPages, want)
+	refused := int64(0)
+	if knobs.RefuseInclude {
+		refused = 1
+	}
+	listed := int64(sum.Membership.Teams) // a page each: no team has 1000 members here
+	if want := refused + sum.ScanPages + 1 + listed; users != want || sum.FetchPages != 1 {
+		t.Errorf("users requests = %d (scan pages %d, fetch pages %d, membership %d), want %d",
+			users, sum.ScanPages, sum.FetchPages, listed, want)
 	}
 	if total := after.Requests - before.Requests; total != users+3 || sum.Requests != total {
 		t.Errorf("requests = %d (summary %d), want the users requests and 3 dimension lists: %d", total, sum.Requests, users+3)
