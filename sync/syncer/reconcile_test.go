@@ -183,8 +183,9 @@ func TestReconcileDeletesAndRestores(t *testing.T) {
 // by a reconcile (their holders fetched again, now holding none), then
 // restored: the API links their holders again without moving their
 // updatedAt, and a sync's dimension pass unmarks them. The next reconcile
-// still lists their users, though its own pass restored nothing, and so
-// does a reconcile after one that restored them and failed.
+// still relinks their users (its scan shows the linkage), though its own
+// pass restored nothing, and so does a reconcile after one that restored
+// them and failed.
 func TestReconcileRelinksWhatASyncRestored(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, apisim.Options{Users: 1500})
