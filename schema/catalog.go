@@ -188,6 +188,12 @@ func DimensionTypes() []string {
 	return []string{Team().Type, Role().Type, Profile().Type}
 }
 
+// DimensionLinks returns the user's relationships to teams, roles and
+// profiles, in declaration order.
+func DimensionLinks() []Relationship {
+	return User().RelationshipsTo(DimensionTypes()...)
+}
+
 // Resources returns the catalog: user, team, role and profile.
 func Resources() []Resource {
 	return []Resource{User(), Team(), Role(), Profile()}

@@ -33,15 +33,10 @@ const heartbeatEvery = 100
 // data otherwise.
 func (s *Syncer) scanQuery() jsonapi.Query {
 	fields := []string{"updatedAt"}
-	for _, rel := range scanLinks() {
+	for _, rel := range schema.DimensionLinks() {
 		fields = append(fields, rel.Name)
 	}
 	return s.withTeams(jsonapi.Query{}.Fields("user", fields...)).Sort("id").PageSize(reconcilePageSize)
-}
-
-// scanLinks returns the user relationships to teams, roles and profiles.
-func scanLinks() []schema.Relationship {
-	return schema.User().RelationshipsTo(schema.DimensionTypes()...)
 }
 
 // fetchQuery fetches users by id, with every attribute and relationship, the
@@ -90,12 +85,13 @@ func (r *reconciler) scanPages(ctx context.Context, work *warehouse.Reconciliati
 // profiles of each resource to dst, counting in unreadable the resources
 // without a usable id.
 func scannedUsers(dst []warehouse.ScannedUser, data []jsonapi.Resource, unreadable *int64) []warehouse.ScannedUser {
+	rels := schema.DimensionLinks()
 	for i := range data {
 		if !data[i].ID.Valid() {
 			*unreadable++
 			continue
 		}
-		u := warehouse.ScannedUser{ID: int64(data[i].ID), Links: scannedLinks(&data[i])}
+		u := warehouse.ScannedUser{ID: int64(data[i].ID), Links: scannedLinks(&data[i], rels)}
 		if v := gjson.GetBytes(data[i].Attributes, "updatedAt"); v.Type == gjson.String {
 			u.UpdatedText = v.Str
 			if t, err := time.Parse(time.RFC3339Nano, v.Str); err == nil {
@@ -109,25 +105,27 @@ func scannedUsers(dst []warehouse.ScannedUser, data []jsonapi.Resource, unreadab
 }
 
 // scannedLinks returns the resource's linkage to teams, roles and profiles
-// for each such relationship sent with data: the valid ids of the catalog's
-// type (a null to-one: none). Nil when none was sent with data.
-func scannedLinks(res *jsonapi.Resource) map[string][]int64 {
-	var out map[string][]int64
-	for _, rel := range scanLinks() {
+// as warehouse.ScannedUser.Links holds it: for each relationship of
+// rels (schema.DimensionLinks()) sent with data, the valid ids of the catalog's
+// type (a null to-one: none); nil for one sent without data. Nil when none
+// was sent with data.
+func scannedLinks(res *jsonapi.Resource, rels []schema.Relationship) [][]int64 {
+	var out [][]int64
+	for i, rel := range rels {
 		r, ok := res.Relationships[rel.Name]
 		if !ok || r.Data.Shape == jsonapi.ShapeAbsent {
 			continue
 		}
-		ids := []int64{}
+		ids := make([]int64, 0, len(r.Data.IDs))
 		for _, id := range r.Data.IDs {
 			if id.Type == rel.RelatedType && id.ID.Valid() {
 				ids = append(ids, int64(id.ID))
 			}
 		}
 		if out == nil {
-			out = make(map[string][]int64, 4)
+			out = make([][]int64, len(rels))
 		}
-		out[rel.Name] = ids
+		out[i] = ids
 	}
 	return out
 }

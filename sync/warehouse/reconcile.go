@@ -2,7 +2,6 @@ package warehouse
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -43,12 +42,12 @@ type ScannedUser struct {
 	// UpdatedText is updatedAt as sent, to recognise a quarantined resource
 	// that has not changed since ("" when not a string).
 	UpdatedText string
-	// Links is the user's linkage to teams, roles and profiles, by
-	// relationship name, for each such relationship the API sent with
-	// data: the related ids of the catalog's type (none for an empty
-	// relationship). A relationship not sent is not compared; nil when
-	// none was sent.
-	Links map[string][]int64
+	// Links is the user's linkage to teams, roles and profiles: Links[i]
+	// holds the ids of the catalog's type that the API sent for
+	// schema.DimensionLinks()[i] (empty for an empty relationship), or nil
+	// when it sent no data for it, which is then not compared. Links may be
+	// shorter than the relationships (nil: none sent).
+	Links [][]int64
 }
 
 // ReconcileComparison is what a scan found, before anything is written.
@@ -113,25 +112,24 @@ func (r *Reconciliation) AddScanned(ctx context.Context, users []ScannedUser) er
 	if len(users) == 0 {
 		return nil
 	}
+	cols := append([]string{"id", "updated_at", "updated_text"}, r.sql.linkColumns...)
 	src := pgx.CopyFromSlice(len(users), func(i int) ([]any, error) {
-		u := users[i]
-		var at, text, links any
+		u := &users[i]
+		vals := make([]any, len(cols))
+		vals[0] = u.ID
 		if u.UpdatedAt != nil {
-			at = *u.UpdatedAt
+			vals[1] = *u.UpdatedAt
 		}
 		if u.UpdatedText != "" {
-			text = u.UpdatedText
+			vals[2] = u.UpdatedText
 		}
-		if u.Links != nil {
-			b, err := json.Marshal(u.Links)
-			if err != nil {
-				return nil, fmt.Errorf("encoding the linkage of user %d: %w", u.ID, err)
+		for j := range min(len(u.Links), len(r.sql.linkColumns)) {
+			if u.Links[j] != nil {
+				vals[3+j] = u.Links[j]
 			}
-			links = string(b)
 		}
-		return []any{u.ID, at, text, links}, nil
+		return vals, nil
 	})
-	cols := []string{"id", "updated_at", "updated_text", "links"}
 	if err := copyFrom(ctx, r.conn, pgx.Identifier{"pg_temp", reconcileScanTable}, cols, src); err != nil {
 		return fmt.Errorf("copying %d scanned ids: %w", len(users), err)
 	}

@@ -17,6 +17,7 @@ const (
 // one schema.
 type reconcileSQL struct {
 	dims              []string // dimension types, in the order of queueDeletedLinks' parameters
+	linkColumns       []string // the scan's columns of schema.DimensionLinks(), in order
 	create, drop      string
 	index             string
 	compare           string
@@ -33,12 +34,18 @@ type reconcileSQL struct {
 func newReconcileSQL(schemaName string, users tableSQL) (reconcileSQL, error) {
 	q := reconcileSQL{dims: schema.DimensionTypes()}
 	qs := schema.QuoteIdentifier(schemaName)
+	var defs []string
+	for _, r := range schema.DimensionLinks() {
+		col := scanLinkColumn(r)
+		q.linkColumns = append(q.linkColumns, col)
+		defs = append(defs, ", "+schema.QuoteIdentifier(col)+" bigint[]")
+	}
 	st, err := loadStatements("reconcile", map[string]string{
 		"schema": qs, "users": users.table,
 		"scan": "pg_temp." + reconcileScanTable, "fetch": "pg_temp." + reconcileFetchTable,
 		"scan_table": reconcileScanTable, "fetch_table": reconcileFetchTable,
 		"missing": FetchMissing, "stale": FetchStale, "gone": FetchGone, "relinked": FetchRelinked,
-		"hit_conditions": linkConditions(q.dims), "linkage_diff": linkageDiff(qs, q.dims),
+		"hit_conditions": linkConditions(q.dims), "linkage_diff": linkageDiff(), "link_columns": strings.Join(defs, ""),
 	})
 	if err != nil {
 		return q, err
@@ -83,28 +90,35 @@ func linkConditions(dims []string) string {
 	return strings.Join(cond, "\n\t\tOR ")
 }
 
+// scanLinkColumn is the scan's column of a user relationship to a
+// dimension: the ids the API sent (one at most for a to-one), NULL when it
+// sent no data.
+func scanLinkColumn(r schema.Relationship) string {
+	return "link_" + schema.ColumnName(r.Name)
+}
+
 // linkageDiff builds, from the catalog, the condition that a scanned user s
-// (its links: relationship name → ids, see ScannedUser.Links) is linked to
-// teams, roles or profiles otherwise than the users row u (schema q) holds:
-// for each relationship to a dimension that the scan carried, a to-one
-// column that differs, or an array column or user_teams (the teams
-// relationship, kept in a table of its own) that holds another set of ids.
-func linkageDiff(q string, dims []string) string {
+// is linked to teams, roles or profiles otherwise than the users row u
+// holds: for each relationship to a dimension that the scan carried, a
+// to-one column that differs, or an array column or user_teams (the teams
+// relationship, kept in a table of its own; m.team_ids, the user's rows
+// aggregated) that holds another set of ids. Array operators only, no
+// subquery per user: a million users are compared in one pass.
+func linkageDiff() string {
 	var cond []string
-	for _, r := range schema.User().RelationshipsTo(dims...) {
-		name := quoteList([]string{r.Name})
-		sent := fmt.Sprintf("s.links ? %s", name)
-		if !r.ToMany {
-			cond = append(cond, fmt.Sprintf("(%s AND (s.links->%s->>0)::bigint IS DISTINCT FROM u.%s)",
-				sent, name, schema.QuoteIdentifier(r.Column())))
-			continue
+	for _, r := range schema.DimensionLinks() {
+		scanned := "s." + schema.QuoteIdentifier(scanLinkColumn(r))
+		stored := "u." + schema.QuoteIdentifier(r.Column())
+		switch {
+		case !r.ToMany:
+			cond = append(cond, fmt.Sprintf("(%s IS NOT NULL AND %s[1] IS DISTINCT FROM %s)", scanned, scanned, stored))
+		case r.OwnTable: // the only one is teams: user_teams, aggregated by queueLinkage as m.team_ids
+			stored = "m.team_ids"
+			fallthrough
+		default:
+			cond = append(cond, fmt.Sprintf("(%s IS NOT NULL AND NOT (%s @> coalesce(%s, '{}') AND %s <@ coalesce(%s, '{}')))",
+				scanned, scanned, stored, scanned, stored))
 		}
-		stored := "coalesce(u." + schema.QuoteIdentifier(r.Column()) + ", '{}')"
-		if r.OwnTable { // the only one is teams (user_teams)
-			stored = "ARRAY(SELECT ut.team_id FROM " + q + ".user_teams ut WHERE ut.user_id = u.id)"
-		}
-		scanned := fmt.Sprintf("ARRAY(SELECT jsonb_array_elements_text(s.links->%s)::bigint)", name)
-		cond = append(cond, fmt.Sprintf("(%s AND NOT (%s @> %s AND %s <@ %s))", sent, scanned, stored, scanned, stored))
 	}
 	return strings.Join(cond, "\n\t\tOR ")
 }

@@ -177,7 +177,12 @@ func TestReconcileLinks(t *testing.T) {
 	}
 	listed := func(id int64, links map[string][]int64) warehouse.ScannedUser {
 		u := scanned(t, id, at)
-		u.Links = links
+		if links != nil {
+			u.Links = make([][]int64, len(schema.DimensionLinks()))
+			for i, rel := range schema.DimensionLinks() {
+				u.Links[i] = links[rel.Name] // nil: not sent
+			}
+		}
 		return u
 	}
 	tests := []struct {

@@ -8,10 +8,10 @@
 DROP TABLE IF EXISTS {{scan}}, {{fetch}}
 
 -- name: create
--- links: the user's linkage to teams, roles and profiles as listed
--- (relationship name → ids), for the relationships the API sent.
+-- {{link_columns}}: the user's linkage to teams, roles and profiles as
+-- listed, a bigint[] per relationship, NULL when the API sent no data.
 DROP TABLE IF EXISTS {{scan}}, {{fetch}};
-CREATE TEMP TABLE {{scan_table}} (id bigint NOT NULL, updated_at timestamptz, updated_text text, links jsonb);
+CREATE TEMP TABLE {{scan_table}} (id bigint NOT NULL, updated_at timestamptz, updated_text text{{link_columns}});
 CREATE TEMP TABLE {{fetch_table}} (id bigint PRIMARY KEY, reason text NOT NULL)
 
 -- name: index
@@ -81,11 +81,13 @@ SELECT count(*) FROM ins
 -- when one of those is deleted or comes back, without moving their
 -- updatedAt. One whose unresolved quarantine record holds the updatedAt the
 -- scan saw is left alone, as in queueChanged.
+-- {{linkage_diff}} reads the user's memberships as m.team_ids.
 WITH listed AS (
-	SELECT DISTINCT ON (id) id, updated_text, links FROM {{scan}} WHERE links IS NOT NULL
-	ORDER BY id, updated_at DESC NULLS LAST
+	SELECT DISTINCT ON (id) * FROM {{scan}} ORDER BY id, updated_at DESC NULLS LAST
+), memberships AS (
+	SELECT user_id, array_agg(team_id) AS team_ids FROM {{schema}}.user_teams GROUP BY user_id
 ), hit AS (
-	SELECT s.id, s.updated_text FROM listed s JOIN {{users}} u ON u.id = s.id
+	SELECT s.id, s.updated_text FROM listed s JOIN {{users}} u ON u.id = s.id LEFT JOIN memberships m ON m.user_id = s.id
 	WHERE u.deleted_at IS NULL AND ({{linkage_diff}})
 ), kept AS (
 	SELECT h.id FROM hit h WHERE h.updated_text IS NULL OR NOT EXISTS (

@@ -290,7 +290,7 @@ WHERE t.deleted_at IS NOT NULL OR (t."name", t."is_admin", t."special_id", t."cr
 
 -- reconcile.create
 DROP TABLE IF EXISTS pg_temp.usersync_reconcile_scan, pg_temp.usersync_reconcile_fetch;
-CREATE TEMP TABLE usersync_reconcile_scan (id bigint NOT NULL, updated_at timestamptz, updated_text text, links jsonb);
+CREATE TEMP TABLE usersync_reconcile_scan (id bigint NOT NULL, updated_at timestamptz, updated_text text, "link_role" bigint[], "link_profile" bigint[], "link_teams" bigint[], "link_direct_assigned_teams" bigint[], "link_role_assigned_teams" bigint[]);
 CREATE TEMP TABLE usersync_reconcile_fetch (id bigint PRIMARY KEY, reason text NOT NULL);
 
 -- reconcile.drop
@@ -353,15 +353,16 @@ SELECT count(*) FROM ins;
 
 -- reconcile.queueLinkage
 WITH listed AS (
-	SELECT DISTINCT ON (id) id, updated_text, links FROM pg_temp.usersync_reconcile_scan WHERE links IS NOT NULL
-	ORDER BY id, updated_at DESC NULLS LAST
+	SELECT DISTINCT ON (id) * FROM pg_temp.usersync_reconcile_scan ORDER BY id, updated_at DESC NULLS LAST
+), memberships AS (
+	SELECT user_id, array_agg(team_id) AS team_ids FROM "usersync".user_teams GROUP BY user_id
 ), hit AS (
-	SELECT s.id, s.updated_text FROM listed s JOIN "usersync"."users" u ON u.id = s.id
-	WHERE u.deleted_at IS NULL AND ((s.links ? 'role' AND (s.links->'role'->>0)::bigint IS DISTINCT FROM u."role_id")
-		OR (s.links ? 'profile' AND (s.links->'profile'->>0)::bigint IS DISTINCT FROM u."profile_id")
-		OR (s.links ? 'teams' AND NOT (ARRAY(SELECT jsonb_array_elements_text(s.links->'teams')::bigint) @> ARRAY(SELECT ut.team_id FROM "usersync".user_teams ut WHERE ut.user_id = u.id) AND ARRAY(SELECT jsonb_array_elements_text(s.links->'teams')::bigint) <@ ARRAY(SELECT ut.team_id FROM "usersync".user_teams ut WHERE ut.user_id = u.id)))
-		OR (s.links ? 'directAssignedTeams' AND NOT (ARRAY(SELECT jsonb_array_elements_text(s.links->'directAssignedTeams')::bigint) @> coalesce(u."direct_assigned_team_ids", '{}') AND ARRAY(SELECT jsonb_array_elements_text(s.links->'directAssignedTeams')::bigint) <@ coalesce(u."direct_assigned_team_ids", '{}')))
-		OR (s.links ? 'roleAssignedTeams' AND NOT (ARRAY(SELECT jsonb_array_elements_text(s.links->'roleAssignedTeams')::bigint) @> coalesce(u."role_assigned_team_ids", '{}') AND ARRAY(SELECT jsonb_array_elements_text(s.links->'roleAssignedTeams')::bigint) <@ coalesce(u."role_assigned_team_ids", '{}'))))
+	SELECT s.id, s.updated_text FROM listed s JOIN "usersync"."users" u ON u.id = s.id LEFT JOIN memberships m ON m.user_id = s.id
+	WHERE u.deleted_at IS NULL AND ((s."link_role" IS NOT NULL AND s."link_role"[1] IS DISTINCT FROM u."role_id")
+		OR (s."link_profile" IS NOT NULL AND s."link_profile"[1] IS DISTINCT FROM u."profile_id")
+		OR (s."link_teams" IS NOT NULL AND NOT (s."link_teams" @> coalesce(m.team_ids, '{}') AND s."link_teams" <@ coalesce(m.team_ids, '{}')))
+		OR (s."link_direct_assigned_teams" IS NOT NULL AND NOT (s."link_direct_assigned_teams" @> coalesce(u."direct_assigned_team_ids", '{}') AND s."link_direct_assigned_teams" <@ coalesce(u."direct_assigned_team_ids", '{}')))
+		OR (s."link_role_assigned_teams" IS NOT NULL AND NOT (s."link_role_assigned_teams" @> coalesce(u."role_assigned_team_ids", '{}') AND s."link_role_assigned_teams" <@ coalesce(u."role_assigned_team_ids", '{}'))))
 ), kept AS (
 	SELECT h.id FROM hit h WHERE h.updated_text IS NULL OR NOT EXISTS (
 		SELECT 1 FROM "usersync".quarantine q WHERE q.resolved_at IS NULL AND q.resource_type = 'user'
