@@ -23,7 +23,7 @@ const reconcilePageSize = 1000
 const heartbeatEvery = 100
 
 // scanQuery lists every user with its updatedAt and its linkage to teams,
-// roles and profiles only (scanLinks), in id order: the id order does not
+// roles and profiles only (schema.DimensionLinks), in id order: the id order does not
 // change under concurrent updates, unlike updatedAt's. The linkage costs no
 // request: it shows the users the API links otherwise than the warehouse
 // does without moving their updatedAt (a team, role or profile deleted or
@@ -59,6 +59,7 @@ func (r *reconciler) scan(ctx context.Context, work *warehouse.Reconciliation) e
 	return err
 }
 
+// scanPages is one walk of the scan, recording each page as it arrives.
 func (r *reconciler) scanPages(ctx context.Context, work *warehouse.Reconciliation) error {
 	buf := make([]warehouse.ScannedUser, 0, reconcilePageSize)
 	for page, err := range jsonapi.Prefetch(ctx, r.s.client.Collection("users", r.s.scanQuery()), r.s.cfg.Prefetch).Pages() {
@@ -105,8 +106,8 @@ func scannedUsers(dst []warehouse.ScannedUser, data []jsonapi.Resource, unreadab
 }
 
 // scannedLinks returns the resource's linkage to teams, roles and profiles
-// as warehouse.ScannedUser.Links holds it: for each relationship of
-// rels (schema.DimensionLinks()) sent with data, the valid ids of the catalog's
+// as warehouse.ScannedUser.Links holds it: for each relationship of rels
+// (schema.DimensionLinks()) sent with data, the valid ids of the catalog's
 // type (a null to-one: none); nil for one sent without data. Nil when none
 // was sent with data.
 func scannedLinks(res *jsonapi.Resource, rels []schema.Relationship) [][]int64 {
