@@ -171,8 +171,16 @@ func TestReconcileLinks(t *testing.T) {
 		reconUser(2, at, `"role": {"data": null}`) + `,` +
 		reconUser(3, at, `"role": {"data": null}, "directAssignedTeams": {"data": [{"id": 10, "type": "team"}]}`) + `,` +
 		reconUser(4, at, `"role": {"data": {"id": 6, "type": "role"}}, "teams": {"data": [{"id": 10, "type": "team"}, {"id": 11, "type": "team"}]}`) + `,` +
-		reconUser(5, at, `"profile": {"data": {"id": 2, "type": "profile"}}`) + `]}`
+		reconUser(5, at, `"profile": {"data": {"id": 2, "type": "profile"}}`) + `,` +
+		reconUser(7, at, `"role": {"data": {"id": 8, "type": "role"}}`) + `]}`
 	if _, err := s.LoadUsers(ctx, rows(t, schema.User(), page), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	// User 7 as the API sends it now cannot be typed: fetching it again
+	// would only quarantine it again.
+	bad := []warehouse.Quarantined{{Type: "user", ID: "7", Field: "locked", Error: "wrong type",
+		Raw: []byte(`{"id": 7, "type": "user", "attributes": {"locked": "yes", "updatedAt": "` + at + `"}}`)}}
+	if _, err := s.LoadUsers(ctx, nil, bad, nil); err != nil {
 		t.Fatal(err)
 	}
 	listed := func(id int64, links map[string][]int64) warehouse.ScannedUser {
@@ -208,6 +216,7 @@ func TestReconcileLinks(t *testing.T) {
 			listed(4, map[string][]int64{"role": {6}, "teams": {10}}),      // one team fewer
 			listed(5, map[string][]int64{"role": {}, "profile": {3}}),      // another profile
 			listed(6, map[string][]int64{"role": {1}}),                     // not in the warehouse: missing, not relinked
+			listed(7, map[string][]int64{"role": {}}),                      // quarantined unchanged: left alone
 		}, wantIDs: []int64{1, 2, 3, 4, 5}},
 	}
 	for _, tt := range tests {
