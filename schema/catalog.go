@@ -5,7 +5,10 @@
 // tested against, this package. It imports no other package of the project.
 package schema
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Version is the catalog's version. It is written into every Parquet snapshot
 // and bumps whenever a migration changes the warehouse's shape.
@@ -165,6 +168,30 @@ func (r Resource) ArrayLinks() []Relationship {
 		}
 	}
 	return out
+}
+
+// RelationshipsTo returns the relationships whose related type is one of
+// types, in declaration order.
+func (r Resource) RelationshipsTo(types ...string) []Relationship {
+	var out []Relationship
+	for _, rel := range r.Relationships {
+		if slices.Contains(types, rel.RelatedType) {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// DimensionTypes returns the types of the small resources users link to
+// and each sync lists in full: team, role and profile.
+func DimensionTypes() []string {
+	return []string{Team().Type, Role().Type, Profile().Type}
+}
+
+// DimensionLinks returns the user's relationships to teams, roles and
+// profiles, in declaration order.
+func DimensionLinks() []Relationship {
+	return User().RelationshipsTo(DimensionTypes()...)
 }
 
 // Resources returns the catalog: user, team, role and profile.

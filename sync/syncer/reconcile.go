@@ -62,8 +62,9 @@ type ReconcileSummary struct {
 	ScanPages  int64 `json:"scan_pages"`
 	Unreadable int64 `json:"unreadable"`
 	// Missing, Stale and Relinked count the ids fetched by id because the
-	// warehouse lacked them, held an older updatedAt, or linked them to a
-	// team, role or profile that was deleted or came back. Confirmed counts
+	// warehouse lacked them, held an older updatedAt, or linked them to
+	// teams, roles or profiles otherwise than the scan showed (one deleted
+	// or come back, seen by the warehouse or not). Confirmed counts
 	// the live users the scan did not list: each is asked for by id before
 	// it is marked deleted.
 	Missing   int64 `json:"missing"`
@@ -119,8 +120,9 @@ func (e *SafetyValveError) Error() string {
 		e.Scanned, e.WouldDelete, e.Live, 100*e.Share, 100*e.MaxShare)
 }
 
-// Reconcile lists every user id with its updatedAt, fetches by id the users
-// the warehouse lacks or holds stale, marks deleted the users the API no
+// Reconcile lists every user id with its updatedAt and its linkage to
+// teams, roles and profiles, fetches by id the users the warehouse lacks,
+// holds stale or links otherwise, marks deleted the users the API no
 // longer returns (unmarking those that came back), runs the dimension pass
 // and checks every live team's membership. It holds the sync lock, records
 // the run in sync_runs (kind reconcile) and never moves the watermark.
@@ -167,10 +169,9 @@ type reconciler struct {
 	pages       int64 // scan and fetch pages, for Progress
 	rows        int64
 	log         *slog.Logger
-	// deletedDims and restoredDims hold, by type, the teams, roles and
-	// profiles marked deleted after the dimension pass, and those that came
-	// back since the last reconcile that succeeded.
-	deletedDims, restoredDims map[string][]int64
+	// deletedDims holds, by type, the teams, roles and profiles marked
+	// deleted after the dimension pass.
+	deletedDims map[string][]int64
 }
 
 // execute runs the passes in an order that keeps every step safe to stop:
@@ -267,11 +268,12 @@ func (r *reconciler) syncDimensions(ctx context.Context) error {
 	if r.deletedDims, err = r.s.store.DeletedDimensionIDs(ctx); err != nil {
 		return err
 	}
-	if r.restoredDims, err = r.s.store.RestoredDimensionIDs(ctx); err != nil {
+	restored, err := r.s.store.RestoredDimensionIDs(ctx)
+	if err != nil {
 		return err
 	}
 	r.sum.DimensionsUndeleted = map[string]int64{}
-	for typ, ids := range r.restoredDims {
+	for typ, ids := range restored {
 		r.sum.DimensionsUndeleted[tableOf(typ)] = int64(len(ids))
 	}
 	return nil
@@ -291,7 +293,8 @@ func (r *reconciler) checkValve(c warehouse.ReconcileComparison) error {
 }
 
 // queue fills the fetch queue: missing and stale ids, users linked to
-// deleted or restored dimensions, and live users the scan did not list.
+// deleted dimensions or otherwise than the scan showed, and live users the
+// scan did not list.
 func (r *reconciler) queue(ctx context.Context, work *warehouse.Reconciliation) error {
 	q, err := work.QueueChanged(ctx)
 	if err != nil {
@@ -303,15 +306,12 @@ func (r *reconciler) queue(ctx context.Context, work *warehouse.Reconciliation) 
 		return err
 	}
 	r.sum.Relinked += n
-	if len(r.restoredDims) > 0 {
-		if err := r.listRestoredMembers(ctx, work); err != nil {
-			return err
-		}
-		if n, err = work.QueueLinked(ctx); err != nil {
-			return err
-		}
-		r.sum.Relinked += n
+	// Whether or not the warehouse saw the deletion, a team, role or profile
+	// that was deleted or came back shows in the linkage the scan carried.
+	if n, err = work.QueueLinkage(ctx); err != nil {
+		return err
 	}
+	r.sum.Relinked += n
 	_, err = work.QueueGone(ctx) // those already queued for another reason are fetched once
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"slices"
 	"strconv"
 	"time"
 
@@ -23,10 +22,21 @@ const reconcilePageSize = 1000
 // heartbeatEvery is how many scan pages pass between two heartbeats.
 const heartbeatEvery = 100
 
-// scanQuery lists every user with its updatedAt only, in id order: the id
-// order does not change under concurrent updates, unlike updatedAt's.
-func scanQuery() jsonapi.Query {
-	return jsonapi.Query{}.Fields("user", "updatedAt").Sort("id").PageSize(reconcilePageSize)
+// scanQuery lists every user with its updatedAt and its linkage to teams,
+// roles and profiles only (schema.DimensionLinks), in id order: the id order does not
+// change under concurrent updates, unlike updatedAt's. The linkage costs no
+// request: it shows the users the API links otherwise than the warehouse
+// does without moving their updatedAt (a team, role or profile deleted or
+// restored), which are then fetched by id with the stale ones. The teams'
+// ids come with include=teams (and an empty fields[team]), as in every users
+// request, unless the API refused it: an API may send users' teams without
+// data otherwise.
+func (s *Syncer) scanQuery() jsonapi.Query {
+	fields := []string{"updatedAt"}
+	for _, rel := range schema.DimensionLinks() {
+		fields = append(fields, rel.Name)
+	}
+	return s.withTeams(jsonapi.Query{}.Fields("user", fields...)).Sort("id").PageSize(reconcilePageSize)
 }
 
 // fetchQuery fetches users by id, with every attribute and relationship, the
@@ -36,12 +46,23 @@ func (s *Syncer) fetchQuery(ids []int64) jsonapi.Query {
 	return s.withTeams(s.UserQuery()).Filter("id", jsonapi.IDs(ids...)).PageSize(reconcilePageSize)
 }
 
-// scan streams the (id, updatedAt) pairs of every user into the working
-// set, one COPY per page, while the next page downloads: memory stays at a
-// few pages whatever the number of users.
+// scan streams the id, updatedAt and linkage of every user into the
+// working set, one COPY per page, while the next page downloads: memory
+// stays at a few pages whatever the number of users. An API that refuses
+// include=teams refuses the first request, and the scan starts again
+// without it.
 func (r *reconciler) scan(ctx context.Context, work *warehouse.Reconciliation) error {
+	err := r.scanPages(ctx, work)
+	if err != nil && r.sum.ScanPages == 0 && r.s.refusedInclude(ctx, err) {
+		err = r.scanPages(ctx, work)
+	}
+	return err
+}
+
+// scanPages is one walk of the scan, recording each page as it arrives.
+func (r *reconciler) scanPages(ctx context.Context, work *warehouse.Reconciliation) error {
 	buf := make([]warehouse.ScannedUser, 0, reconcilePageSize)
-	for page, err := range jsonapi.Prefetch(ctx, r.s.client.Collection("users", scanQuery()), r.s.cfg.Prefetch).Pages() {
+	for page, err := range jsonapi.Prefetch(ctx, r.s.client.Collection("users", r.s.scanQuery()), r.s.cfg.Prefetch).Pages() {
 		if err != nil {
 			return err // the client names the page and request; a cut walk says so
 		}
@@ -61,15 +82,17 @@ func (r *reconciler) scan(ctx context.Context, work *warehouse.Reconciliation) e
 	return nil
 }
 
-// scannedUsers appends the id and updatedAt of each resource to dst,
-// counting in unreadable the resources without a usable id.
+// scannedUsers appends the id, updatedAt and linkage to teams, roles and
+// profiles of each resource to dst, counting in unreadable the resources
+// without a usable id.
 func scannedUsers(dst []warehouse.ScannedUser, data []jsonapi.Resource, unreadable *int64) []warehouse.ScannedUser {
+	rels := schema.DimensionLinks()
 	for i := range data {
 		if !data[i].ID.Valid() {
 			*unreadable++
 			continue
 		}
-		u := warehouse.ScannedUser{ID: int64(data[i].ID)}
+		u := warehouse.ScannedUser{ID: int64(data[i].ID), Links: scannedLinks(&data[i], rels)}
 		if v := gjson.GetBytes(data[i].Attributes, "updatedAt"); v.Type == gjson.String {
 			u.UpdatedText = v.Str
 			if t, err := time.Parse(time.RFC3339Nano, v.Str); err == nil {
@@ -82,56 +105,30 @@ func scannedUsers(dst []warehouse.ScannedUser, data []jsonapi.Resource, unreadab
 	return dst
 }
 
-// listRestoredMembers lists, ids only, the users the API relates to each
-// team, role and profile that came back, for the warehouse to compare with
-// the linkage it holds.
-func (r *reconciler) listRestoredMembers(ctx context.Context, work *warehouse.Reconciliation) error {
-	types := make([]string, 0, len(r.restoredDims))
-	for typ := range r.restoredDims {
-		types = append(types, typ)
-	}
-	slices.Sort(types)
-	for _, typ := range types {
-		rel, ok := filterableRelationship(typ)
-		if !ok {
+// scannedLinks returns the resource's linkage to teams, roles and profiles
+// as warehouse.ScannedUser.Links holds it: for each relationship of rels
+// (schema.DimensionLinks()) sent with data, the valid ids of the catalog's
+// type (a null to-one: none); nil for one sent without data. Nil when none
+// was sent with data.
+func scannedLinks(res *jsonapi.Resource, rels []schema.Relationship) [][]int64 {
+	var out [][]int64
+	for i, rel := range rels {
+		r, ok := res.Relationships[rel.Name]
+		if !ok || r.Data.Shape == jsonapi.ShapeAbsent {
 			continue
 		}
-		for _, id := range r.restoredDims[typ] {
-			q := jsonapi.Query{}.FilterRelationship(rel, id).Fields("user").PageSize(reconcilePageSize)
-			pages := r.s.client.Collection("users", q)
-			for {
-				page, err := pages.Next(ctx)
-				if err != nil {
-					return fmt.Errorf("listing users of restored %s %d: %w", typ, id, err)
-				}
-				if page == nil {
-					break
-				}
-				ids := make([]int64, 0, len(page.Data))
-				for _, u := range page.Data {
-					if u.ID.Valid() {
-						ids = append(ids, int64(u.ID))
-					}
-				}
-				if err := work.AddLinked(ctx, typ, id, ids); err != nil {
-					return err
-				}
+		ids := make([]int64, 0, len(r.Data.IDs))
+		for _, id := range r.Data.IDs {
+			if id.Type == rel.RelatedType && id.ID.Valid() {
+				ids = append(ids, int64(id.ID))
 			}
 		}
-	}
-	return nil
-}
-
-// filterableRelationship returns the user relationship the API filters by
-// to list the users related to a resource of type typ (teams, role,
-// profile).
-func filterableRelationship(typ string) (string, bool) {
-	for _, rel := range schema.User().Relationships {
-		if rel.Filterable && rel.RelatedType == typ {
-			return rel.Name, true
+		if out == nil {
+			out = make([][]int64, len(rels))
 		}
+		out[i] = ids
 	}
-	return "", false
+	return out
 }
 
 // fetchQueued fetches the queued ids by id, in batches read from the

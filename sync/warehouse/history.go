@@ -26,7 +26,7 @@ func (s *Store) newHistorySQL(schemaName string) (map[string]historySQL, error) 
 	tables := s.tables
 	q := schema.QuoteIdentifier(schemaName)
 	out := map[string]historySQL{}
-	for _, typ := range dimensionTypes() {
+	for _, typ := range schema.DimensionTypes() {
 		t := tables[typ]
 		cols := quoteAll(t.columns[1:])
 		st, err := loadStatements("history", map[string]string{

@@ -7,8 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/usersync/usersync/schema"
 )
 
 // A reconcile compares every user id the API lists with the warehouse. The
@@ -16,12 +14,13 @@ import (
 // connection (COPY, so a million ids cost the Go process nothing), and the
 // comparisons run in SQL:
 //
-//	scan    every (id, updatedAt) the API listed, and every id it returned
-//	        when asked by id later in the run
+//	scan    every (id, updatedAt, linkage to teams, roles and profiles) the
+//	        API listed, and every id it returned when asked by id later in
+//	        the run
 //	fetch   the ids to fetch by id, each with why: missing, stale, relinked
-//	        (pointing at a team, role or profile that was deleted or came
-//	        back) or gone (live here, not listed: confirmed before marking)
-//	linked  members of dimensions that came back, as the API lists them
+//	        (linked otherwise than the API links them, or to a team, role
+//	        or profile marked deleted) or gone (live here, not listed:
+//	        confirmed before marking)
 //
 // Nothing is ever deleted: users the API no longer returns get deleted_at,
 // users that come back lose it.
@@ -43,6 +42,12 @@ type ScannedUser struct {
 	// UpdatedText is updatedAt as sent, to recognise a quarantined resource
 	// that has not changed since ("" when not a string).
 	UpdatedText string
+	// Links is the user's linkage to teams, roles and profiles: Links[i]
+	// holds the ids of the catalog's type that the API sent for
+	// schema.DimensionLinks()[i] (empty for an empty relationship), or nil
+	// when it sent no data for it, which is then not compared. Links may be
+	// shorter than the relationships (nil: none sent).
+	Links [][]int64
 }
 
 // ReconcileComparison is what a scan found, before anything is written.
@@ -107,18 +112,25 @@ func (r *Reconciliation) AddScanned(ctx context.Context, users []ScannedUser) er
 	if len(users) == 0 {
 		return nil
 	}
+	cols := append([]string{"id", "updated_at", "updated_text"}, r.sql.linkColumns...)
 	src := pgx.CopyFromSlice(len(users), func(i int) ([]any, error) {
-		u := users[i]
-		var at, text any
+		u := &users[i]
+		vals := make([]any, len(cols))
+		vals[0] = u.ID
 		if u.UpdatedAt != nil {
-			at = *u.UpdatedAt
+			vals[1] = *u.UpdatedAt
 		}
 		if u.UpdatedText != "" {
-			text = u.UpdatedText
+			vals[2] = u.UpdatedText
 		}
-		return []any{u.ID, at, text}, nil
+		for j := range min(len(u.Links), len(r.sql.linkColumns)) {
+			if u.Links[j] != nil {
+				vals[3+j] = u.Links[j]
+			}
+		}
+		return vals, nil
 	})
-	if err := copyFrom(ctx, r.conn, pgx.Identifier{"pg_temp", reconcileScanTable}, []string{"id", "updated_at", "updated_text"}, src); err != nil {
+	if err := copyFrom(ctx, r.conn, pgx.Identifier{"pg_temp", reconcileScanTable}, cols, src); err != nil {
 		return fmt.Errorf("copying %d scanned ids: %w", len(users), err)
 	}
 	return nil
@@ -183,25 +195,17 @@ func (r *Reconciliation) QueueDeletedLinks(ctx context.Context, deleted map[stri
 	return n, nil
 }
 
-// AddLinked records the users the API lists as related to the dimension
-// typ's id target (for a dimension that came back).
-func (r *Reconciliation) AddLinked(ctx context.Context, typ string, target int64, users []int64) error {
-	if len(users) == 0 {
-		return nil
-	}
-	src := pgx.CopyFromSlice(len(users), func(i int) ([]any, error) { return []any{users[i], typ, target}, nil })
-	if err := copyFrom(ctx, r.conn, pgx.Identifier{"pg_temp", reconcileLinkedTable}, []string{"user_id", "related_type", "target"}, src); err != nil {
-		return fmt.Errorf("copying members of %s %d: %w", typ, target, err)
-	}
-	return nil
-}
-
-// QueueLinked queues the users recorded by AddLinked whose stored linkage
-// does not point at the dimension the API relates them to.
-func (r *Reconciliation) QueueLinked(ctx context.Context) (int64, error) {
+// QueueLinkage queues the live users whose linkage to a team, role or
+// profile, as the scan saw it, differs from the warehouse's: the API links
+// and unlinks users when one of those is deleted or comes back without
+// moving their updatedAt, so a user written in between (whether or not the
+// warehouse ever saw the deletion) is otherwise never fetched again. Users
+// already queued, and those the quarantine holds with the updatedAt the scan
+// saw, are left alone.
+func (r *Reconciliation) QueueLinkage(ctx context.Context) (int64, error) {
 	var n int64
-	if err := r.conn.QueryRow(ctx, r.sql.queueLinked).Scan(&n); err != nil {
-		return 0, fmt.Errorf("queueing users linked to restored dimensions: %w", err)
+	if err := r.conn.QueryRow(ctx, r.sql.queueLinkage).Scan(&n); err != nil {
+		return 0, fmt.Errorf("queueing users linked otherwise than the API links them: %w", err)
 	}
 	return n, nil
 }
@@ -284,10 +288,7 @@ func (s *Store) DeletedDimensionIDs(ctx context.Context) (map[string][]int64, er
 
 // RestoredDimensionIDs returns, by type, the ids of the live teams, roles
 // and profiles that came back from a deletion, in any sync, since the last
-// reconcile that succeeded (their version history has a gap). A user
-// written while one was deleted holds no link to it, and the API's data
-// bring the link back without moving the user's updatedAt: only listing
-// the users related to it (see Reconciliation.AddLinked) finds them.
+// reconcile that succeeded (their version history has a gap).
 func (s *Store) RestoredDimensionIDs(ctx context.Context) (map[string][]int64, error) {
 	return s.dimensionIDs(ctx, s.runs.restoredDimensionIDs, "restored")
 }
@@ -308,8 +309,4 @@ func (s *Store) dimensionIDs(ctx context.Context, sql, which string) (map[string
 		return nil, fmt.Errorf("listing %s teams, roles and profiles: %w", which, err)
 	}
 	return out, nil
-}
-
-func dimensionTypes() []string {
-	return []string{schema.Team().Type, schema.Role().Type, schema.Profile().Type}
 }

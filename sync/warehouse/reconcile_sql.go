@@ -9,22 +9,22 @@ import (
 
 // Temporary tables of a reconcile, in pg_temp of its dedicated connection.
 const (
-	reconcileScanTable   = "usersync_reconcile_scan"
-	reconcileFetchTable  = "usersync_reconcile_fetch"
-	reconcileLinkedTable = "usersync_reconcile_linked"
+	reconcileScanTable  = "usersync_reconcile_scan"
+	reconcileFetchTable = "usersync_reconcile_fetch"
 )
 
 // reconcileSQL holds a reconcile's statements, built from the catalog for
 // one schema.
 type reconcileSQL struct {
 	dims              []string // dimension types, in the order of queueDeletedLinks' parameters
+	linkColumns       []string // the scan's columns of schema.DimensionLinks(), in order
 	create, drop      string
 	index             string
 	compare           string
 	undelete          string
 	queueChanged      string
 	queueDeletedLinks string
-	queueLinked       string
+	queueLinkage      string
 	queueGone         string
 	fetchBatch        string
 	queued            string
@@ -32,52 +32,54 @@ type reconcileSQL struct {
 }
 
 func newReconcileSQL(schemaName string, users tableSQL) (reconcileSQL, error) {
-	q := reconcileSQL{dims: dimensionTypes()}
-	hit, restored := linkConditions(schema.QuoteIdentifier(schemaName), q.dims)
+	q := reconcileSQL{dims: schema.DimensionTypes()}
+	qs := schema.QuoteIdentifier(schemaName)
+	var defs []string
+	for _, r := range schema.DimensionLinks() {
+		col := scanLinkColumn(r)
+		q.linkColumns = append(q.linkColumns, col)
+		defs = append(defs, ", "+schema.QuoteIdentifier(col)+" bigint[]")
+	}
 	st, err := loadStatements("reconcile", map[string]string{
-		"schema": schema.QuoteIdentifier(schemaName), "users": users.table,
-		"scan": "pg_temp." + reconcileScanTable, "fetch": "pg_temp." + reconcileFetchTable, "linked": "pg_temp." + reconcileLinkedTable,
-		"scan_table": reconcileScanTable, "fetch_table": reconcileFetchTable, "linked_table": reconcileLinkedTable,
+		"schema": qs, "users": users.table,
+		"scan": "pg_temp." + reconcileScanTable, "fetch": "pg_temp." + reconcileFetchTable,
+		"scan_table": reconcileScanTable, "fetch_table": reconcileFetchTable,
 		"missing": FetchMissing, "stale": FetchStale, "gone": FetchGone, "relinked": FetchRelinked,
-		"hit_conditions": hit, "restored_diff": restored,
+		"hit_conditions": linkConditions(q.dims), "linkage_diff": linkageDiff(), "link_columns": strings.Join(defs, ""),
 	})
 	if err != nil {
 		return q, err
 	}
 	err = assignStatements("reconcile", st, map[string]*string{
 		"drop": &q.drop, "create": &q.create, "index": &q.index, "compare": &q.compare, "undelete": &q.undelete,
-		"queueChanged": &q.queueChanged, "queueDeletedLinks": &q.queueDeletedLinks, "queueLinked": &q.queueLinked,
+		"queueChanged": &q.queueChanged, "queueDeletedLinks": &q.queueDeletedLinks, "queueLinkage": &q.queueLinkage,
 		"queueGone": &q.queueGone, "fetchBatch": &q.fetchBatch, "queued": &q.queued, "markDeleted": &q.markDeleted,
 	})
 	return q, err
 }
 
-// linkConditions builds, from the catalog, the conditions of the statements
-// that queue users whose linkage to a dimension disagrees with the API: a
+// linkConditions builds, from the catalog, the condition that finds the
+// users linked to a deleted dimension id ($n: the ids of dims[n-1]): a
 // to-one column (role_id, profile_id), an array column
 // (direct_assigned_team_ids...) or an other_relationships element of a
 // related type that is a dimension. user_teams is left to the membership
-// pass. hit finds the users linked to a deleted dimension id ($n: the ids
-// of dims[n-1]); restored the members of restored dimensions whose linkage
-// is out of date.
-func linkConditions(q string, dims []string) (hit, restored string) {
+// pass.
+func linkConditions(dims []string) string {
 	param := map[string]int{}
 	for i, typ := range dims {
 		param[typ] = i + 1
 	}
-	var toOneDiff, cond []string
-	for _, r := range schema.User().Relationships {
-		n, ok := param[r.RelatedType]
-		if !ok || r.OwnTable {
+	var cond []string
+	for _, r := range schema.User().RelationshipsTo(dims...) {
+		if r.OwnTable {
 			continue
 		}
 		col := "u." + schema.QuoteIdentifier(r.Column())
 		if r.ToMany {
-			cond = append(cond, fmt.Sprintf("%s && $%d::bigint[]", col, n))
+			cond = append(cond, fmt.Sprintf("%s && $%d::bigint[]", col, param[r.RelatedType]))
 			continue
 		}
-		cond = append(cond, fmt.Sprintf("%s = ANY($%d::bigint[])", col, n))
-		toOneDiff = append(toOneDiff, fmt.Sprintf("(l.related_type = '%s' AND %s IS DISTINCT FROM l.target)", r.RelatedType, col))
+		cond = append(cond, fmt.Sprintf("%s = ANY($%d::bigint[])", col, param[r.RelatedType]))
 	}
 	var other []string
 	for _, typ := range dims {
@@ -85,24 +87,40 @@ func linkConditions(q string, dims []string) (hit, restored string) {
 	}
 	cond = append(cond, `EXISTS (SELECT 1 FROM jsonb_each(u.other_relationships) AS o, jsonb_array_elements(o.value) AS e
 		WHERE `+strings.Join(other, " OR ")+`)`)
-	manyOnly := `NOT EXISTS (
-		SELECT 1 FROM ` + q + `.user_relationships ur WHERE ur.user_id = l.user_id AND ur.related_type = l.related_type AND ur.related_id = l.target)`
-	if types := toOneTypes(param); len(types) > 0 {
-		manyOnly = `l.related_type NOT IN (` + quoteList(types) + `) AND ` + manyOnly
-	}
-	return strings.Join(cond, "\n\t\tOR "), strings.Join(append(toOneDiff, "("+manyOnly+")"), " OR ")
+	return strings.Join(cond, "\n\t\tOR ")
 }
 
-// toOneTypes returns the dimension types users relate to with a to-one
-// relationship (role, profile).
-func toOneTypes(dims map[string]int) []string {
-	var out []string
-	for _, r := range schema.User().ToOne() {
-		if _, ok := dims[r.RelatedType]; ok {
-			out = append(out, r.RelatedType)
+// scanLinkColumn is the scan's column of a user relationship to a
+// dimension: the ids the API sent (one at most for a to-one), NULL when it
+// sent no data.
+func scanLinkColumn(r schema.Relationship) string {
+	return "link_" + schema.ColumnName(r.Name)
+}
+
+// linkageDiff builds, from the catalog, the condition that a scanned user s
+// is linked to teams, roles or profiles otherwise than the users row u
+// holds: for each relationship to a dimension that the scan carried, a
+// to-one column that differs, or an array column or user_teams (the teams
+// relationship, kept in a table of its own; m.team_ids, the user's rows
+// aggregated) that holds another set of ids. Array operators only, no
+// subquery per user: a million users are compared in one pass.
+func linkageDiff() string {
+	var cond []string
+	for _, r := range schema.DimensionLinks() {
+		scanned := "s." + schema.QuoteIdentifier(scanLinkColumn(r))
+		stored := "u." + schema.QuoteIdentifier(r.Column())
+		switch {
+		case !r.ToMany:
+			cond = append(cond, fmt.Sprintf("(%s IS NOT NULL AND %s[1] IS DISTINCT FROM %s)", scanned, scanned, stored))
+		case r.OwnTable: // the only one is teams: user_teams, aggregated by queueLinkage as m.team_ids
+			stored = "m.team_ids"
+			fallthrough
+		default:
+			cond = append(cond, fmt.Sprintf("(%s IS NOT NULL AND NOT (%s @> coalesce(%s, '{}') AND %s <@ coalesce(%s, '{}')))",
+				scanned, scanned, stored, scanned, stored))
 		}
 	}
-	return out
+	return strings.Join(cond, "\n\t\tOR ")
 }
 
 func quoteList(vals []string) string {

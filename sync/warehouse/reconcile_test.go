@@ -159,7 +159,8 @@ func TestReconciliation(t *testing.T) {
 }
 
 // TestReconcileLinks: users pointing at a deleted role or team are queued;
-// members of a restored one are queued when their linkage disagrees.
+// so are users the scan saw linked otherwise than their rows hold, for the
+// relationships the scan carried.
 func TestReconcileLinks(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -169,24 +170,54 @@ func TestReconcileLinks(t *testing.T) {
 		reconUser(1, at, `"role": {"data": {"id": 5, "type": "role"}}`) + `,` +
 		reconUser(2, at, `"role": {"data": null}`) + `,` +
 		reconUser(3, at, `"role": {"data": null}, "directAssignedTeams": {"data": [{"id": 10, "type": "team"}]}`) + `,` +
-		reconUser(4, at, `"role": {"data": {"id": 6, "type": "role"}}`) + `]}`
+		reconUser(4, at, `"role": {"data": {"id": 6, "type": "role"}}, "teams": {"data": [{"id": 10, "type": "team"}, {"id": 11, "type": "team"}]}`) + `,` +
+		reconUser(5, at, `"profile": {"data": {"id": 2, "type": "profile"}}`) + `,` +
+		reconUser(7, at, `"role": {"data": {"id": 8, "type": "role"}}`) + `]}`
 	if _, err := s.LoadUsers(ctx, rows(t, schema.User(), page), nil, nil); err != nil {
 		t.Fatal(err)
 	}
+	// User 7 as the API sends it now cannot be typed: fetching it again
+	// would only quarantine it again.
+	bad := []warehouse.Quarantined{{Type: "user", ID: "7", Field: "locked", Error: "wrong type",
+		Raw: []byte(`{"id": 7, "type": "user", "attributes": {"locked": "yes", "updatedAt": "` + at + `"}}`)}}
+	if _, err := s.LoadUsers(ctx, nil, bad, nil); err != nil {
+		t.Fatal(err)
+	}
+	listed := func(id int64, links map[string][]int64) warehouse.ScannedUser {
+		u := scanned(t, id, at)
+		if links != nil {
+			u.Links = make([][]int64, len(schema.DimensionLinks()))
+			for i, rel := range schema.DimensionLinks() {
+				u.Links[i] = links[rel.Name] // nil: not sent
+			}
+		}
+		return u
+	}
 	tests := []struct {
-		name     string
-		deleted  map[string][]int64
-		linked   map[string]map[int64][]int64 // type → target → users the API relates
-		want     int64
-		wantIDs  []int64
-		restored bool
+		name    string
+		deleted map[string][]int64
+		scan    []warehouse.ScannedUser
+		wantIDs []int64
 	}{
-		{name: "nothing deleted", deleted: map[string][]int64{}, want: 0},
-		{name: "deleted role", deleted: map[string][]int64{"role": {5}}, want: 1, wantIDs: []int64{1}},
-		{name: "deleted team", deleted: map[string][]int64{"team": {10}, "profile": {1}}, want: 1, wantIDs: []int64{3}},
-		{name: "restored role and team", restored: true, linked: map[string]map[int64][]int64{
-			"role": {5: {1, 2}}, "team": {10: {3, 4}},
-		}, want: 2, wantIDs: []int64{2, 4}},
+		{name: "nothing deleted", deleted: map[string][]int64{}},
+		{name: "deleted role", deleted: map[string][]int64{"role": {5}}, wantIDs: []int64{1}},
+		{name: "deleted team", deleted: map[string][]int64{"team": {10}, "profile": {1}}, wantIDs: []int64{3}},
+		{name: "linkage as stored", scan: []warehouse.ScannedUser{
+			listed(1, map[string][]int64{"role": {5}, "profile": {}}),
+			listed(2, map[string][]int64{"role": {}, "teams": {}}),
+			listed(3, map[string][]int64{"directAssignedTeams": {10}, "roleAssignedTeams": {}}),
+			listed(4, map[string][]int64{"role": {6}, "teams": {11, 10}}),
+			listed(5, nil), // nothing carried: nothing compared
+		}},
+		{name: "linkage changed", scan: []warehouse.ScannedUser{
+			listed(1, map[string][]int64{"role": {}}),                      // role gone
+			listed(2, map[string][]int64{"role": {7}}),                     // role back
+			listed(3, map[string][]int64{"directAssignedTeams": {10, 12}}), // one more team
+			listed(4, map[string][]int64{"role": {6}, "teams": {10}}),      // one team fewer
+			listed(5, map[string][]int64{"role": {}, "profile": {3}}),      // another profile
+			listed(6, map[string][]int64{"role": {1}}),                     // not in the warehouse: missing, not relinked
+			listed(7, map[string][]int64{"role": {}}),                      // quarantined unchanged: left alone
+		}, wantIDs: []int64{1, 2, 3, 4, 5}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,23 +227,19 @@ func TestReconcileLinks(t *testing.T) {
 			}
 			defer work.Close()
 			var n int64
-			if tt.restored {
-				for typ, targets := range tt.linked {
-					for target, users := range targets {
-						if err := work.AddLinked(ctx, typ, target, users); err != nil {
-							t.Fatal(err)
-						}
-					}
+			if tt.scan != nil {
+				if err := work.AddScanned(ctx, tt.scan); err != nil {
+					t.Fatal(err)
 				}
-				n, err = work.QueueLinked(ctx)
+				n, err = work.QueueLinkage(ctx)
 			} else {
 				n, err = work.QueueDeletedLinks(ctx, tt.deleted)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n != tt.want {
-				t.Errorf("queued %d, want %d", n, tt.want)
+			if n != int64(len(tt.wantIDs)) {
+				t.Errorf("queued %d, want %d", n, len(tt.wantIDs))
 			}
 			ids, err := work.FetchBatch(ctx, 0, 100)
 			if err != nil {

@@ -1,17 +1,18 @@
 -- The statements of a reconcile, rendered once per Store (see reconcile.go).
--- {{scan}}, {{fetch}} and {{linked}} are the reconcile's temporary tables
--- (pg_temp), {{users}} the users table; {{hit_conditions}} and
--- {{restored_diff}} come from the catalog's relationships (linkStatements).
+-- {{scan}} and {{fetch}} are the reconcile's temporary tables (pg_temp),
+-- {{users}} the users table; {{hit_conditions}} and {{linkage_diff}} come
+-- from the catalog's relationships (linkConditions, linkageDiff).
 -- The fetch reasons are the Fetch* constants.
 
 -- name: drop
-DROP TABLE IF EXISTS {{scan}}, {{fetch}}, {{linked}}
+DROP TABLE IF EXISTS {{scan}}, {{fetch}}
 
 -- name: create
-DROP TABLE IF EXISTS {{scan}}, {{fetch}}, {{linked}};
-CREATE TEMP TABLE {{scan_table}} (id bigint NOT NULL, updated_at timestamptz, updated_text text);
-CREATE TEMP TABLE {{fetch_table}} (id bigint PRIMARY KEY, reason text NOT NULL);
-CREATE TEMP TABLE {{linked_table}} (user_id bigint NOT NULL, related_type text NOT NULL, target bigint NOT NULL)
+-- {{link_columns}}: the user's linkage to teams, roles and profiles as
+-- listed, a bigint[] per relationship, NULL when the API sent no data.
+DROP TABLE IF EXISTS {{scan}}, {{fetch}};
+CREATE TEMP TABLE {{scan_table}} (id bigint NOT NULL, updated_at timestamptz, updated_text text{{link_columns}});
+CREATE TEMP TABLE {{fetch_table}} (id bigint PRIMARY KEY, reason text NOT NULL)
 
 -- name: index
 -- Built once the scan is complete: COPY into an unindexed table is faster,
@@ -74,15 +75,26 @@ WITH hit AS (
 )
 SELECT count(*) FROM ins
 
--- name: queueLinked
--- A member of a restored dimension is out of date when its to-one column
--- does not point at it, or, for a type it only relates to through to-many
--- linkage, when no user_relationships row does.
-WITH hit AS (
-	SELECT DISTINCT l.user_id AS id FROM {{linked}} l JOIN {{users}} u ON u.id = l.user_id
-	WHERE {{restored_diff}}
+-- name: queueLinkage
+-- A live user is relinked when the scan saw it linked to teams, roles or
+-- profiles otherwise than its row holds: the API links and unlinks users
+-- when one of those is deleted or comes back, without moving their
+-- updatedAt. One whose unresolved quarantine record holds the updatedAt the
+-- scan saw is left alone, as in queueChanged.
+-- {{linkage_diff}} reads the user's memberships as m.team_ids.
+WITH listed AS (
+	SELECT DISTINCT ON (id) * FROM {{scan}} ORDER BY id, updated_at DESC NULLS LAST
+), memberships AS (
+	SELECT user_id, array_agg(team_id) AS team_ids FROM {{schema}}.user_teams GROUP BY user_id
+), hit AS (
+	SELECT s.id, s.updated_text FROM listed s JOIN {{users}} u ON u.id = s.id LEFT JOIN memberships m ON m.user_id = s.id
+	WHERE u.deleted_at IS NULL AND ({{linkage_diff}})
+), kept AS (
+	SELECT h.id FROM hit h WHERE h.updated_text IS NULL OR NOT EXISTS (
+		SELECT 1 FROM {{schema}}.quarantine q WHERE q.resolved_at IS NULL AND q.resource_type = 'user'
+		AND q.resource_id = h.id::text AND q.raw->'attributes'->>'updatedAt' = h.updated_text)
 ), ins AS (
-	INSERT INTO {{fetch}} (id, reason) SELECT id, '{{relinked}}' FROM hit ON CONFLICT (id) DO NOTHING RETURNING 1
+	INSERT INTO {{fetch}} (id, reason) SELECT id, '{{relinked}}' FROM kept ON CONFLICT (id) DO NOTHING RETURNING 1
 )
 SELECT count(*) FROM ins
 

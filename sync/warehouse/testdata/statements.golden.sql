@@ -289,13 +289,12 @@ FROM "usersync"."profiles" t JOIN "usersync_stage_usersync_profiles" st ON st.id
 WHERE t.deleted_at IS NOT NULL OR (t."name", t."is_admin", t."special_id", t."created_at", t."updated_at", t."raw") IS DISTINCT FROM (st."name", st."is_admin", st."special_id", st."created_at", st."updated_at", st."raw");
 
 -- reconcile.create
-DROP TABLE IF EXISTS pg_temp.usersync_reconcile_scan, pg_temp.usersync_reconcile_fetch, pg_temp.usersync_reconcile_linked;
-CREATE TEMP TABLE usersync_reconcile_scan (id bigint NOT NULL, updated_at timestamptz, updated_text text);
+DROP TABLE IF EXISTS pg_temp.usersync_reconcile_scan, pg_temp.usersync_reconcile_fetch;
+CREATE TEMP TABLE usersync_reconcile_scan (id bigint NOT NULL, updated_at timestamptz, updated_text text, "link_role" bigint[], "link_profile" bigint[], "link_teams" bigint[], "link_direct_assigned_teams" bigint[], "link_role_assigned_teams" bigint[]);
 CREATE TEMP TABLE usersync_reconcile_fetch (id bigint PRIMARY KEY, reason text NOT NULL);
-CREATE TEMP TABLE usersync_reconcile_linked (user_id bigint NOT NULL, related_type text NOT NULL, target bigint NOT NULL);
 
 -- reconcile.drop
-DROP TABLE IF EXISTS pg_temp.usersync_reconcile_scan, pg_temp.usersync_reconcile_fetch, pg_temp.usersync_reconcile_linked;
+DROP TABLE IF EXISTS pg_temp.usersync_reconcile_scan, pg_temp.usersync_reconcile_fetch;
 
 -- reconcile.index
 CREATE INDEX IF NOT EXISTS usersync_reconcile_scan_id ON pg_temp.usersync_reconcile_scan (id); ANALYZE pg_temp.usersync_reconcile_scan;
@@ -352,13 +351,24 @@ WITH hit AS (
 )
 SELECT count(*) FROM ins;
 
--- reconcile.queueLinked
-WITH hit AS (
-	SELECT DISTINCT l.user_id AS id FROM pg_temp.usersync_reconcile_linked l JOIN "usersync"."users" u ON u.id = l.user_id
-	WHERE (l.related_type = 'role' AND u."role_id" IS DISTINCT FROM l.target) OR (l.related_type = 'profile' AND u."profile_id" IS DISTINCT FROM l.target) OR (l.related_type NOT IN ('role', 'profile') AND NOT EXISTS (
-		SELECT 1 FROM "usersync".user_relationships ur WHERE ur.user_id = l.user_id AND ur.related_type = l.related_type AND ur.related_id = l.target))
+-- reconcile.queueLinkage
+WITH listed AS (
+	SELECT DISTINCT ON (id) * FROM pg_temp.usersync_reconcile_scan ORDER BY id, updated_at DESC NULLS LAST
+), memberships AS (
+	SELECT user_id, array_agg(team_id) AS team_ids FROM "usersync".user_teams GROUP BY user_id
+), hit AS (
+	SELECT s.id, s.updated_text FROM listed s JOIN "usersync"."users" u ON u.id = s.id LEFT JOIN memberships m ON m.user_id = s.id
+	WHERE u.deleted_at IS NULL AND ((s."link_role" IS NOT NULL AND s."link_role"[1] IS DISTINCT FROM u."role_id")
+		OR (s."link_profile" IS NOT NULL AND s."link_profile"[1] IS DISTINCT FROM u."profile_id")
+		OR (s."link_teams" IS NOT NULL AND NOT (s."link_teams" @> coalesce(m.team_ids, '{}') AND s."link_teams" <@ coalesce(m.team_ids, '{}')))
+		OR (s."link_direct_assigned_teams" IS NOT NULL AND NOT (s."link_direct_assigned_teams" @> coalesce(u."direct_assigned_team_ids", '{}') AND s."link_direct_assigned_teams" <@ coalesce(u."direct_assigned_team_ids", '{}')))
+		OR (s."link_role_assigned_teams" IS NOT NULL AND NOT (s."link_role_assigned_teams" @> coalesce(u."role_assigned_team_ids", '{}') AND s."link_role_assigned_teams" <@ coalesce(u."role_assigned_team_ids", '{}'))))
+), kept AS (
+	SELECT h.id FROM hit h WHERE h.updated_text IS NULL OR NOT EXISTS (
+		SELECT 1 FROM "usersync".quarantine q WHERE q.resolved_at IS NULL AND q.resource_type = 'user'
+		AND q.resource_id = h.id::text AND q.raw->'attributes'->>'updatedAt' = h.updated_text)
 ), ins AS (
-	INSERT INTO pg_temp.usersync_reconcile_fetch (id, reason) SELECT id, 'relinked' FROM hit ON CONFLICT (id) DO NOTHING RETURNING 1
+	INSERT INTO pg_temp.usersync_reconcile_fetch (id, reason) SELECT id, 'relinked' FROM kept ON CONFLICT (id) DO NOTHING RETURNING 1
 )
 SELECT count(*) FROM ins;
 
