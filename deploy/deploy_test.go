@@ -230,6 +230,25 @@ func loadsCleanly(t *testing.T, where string, env map[string]string) {
 	}
 }
 
+// releaseVersion is the version releaseBinary stamps.
+const releaseVersion = "v0.0.0-deploy-test"
+
+// releaseBinary builds usersync into a temporary folder the way the Makefile
+// and the Dockerfile do (CGO_ENABLED=0, -trimpath, LDFLAGS, stamped
+// releaseVersion) and returns its path.
+func releaseBinary(t *testing.T) string {
+	t.Helper()
+	ldflags := strings.ReplaceAll(makefileVar(t, "LDFLAGS"), "$(VERSION)", releaseVersion)
+	bin := filepath.Join(t.TempDir(), "usersync")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, "./cmd/usersync")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // makefileVar returns the value of a `NAME := value` line of the Makefile.
 func makefileVar(t *testing.T, name string) string {
 	t.Helper()
@@ -259,21 +278,13 @@ func TestMakefileBuildFlags(t *testing.T) {
 // image has no libc).
 func TestBinaryIsStaticAndStamped(t *testing.T) {
 	t.Parallel()
-	const version = "v0.0.0-deploy-test"
-	ldflags := strings.ReplaceAll(makefileVar(t, "LDFLAGS"), "$(VERSION)", version)
-	bin := filepath.Join(t.TempDir(), "usersync")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, "./cmd/usersync")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := releaseBinary(t)
 	out, err := exec.Command(bin, "version").CombinedOutput()
 	if err != nil {
 		t.Fatalf("usersync version: %v\n%s", err, out)
 	}
-	if !strings.HasPrefix(string(out), "usersync "+version+" ") {
-		t.Errorf("usersync version printed %q, want the stamped %s", out, version)
+	if !strings.HasPrefix(string(out), "usersync "+releaseVersion+" ") {
+		t.Errorf("usersync version printed %q, want the stamped %s", out, releaseVersion)
 	}
 	f, err := elf.Open(bin)
 	if err != nil {

@@ -1,6 +1,9 @@
 package deploy_test
 
 import (
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,4 +146,75 @@ func TestSystemdUnits(t *testing.T) {
 	if !strings.Contains(strings.Join(u["Unit"]["After"], " "), "usersync-migrate.service") {
 		t.Error("usersync.service should start after usersync-migrate.service")
 	}
+}
+
+// TestSystemdMemoryAboveGOMEMLIMIT: the worker unit's MemoryHigh (where the
+// kernel starts throttling and reclaiming) lies above GOMEMLIMIT plus every
+// page of the binary, which the cgroup is charged for once resident and
+// GOMEMLIMIT does not count, plus a tenth of GOMEMLIMIT for what neither
+// counts (written snapshots in the page cache, socket buffers); MemoryMax
+// (the OOM kill) lies a tenth above MemoryHigh. The binary is built as the
+// Makefile builds it: its size bounds its resident pages.
+func TestSystemdMemoryAboveGOMEMLIMIT(t *testing.T) {
+	t.Parallel()
+	u := parseUnit(t, "deploy/systemd/usersync.service")
+	limit, err := parseGoMemLimit(u.environment()["GOMEMLIMIT"])
+	if err != nil {
+		t.Fatalf("usersync.service: GOMEMLIMIT: %v", err)
+	}
+	high, err := parseSystemdBytes(u.last("Service", "MemoryHigh"))
+	if err != nil {
+		t.Fatalf("usersync.service: MemoryHigh: %v", err)
+	}
+	hardMax, err := parseSystemdBytes(u.last("Service", "MemoryMax"))
+	if err != nil {
+		t.Fatalf("usersync.service: MemoryMax: %v", err)
+	}
+	fi, err := os.Stat(releaseBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mib = 1 << 20
+	if want := limit + fi.Size() + limit/10; high < want {
+		t.Errorf("usersync.service: MemoryHigh=%s (%d MiB) is below GOMEMLIMIT (%d MiB) + the binary (%d MiB) + a tenth of GOMEMLIMIT = %d MiB: the kernel would throttle the worker before its collector works harder",
+			u.last("Service", "MemoryHigh"), high/mib, limit/mib, fi.Size()/mib, want/mib)
+	}
+	if want := high + high/10; hardMax < want {
+		t.Errorf("usersync.service: MemoryMax=%s (%d MiB) is not a tenth above MemoryHigh (%d MiB): want at least %d MiB",
+			u.last("Service", "MemoryMax"), hardMax/mib, high/mib, want/mib)
+	}
+}
+
+// parseSystemdBytes parses a systemd memory size: bytes, or a K, M, G or T
+// suffix of base 1024 (systemd.resource-control(5)).
+func parseSystemdBytes(v string) (int64, error) {
+	mult := int64(1)
+	if n := len(v); n > 0 {
+		if i := strings.IndexByte("KMGT", v[n-1]); i >= 0 {
+			mult, v = int64(1)<<(10*(i+1)), v[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a size in bytes", v)
+	}
+	return n * mult, nil
+}
+
+// parseGoMemLimit parses GOMEMLIMIT: bytes with an optional B, KiB, MiB,
+// GiB or TiB suffix (runtime/debug.SetMemoryLimit).
+func parseGoMemLimit(v string) (int64, error) {
+	mult := int64(1)
+	for i, suffix := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		if s, ok := strings.CutSuffix(v, suffix); ok {
+			mult, v = int64(1)<<(10*(i+1)), s
+			break
+		}
+	}
+	v = strings.TrimSuffix(v, "B")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a size in bytes", v)
+	}
+	return n * mult, nil
 }

@@ -34,7 +34,9 @@ type Deps struct {
 	// Drain is closed when the process starts stopping: runs end after the
 	// page in flight commits and snooze, to resume on the next worker.
 	Drain <-chan struct{}
-	// Observe, when set, is told of every finished run.
+	// Observe, when set, is told of every finished run. kind is the job's
+	// metric kind, MetricIncremental or MetricBackfill: a full backfill is a
+	// backfill, though its run is recorded as warehouse.KindFull.
 	Observe func(kind string, sum syncer.Summary, err error, d time.Duration)
 	// ObserveReconcile, when set, is told of every finished reconcile.
 	ObserveReconcile func(sum syncer.ReconcileSummary, err error, d time.Duration)
@@ -56,13 +58,21 @@ func (d *Deps) timeout() time.Duration {
 // before snoozing.
 const lockWait = 20 * time.Second
 
-// runSync runs one sync of req for job and maps its outcome.
-func (d *Deps) runSync(ctx context.Context, job *rivertype.JobRow, req syncer.Request) error {
+// The kind label of the metrics of runs: the job that ran, not the run's
+// kind (a full backfill runs a warehouse.KindFull run).
+const (
+	MetricIncremental = "incremental"
+	MetricBackfill    = "backfill"
+)
+
+// runSync runs one sync of req for job, tells Observe of it under the metric
+// kind metric, and maps its outcome.
+func (d *Deps) runSync(ctx context.Context, job *rivertype.JobRow, metric string, req syncer.Request) error {
 	req.JobID, req.Drain, req.LockTimeout = &job.ID, d.Drain, lockWait
 	start := time.Now()
 	sum, err := d.Syncer.Run(ctx, req)
 	if d.Observe != nil {
-		d.Observe(req.Kind, sum, err, time.Since(start))
+		d.Observe(metric, sum, err, time.Since(start))
 	}
 	if err != nil {
 		d.Logger.WarnContext(ctx, "run did not finish", "job_id", job.ID, "kind", req.Kind, "attempt", job.Attempt, "error", err.Error())
@@ -101,7 +111,7 @@ func (w *SyncWorker) Timeout(*river.Job[SyncArgs]) time.Duration { return w.d.ti
 
 // Work implements river.Worker.
 func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
-	return w.d.runSync(ctx, job.JobRow, syncer.Request{Kind: warehouse.KindIncremental})
+	return w.d.runSync(ctx, job.JobRow, MetricIncremental, syncer.Request{Kind: warehouse.KindIncremental})
 }
 
 // BackfillWorker runs backfills: a full sync, or a closed updatedAt range.
@@ -119,7 +129,7 @@ func (w *BackfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs])
 	if job.Args.Full || (job.Args.Since == nil && job.Args.Until == nil) {
 		req = syncer.Request{Kind: warehouse.KindFull}
 	}
-	return w.d.runSync(ctx, job.JobRow, req)
+	return w.d.runSync(ctx, job.JobRow, MetricBackfill, req)
 }
 
 // SnapshotWorker writes Parquet snapshots.

@@ -59,7 +59,7 @@ func bookkeepingTables() []Table {
 				{Name: "can_write", Type: "boolean", Nullable: true, Meaning: "whether the API user had write access to users, as last reported by the API"},
 				{Name: "job_id", Type: "bigint", Nullable: true, Meaning: "the River job that ran it, if any"},
 				{Name: "error", Type: "text", Nullable: true, Meaning: "the error that ended a failed run, or why a paused one paused"},
-				{Name: "summary", Type: "jsonb", Meaning: "the run's full summary as printed by usersync sync --json"},
+				{Name: "summary", Type: "jsonb", Meaning: "the run's full summary as printed by usersync sync --json; of a failed or paused run, only rate_limit, the API's rate limit as the run last saw it (when it saw one)"},
 			}},
 		{Name: "sync_state", Analysts: true,
 			Meaning: "The committed watermark of each stream: the greatest updatedAt of a run that finished.",

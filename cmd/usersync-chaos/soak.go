@@ -25,6 +25,14 @@ const (
 	soakBudget         = 0.5
 )
 
+// soakFloor is the lowest x-ratelimit-remaining the soak accepts with n
+// replicas: the requests USERSYNC_API_BUDGET leaves to others, less two per
+// replica, which may have requests in flight past the reading that paced
+// them. docs/benchmarks.md cites it (TestBenchmarksCiteTheSoakFloor).
+func soakFloor(n int) int {
+	return int(float64(soakRateLimit)*(1-soakBudget)) - 2*n
+}
+
 // replica is one of the soak's two workers, on its own HTTP port.
 type replica struct {
 	p      *proc
@@ -127,7 +135,7 @@ func (d *driver) soak(ctx context.Context) (passed, failed int) {
 	// end of the window: a start that runs every reconcile again (as before
 	// due) adds one per leader change.
 	maxReconciles := int64(elapsed/soakReconcileEvery) + 3
-	floor := int(float64(soakRateLimit)*(1-soakBudget)) - 2*len(replicas) // two replicas may each have one request in flight
+	floor := soakFloor(len(replicas))
 	lowest, _ := d.remaining.get()
 	for _, c := range []struct {
 		ok   bool

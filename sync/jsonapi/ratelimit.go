@@ -179,8 +179,10 @@ func pacingWait(rl RateLimit, reserve int, now time.Time) time.Duration {
 	return untilReset / time.Duration(rl.Remaining+1)
 }
 
-// kept is how many of limit requests a budget share leaves to others.
-func kept(limit int, budget float64) int {
+// Kept is how many of limit requests a budget share (Options.Budget,
+// USERSYNC_API_BUDGET) leaves to others: the client waits for the reset
+// rather than let x-ratelimit-remaining fall below it.
+func Kept(limit int, budget float64) int {
 	if limit <= 0 || budget <= 0 || budget >= 1 {
 		return 0
 	}
@@ -192,7 +194,7 @@ func kept(limit int, budget float64) int {
 // requests Options.Budget leaves to others count as spent.
 func (c *Client) pace(ctx context.Context, reqURL string) error {
 	rl := c.rate.snapshot()
-	reserved := kept(rl.Limit, c.opts.Budget)
+	reserved := Kept(rl.Limit, c.opts.Budget)
 	ours := rl
 	if rl.Remaining >= 0 {
 		ours.Remaining = max(rl.Remaining-reserved, 0)

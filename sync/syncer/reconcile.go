@@ -150,7 +150,7 @@ func (s *Syncer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 		sum: ReconcileSummary{Kind: warehouse.KindReconcile}}
 	sum, err := r.execute(ctx)
 	if err != nil && r.runID != 0 {
-		ferr := s.store.EndRun(context.WithoutCancel(ctx), r.runID, runEnd(err), err)
+		ferr := s.store.EndRun(context.WithoutCancel(ctx), r.runID, runEnd(err), err, s.lastRateLimit())
 		err = errors.Join(err, ferr)
 	}
 	return sum, err

@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/usersync/usersync/sync/jsonapi"
@@ -58,6 +59,21 @@ func rateLimitOf(rl jsonapi.RateLimit) *RateLimit {
 		out.Reset = &reset
 	}
 	return out
+}
+
+// lastRateLimit is the client's last rate limit as JSON for Store.EndRun,
+// nil when the API sent none: a run that paused on a spent budget keeps
+// what it saw, for status.
+func (s *Syncer) lastRateLimit() json.RawMessage {
+	rl := rateLimitOf(s.client.Stats().RateLimit)
+	if rl == nil {
+		return nil
+	}
+	b, err := json.Marshal(rl)
+	if err != nil {
+		return nil // two ints and a time: cannot fail
+	}
+	return b
 }
 
 func (r *run) summary() Summary {

@@ -164,7 +164,7 @@ func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 	if err != nil && r.runID != 0 {
 		// Record the failure even when ctx was cancelled (SIGTERM): the
 		// checkpoint is already committed, so the next run resumes.
-		ferr := s.store.EndRun(context.WithoutCancel(ctx), r.runID, runEnd(err), err)
+		ferr := s.store.EndRun(context.WithoutCancel(ctx), r.runID, runEnd(err), err, s.lastRateLimit())
 		err = errors.Join(err, ferr)
 	}
 	return sum, err

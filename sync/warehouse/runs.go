@@ -146,14 +146,21 @@ const (
 
 // EndRun marks the run failed or paused with its error, cleaned by
 // CleanText (the error may quote a hostile server, and a NUL alone would
-// make the update fail and leave the run marked running). The checkpoint
-// stays, so the next run of its kind resumes from it.
-func (s *Store) EndRun(ctx context.Context, runID int64, end RunEnd, runErr error) error {
+// make the update fail and leave the run marked running), and keeps
+// rateLimit, the JSON object of the API's rate limit as the run last saw it
+// (nil when it saw none), as its summary's rate_limit, which Status reads.
+// The checkpoint stays, so the next run of its kind resumes from it.
+func (s *Store) EndRun(ctx context.Context, runID int64, end RunEnd, runErr error, rateLimit json.RawMessage) error {
 	msg := "unknown error"
 	if runErr != nil {
 		msg = CleanText(runErr.Error())
 	}
-	_, err := s.pool.Exec(ctx, s.runs.endRun, runID, msg, string(end))
+	var rl *string // NULL, not the text "null", when there is none
+	if len(rateLimit) > 0 {
+		v := string(rateLimit)
+		rl = &v
+	}
+	_, err := s.pool.Exec(ctx, s.runs.endRun, runID, msg, string(end), rl)
 	if err != nil {
 		return fmt.Errorf("recording the end of run %d: %w", runID, err)
 	}

@@ -329,6 +329,47 @@ func TestMigrateCommand(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "is up to date") {
 		t.Errorf("second migrate: exit %d out %q err %q", code, out, errs)
 	}
+	// USERSYNC_READER_ROLE= (empty) skips the role: no grant to anyone.
+	if strings.Contains(out, "may read the analysts' tables") || strings.Contains(out, "notice:") {
+		t.Errorf("migrate with USERSYNC_READER_ROLE= granted a reader role:\n%s", out)
+	}
+	var grantees []string
+	if err := pool.QueryRow(context.Background(), `SELECT coalesce(array_agg(DISTINCT grantee::text), '{}') FROM information_schema.role_table_grants
+		WHERE table_schema = $1 AND grantee <> current_user`, name).Scan(&grantees); err != nil {
+		t.Fatal(err)
+	}
+	if len(grantees) != 0 {
+		t.Errorf("migrate with USERSYNC_READER_ROLE= granted %v on %s", grantees, name)
+	}
+}
+
+// TestReaderRoleEmptySkips: USERSYNC_READER_ROLE set empty, or
+// --reader-role=, is no role (its documented "empty to skip"), not the
+// default; unset is the default.
+func TestReaderRoleEmptySkips(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, nil, "usersync_reader"},
+		{map[string]string{"USERSYNC_READER_ROLE": ""}, nil, ""},
+		{nil, []string{"--reader-role="}, ""},
+		{map[string]string{"USERSYNC_READER_ROLE": "analysts"}, nil, "analysts"},
+		{map[string]string{"USERSYNC_READER_ROLE": "analysts"}, []string{"--reader-role="}, ""},
+	} {
+		cfg, err := configFor(tc.env, tc.args...)
+		if err != nil || cfg.ReaderRole != tc.want {
+			t.Errorf("env %v args %v: reader role %q (%v), want %q", tc.env, tc.args, cfg.ReaderRole, err, tc.want)
+		}
+	}
+	// Main reads the environment the same way.
+	if got := lookupVarIn([]string{"USERSYNC_READER_ROLE="}); got == nil {
+		t.Fatal("no lookup")
+	} else if v, ok := got("USERSYNC_READER_ROLE"); !ok || v != "" {
+		t.Errorf("USERSYNC_READER_ROLE= looks up as %q, %v", v, ok)
+	}
 }
 
 // TestMigrateRefusesOwnRoleAsReader: USERSYNC_READER_ROLE naming the

@@ -41,7 +41,8 @@ func (f *settingFlag) IsBoolFlag() bool   { return f.isBool }
 // loadConfig builds the Config: defaults, then the environment (and the _FILE
 // variants of secrets), then the flags that were given. Every error names the
 // variable or flag and says what is wrong, on one line.
-func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[string]*string) (Config, error) {
+func loadConfig(lookup func(string) (string, bool), fs *flag.FlagSet, flagVals map[string]*string) (Config, error) {
+	getenv := func(k string) string { v, _ := lookup(k); return v }
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var c Config
@@ -50,6 +51,8 @@ func loadConfig(getenv func(string) string, fs *flag.FlagSet, flagVals map[strin
 		v, source := s.Default, s.Env
 		if ev, ok := lookupEnv(getenv, s.Env); ok {
 			v = ev
+		} else if ev, set := lookup(s.Env); set && s.EmptyIsValue {
+			v = ev // USERSYNC_READER_ROLE= skips the role, as its meaning says
 		}
 		if s.Secret || s.File {
 			fv, ok, err := readSecretFile(getenv, s.Env)
@@ -106,7 +109,8 @@ func resolveResponseMemory(c *Config) error {
 }
 
 // lookupEnv treats an empty variable as unset, the way most deploy tools
-// render an unset value.
+// render an unset value; loadConfig makes the exception of the settings whose
+// empty value means something (setting.EmptyIsValue).
 func lookupEnv(getenv func(string) string, name string) (string, bool) {
 	v := getenv(name)
 	return v, v != ""

@@ -13,5 +13,5 @@ func configFor(env map[string]string, args ...string) (Config, error) {
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
-	return loadConfig(func(k string) string { return env[k] }, fs, vals)
+	return loadConfig(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, fs, vals)
 }

@@ -17,13 +17,20 @@ var toolVariables = []string{"USERSYNC_BIN", "USERSYNC_BENCH_*", "USERSYNC_DEV_*
 // lookupIn returns a getenv over environ (os.Environ's KEY=value form); the
 // last of repeated keys wins, as in exec.Cmd.
 func lookupIn(environ []string) func(string) string {
+	lookup := lookupVarIn(environ)
+	return func(k string) string { v, _ := lookup(k); return v }
+}
+
+// lookupVarIn is lookupIn as os.LookupEnv: it also says whether the variable
+// is set, so an empty one can be told from an unset one.
+func lookupVarIn(environ []string) func(string) (string, bool) {
 	m := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			m[k] = v
 		}
 	}
-	return func(k string) string { return m[k] }
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
 // unknownVariables returns, sorted, the USERSYNC_* variables of environ that

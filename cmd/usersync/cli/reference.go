@@ -85,7 +85,15 @@ func ConfigurationMarkdown() string {
 	b.WriteString("Settings come from the environment; a flag of the same name overrides it. Secrets come only from the\n")
 	b.WriteString("environment or from a file named by `<VARIABLE>_FILE` (Docker and Kubernetes secrets), and are never\n")
 	b.WriteString("printed. An invalid value stops the command at start with one line naming the setting. A boolean\n")
-	b.WriteString("setting's flag may be given bare (`--schema-force`) or with a value (`--schema-force=false`).\n\n")
+	b.WriteString("setting's flag may be given bare (`--schema-force`) or with a value (`--schema-force=false`).\n")
+	var emptyIsValue []string
+	for _, s := range settings() {
+		if s.EmptyIsValue {
+			emptyIsValue = append(emptyIsValue, "`"+s.Env+"=`")
+		}
+	}
+	fmt.Fprintf(&b, "A variable set empty counts as unset (the default applies), except %s, whose empty value\n", strings.Join(emptyIsValue, ", "))
+	b.WriteString("is the setting's own (its meaning says what it does).\n\n")
 	b.WriteString("A `USERSYNC_*` variable that is not a setting (nor a secret's `_FILE` form) gets one warning line at\n")
 	b.WriteString("start naming it and the closest setting, e.g. `USERSYNC_SYNC_SCHEDUEL is not a setting (did you mean\n")
 	b.WriteString("USERSYNC_SYNC_SCHEDULE?)`; with `USERSYNC_STRICT_CONFIG=true` the command exits 2 instead. The\n")

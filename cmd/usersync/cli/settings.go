@@ -98,7 +98,11 @@ type setting struct {
 	// secret's, though it has a flag (DATABASE_URL, whose password may
 	// be in it: loadConfig refuses the flag then).
 	File bool
-	set  func(c *Config, v string) error
+	// EmptyIsValue says a variable set empty is the empty value (its
+	// meaning says what empty does), not unset: every other setting takes
+	// an empty variable for an unset one, and so its default.
+	EmptyIsValue bool
+	set          func(c *Config, v string) error
 }
 
 func settings() []setting {
@@ -145,6 +149,7 @@ func baseSettings() []setting {
 		{Env: "USERSYNC_SCHEMA_FORCE", Flag: "schema-force", Default: "false", Meaning: "accept a USERSYNC_SCHEMA that ends in _river or is public (only when that schema really is this deployment's own).",
 			set: func(c *Config, v string) error { return parseBool(&c.SchemaForce, v) }},
 		{Env: "USERSYNC_READER_ROLE", Flag: "reader-role", Default: "usersync_reader", Meaning: "read-only role for analysts, created by migrate when missing (if allowed) and granted SELECT on the warehouse tables; empty to skip. It must not be the migrating user or a role that user belongs to.",
+			EmptyIsValue: true,
 			set: func(c *Config, v string) error {
 				if v != "" {
 					if err := schema.ValidateIdentifier(v); err != nil {

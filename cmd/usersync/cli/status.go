@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -71,7 +72,7 @@ func statusCommand() command {
 					enc.SetIndent("", "  ")
 					return enc.Encode(out)
 				}
-				printStatus(e.stdout, st, time.Now())
+				printStatus(e.stdout, st, e.cfg.APIBudget, time.Now())
 				printPolicy(e.stdout, policy)
 				if snap.ID != "" {
 					what := "wrote snapshot " + snap.ID
@@ -101,7 +102,9 @@ func cleanStatus(st *warehouse.Status) {
 	st.Drift = drift
 }
 
-func printStatus(w io.Writer, st warehouse.Status, now time.Time) {
+// printStatus prints st; budget is USERSYNC_API_BUDGET, the share of the
+// rate limit usersync may use.
+func printStatus(w io.Writer, st warehouse.Status, budget float64, now time.Time) {
 	fmt.Fprintf(w, "schema       %s (%d live users)\n", st.Schema, st.Users)
 	if st.Watermark == nil {
 		fmt.Fprintln(w, "watermark    none yet (no sync has finished)")
@@ -121,11 +124,7 @@ func printStatus(w io.Writer, st warehouse.Status, now time.Time) {
 		fmt.Fprintln(w, "drift        none")
 	}
 	if rl := rateLimitOf(st); rl != nil {
-		reset := ""
-		if rl.Reset != nil {
-			reset = ", resets " + rl.Reset.UTC().Format(time.RFC3339)
-		}
-		fmt.Fprintf(w, "api budget   %d of %d requests left as the last run saw them%s\n", rl.Remaining, rl.Limit, reset)
+		fmt.Fprintf(w, "api budget   %s\n", budgetLine(*rl, budget))
 	}
 	if st.FutureUpdatedAt > 0 {
 		fmt.Fprintf(w, "future       %d users updated further ahead than the allowance (USERSYNC_MAX_FUTURE_SKEW); the watermark ignores them\n", st.FutureUpdatedAt)
@@ -173,6 +172,21 @@ func writeAccess(canWrite *bool) string {
 	default:
 		return "read-only token"
 	}
+}
+
+// budgetLine describes the rate limit the last run saw; when no more than
+// the requests USERSYNC_API_BUDGET keeps for others remain, it says the
+// budget is spent and that runs wait for the reset.
+func budgetLine(rl syncer.RateLimit, budget float64) string {
+	reset := ""
+	if rl.Reset != nil {
+		reset = ", resets " + rl.Reset.UTC().Format(time.RFC3339)
+	}
+	if kept := jsonapi.Kept(rl.Limit, budget); rl.Remaining <= kept {
+		return fmt.Sprintf("spent: %d of %d requests left as the last run saw them (USERSYNC_API_BUDGET=%g keeps %d for the token owner's other tools); runs wait for the reset%s",
+			rl.Remaining, rl.Limit, budget, kept, reset)
+	}
+	return fmt.Sprintf("%d of %d requests left as the last run saw them%s", rl.Remaining, rl.Limit, reset)
 }
 
 // rateLimitOf decodes the rate limit the last run recorded, nil if none.

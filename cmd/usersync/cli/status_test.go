@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -54,5 +57,85 @@ func TestStatusRunsFlag(t *testing.T) {
 	}
 	if code, _, errs := run(t, c.env, "status", "--runs", "0"); code != ExitOK {
 		t.Errorf("status --runs 0: exit %d: %s", code, errs)
+	}
+}
+
+// TestStatusShowsSpentBudget: once the token owner's other tools have taken
+// the API's rate limit below what USERSYNC_API_BUDGET keeps for them, the
+// next full sync pauses on the spent budget after its first requests, and status's "api budget" line shows
+// what that run saw and says the budget is spent (it used to show the last
+// successful run's figures, or vanish when there was none).
+func TestStatusShowsSpentBudget(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 63, Users: 300, Knobs: apisim.Knobs{RateLimit: 100}})
+	env := c.env
+	env["USERSYNC_API_BUDGET"] = "0.5" // 50 of 100 kept for other tools
+	env["USERSYNC_PAGE_SIZE"] = "100"  // a full sync: 3 pages and 3 lists
+	if code, _, errs := run(t, env, "sync", "--full"); code != ExitOK {
+		t.Fatalf("sync --full: exit %d: %s", code, errs)
+	}
+	budgetLine := regexp.MustCompile(`(?m)^api budget +(.*)$`)
+	_, out, _ := run(t, env, "status")
+	if m := budgetLine.FindStringSubmatch(out); m == nil || strings.Contains(m[1], "spent") || !strings.Contains(m[1], " of 100 requests left") {
+		t.Fatalf("status after a sync within the budget:\n%s", out)
+	}
+	otherTool(t, c, 50)
+	code, _, errs := run(t, env, "sync", "--full")
+	if code != ExitFailure || !strings.Contains(errs, "USERSYNC_API_BUDGET") {
+		t.Fatalf("sync past the budget: exit %d: %s", code, errs)
+	}
+	_, out, _ = run(t, env, "status")
+	m := budgetLine.FindStringSubmatch(out)
+	if m == nil || !strings.HasPrefix(m[1], "spent: ") || !strings.Contains(m[1], "keeps 50 ") || !strings.Contains(m[1], "resets ") {
+		t.Errorf("status once the budget is spent:\n%s", out)
+	}
+	var remaining *int
+	if err := c.store.Pool().QueryRow(context.Background(), `SELECT (summary->'rate_limit'->>'remaining')::int FROM "`+c.store.Schema()+
+		`".sync_runs WHERE status = 'paused' ORDER BY run_id DESC LIMIT 1`).Scan(&remaining); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case remaining == nil:
+		t.Error("the paused run kept no rate limit")
+	case *remaining > 50:
+		t.Errorf("the paused run saw %d requests left, above the 50 kept", *remaining)
+	case m != nil && !strings.Contains(m[1], fmt.Sprintf(" %d of 100 requests left", *remaining)):
+		t.Errorf("status does not show the %d requests left the paused run saw:\n%s", *remaining, out)
+	}
+}
+
+// TestStatusShowsBudgetSpentBeforeAnySuccess: when the first sync already
+// finds the budget spent, status shows the "api budget" line, saying so
+// (it used to leave the line out).
+func TestStatusShowsBudgetSpentBeforeAnySuccess(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 64, Users: 300, Knobs: apisim.Knobs{RateLimit: 100}})
+	env := c.env
+	env["USERSYNC_API_BUDGET"], env["USERSYNC_PAGE_SIZE"] = "0.5", "100"
+	otherTool(t, c, 55)
+	if code, _, errs := run(t, env, "sync", "--full"); code != ExitFailure || !strings.Contains(errs, "USERSYNC_API_BUDGET") {
+		t.Fatalf("sync past the budget: exit %d: %s", code, errs)
+	}
+	_, out, _ := run(t, env, "status")
+	if !regexp.MustCompile(`(?m)^api budget +spent: \d+ of 100 requests left .*keeps 50 `).MatchString(out) {
+		t.Errorf("status once the budget is spent, before any run succeeded:\n%s", out)
+	}
+}
+
+// otherTool spends n requests of the simulator's rate limit, as another
+// tool of the token's owner would.
+func otherTool(t *testing.T, c *cliEnv, n int) {
+	t.Helper()
+	for range n {
+		req, err := http.NewRequest(http.MethodGet, c.srv.URL+"/api/v2/roles", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer cli-test-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
 	}
 }

@@ -222,6 +222,50 @@ func TestBackfillWaitFromAnotherProcess(t *testing.T) {
 	}
 }
 
+// TestBackfillMetricsKind: a full backfill and one over a range are both
+// counted kind="backfill" in /metrics, never "full" (the kind sync_runs
+// records a full one under).
+func TestBackfillMetricsKind(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 19, Users: 200})
+	addr := freeAddr(t)
+	startWorker(t, workerEnv(c, map[string]string{"USERSYNC_HTTP_ADDR": addr}))
+	for _, args := range [][]string{{"backfill", "--full"}, {"backfill", "--since", "2000-01-01", "--until", "2100-01-01"}} {
+		if code, _, errs := run(t, c.env, args...); code != ExitOK {
+			t.Fatalf("%v: %s", args, errs)
+		}
+	}
+	var metrics string
+	waitFor(t, "both backfills in /metrics", 60*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false // not listening yet
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		metrics = string(body)
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 2 &&
+			strings.Contains(metrics, `usersync_runs_total{kind="backfill",status="succeeded"} 2`) || strings.Contains(metrics, `kind="full"`)
+	})
+	if strings.Contains(metrics, `kind="full"`) {
+		t.Errorf("/metrics counts a backfill as kind=\"full\":\n%s", grepLines(metrics, "usersync_r"))
+	}
+	if !strings.Contains(metrics, `usersync_rows_total{kind="backfill",outcome="inserted"} 200`) {
+		t.Errorf("/metrics lacks the backfills' 200 inserted users:\n%s", grepLines(metrics, "usersync_r"))
+	}
+}
+
+// grepLines returns the lines of s that start with prefix.
+func grepLines(s, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // TestJobOutcomes: a 429 that asks for a long wait snoozes the job without
 // using an attempt; a 401 that no refresh can fix cancels it with the reason.
 func TestJobOutcomes(t *testing.T) {

@@ -35,7 +35,11 @@ run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.water
 updated_at = now()
 
 -- name: endRun
-UPDATE {{schema}}.sync_runs SET status = $3, finished_at = now(), error = $2 WHERE run_id = $1
+-- The summary of a run that did not succeed holds only the rate limit it last
+-- saw, when it saw one: status shows a budget spent by a paused run.
+UPDATE {{schema}}.sync_runs SET status = $3, finished_at = now(), error = $2,
+summary = CASE WHEN jsonb_typeof($4::jsonb) = 'object' THEN jsonb_build_object('rate_limit', $4::jsonb) ELSE summary END
+WHERE run_id = $1
 
 -- name: failedRunToResume
 SELECT {{run_columns}}

@@ -433,7 +433,9 @@ run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.water
 updated_at = now();
 
 -- runs.endRun
-UPDATE "usersync".sync_runs SET status = $3, finished_at = now(), error = $2 WHERE run_id = $1;
+UPDATE "usersync".sync_runs SET status = $3, finished_at = now(), error = $2,
+summary = CASE WHEN jsonb_typeof($4::jsonb) = 'object' THEN jsonb_build_object('rate_limit', $4::jsonb) ELSE summary END
+WHERE run_id = $1;
 
 -- runs.failedRunToResume
 SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
