@@ -655,3 +655,37 @@ func checkComposeSecrets(t *testing.T, where string, svc any, env map[string]str
 		}
 	}
 }
+
+// TestKubernetesMemoryAboveGOMEMLIMIT: the worker container's memory limit
+// (an OOM kill when crossed) lies above GOMEMLIMIT plus the binary's pages
+// plus a tenth of GOMEMLIMIT, the rule TestSystemdMemoryAboveGOMEMLIMIT holds
+// the systemd unit to.
+func TestKubernetesMemoryAboveGOMEMLIMIT(t *testing.T) {
+	t.Parallel()
+	d, ok := loadKube(t).find("Deployment", "usersync-worker")
+	if !ok {
+		t.Fatal("no Deployment usersync-worker")
+	}
+	c := usersyncContainers(podSpec(d))[0]
+	env := map[string]string{}
+	for _, e := range maps(c["env"]) {
+		env[str(e["name"])] = str(e["value"])
+	}
+	limit, err := parseGoMemLimit(env["GOMEMLIMIT"])
+	if err != nil {
+		t.Fatalf("%s: GOMEMLIMIT: %v", d, err)
+	}
+	max, err := parseGoMemLimit(strings.TrimSuffix(str(get(c, "resources", "limits", "memory")), "i") + "iB")
+	if err != nil {
+		t.Fatalf("%s: limits.memory: %v", d, err)
+	}
+	fi, err := os.Stat(releaseBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mib = 1 << 20
+	if want := limit + fi.Size() + limit/10; max < want {
+		t.Errorf("%s: limits.memory (%d MiB) is below GOMEMLIMIT (%d MiB) + the binary (%d MiB) + a tenth of GOMEMLIMIT = %d MiB: the pod would be killed before its collector works harder",
+			d, max/mib, limit/mib, fi.Size()/mib, want/mib)
+	}
+}

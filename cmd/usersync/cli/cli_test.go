@@ -345,7 +345,8 @@ func TestMigrateCommand(t *testing.T) {
 
 // TestReaderRoleEmptySkips: USERSYNC_READER_ROLE set empty, or
 // --reader-role=, is no role (its documented "empty to skip"), not the
-// default; unset is the default.
+// default; unset is the default. USERSYNC_OAUTH_SCOPES set empty is no
+// scope, as documented.
 func TestReaderRoleEmptySkips(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -363,6 +364,10 @@ func TestReaderRoleEmptySkips(t *testing.T) {
 		if err != nil || cfg.ReaderRole != tc.want {
 			t.Errorf("env %v args %v: reader role %q (%v), want %q", tc.env, tc.args, cfg.ReaderRole, err, tc.want)
 		}
+	}
+	// USERSYNC_OAUTH_SCOPES= is documented the same way: no scope sent.
+	if cfg, err := configFor(map[string]string{"USERSYNC_OAUTH_SCOPES": ""}); err != nil || cfg.OAuthScopes != "" {
+		t.Errorf("USERSYNC_OAUTH_SCOPES=: scopes %q (%v), want none", cfg.OAuthScopes, err)
 	}
 	// Main reads the environment the same way.
 	if got := lookupVarIn([]string{"USERSYNC_READER_ROLE="}); got == nil {
