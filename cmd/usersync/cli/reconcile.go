@@ -17,8 +17,9 @@ func reconcileCommand() command {
 	return command{
 		name:    "reconcile",
 		summary: "check every user id against the warehouse: fetch what is missing or stale, mark what disappeared",
-		details: `Lists every user id with its updatedAt (sparse fields, about one request per 1,000
-users), compares them with the warehouse, fetches missing and stale users by id and
+		details: `Lists every user id with its updatedAt and its team, role and profile linkage (sparse
+fields, about one request per 1,000 users), compares them with the warehouse, fetches
+missing and stale users, and users linked otherwise than the API links them, by id and
 loads them like a sync (history, linkage, quarantine), marks ids the API no longer
 returns deleted (and clears ids that came back), lists teams, roles and profiles in
 full, and, when the API sends users' teams without data (or
