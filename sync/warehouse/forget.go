@@ -46,7 +46,7 @@ func (pd *Personal) Forget(ctx context.Context, ids []int64) ([]Erasure, error) 
 
 func (pd *Personal) forgetOne(ctx context.Context, tx pgx.Tx, id int64) (Erasure, error) {
 	e := Erasure{UserID: id}
-	var updatedAt time.Time // zero when null
+	var updatedAt time.Time // the epoch when null (forgetCurrent)
 	err := tx.QueryRow(ctx, pd.sql.forgetCurrent, id).Scan(&e.ColumnsCleared, &updatedAt)
 	switch {
 	case err == nil:

@@ -104,7 +104,7 @@ func (pd *Personal) applyBatch(ctx context.Context, rp *rowPolicies, pr *ApplyPr
 				_, err = tx.Exec(ctx, pd.sql.usersRewrite, b.ids, b.vals, pd.p.DropUnknown(), rp.current)
 			}
 			if err == nil {
-				_, err = rehashKeys(ctx, tx, pd.s.rehash.users, b.ids)
+				err = rehashKeys(ctx, tx, pd.s.rehash.users, b.ids)
 			}
 		case phaseVersions:
 			b, err = pd.columnsBatch(ctx, tx, rp, pd.sql.versionsBatch, pr.LastID, batch)
@@ -112,7 +112,7 @@ func (pd *Personal) applyBatch(ctx context.Context, rp *rowPolicies, pr *ApplyPr
 				_, err = tx.Exec(ctx, pd.sql.versionsRewrite, b.ids, b.vals, pd.p.DropUnknown(), rp.current)
 			}
 			if err == nil {
-				_, err = rehashKeys(ctx, tx, pd.s.rehash.versions, b.ids)
+				err = rehashKeys(ctx, tx, pd.s.rehash.versions, b.ids)
 			}
 		case phaseQuarantine:
 			b, err = pd.quarantineBatch(ctx, tx, rp, pr.LastID, batch)

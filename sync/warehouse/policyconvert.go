@@ -12,35 +12,34 @@ import (
 )
 
 // convertPolicyOnly converts in place, as usersync pii apply does, the
-// stored users of the page whose content differs from the page's row only
-// by the personal-data policy the Store writes under (WriteUnder): their
-// updatedAt is the stored one, and the stored row with the policy applied
-// has the row's content hash. Their stored hash is updated in stored, so
-// classify finds them unchanged and no version is made of a policy change.
-// Only rows whose hash differs while their updatedAt does not are read.
-func (p *userPage) convertPolicyOnly(ctx context.Context, stored map[int64]storedUser) error {
+// stored users of the classified page c whose content differs from the
+// page's row only by the personal-data policy the Store writes under
+// (WriteUnder): their updatedAt is the stored one, and the stored row with
+// the policy applied has the row's content hash. Their stored hash is
+// updated in stored, and it returns how many it converted: the page is then
+// classified again, and finds them unchanged, so no version is made of a
+// policy change. Only rows whose hash differs while their updatedAt does
+// not are read.
+func (p *userPage) convertPolicyOnly(ctx context.Context, c pageClass, stored map[int64]storedUser) (int, error) {
 	pd := p.s.under.Load()
 	if pd == nil || pd.p == nil {
-		return nil
+		return 0, nil
 	}
 	want := map[int64][]byte{}
 	incoming := map[int64][]any{}
-	for _, r := range p.rows {
-		cur, ok := stored[r.ID]
-		if !ok || cur.deleted || cur.updatedAt == nil || !cur.updatedAt.Equal(r.UpdatedAt) {
+	for _, lr := range c.changed {
+		cur := stored[lr.row.ID]
+		if cur.deleted || cur.updatedAt == nil || !cur.updatedAt.Equal(lr.row.UpdatedAt) || bytes.Equal(lr.content, cur.hash) {
 			continue
 		}
-		row := completed(r, cur, p.s.links, true)
-		if h := row.Hash(); !bytes.Equal(h, cur.hash) {
-			want[r.ID], incoming[r.ID] = h, r.Values
-		}
+		want[lr.row.ID], incoming[lr.row.ID] = lr.content, lr.row.Values
 	}
 	if len(want) == 0 {
-		return nil
+		return 0, nil
 	}
 	rows, err := p.tx.Query(ctx, p.s.rehash.users.Of, mapKeys(want))
 	if err != nil {
-		return fmt.Errorf("reading users written under another policy: %w", err)
+		return 0, fmt.Errorf("reading users written under another policy: %w", err)
 	}
 	hashed := attributeIndexes(pd.p.Hashed())
 	var ids []int64
@@ -59,24 +58,24 @@ func (p *userPage) convertPolicyOnly(ctx context.Context, stored map[int64]store
 		hashes[c.key] = want[c.key]
 	})
 	if err != nil || len(ids) == 0 {
-		return err
+		return 0, err
 	}
 	var policy *int64 // null when the page's writer names none
 	if p.w.policy != 0 {
 		policy = &p.w.policy
 	}
 	if _, err := p.tx.Exec(ctx, pd.sql.usersRewrite, ids, vals, pd.p.DropUnknown(), policy); err != nil {
-		return fmt.Errorf("converting %d users to the personal-data policy: %w", len(ids), err)
+		return 0, fmt.Errorf("converting %d users to the personal-data policy: %w", len(ids), err)
 	}
-	if _, err := saveHashes(ctx, p.tx, p.s.rehash.users, hashes); err != nil {
-		return err
+	if err := saveHashes(ctx, p.tx, p.s.rehash.users, hashes); err != nil {
+		return 0, err
 	}
 	for id, h := range hashes {
 		u := stored[id]
 		u.hash = h
 		stored[id] = u
 	}
-	return nil
+	return len(ids), nil
 }
 
 // convert applies the policy to a stored row's content, as pii apply does

@@ -122,11 +122,3 @@ func linkageDiff() string {
 	}
 	return strings.Join(cond, "\n\t\tOR ")
 }
-
-func quoteList(vals []string) string {
-	out := make([]string, len(vals))
-	for i, v := range vals {
-		out[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
-	}
-	return strings.Join(out, ", ")
-}

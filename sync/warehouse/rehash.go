@@ -70,18 +70,18 @@ func (q rehashSQL) table(name string) hashedTable {
 
 // rehashKeys computes content_hash again for the rows of t with the given
 // keys (ids of users, version ids of user_version_history) and saves those
-// that differ; it returns how many it saved.
-func rehashKeys(ctx context.Context, tx pgx.Tx, t hashedTable, keys []int64) (int, error) {
+// that differ.
+func rehashKeys(ctx context.Context, tx pgx.Tx, t hashedTable, keys []int64) error {
 	if len(keys) == 0 {
-		return 0, nil
+		return nil
 	}
 	rows, err := tx.Query(ctx, t.Of, keys)
 	if err != nil {
-		return 0, fmt.Errorf("reading rows to hash: %w", err)
+		return fmt.Errorf("reading rows to hash: %w", err)
 	}
 	changed, _, _, err := storedHashes(rows)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	return saveHashes(ctx, tx, t, changed)
 }
@@ -100,8 +100,7 @@ func rehashAfter(ctx context.Context, tx pgx.Tx, t hashedTable, last int64, batc
 	if n == 0 {
 		lastRead = last
 	}
-	_, err = saveHashes(ctx, tx, t, changed)
-	return lastRead, n, err
+	return lastRead, n, saveHashes(ctx, tx, t, changed)
 }
 
 // storedContent is what a stored row's content hash covers, as the
@@ -189,9 +188,10 @@ func jsonText(v any) []byte {
 	return nil
 }
 
-func saveHashes(ctx context.Context, tx pgx.Tx, t hashedTable, changed map[int64][]byte) (int, error) {
+// saveHashes writes the content hashes of t's rows by key.
+func saveHashes(ctx context.Context, tx pgx.Tx, t hashedTable, changed map[int64][]byte) error {
 	if len(changed) == 0 {
-		return 0, nil
+		return nil
 	}
 	keys := make([]int64, 0, len(changed))
 	hashes := make([][]byte, 0, len(changed))
@@ -199,9 +199,9 @@ func saveHashes(ctx context.Context, tx pgx.Tx, t hashedTable, changed map[int64
 		keys, hashes = append(keys, k), append(hashes, h)
 	}
 	if _, err := tx.Exec(ctx, t.Save, keys, hashes); err != nil {
-		return 0, fmt.Errorf("saving content hashes: %w", err)
+		return fmt.Errorf("saving content hashes: %w", err)
 	}
-	return len(keys), nil
+	return nil
 }
 
 // finishRehash completes the upgrade of content hashes that migration 0008

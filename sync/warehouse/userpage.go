@@ -73,10 +73,12 @@ func (p *userPage) write(ctx context.Context, tryAllNew bool) error {
 	if err != nil {
 		return err
 	}
-	if err := p.convertPolicyOnly(ctx, stored); err != nil {
-		return err
-	}
 	c := classify(p.rows, stored, s.links)
+	if n, err := p.convertPolicyOnly(ctx, c, stored); err != nil {
+		return err
+	} else if n > 0 {
+		c = classify(p.rows, stored, s.links)
+	}
 	p.allNew = len(c.fresh) == len(p.rows)
 	return p.apply(ctx, c, stored)
 }
