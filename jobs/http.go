@@ -169,7 +169,7 @@ func (h *HTTPHandler) StartJobUI(ctx context.Context, rc *river.Client[pgx.Tx]) 
 		return fmt.Errorf("starting the job UI: %w", err)
 	}
 	guarded := h.cfg.UIToken != "" || h.cfg.UIBasicAuth != ""
-	var handler http.Handler = hostGuard(guard(sameOrigin(ui), h.cfg.UIToken, h.cfg.UIBasicAuth, newFailureLimiter(time.Now)),
+	handler := hostGuard(guard(sameOrigin(ui), h.cfg.UIToken, h.cfg.UIBasicAuth, newFailureLimiter(time.Now)),
 		h.cfg.UIHosts, guarded)
 	h.ui.Store(&handler)
 	h.waiting.Store(nil)
