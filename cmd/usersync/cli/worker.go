@@ -81,6 +81,7 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 		SnapshotAfterSync:   cfg.SnapshotAfterSync,
 		JobTimeout:          cfg.JobTimeout,
 		Drain:               drain,
+		AuthRemedy:          authRemedy(cfg),
 		Observe:             metrics.Observe,
 		ObserveReconcile:    metrics.ObserveReconcile,
 		MaxDeleteShare:      cfg.ReconcileMaxDelete,
