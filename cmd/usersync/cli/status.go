@@ -143,17 +143,21 @@ func printStatus(w io.Writer, st warehouse.Status, budget float64, now time.Time
 		fmt.Fprintln(w, "runs         none yet")
 		return
 	}
-	fmt.Fprintln(w, "\n  RUN  KIND         STATUS     STARTED               DURATION   PAGES   USERS  INSERTED  UPDATED  QUARANT.  REQUESTS")
+	fmt.Fprintln(w, "\n  RUN  KIND         STATUS       STARTED               DURATION   PAGES   USERS  INSERTED  UPDATED  QUARANT.  REQUESTS")
 	for _, r := range st.Runs {
 		end := now
 		if r.FinishedAt != nil {
 			end = *r.FinishedAt
 		}
-		fmt.Fprintf(w, "%5d  %-11s  %-9s  %-20s  %8s  %6d  %6d  %8d  %7d  %8d  %8d\n", r.RunID, r.Kind, r.Status,
+		fmt.Fprintf(w, "%5d  %-11s  %-11s  %-20s  %8s  %6d  %6d  %8d  %7d  %8d  %8d\n", r.RunID, r.Kind, r.Status,
 			r.StartedAt.UTC().Format("2006-01-02 15:04:05"), end.Sub(r.StartedAt).Round(time.Millisecond*100),
 			r.Pages, r.Fetched, r.Inserted, r.Updated, r.Quarantined, r.Requests)
 		if r.Error != "" {
-			fmt.Fprintf(w, "       error: %s\n", oneLine(r.Error))
+			label := "error" // paused and interrupted runs did not fail: they say why they stopped
+			if r.Status == string(warehouse.RunPaused) || r.Status == string(warehouse.RunInterrupted) {
+				label = "stopped"
+			}
+			fmt.Fprintf(w, "       %s: %s\n", label, oneLine(r.Error))
 		}
 	}
 }
