@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -97,7 +98,9 @@ func TestOutcome(t *testing.T) {
 	}{
 		{"success", nil, "nil", 0},
 		{"locked", warehouse.ErrLocked, "snooze", lockedSnooze},
-		{"drained", wrap(syncer.ErrDrained), "snooze", drainedSnooze},
+		{"drained", wrap(syncer.ErrDrained), "interrupted", drainedSnooze},
+		{"cancelled", fmt.Errorf("%w: the process was stopped (%w)", syncer.ErrInterrupted, wrap(context.Canceled)), "interrupted", drainedSnooze},
+		{"timed out", wrap(context.DeadlineExceeded), "retry", 0},
 		{"rate limit", wrap(&jsonapi.RateLimitError{RetryAfter: 5 * time.Minute}), "snooze", 5 * time.Minute},
 		{"rate limit of 100 years", wrap(&jsonapi.RateLimitError{RetryAfter: 100 * 365 * 24 * time.Hour}), "snooze", jsonapi.MaxWait},
 		{"rate limit of no time", wrap(&jsonapi.RateLimitError{RetryAfter: -time.Minute}), "snooze", time.Second},
@@ -108,16 +111,24 @@ func TestOutcome(t *testing.T) {
 		{"other", errors.New("connection reset"), "retry", 0},
 	}
 	for _, tt := range tests {
-		// A run recorded as paused is a job snoozed, and counted so.
+		// A run recorded as paused is a job snoozed, and counted so; an
+		// interrupted one is snoozed and counted apart.
 		if paused, snoozed := syncer.Paused(tt.err), tt.want == "snooze"; paused && !snoozed {
 			t.Errorf("%s: the run is recorded paused but the job does not snooze", tt.name)
 		}
-		if want := map[string]string{"nil": "succeeded", "snooze": "snoozed"}[tt.want]; want != "" && runStatus(tt.err) != want ||
+		if syncer.Interrupted(tt.err) != (tt.want == "interrupted") {
+			t.Errorf("%s: Interrupted = %t", tt.name, syncer.Interrupted(tt.err))
+		}
+		if want := map[string]string{"nil": "succeeded", "snooze": "snoozed", "interrupted": "interrupted"}[tt.want]; want != "" && runStatus(tt.err) != want ||
 			want == "" && runStatus(tt.err) != "failed" {
 			t.Errorf("%s: status label %s", tt.name, runStatus(tt.err))
 		}
 		got := outcome(tt.err)
 		switch tt.want {
+		case "interrupted":
+			if !errors.As(got, &snooze) || snooze.Duration != tt.d {
+				t.Errorf("%s: %v, want a snooze of %s", tt.name, got, tt.d)
+			}
 		case "nil":
 			if got != nil {
 				t.Errorf("%s: %v", tt.name, got)

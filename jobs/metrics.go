@@ -41,7 +41,7 @@ func NewMetrics(pool *pgxpool.Pool, store *warehouse.Store, riverSchema string, 
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_rows_total",
 			Help: "Users received by runs, by outcome (inserted, updated, unchanged, quarantined)."}, []string{"kind", "outcome"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_runs_total",
-			Help: "Runs ended, by kind and status (succeeded; snoozed: the job waits for a lock, a rate limit or a shutdown and runs again; failed)."}, []string{"kind", "status"}),
+			Help: "Runs ended, by kind and status (succeeded; interrupted: a shutdown stopped it and the next run resumes it; snoozed: the job waits for a lock or a rate limit and runs again; failed)."}, []string{"kind", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "usersync_run_duration_seconds",
 			Help:    "Duration of runs, by kind.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200}}, []string{"kind"}),
@@ -65,13 +65,16 @@ func (m *Metrics) WatchAPI(client *jsonapi.Client) {
 }
 
 // runStatus is the status label of a run that ended with err: succeeded,
-// snoozed (its job waits and runs again: a lock held elsewhere, a long rate
-// limit, a shutdown; nothing failed) or failed.
+// interrupted (its process stopped it: a shutdown; it resumes), snoozed (its
+// job waits and runs again: a lock held elsewhere, a long rate limit;
+// nothing failed) or failed (a job timeout too).
 func runStatus(err error) string {
 	var snooze *river.JobSnoozeError
 	switch {
 	case err == nil:
 		return "succeeded"
+	case syncer.Interrupted(err):
+		return "interrupted"
 	case errors.As(outcome(err), &snooze):
 		return "snoozed"
 	}

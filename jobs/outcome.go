@@ -1,10 +1,12 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/syncer"
@@ -19,31 +21,61 @@ const (
 
 // outcome maps a run's error to what River should do with the job:
 //   - nil: completed;
-//   - the sync lock is held elsewhere, a long rate limit, or a drained run:
-//     snooze (no attempt used) and run again later;
+//   - the sync lock is held elsewhere, a long rate limit, or a run its
+//     process stopped (a shutdown): snooze (no attempt used) and run again
+//     later;
 //   - a refused credential or a query the API rejects: cancel with the
 //     reason, since retrying cannot help;
-//   - anything else: the error, so River retries with backoff up to
-//     MaxAttempts.
+//   - anything else (a job timeout too): the error, so River retries with
+//     backoff up to MaxAttempts.
 func outcome(err error) error {
 	if err == nil {
 		return nil
 	}
 	var rl *jsonapi.RateLimitError
-	var auth *jsonapi.AuthError
-	var resp *jsonapi.ResponseError
-	var q *jsonapi.QueryError
 	switch {
 	case errors.Is(err, warehouse.ErrLocked):
 		return river.JobSnooze(lockedSnooze)
-	case errors.Is(err, syncer.ErrDrained):
+	case syncer.Interrupted(err):
 		return river.JobSnooze(drainedSnooze)
 	case errors.As(err, &rl):
 		return river.JobSnooze(min(max(rl.RetryAfter, time.Second), jsonapi.MaxWait))
-	case errors.As(err, &auth), errors.As(err, &q):
-		return river.JobCancel(err)
-	case errors.As(err, &resp) && (resp.StatusCode == 401 || resp.StatusCode == 403 || resp.StatusCode == 400):
+	case refused(err):
 		return river.JobCancel(err)
 	}
 	return err
+}
+
+// refused says whether err is one retrying cannot help: credentials the API
+// refused, or a query it rejects.
+func refused(err error) bool {
+	var auth *jsonapi.AuthError
+	var resp *jsonapi.ResponseError
+	var q *jsonapi.QueryError
+	return errors.As(err, &auth) || errors.As(err, &q) ||
+		errors.As(err, &resp) && (resp.StatusCode == 401 || resp.StatusCode == 403 || resp.StatusCode == 400)
+}
+
+// logEnd logs a run of job that did not succeed, once, at the level its
+// end deserves: a wait or an interruption is news (info), a failure River
+// retries a warning, and a failure nothing retries an error; credentials the
+// API refused say what to do (Deps.AuthRemedy).
+func (d *Deps) logEnd(ctx context.Context, job *rivertype.JobRow, kind string, err error) {
+	attrs := []any{"job_id", job.ID, "kind", kind, "attempt", job.Attempt, "error", err.Error()}
+	var auth *jsonapi.AuthError
+	switch {
+	case errors.Is(err, warehouse.ErrLocked):
+		d.Logger.InfoContext(ctx, "another run holds the sync lock; the job waits and runs again", attrs...)
+	case syncer.Interrupted(err):
+		d.Logger.InfoContext(ctx, "run interrupted by the shutdown; its job runs again and resumes it", attrs...)
+	case syncer.Paused(err):
+		d.Logger.InfoContext(ctx, "run paused by the API's rate limit; its job runs again and resumes it", attrs...)
+	case errors.As(err, &auth):
+		d.Logger.ErrorContext(ctx, "the API refused usersync's credentials: no run can succeed until they are fixed; the job is cancelled",
+			append(attrs, "action", d.AuthRemedy)...)
+	case refused(err):
+		d.Logger.ErrorContext(ctx, "run failed and will not be retried; the job is cancelled", attrs...)
+	default:
+		d.Logger.WarnContext(ctx, "run failed; the job retries it", attrs...)
+	}
 }

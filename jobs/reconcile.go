@@ -22,6 +22,9 @@ func (w *ReconcileWorker) Timeout(*river.Job[ReconcileArgs]) time.Duration { ret
 // Work implements river.Worker. A tripped safety valve cancels the job with
 // its reason: retrying would trip it again, and an operator must look.
 func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs]) error {
+	if err := w.d.stopping(ctx, job.JobRow); err != nil {
+		return err
+	}
 	start := time.Now()
 	sum, err := w.d.Syncer.Reconcile(ctx, syncer.ReconcileRequest{JobID: &job.ID, MaxDeleteShare: w.d.MaxDeleteShare,
 		Membership: w.d.ReconcileMembership})
@@ -29,11 +32,12 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 		w.d.ObserveReconcile(sum, err, time.Since(start))
 	}
 	if err != nil {
-		w.d.Logger.WarnContext(ctx, "reconcile did not finish", "job_id", job.ID, "attempt", job.Attempt, "error", err.Error())
 		var valve *syncer.SafetyValveError
 		if errors.As(err, &valve) {
+			w.d.Logger.ErrorContext(ctx, "reconcile stopped by its safety valve; the job is cancelled", "job_id", job.ID, "error", err.Error())
 			return river.JobCancel(err)
 		}
+		w.d.logEnd(ctx, job.JobRow, "reconcile", err)
 		return outcome(err)
 	}
 	w.d.afterRun(ctx)

@@ -32,8 +32,12 @@ type Deps struct {
 	// set above it, so a running job is never rescued while it may still run.
 	JobTimeout time.Duration
 	// Drain is closed when the process starts stopping: runs end after the
-	// page in flight commits and snooze, to resume on the next worker.
+	// page in flight commits and snooze, to resume on the next worker, and
+	// no job starts a run.
 	Drain <-chan struct{}
+	// AuthRemedy says what to do when the API refuses the credentials (run
+	// usersync auth login, check USERSYNC_API_TOKEN), for the error logged.
+	AuthRemedy string
 	// Observe, when set, is told of every finished run. kind is the job's
 	// metric kind, MetricIncremental or MetricBackfill: a full backfill is a
 	// backfill, though its run is recorded as warehouse.KindFull.
@@ -75,11 +79,24 @@ func (d *Deps) runSync(ctx context.Context, job *rivertype.JobRow, metric string
 		d.Observe(metric, sum, err, time.Since(start))
 	}
 	if err != nil {
-		d.Logger.WarnContext(ctx, "run did not finish", "job_id", job.ID, "kind", req.Kind, "attempt", job.Attempt, "error", err.Error())
+		d.logEnd(ctx, job, req.Kind, err)
 		return outcome(err)
 	}
 	d.afterRun(ctx)
 	return nil
+}
+
+// stopping snoozes a job the process took while it was stopping (River may
+// start a job fetched as it stops): no new run starts after "no new jobs",
+// and the job runs on the next worker.
+func (d *Deps) stopping(ctx context.Context, job *rivertype.JobRow) error {
+	select {
+	case <-d.Drain:
+		d.Logger.InfoContext(ctx, "the worker is stopping: the job runs again on the next worker", "job_id", job.ID, "kind", job.Kind)
+		return river.JobSnooze(drainedSnooze)
+	default:
+		return nil
+	}
 }
 
 // errSnapshotsOff cancels a snapshot job on a worker without a destination.
@@ -111,6 +128,9 @@ func (w *SyncWorker) Timeout(*river.Job[SyncArgs]) time.Duration { return w.d.ti
 
 // Work implements river.Worker.
 func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
+	if err := w.d.stopping(ctx, job.JobRow); err != nil {
+		return err
+	}
 	return w.d.runSync(ctx, job.JobRow, MetricIncremental, syncer.Request{Kind: warehouse.KindIncremental})
 }
 
@@ -125,6 +145,9 @@ func (w *BackfillWorker) Timeout(*river.Job[BackfillArgs]) time.Duration { retur
 
 // Work implements river.Worker.
 func (w *BackfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs]) error {
+	if err := w.d.stopping(ctx, job.JobRow); err != nil {
+		return err
+	}
 	req := syncer.Request{Kind: warehouse.KindBackfill, Since: job.Args.Since, Until: job.Args.Until}
 	if job.Args.Full || (job.Args.Since == nil && job.Args.Until == nil) {
 		req = syncer.Request{Kind: warehouse.KindFull}
@@ -145,6 +168,9 @@ func (w *SnapshotWorker) Timeout(*river.Job[SnapshotArgs]) time.Duration { retur
 func (w *SnapshotWorker) Work(ctx context.Context, job *river.Job[SnapshotArgs]) error {
 	if w.d.Snapshot == nil {
 		return river.JobCancel(errSnapshotsOff)
+	}
+	if err := w.d.stopping(ctx, job.JobRow); err != nil {
+		return err
 	}
 	out, err := w.d.Snapshot(ctx)
 	if err != nil {

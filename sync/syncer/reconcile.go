@@ -2,7 +2,6 @@ package syncer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -153,10 +152,10 @@ func (s *Syncer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 		sum: ReconcileSummary{Kind: warehouse.KindReconcile}}
 	sum, err := r.execute(ctx)
 	if err != nil && r.runID != 0 {
-		ferr := s.store.EndRun(context.WithoutCancel(ctx), r.runID, runEnd(err), err, s.lastRateLimit())
-		err = errors.Join(err, ferr)
+		r.fillRequestCounters()
+		return sum, s.endRun(ctx, r.runID, err, r.cp.Progress)
 	}
-	return sum, err
+	return sum, interrupted(ctx, err)
 }
 
 // reconciler is the state of one Reconcile.

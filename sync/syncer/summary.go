@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/usersync/usersync/sync/jsonapi"
@@ -61,19 +62,35 @@ func rateLimitOf(rl jsonapi.RateLimit) *RateLimit {
 	return out
 }
 
-// lastRateLimit is the client's last rate limit as JSON for Store.EndRun,
-// nil when the API sent none: a run that paused on a spent budget keeps
-// what it saw, for status.
-func (s *Syncer) lastRateLimit() json.RawMessage {
-	rl := rateLimitOf(s.client.Stats().RateLimit)
-	if rl == nil {
+// endSummary is the summary Store.EndRun keeps of a run that did not
+// succeed, nil when there is nothing to keep: the client's last rate limit
+// (a run that paused on a spent budget keeps what it saw, for status) and
+// the credentials the API refused (status shows them until a run succeeds).
+func (s *Syncer) endSummary(err error) json.RawMessage {
+	var out struct {
+		RateLimit *RateLimit          `json:"rate_limit,omitempty"`
+		Refused   *CredentialsRefused `json:"credentials_refused,omitempty"`
+	}
+	out.RateLimit = rateLimitOf(s.client.Stats().RateLimit)
+	var ae *jsonapi.AuthError
+	if errors.As(err, &ae) {
+		out.Refused = &CredentialsRefused{StatusCode: ae.StatusCode, Code: ae.Code}
+	}
+	if out.RateLimit == nil && out.Refused == nil {
 		return nil
 	}
-	b, err := json.Marshal(rl)
-	if err != nil {
-		return nil // two ints and a time: cannot fail
+	b, merr := json.Marshal(out)
+	if merr != nil {
+		return nil // ints, a time and a short string: cannot fail
 	}
 	return b
+}
+
+// CredentialsRefused is what a run records of credentials the API or its
+// token endpoint refused (a jsonapi.AuthError): never the credentials.
+type CredentialsRefused struct {
+	StatusCode int    `json:"status"`         // the HTTP status answered
+	Code       string `json:"code,omitempty"` // the OAuth error code, such as invalid_grant
 }
 
 func (r *run) summary() Summary {

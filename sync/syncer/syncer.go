@@ -145,13 +145,22 @@ type Request struct {
 	Drain <-chan struct{}
 }
 
+// ErrInterrupted marks the error of a run its process stopped: a worker
+// draining for shutdown (ErrDrained), or the run's context cancelled (Ctrl-C,
+// SIGTERM, River stopping). Nothing failed: the run is recorded interrupted
+// and the next run of its kind resumes from its checkpoint. A context that
+// ran out of time (a job timeout) is a failure, not an interruption.
+var ErrInterrupted = errors.New("run interrupted")
+
 // ErrDrained ends a run whose Request.Drain was closed (the process is
-// stopping). Nothing is lost: the next run resumes from the checkpoint.
-var ErrDrained = errors.New("stopped after the last committed page because the process is shutting down; the next run resumes")
+// stopping), or a run that Drain stopped before it began. Nothing is lost:
+// the next run resumes from the checkpoint.
+var ErrDrained = fmt.Errorf("%w: stopped after the last committed page because the process is shutting down; the next run resumes", ErrInterrupted)
 
 // Run performs one run under the sync lock and returns its summary. A
 // failed run is recorded with its error and checkpoint, and the next run of
-// the same kind resumes it.
+// the same kind resumes it. A run whose Request.Drain is already closed, or
+// closes while it waits for the lock, does not start.
 func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 	switch req.Kind {
 	case warehouse.KindIncremental, warehouse.KindFull, warehouse.KindBackfill:
@@ -163,48 +172,108 @@ func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 	}
 	lock, err := s.lock(ctx, req)
 	if err != nil {
-		return Summary{}, err
+		return Summary{}, interrupted(ctx, err)
 	}
 	defer lock.Release()
+	if closed(req.Drain) {
+		return Summary{}, ErrDrained
+	}
 	policyID, err := s.notePolicy(ctx)
 	if err != nil {
-		return Summary{}, err
+		return Summary{}, interrupted(ctx, err)
 	}
 
 	r := &run{s: s, req: req, started: s.cfg.Now(), statsBefore: s.client.Stats(), policyID: policyID}
 	sum, err := r.execute(ctx)
 	if err != nil && r.runID != 0 {
-		// Record the failure even when ctx was cancelled (SIGTERM): the
-		// checkpoint is already committed, so the next run resumes.
-		ferr := s.store.EndRun(context.WithoutCancel(ctx), r.runID, runEnd(err), err, s.lastRateLimit())
-		err = errors.Join(err, ferr)
+		var p warehouse.Progress
+		r.fillRequests(&p)
+		return sum, s.endRun(ctx, r.runID, err, p)
 	}
-	return sum, err
+	return sum, interrupted(ctx, err)
 }
 
-// Paused says whether err stopped a run to wait rather than failed it: a
-// worker draining for shutdown, or a rate limit longer than the client
-// sleeps. The run keeps its checkpoint and the next one resumes it.
+// endRun records a run that did not succeed: interrupted, paused or failed,
+// with its request counters p, the rate limit it last saw and whether the
+// API refused its credentials. It records even when ctx was cancelled
+// (SIGTERM): the checkpoint is already committed, so the next run resumes.
+// It returns the run's error, marked ErrInterrupted when it was.
+func (s *Syncer) endRun(ctx context.Context, runID int64, err error, p warehouse.Progress) error {
+	err = interrupted(ctx, err)
+	ferr := s.store.EndRun(context.WithoutCancel(ctx), runID, warehouse.RunEnding{End: runEnd(err), Err: err,
+		Requests: p, Summary: s.endSummary(err)})
+	return errors.Join(err, ferr)
+}
+
+// interrupted marks err ErrInterrupted when the run stopped because its
+// context was cancelled (not timed out).
+func interrupted(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, ErrInterrupted) || !errors.Is(ctx.Err(), context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w: the process was stopped (%w); the next run resumes from the last committed page", ErrInterrupted, err)
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Paused says whether err stopped a run to wait for the API's rate limit
+// (longer than the client sleeps) rather than failed it. The run keeps its
+// checkpoint and the next one resumes it.
 func Paused(err error) bool {
 	var rl *jsonapi.RateLimitError
-	return errors.Is(err, ErrDrained) || errors.As(err, &rl)
+	return !Interrupted(err) && errors.As(err, &rl)
 }
 
+// Interrupted says whether err is that of a run its process stopped
+// (ErrInterrupted): not a failure; the next run resumes it.
+func Interrupted(err error) bool { return errors.Is(err, ErrInterrupted) }
+
 func runEnd(err error) warehouse.RunEnd {
-	if Paused(err) {
+	switch {
+	case Interrupted(err):
+		return warehouse.RunInterrupted
+	case Paused(err):
 		return warehouse.RunPaused
 	}
 	return warehouse.RunFailed
 }
 
+// lock takes the sync lock as req says. A wait bounded by LockTimeout ends
+// with warehouse.ErrLocked, and with ErrDrained when Drain closes first: a
+// stopping worker starts no run, though the run it waited on has released
+// the lock.
 func (s *Syncer) lock(ctx context.Context, req Request) (*warehouse.SyncLock, error) {
+	if closed(req.Drain) {
+		return nil, ErrDrained
+	}
 	if req.LockTimeout <= 0 || req.WaitLock {
 		return s.store.Lock(ctx, req.WaitLock)
 	}
-	lctx, cancel := context.WithTimeout(ctx, req.LockTimeout)
+	tctx, cancel := context.WithTimeout(ctx, req.LockTimeout)
 	defer cancel()
+	lctx, stop := context.WithCancelCause(tctx)
+	defer stop(nil)
+	go func() {
+		select {
+		case <-req.Drain:
+			stop(ErrDrained)
+		case <-lctx.Done():
+		}
+	}()
 	lock, err := s.store.Lock(lctx, true)
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return lock, err
+	case errors.Is(context.Cause(lctx), ErrDrained):
+		return nil, ErrDrained
+	case errors.Is(err, context.DeadlineExceeded):
 		return nil, warehouse.ErrLocked
 	}
 	return lock, err

@@ -144,14 +144,7 @@ func (r *run) loadOptions(ctx context.Context) warehouse.UsersLoadOptions {
 	}
 }
 
-func (r *run) draining() bool {
-	select {
-	case <-r.req.Drain:
-		return true
-	default:
-		return false
-	}
-}
+func (r *run) draining() bool { return closed(r.req.Drain) }
 
 // walk reads the pages of a prefetched walk and hands them to load. It
 // returns once every page it handed over has been written or has failed,

@@ -139,35 +139,51 @@ type RunEnd string
 const (
 	// RunFailed is a run an error stopped.
 	RunFailed RunEnd = "failed"
-	// RunPaused is a run that stopped to wait (a long rate limit, a
-	// shutdown); nothing failed.
+	// RunPaused is a run that stopped to wait for the API's rate limit;
+	// nothing failed.
 	RunPaused RunEnd = "paused"
+	// RunInterrupted is a run its process stopped (Ctrl-C, SIGTERM, a
+	// worker draining for shutdown); nothing failed.
+	RunInterrupted RunEnd = "interrupted"
 )
 
-// EndRun marks the run failed or paused with its error, cleaned by
-// CleanText (the error may quote a hostile server, and a NUL alone would
-// make the update fail and leave the run marked running), and keeps
-// rateLimit, the JSON object of the API's rate limit as the run last saw it
-// (nil when it saw none), as its summary's rate_limit, which Status reads.
-// The checkpoint stays, so the next run of its kind resumes from it.
-func (s *Store) EndRun(ctx context.Context, runID int64, end RunEnd, runErr error, rateLimit json.RawMessage) error {
+// RunEnding is how a run that did not succeed ended, as EndRun records it.
+type RunEnding struct {
+	End RunEnd
+	Err error
+	// Requests holds the run's request counters (Requests, RateLimited,
+	// Retries; the other fields are not read): a run that stopped before
+	// its first page committed has them nowhere else.
+	Requests Progress
+	// Summary is a JSON object of what status reads of a run that did not
+	// succeed (its rate_limit, refused credentials), or nil.
+	Summary json.RawMessage
+}
+
+// EndRun marks the run failed, paused or interrupted with its error, cleaned
+// by CleanText (the error may quote a hostile server, and a NUL alone would
+// make the update fail and leave the run marked running), its request
+// counters (never lowered) and e.Summary as its summary. The checkpoint
+// stays, so the next run of its kind resumes from it.
+func (s *Store) EndRun(ctx context.Context, runID int64, e RunEnding) error {
 	msg := "unknown error"
-	if runErr != nil {
-		msg = CleanText(runErr.Error())
+	if e.Err != nil {
+		msg = CleanText(e.Err.Error())
 	}
-	var rl *string // NULL, not the text "null", when there is none
-	if len(rateLimit) > 0 {
-		v := string(rateLimit)
-		rl = &v
+	var sum *string // NULL, not the text "null", when there is none
+	if len(e.Summary) > 0 {
+		v := string(e.Summary)
+		sum = &v
 	}
-	_, err := s.pool.Exec(ctx, s.runs.endRun, runID, msg, string(end), rl)
+	p := e.Requests
+	_, err := s.pool.Exec(ctx, s.runs.endRun, runID, msg, string(e.End), sum, p.Requests, p.RateLimited, p.Retries)
 	if err != nil {
 		return fmt.Errorf("recording the end of run %d: %w", runID, err)
 	}
 	return nil
 }
 
-// FailedRunToResume returns the newest failed or paused run of kind that
+// FailedRunToResume returns the newest failed, paused or interrupted run of kind that
 // stopped with a checkpoint and was not followed by a success, or nil: such a
 // run resumes like a crashed one.
 func (s *Store) FailedRunToResume(ctx context.Context, kind string) (*Run, error) {

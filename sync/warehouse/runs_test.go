@@ -52,7 +52,7 @@ func TestFailRunHostileError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndRun(ctx, runID, warehouse.RunFailed, errors.New(hostile), nil); err != nil {
+	if err := s.EndRun(ctx, runID, warehouse.RunEnding{End: warehouse.RunFailed, Err: errors.New(hostile)}); err != nil {
 		t.Fatalf("FailRun: %v", err)
 	}
 	var status, stored string
@@ -97,7 +97,7 @@ func TestCheckpointsNoRunResumes(t *testing.T) {
 	}
 	failed, abandoned, other := start(warehouse.KindIncremental), start(warehouse.KindIncremental), start(warehouse.KindFull)
 	for _, id := range []int64{failed, other} {
-		if err := s.EndRun(ctx, id, warehouse.RunFailed, errors.New("fetching page 2: EOF"), nil); err != nil {
+		if err := s.EndRun(ctx, id, warehouse.RunEnding{End: warehouse.RunFailed, Err: errors.New("fetching page 2: EOF")}); err != nil {
 			t.Fatal(err)
 		}
 	}

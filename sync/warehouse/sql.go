@@ -161,7 +161,7 @@ func newUserSQL(schemaName string, users tableSQL, lockTimeout string) (userSQL,
 type runSQL struct {
 	startRun, unfinishedRuns, abandonRuns, finishRun, advanceWatermark, endRun string
 	failedRunToResume, watermark, reopenRun, runOfJob, touchRun                string
-	status, lastRuns, lastSyncListedMembership                                 string
+	status, credentialsRefused, lastRuns, lastSyncListedMembership             string
 	liveTeamIDs, deletedDimensionIDs, restoredDimensionIDs, replaceTeamMembers string
 }
 
@@ -175,7 +175,7 @@ func newRunSQL(schemaName string) (runSQL, error) {
 		"startRun": &q.startRun, "unfinishedRuns": &q.unfinishedRuns, "abandonRuns": &q.abandonRuns,
 		"finishRun": &q.finishRun, "advanceWatermark": &q.advanceWatermark, "endRun": &q.endRun,
 		"failedRunToResume": &q.failedRunToResume, "watermark": &q.watermark, "reopenRun": &q.reopenRun,
-		"runOfJob": &q.runOfJob, "touchRun": &q.touchRun, "status": &q.status, "lastRuns": &q.lastRuns,
+		"runOfJob": &q.runOfJob, "touchRun": &q.touchRun, "status": &q.status, "credentialsRefused": &q.credentialsRefused, "lastRuns": &q.lastRuns,
 		"lastSyncListedMembership": &q.lastSyncListedMembership, "liveTeamIDs": &q.liveTeamIDs,
 		"deletedDimensionIDs": &q.deletedDimensionIDs, "restoredDimensionIDs": &q.restoredDimensionIDs, "replaceTeamMembers": &q.replaceTeamMembers,
 	})

@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,9 +23,12 @@ type Status struct {
 	// RateLimit is the API's rate limit as the last run that recorded it saw
 	// it (limit, remaining, reset), raw JSON; null when none did.
 	RateLimit json.RawMessage `json:"rate_limit"`
-	Users     int64           `json:"users_live"`
-	CanWrite  *bool           `json:"can_write"` // the API user's write access to users, as last seen by a run
-	Runs      []RunStatus     `json:"runs"`
+	// CredentialsRefused is the newest run whose credentials the API or its
+	// token endpoint refused, while no run succeeded after it; nil otherwise.
+	CredentialsRefused *CredentialsRefused `json:"credentials_refused"`
+	Users              int64               `json:"users_live"`
+	CanWrite           *bool               `json:"can_write"` // the API user's write access to users, as last seen by a run
+	Runs               []RunStatus         `json:"runs"`
 }
 
 // RunStatus is one run as `status` shows it.
@@ -41,6 +45,19 @@ type RunStatus struct {
 	Quarantined int64      `json:"quarantined"`
 	Requests    int64      `json:"requests"`
 	Error       string     `json:"error,omitempty"`
+}
+
+// CredentialsRefused is a run the API refused the credentials of.
+type CredentialsRefused struct {
+	RunID      int64     `json:"run_id"`
+	Kind       string    `json:"kind"`
+	At         time.Time `json:"at"`
+	StatusCode int       `json:"status"`         // what the API or the token endpoint answered
+	Code       string    `json:"code,omitempty"` // the OAuth error code, such as invalid_grant
+	Error      string    `json:"error"`
+	// Remedy says what to do; filled by the command, which knows the
+	// configuration.
+	Remedy string `json:"remedy,omitempty"`
 }
 
 // Status reads the watermark, the last runs, the quarantine and the drift.
@@ -64,6 +81,9 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 			return st, fmt.Errorf("decoding drift: %w", err)
 		}
 	}
+	if st.CredentialsRefused, err = s.credentialsRefused(ctx); err != nil {
+		return st, err
+	}
 	rows, err := s.pool.Query(ctx, s.runs.lastRuns, lastRuns)
 	if err != nil {
 		return st, fmt.Errorf("reading runs: %w", err)
@@ -78,6 +98,18 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 		return st, fmt.Errorf("reading runs: %w", err)
 	}
 	return st, nil
+}
+
+func (s *Store) credentialsRefused(ctx context.Context) (*CredentialsRefused, error) {
+	var c CredentialsRefused
+	err := s.pool.QueryRow(ctx, s.runs.credentialsRefused).Scan(&c.RunID, &c.Kind, &c.At, &c.StatusCode, &c.Code, &c.Error)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading refused credentials: %w", err)
+	}
+	return &c, nil
 }
 
 // LastSyncListedMembership reports whether the newest successful sync had

@@ -45,3 +45,22 @@ func newAPIClient(ctx context.Context, e *env, store *warehouse.Store) (*jsonapi
 	}
 	return c, nil
 }
+
+// authRemedy says what to do when the API or its token endpoint refuses the
+// configured credentials (a jsonapi.AuthError), for logs, errors and status.
+func authRemedy(cfg Config) string {
+	if cfg.OAuthTokenURL != "" {
+		return "run usersync auth login to authorize usersync again (the refresh token was revoked or expired; a running worker picks up the new one)"
+	}
+	return "check USERSYNC_API_TOKEN (or USERSYNC_API_TOKEN_FILE): the API refuses it; set a valid token and restart the worker"
+}
+
+// withAuthRemedy appends authRemedy to an error whose credentials were
+// refused, so the one line a command prints says what to do.
+func withAuthRemedy(cfg Config, err error) error {
+	var ae *jsonapi.AuthError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("%w; %s", err, authRemedy(cfg))
+	}
+	return err
+}

@@ -137,6 +137,9 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 		return ExitUsage
 	}
 	if err := run(ctx, e, fs.Args()); err != nil {
+		if !strings.HasPrefix(cmd.name, "auth ") { // auth login is the remedy
+			err = withAuthRemedy(cfg, err)
+		}
 		fmt.Fprintf(stderr, "usersync %s: %s\n", cmd.name, oneLine(err.Error()))
 		var ue usageError
 		if errors.As(err, &ue) {

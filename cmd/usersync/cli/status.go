@@ -37,6 +37,9 @@ func statusCommand() command {
 					return err
 				}
 				cleanStatus(&st)
+				if st.CredentialsRefused != nil {
+					st.CredentialsRefused.Remedy = authRemedy(e.cfg)
+				}
 				jobCounts, err := jobs.JobCounts(ctx, pool, jobs.RiverSchema(e.cfg.Schema))
 				if err != nil {
 					return fmt.Errorf("reading the job queue: %w", err)
@@ -95,6 +98,9 @@ func cleanStatus(st *warehouse.Status) {
 	for i := range st.Runs {
 		st.Runs[i].Error = warehouse.CleanText(st.Runs[i].Error)
 	}
+	if c := st.CredentialsRefused; c != nil {
+		c.Error, c.Code = warehouse.CleanText(c.Error), warehouse.CleanText(c.Code)
+	}
 	drift := make(map[string]int, len(st.Drift))
 	for k, v := range st.Drift {
 		drift[warehouse.CleanText(k)] += v
@@ -113,6 +119,10 @@ func printStatus(w io.Writer, st warehouse.Status, budget float64, now time.Time
 	}
 	fmt.Fprintf(w, "quarantine   %d unresolved\n", st.Quarantined)
 	fmt.Fprintf(w, "api access   %s\n", writeAccess(st.CanWrite))
+	if c := st.CredentialsRefused; c != nil {
+		fmt.Fprintf(w, "credentials  REFUSED: %s; no run succeeded since %s run %d was refused at %s; %s\n",
+			refusedWhat(*c), c.Kind, c.RunID, c.At.UTC().Format(time.RFC3339), c.Remedy)
+	}
 	if len(st.Drift) > 0 {
 		var parts []string
 		for k, v := range st.Drift {
@@ -133,34 +143,58 @@ func printStatus(w io.Writer, st warehouse.Status, budget float64, now time.Time
 		fmt.Fprintln(w, "runs         none yet")
 		return
 	}
-	fmt.Fprintln(w, "\n  RUN  KIND         STATUS     STARTED               DURATION   PAGES   USERS  INSERTED  UPDATED  QUARANT.  REQUESTS")
+	fmt.Fprintln(w, "\n  RUN  KIND         STATUS       STARTED               DURATION   PAGES   USERS  INSERTED  UPDATED  QUARANT.  REQUESTS")
 	for _, r := range st.Runs {
 		end := now
 		if r.FinishedAt != nil {
 			end = *r.FinishedAt
 		}
-		fmt.Fprintf(w, "%5d  %-11s  %-9s  %-20s  %8s  %6d  %6d  %8d  %7d  %8d  %8d\n", r.RunID, r.Kind, r.Status,
+		fmt.Fprintf(w, "%5d  %-11s  %-11s  %-20s  %8s  %6d  %6d  %8d  %7d  %8d  %8d\n", r.RunID, r.Kind, r.Status,
 			r.StartedAt.UTC().Format("2006-01-02 15:04:05"), end.Sub(r.StartedAt).Round(time.Millisecond*100),
 			r.Pages, r.Fetched, r.Inserted, r.Updated, r.Quarantined, r.Requests)
 		if r.Error != "" {
-			fmt.Fprintf(w, "       error: %s\n", oneLine(r.Error))
+			label := "error" // paused and interrupted runs did not fail: they say why they stopped
+			if r.Status == string(warehouse.RunPaused) || r.Status == string(warehouse.RunInterrupted) {
+				label = "stopped"
+			}
+			fmt.Fprintf(w, "       %s: %s\n", label, oneLine(r.Error))
 		}
 	}
 }
 
+// refusedWhat says who refused the credentials and how, without them.
+func refusedWhat(c warehouse.CredentialsRefused) string {
+	what := fmt.Sprintf("the API answered %d", c.StatusCode)
+	if c.Code != "" {
+		what = fmt.Sprintf("the token endpoint answered %d %s", c.StatusCode, c.Code)
+	}
+	return what
+}
+
+// printJobs prints the jobs queued or running, and those River gave up on
+// (cancelled: a refused credential, a query the API rejects; discarded: out
+// of attempts), which run again only when an operator acts.
 func printJobs(w io.Writer, counts []jobs.JobCount) {
 	active := map[string]bool{"available": true, "running": true, "retryable": true, "scheduled": true, "pending": true}
-	var parts []string
+	gaveUp := map[string]bool{"cancelled": true, "discarded": true}
+	var parts, given []string
 	for _, c := range counts {
-		if active[c.State] {
-			parts = append(parts, fmt.Sprintf("%s %s: %d", strings.TrimPrefix(c.Kind, "usersync_"), c.State, c.Count))
+		part := fmt.Sprintf("%s %s: %d", strings.TrimPrefix(c.Kind, "usersync_"), c.State, c.Count)
+		switch {
+		case active[c.State]:
+			parts = append(parts, part)
+		case gaveUp[c.State]:
+			given = append(given, part)
 		}
 	}
 	if len(parts) == 0 {
 		fmt.Fprintln(w, "\njobs         none queued or running")
-		return
+	} else {
+		fmt.Fprintf(w, "\njobs         %s\n", strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(w, "\njobs         %s\n", strings.Join(parts, ", "))
+	if len(given) > 0 {
+		fmt.Fprintf(w, "gave up      %s (they run again only when retried; their errors are in the runs above and the job UI)\n", strings.Join(given, ", "))
+	}
 }
 
 func writeAccess(canWrite *bool) string {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/usersync/usersync/sync/jsonapi/apisim"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -137,5 +139,48 @@ func otherTool(t *testing.T, c *cliEnv, n int) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
+	}
+}
+
+// TestInterruptedSyncInStatus: an inline sync stopped by Ctrl-C (its
+// context cancelled) mid-way is recorded interrupted, not failed; status,
+// text and JSON, shows it so; the next sync resumes it.
+func TestInterruptedSyncInStatus(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 63, Users: 3000, Knobs: apisim.Knobs{Latency: 20 * time.Millisecond}})
+	env := map[string]string{"USERSYNC_PAGE_SIZE": "100"}
+	for k, v := range c.env {
+		env[k] = v
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // Ctrl-C once two pages committed
+		for ctx.Err() == nil {
+			var pages int64
+			_ = c.store.Pool().QueryRow(ctx, `SELECT coalesce(max(pages), 0) FROM "`+c.store.Schema()+`".sync_runs`).Scan(&pages)
+			if pages >= 2 {
+				cancel()
+				return
+			}
+			<-time.After(20 * time.Millisecond)
+		}
+	}()
+	var out, errb bytes.Buffer
+	if code := Main(ctx, []string{"sync"}, environ(env), &out, &errb); code != ExitFailure || !strings.Contains(errb.String(), "run interrupted") {
+		t.Fatalf("interrupted sync: exit %d: %s", code, errb.String())
+	}
+	code, text, _ := run(t, env, "status")
+	if code != ExitOK || !regexp.MustCompile(`\n\s+1  incremental\s+interrupted `).MatchString(text) || !strings.Contains(text, "stopped: run interrupted") ||
+		strings.Contains(text, "failed") {
+		t.Errorf("status does not show the run interrupted:\n%s", text)
+	}
+	code, js, _ := run(t, env, "status", "--json")
+	var st warehouse.Status
+	if err := json.Unmarshal([]byte(js), &st); code != ExitOK || err != nil || len(st.Runs) != 1 || st.Runs[0].Status != "interrupted" {
+		t.Errorf("status --json: %v %+v", err, st.Runs)
+	}
+	code, text, errs := run(t, env, "sync")
+	if code != ExitOK || !strings.Contains(text, "incremental run 1 (resumed) finished") {
+		t.Errorf("the next sync: exit %d: %s%s", code, text, errs)
 	}
 }

@@ -86,6 +86,7 @@ func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandl
 		SnapshotAfterSync:   cfg.SnapshotAfterSync,
 		JobTimeout:          cfg.JobTimeout,
 		Drain:               w.drain,
+		AuthRemedy:          authRemedy(cfg),
 		Observe:             w.metrics.Observe,
 		ObserveReconcile:    w.metrics.ObserveReconcile,
 		MaxDeleteShare:      cfg.ReconcileMaxDelete,

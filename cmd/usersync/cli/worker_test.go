@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -285,7 +286,7 @@ func TestJobOutcomes(t *testing.T) {
 	t.Run("refused token cancels", func(t *testing.T) {
 		t.Parallel()
 		c := newCLIEnv(t, apisim.Options{Seed: 14, Users: 300, Token: "the-right-token"})
-		startWorker(t, workerEnv(c, nil))
+		w := startWorker(t, workerEnv(c, nil))
 		if code, _, errs := run(t, c.env, "backfill", "--full"); code != ExitOK {
 			t.Fatal(errs)
 		}
@@ -293,14 +294,74 @@ func TestJobOutcomes(t *testing.T) {
 			return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'cancelled'
 				AND errors[1]->>'error' LIKE '%401%'`) == 1
 		})
-		code, out, _ := run(t, c.env, "status")
-		if code != ExitOK || !strings.Contains(out, "failed") || !strings.Contains(out, "401") {
-			t.Errorf("status does not show the failed run and its error:\n%s", out)
+		checkRefusedShown(t, c, c.env, w.logs.String(), "check USERSYNC_API_TOKEN", true)
+	})
+	t.Run("revoked OAuth grant cancels", func(t *testing.T) {
+		t.Parallel()
+		a := newAuthEnv(t, apisim.Options{Seed: 14, Users: 300, TokenTTL: time.Hour}, nil)
+		if code, _, errs := a.login(t); code != ExitOK {
+			t.Fatal(errs)
 		}
-		if strings.Contains(out, "cli-test-token") {
-			t.Error("status shows the token")
+		a.sim.RevokeTokens()
+		w := startWorker(t, workerEnv(a.cliEnv, a.oauth))
+		if code, _, errs := run(t, a.oauth, "backfill", "--full"); code != ExitOK {
+			t.Fatal(errs)
+		}
+		waitFor(t, "the job to be cancelled", 30*time.Second, func() bool {
+			return a.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'cancelled'
+				AND errors[1]->>'error' LIKE '%invalid_grant%'`) == 1
+		})
+		checkRefusedShown(t, a.cliEnv, a.oauth, w.logs.String(), "run usersync auth login", false)
+		code, _, errs := run(t, a.oauth, "sync")
+		if code != ExitFailure || !strings.Contains(errs, "invalid_grant") || !strings.Contains(errs, "run usersync auth login") {
+			t.Errorf("sync with a revoked grant: exit %d: %s", code, errs)
 		}
 	})
+}
+
+// checkRefusedShown checks what a worker whose credentials the API refused
+// shows: one ERROR line saying what to do (remedy), and nothing at WARN
+// with the words of a lock wait; a failed run with the requests it sent;
+// status, text and JSON, with the refusal, its remedy and the cancelled job.
+// apiRequests says whether the run sent API requests (a refused refresh
+// sends none: the token endpoint's are not API requests).
+func checkRefusedShown(t *testing.T, c *cliEnv, env map[string]string, logs, remedy string, apiRequests bool) {
+	t.Helper()
+	var errorLines []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `"level":"ERROR"`) {
+			errorLines = append(errorLines, l)
+		}
+	}
+	if len(errorLines) != 1 || !strings.Contains(errorLines[0], "refused usersync's credentials") || !strings.Contains(errorLines[0], remedy) {
+		t.Errorf("want one ERROR line saying %q; got %d:\n%s", remedy, len(errorLines), strings.Join(errorLines, "\n"))
+	}
+	if strings.Contains(logs, "run did not finish") || strings.Contains(logs, "cli-test-token") {
+		t.Errorf("the logs word the refusal like a lock wait, or show the token:\n%s", logs)
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'failed' AND (requests > 0) = $1`, apiRequests); n != 1 {
+		t.Errorf("%d failed runs with their requests counted, want 1", n)
+	}
+	code, out, _ := run(t, env, "status")
+	for _, want := range []string{"failed", "credentials  REFUSED", remedy, "gave up      backfill cancelled: 1"} {
+		if code != ExitOK || !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = run(t, env, "status", "--json")
+	var st struct {
+		Refused *struct {
+			RunID  int64  `json:"run_id"`
+			Remedy string `json:"remedy"`
+		} `json:"credentials_refused"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); code != ExitOK || err != nil || st.Refused == nil || st.Refused.RunID == 0 ||
+		!strings.Contains(st.Refused.Remedy, remedy) {
+		t.Errorf("status --json: %v, credentials_refused %+v", err, st.Refused)
+	}
+	if strings.Contains(out, "cli-test-token") {
+		t.Error("status shows the token")
+	}
 }
 
 // TestTwoWorkers: two worker processes on one database: the schedule fires
@@ -387,8 +448,8 @@ func TestSIGTERMDuringSync(t *testing.T) {
 	if n := c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state IN ('scheduled', 'available') AND attempt = 0`); n != 1 {
 		t.Errorf("the interrupted job is not waiting to run again without a used attempt (%d)", n)
 	}
-	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'paused' AND error LIKE '%shutting down%'`); n != 1 {
-		t.Errorf("the drained run is not recorded as paused (%d)", n)
+	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'interrupted' AND error LIKE '%shutting down%'`); n != 1 {
+		t.Errorf("the drained run is not recorded as interrupted (%d)", n)
 	}
 	startWorker(t, env)
 	waitFor(t, "the resumed backfill", 90*time.Second, func() bool {
@@ -397,6 +458,59 @@ func TestSIGTERMDuringSync(t *testing.T) {
 	syncertest.AssertMirrors(t, c.sim, c.store)
 	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE kind = 'full' AND status = 'succeeded' AND pages = 60`); n != 1 {
 		t.Error("the backfill was not resumed as one run of 60 pages")
+	}
+}
+
+// TestSIGTERMStartsNoNewSync: SIGTERM while a backfill runs and a scheduled
+// sync waits for the sync lock: once the backfill drains and frees the lock,
+// the stopping worker starts no sync (no sync_runs row after the signal);
+// the sync's job waits for the next worker.
+func TestSIGTERMStartsNoNewSync(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 20, Users: 6000})
+	if code, _, errs := run(t, c.env, "sync", "--full"); code != ExitOK { // a watermark: a sync is incremental
+		t.Fatal(errs)
+	}
+	if err := c.sim.UpdateKnobs(func(k *apisim.Knobs) { k.Latency = 50 * time.Millisecond }); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := run(t, c.env, "backfill", "--full"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	env := workerEnv(c, map[string]string{"USERSYNC_PAGE_SIZE": "100", "USERSYNC_SHUTDOWN_TIMEOUT": "10s",
+		"USERSYNC_SYNC_SCHEDULE": "@every 1s", "USERSYNC_WORKERS": "2"})
+	cmd := exec.Command(binary(t), "worker")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	defer func() {
+		if t.Failed() {
+			t.Logf("worker logs:\n%s", logs.String())
+		}
+	}()
+	waitFor(t, "the backfill to commit 5 pages while a sync job waits for the lock", 60*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE kind = 'full' AND status = 'running' AND pages >= 5`) == 1 &&
+			c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_sync' AND state = 'running'`) == 1
+	})
+	last := c.query(t, `SELECT max(run_id) FROM $schema.sync_runs`)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("worker exit after SIGTERM: %v", err)
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE run_id > $1`, last); n != 0 {
+		t.Errorf("%d runs started after SIGTERM's \"no new jobs\"", n)
+	}
+	if n := c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_sync' AND state IN ('scheduled', 'available')`); n < 1 {
+		t.Error("the waiting sync's job is not left for the next worker")
+	}
+	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE kind = 'full' AND status = 'interrupted'`); n != 1 {
+		t.Errorf("the drained backfill is not recorded interrupted (%d)", n)
 	}
 }
 

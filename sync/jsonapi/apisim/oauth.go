@@ -21,6 +21,7 @@ type authState struct {
 	grants     int64
 	failNext   int
 	failStatus int
+	revoked    bool // RevokeTokens: every token refused until a code is exchanged
 }
 
 func (a *authState) init(r rng, refresh string) {
@@ -49,6 +50,12 @@ func (s *Server) authenticate(r *http.Request) *apiError {
 	tok = strings.TrimSpace(tok)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return unauthorized("A bearer token is required: send Authorization: Bearer <token>.")
+	}
+	s.auth.mu.Lock()
+	revoked := s.auth.revoked
+	s.auth.mu.Unlock()
+	if revoked {
+		return unauthorized("The access token was revoked.")
 	}
 	if s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.Token)) == 1 {
 		return nil
@@ -133,6 +140,7 @@ func (s *Server) grant(w http.ResponseWriter, endpoint string) {
 			delete(a.issued, tok)
 		}
 	}
+	a.revoked = false
 	access := a.newToken("sim-at-")
 	a.refresh = a.newToken("sim-rt-")
 	a.issued[access] = now + s.opts.TokenTTL.Milliseconds()
@@ -184,4 +192,15 @@ func (s *Server) FailTokenNext(n, status int) {
 	s.auth.mu.Lock()
 	defer s.auth.mu.Unlock()
 	s.auth.failNext, s.auth.failStatus = n, status
+}
+
+// RevokeTokens revokes the grant, as an administrator revoking the app (or
+// the token's user leaving) would: every access token is refused with 401,
+// Options.Token too, and the refresh token with invalid_grant, until an
+// authorization code is exchanged again (usersync auth login).
+func (s *Server) RevokeTokens() {
+	s.auth.mu.Lock()
+	defer s.auth.mu.Unlock()
+	s.auth.revoked, s.auth.refresh = true, ""
+	clear(s.auth.issued)
 }

@@ -185,3 +185,23 @@ func TestOAuthErrors(t *testing.T) {
 		t.Errorf("no OAuth: %d %v %v", resp.StatusCode, body, err)
 	}
 }
+
+// TestRevokeTokens: a revoked grant refuses every access token (the static
+// one too) with 401 and the refresh token with invalid_grant.
+func TestRevokeTokens(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{Users: 5, RefreshToken: "rt-initial", ClientID: "cid", ClientSecret: "csecret",
+		Token: "static", TokenTTL: 10 * time.Minute})
+	_, tr, _ := e.postToken(refreshForm("rt-initial"))
+	e.token = tr.AccessToken
+	e.getDoc("/api/v2/users", http.StatusOK)
+	e.sim.RevokeTokens()
+	if d := e.getDoc("/api/v2/users", http.StatusUnauthorized); !strings.Contains(d.Errors[0].Detail, "revoked") {
+		t.Errorf("revoked token: %+v", d.Errors)
+	}
+	e.token = "static"
+	e.getDoc("/api/v2/users", http.StatusUnauthorized)
+	if status, got, _ := e.postToken(refreshForm(tr.RefreshToken)); status != http.StatusBadRequest || got.Error != "invalid_grant" {
+		t.Errorf("refresh after the revocation: %d %+v", status, got)
+	}
+}

@@ -35,15 +35,18 @@ run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.water
 updated_at = now()
 
 -- name: endRun
--- The summary of a run that did not succeed holds only the rate limit it last
--- saw, when it saw one: status shows a budget spent by a paused run.
+-- The summary of a run that did not succeed holds what status reads of it
+-- (the rate limit it last saw, credentials the API refused), when any: status
+-- shows a budget spent by a paused run. Its request counters are those of the
+-- whole run, never lowered below what a checkpoint stored.
 UPDATE {{schema}}.sync_runs SET status = $3, finished_at = now(), error = $2,
-summary = CASE WHEN jsonb_typeof($4::jsonb) = 'object' THEN jsonb_build_object('rate_limit', $4::jsonb) ELSE summary END
+summary = CASE WHEN jsonb_typeof($4::jsonb) = 'object' THEN $4::jsonb ELSE summary END,
+requests = greatest(requests, $5), rate_limited = greatest(rate_limited, $6), retries = greatest(retries, $7)
 WHERE run_id = $1
 
 -- name: failedRunToResume
 SELECT {{run_columns}}
-FROM {{schema}}.sync_runs r WHERE kind = $1 AND status IN ('failed', 'paused') AND next_url IS NOT NULL
+FROM {{schema}}.sync_runs r WHERE kind = $1 AND status IN ('failed', 'paused', 'interrupted') AND next_url IS NOT NULL
 AND NOT EXISTS (SELECT 1 FROM {{schema}}.sync_runs n WHERE n.kind = r.kind AND n.run_id > r.run_id AND n.status IN ('succeeded', 'running'))
 ORDER BY run_id DESC LIMIT 1
 
@@ -71,6 +74,15 @@ SELECT
 	coalesce((SELECT (summary->>'future_updated_at')::bigint FROM {{schema}}.sync_runs
 		WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1), 0),
 	(SELECT summary->'rate_limit' FROM {{schema}}.sync_runs WHERE summary ? 'rate_limit' ORDER BY run_id DESC LIMIT 1)
+
+-- name: credentialsRefused
+-- The newest run the API refused the credentials of, unless a run succeeded
+-- after it (the credentials work again).
+SELECT run_id, kind, coalesce(finished_at, started_at), coalesce((summary->'credentials_refused'->>'status')::int, 0),
+	coalesce(summary->'credentials_refused'->>'code', ''), coalesce(error, '')
+FROM {{schema}}.sync_runs r WHERE summary ? 'credentials_refused'
+AND NOT EXISTS (SELECT 1 FROM {{schema}}.sync_runs n WHERE n.run_id > r.run_id AND n.status = 'succeeded')
+ORDER BY run_id DESC LIMIT 1
 
 -- name: lastRuns
 SELECT run_id, kind, status, started_at, finished_at, pages, fetched, inserted,

@@ -471,14 +471,15 @@ updated_at = now();
 
 -- runs.endRun
 UPDATE "usersync".sync_runs SET status = $3, finished_at = now(), error = $2,
-summary = CASE WHEN jsonb_typeof($4::jsonb) = 'object' THEN jsonb_build_object('rate_limit', $4::jsonb) ELSE summary END
+summary = CASE WHEN jsonb_typeof($4::jsonb) = 'object' THEN $4::jsonb ELSE summary END,
+requests = greatest(requests, $5), rate_limited = greatest(rate_limited, $6), retries = greatest(retries, $7)
 WHERE run_id = $1;
 
 -- runs.failedRunToResume
 SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
 	coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
 	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary
-FROM "usersync".sync_runs r WHERE kind = $1 AND status IN ('failed', 'paused') AND next_url IS NOT NULL
+FROM "usersync".sync_runs r WHERE kind = $1 AND status IN ('failed', 'paused', 'interrupted') AND next_url IS NOT NULL
 AND NOT EXISTS (SELECT 1 FROM "usersync".sync_runs n WHERE n.kind = r.kind AND n.run_id > r.run_id AND n.status IN ('succeeded', 'running'))
 ORDER BY run_id DESC LIMIT 1;
 
@@ -508,6 +509,13 @@ SELECT
 	coalesce((SELECT (summary->>'future_updated_at')::bigint FROM "usersync".sync_runs
 		WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1), 0),
 	(SELECT summary->'rate_limit' FROM "usersync".sync_runs WHERE summary ? 'rate_limit' ORDER BY run_id DESC LIMIT 1);
+
+-- runs.credentialsRefused
+SELECT run_id, kind, coalesce(finished_at, started_at), coalesce((summary->'credentials_refused'->>'status')::int, 0),
+	coalesce(summary->'credentials_refused'->>'code', ''), coalesce(error, '')
+FROM "usersync".sync_runs r WHERE summary ? 'credentials_refused'
+AND NOT EXISTS (SELECT 1 FROM "usersync".sync_runs n WHERE n.run_id > r.run_id AND n.status = 'succeeded')
+ORDER BY run_id DESC LIMIT 1;
 
 -- runs.lastRuns
 SELECT run_id, kind, status, started_at, finished_at, pages, fetched, inserted,
