@@ -56,23 +56,68 @@ type RateLimit struct {
 	Reset time.Time
 }
 
-// rateState keeps the last RateLimit seen. It is swapped as a whole so a
-// reader never sees half of an update.
+// DefaultRateLimit is the API's documented rate limit, 10,000 requests per
+// user per hour: while no response has carried a readable x-ratelimit-limit,
+// Options.Budget keeps its share of it (or of the highest
+// x-ratelimit-remaining seen, if higher), rather than no floor at all.
+const DefaultRateLimit = 10_000
+
+// DefaultRateWindow is the API's documented rate-limit window. While no
+// readable x-ratelimit-reset says when the current window ends, the client
+// takes it to end one window after its first reading of the window: the
+// latest it can end, so waiting for it never spends what the budget keeps.
+const DefaultRateWindow = time.Hour
+
+// rateReading is the RateLimit last seen and what pacing infers from the
+// readings before it.
+type rateReading struct {
+	rl RateLimit
+	// since is when the first reading of the current window arrived (the
+	// first one, or one whose remaining rose, or one a whole
+	// DefaultRateWindow later): the window ends by since+DefaultRateWindow.
+	since time.Time
+	// highest is the highest remaining seen: the limit is at least that.
+	highest int
+}
+
+// limit is the limit the budget's floor is kept from: x-ratelimit-limit as
+// last seen, else DefaultRateLimit (or the highest remaining, if higher).
+func (r rateReading) limit() int {
+	if r.rl.Limit >= 0 {
+		return r.rl.Limit
+	}
+	return max(DefaultRateLimit, r.highest)
+}
+
+// reset is when the window ends: x-ratelimit-reset as last seen, else the
+// latest the window can end.
+func (r rateReading) reset() time.Time {
+	if !r.rl.Reset.IsZero() {
+		return r.rl.Reset
+	}
+	return r.since.Add(DefaultRateWindow)
+}
+
+// rateState keeps the last reading. It is swapped as a whole so a reader
+// never sees half of an update.
 type rateState struct {
-	last atomic.Pointer[RateLimit]
+	last atomic.Pointer[rateReading]
 	// toldBad is set once an unreadable x-ratelimit-remaining was logged.
 	toldBad atomic.Bool
 }
 
-func (r *rateState) snapshot() RateLimit {
+func (r *rateState) snapshot() RateLimit { return r.reading().rl }
+
+func (r *rateState) reading() rateReading {
 	if p := r.last.Load(); p != nil {
 		return *p
 	}
-	return RateLimit{Limit: -1, Remaining: -1}
+	return rateReading{rl: RateLimit{Limit: -1, Remaining: -1}, highest: -1}
 }
 
 // observe records the rate-limit headers of h, keeping earlier values for
-// the headers h lacks.
+// the headers h lacks, except a reset already past: it named an earlier
+// window.
 func (r *rateState) observe(h http.Header, now time.Time) (badRemaining bool) {
 	limit, hasLimit := parseInt(h.Get("X-Ratelimit-Limit"))
 	all := parseRemaining(h.Get("X-Ratelimit-Remaining"))
@@ -81,15 +126,22 @@ func (r *rateState) observe(h http.Header, now time.Time) (badRemaining bool) {
 	if !hasLimit && all == nil && !hasReset {
 		return badRemaining
 	}
-	next := r.snapshot()
+	next := r.reading()
 	if hasLimit {
-		next.Limit = limit
+		next.rl.Limit = limit
 	}
 	if all != nil {
-		next.Remaining, next.RemainingAll = all[0], all
+		if next.rl.Remaining < 0 || all[0] > next.rl.Remaining || !now.Before(next.since.Add(DefaultRateWindow)) {
+			next.since = now
+		}
+		next.rl.Remaining, next.rl.RemainingAll = all[0], all
+		next.highest = max(next.highest, all[0])
 	}
-	if hasReset {
-		next.Reset = reset
+	switch {
+	case hasReset:
+		next.rl.Reset = reset
+	case !next.rl.Reset.After(now):
+		next.rl.Reset = time.Time{}
 	}
 	r.last.Store(&next)
 	return badRemaining
@@ -191,11 +243,17 @@ func Kept(limit int, budget float64) int {
 
 // pace sleeps before a request when the rate-limit budget is low, or
 // returns a *RateLimitError when the wait exceeds MaxRateLimitWait. The
-// requests Options.Budget leaves to others count as spent.
+// requests Options.Budget leaves to others count as spent. Without a
+// readable x-ratelimit-limit or x-ratelimit-reset the budget still holds:
+// the floor is kept from the limit last seen (else DefaultRateLimit) and
+// the wait runs to the latest the window can end (DefaultRateWindow).
 func (c *Client) pace(ctx context.Context, reqURL string) error {
-	rl := c.rate.snapshot()
-	reserved := Kept(rl.Limit, c.opts.Budget)
+	rd := c.rate.reading()
+	rl := rd.rl
+	limit := rd.limit()
+	reserved := Kept(limit, c.opts.Budget)
 	ours := rl
+	ours.Reset = rd.reset()
 	if rl.Remaining >= 0 {
 		ours.Remaining = max(rl.Remaining-reserved, 0)
 	}
@@ -205,7 +263,7 @@ func (c *Client) pace(ctx context.Context, reqURL string) error {
 	}
 	if wait > c.opts.MaxRateLimitWait {
 		return &RateLimitError{Method: http.MethodGet, URL: sanitizeURL(reqURL), RetryAfter: wait,
-			Limit: rl.Limit, Remaining: rl.Remaining, Reserved: reserved, Reset: rl.Reset}
+			Limit: limit, Remaining: rl.Remaining, Reserved: reserved, Reset: rl.Reset}
 	}
 	c.stats.paced.Add(1)
 	c.log.DebugContext(ctx, "pacing request", "remaining", rl.Remaining, "wait_ms", wait.Milliseconds())
