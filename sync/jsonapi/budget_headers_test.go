@@ -154,3 +154,62 @@ func TestBudgetPacesWithoutResetHeader(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetCountsRequestsInFlight (#38, defect 5's soak): requests paced
+// at once (a sync fetches the users page and the dimension lists together)
+// count those still in flight as spent. With 22 requests of its share left
+// at the last reading, of eight sent at once two go and the others are told
+// to wait; before, all eight went, each on the same reading.
+func TestBudgetCountsRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock(t)
+	b := newBudgetSim(t, clock, 50, apisim.Knobs{RateLimit: 100, Latency: 50 * time.Millisecond})
+	b.sim.SpendRateLimit(27)
+	c := newClient(t, b.srv.URL, clock, func(o *Options) { o.Budget = 0.5 })
+	if _, err := c.Get(context.Background(), "users", Query{}.PageSize(1)); err != nil {
+		t.Fatal(err)
+	}
+	// 72 left, 50 kept: 22 ours, of which 20 are spread out (RateLimitReserve).
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			_, err := c.Get(context.Background(), "users", Query{}.PageSize(1))
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	refused := 0
+	for err := range errs {
+		var rle *RateLimitError
+		switch {
+		case errors.As(err, &rle):
+			refused++
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	if low := b.lowestRemaining(); refused != 6 || low != 70 {
+		t.Errorf("%d of 8 told to wait, lowest remaining %d; want 6 and 70", refused, low)
+	}
+}
+
+// TestRateReadingsOutOfOrder: of two responses of one window read out of
+// order, the one showing more left is stale and does not raise the count.
+func TestRateReadingsOutOfOrder(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	reset := strconv.FormatInt(now.Add(time.Hour).Unix(), 10)
+	var r rateState
+	for _, remaining := range []string{"70", "71"} {
+		r.observe(http.Header{"X-Ratelimit-Remaining": {remaining}, "X-Ratelimit-Reset": {reset}}, now)
+	}
+	if got := r.snapshot().Remaining; got != 70 {
+		t.Errorf("remaining %d, want 70", got)
+	}
+	r.observe(http.Header{"X-Ratelimit-Remaining": {"99"}, "X-Ratelimit-Reset": {strconv.FormatInt(now.Add(2*time.Hour).Unix(), 10)}}, now)
+	if got := r.snapshot().Remaining; got != 99 {
+		t.Errorf("remaining %d in the next window, want 99", got)
+	}
+}

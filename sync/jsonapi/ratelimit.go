@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -104,6 +105,14 @@ type rateState struct {
 	last atomic.Pointer[rateReading]
 	// toldBad is set once an unreadable x-ratelimit-remaining was logged.
 	toldBad atomic.Bool
+	// mu makes deciding a request's wait and counting it in flight one
+	// step, so that requests paced at once (a sync fetches the users page
+	// and the dimension lists together) do not all take the last request
+	// the budget allows.
+	mu sync.Mutex
+	// inflight counts the requests paced whose response is not read yet:
+	// the last reading does not show them, so they count as spent.
+	inflight int
 }
 
 func (r *rateState) snapshot() RateLimit { return r.reading().rl }
@@ -129,6 +138,11 @@ func (r *rateState) observe(h http.Header, now time.Time) (badRemaining bool) {
 	next := r.reading()
 	if hasLimit {
 		next.rl.Limit = limit
+	}
+	// Of two responses of one window read out of order, the later one
+	// shows fewer left: a higher count is stale.
+	if all != nil && hasReset && reset.Equal(next.rl.Reset) && all[0] > next.rl.Remaining && next.rl.Remaining >= 0 {
+		all = nil
 	}
 	if all != nil {
 		if next.rl.Remaining < 0 || all[0] > next.rl.Remaining || !now.Before(next.since.Add(DefaultRateWindow)) {
@@ -243,11 +257,14 @@ func Kept(limit int, budget float64) int {
 
 // pace sleeps before a request when the rate-limit budget is low, or
 // returns a *RateLimitError when the wait exceeds MaxRateLimitWait. The
-// requests Options.Budget leaves to others count as spent. Without a
-// readable x-ratelimit-limit or x-ratelimit-reset the budget still holds:
-// the floor is kept from the limit last seen (else DefaultRateLimit) and
-// the wait runs to the latest the window can end (DefaultRateWindow).
-func (c *Client) pace(ctx context.Context, reqURL string) error {
+// requests Options.Budget leaves to others count as spent, and so do those
+// in flight: call done once the request's response is read (or it failed).
+// Without a readable x-ratelimit-limit or x-ratelimit-reset the budget
+// still holds: the floor is kept from the limit last seen (else
+// DefaultRateLimit) and the wait runs to the latest the window can end
+// (DefaultRateWindow).
+func (c *Client) pace(ctx context.Context, reqURL string) (done func(), err error) {
+	c.rate.mu.Lock()
 	rd := c.rate.reading()
 	rl := rd.rl
 	limit := rd.limit()
@@ -255,17 +272,29 @@ func (c *Client) pace(ctx context.Context, reqURL string) error {
 	ours := rl
 	ours.Reset = rd.reset()
 	if rl.Remaining >= 0 {
-		ours.Remaining = max(rl.Remaining-reserved, 0)
+		ours.Remaining = max(rl.Remaining-reserved-c.rate.inflight, 0)
 	}
 	wait := pacingWait(ours, c.opts.RateLimitReserve, c.clock.Now())
-	if wait <= 0 {
-		return nil
-	}
 	if wait > c.opts.MaxRateLimitWait {
-		return &RateLimitError{Method: http.MethodGet, URL: sanitizeURL(reqURL), RetryAfter: wait,
+		c.rate.mu.Unlock()
+		return nil, &RateLimitError{Method: http.MethodGet, URL: sanitizeURL(reqURL), RetryAfter: wait,
 			Limit: limit, Remaining: rl.Remaining, Reserved: reserved, Reset: rl.Reset}
+	}
+	c.rate.inflight++
+	c.rate.mu.Unlock()
+	done = sync.OnceFunc(func() {
+		c.rate.mu.Lock()
+		c.rate.inflight--
+		c.rate.mu.Unlock()
+	})
+	if wait <= 0 {
+		return done, nil
 	}
 	c.stats.paced.Add(1)
 	c.log.DebugContext(ctx, "pacing request", "remaining", rl.Remaining, "wait_ms", wait.Milliseconds())
-	return c.clock.Sleep(ctx, wait)
+	if err := c.clock.Sleep(ctx, wait); err != nil {
+		done()
+		return nil, err
+	}
+	return done, nil
 }
