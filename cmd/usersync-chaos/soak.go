@@ -108,6 +108,12 @@ func (d *driver) soak(ctx context.Context) (passed, failed int) {
 		}
 	}
 	failed += s.loop(ctx)
+	// Nor does the final stop drain the backfill's run (a short soak ends
+	// before it does).
+	for !s.backfillAt.IsZero() && !s.backfillDone && ctx.Err() == nil {
+		failed += s.backfill(ctx, time.Now())
+		pause(ctx, 500*time.Millisecond)
+	}
 	s.ended = time.Now()
 	elapsed := s.ended.Sub(s.began)
 	for _, r := range s.replicas[1:] {
