@@ -83,7 +83,7 @@ chaos: ## fault injection: 30 faults (20 kill -9) with seed 1, then with three r
 	done
 
 .PHONY: soak
-soak: ## weeks of operation in minutes: two replicas for 10 minutes (SOAK_ARGS to change), then checks and a line of figures
+soak: ## weeks of operation in minutes: two replicas for 10 minutes (SOAK_ARGS to change), then checks that fail when their rule is broken, and a line of figures
 	$(GO) run ./cmd/usersync-chaos -seed 1 -soak 10m $(SOAK_ARGS)
 
 .PHONY: fuzz

@@ -18,8 +18,10 @@ func TestChaosShort(t *testing.T) {
 	}
 }
 
-// TestSoakShort is the 60-second form of make soak: two replicas, rolling
-// restarts, a backfill holding the lock, a budget, links-only teams.
+// TestSoakShort is the 60-second form of make soak: two replicas, restarts
+// when they fall in the minute (they follow the reconcile's ticks), a
+// backfill holding the lock for 15 s or more, a budget that must pace,
+// links-only teams.
 func TestSoakShort(t *testing.T) {
 	var out bytes.Buffer
 	code := run(context.Background(), []string{"-seed", "1", "-soak", "60s", "-users", "1500"}, &out, &out)

@@ -251,8 +251,10 @@ func (d *driver) close() {
 	if d.pool != nil {
 		d.pool.Close()
 	}
-	if !d.o.keep {
-		_, _ = d.postgres(context.Background(), "wipe")
+	if d.o.keep {
+		fmt.Fprintf(d.out, "kept: the database %s and the worker logs in %s\n", d.pgURL, d.tmp)
+		return
 	}
+	_, _ = d.postgres(context.Background(), "wipe")
 	_ = os.RemoveAll(d.tmp)
 }

@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.users, "users", 3000, "users in the simulated API")
 	fs.StringVar(&o.bin, "bin", "", "usersync binary (default: built from this checkout)")
 	fs.DurationVar(&o.converge, "converge", 90*time.Second, "how long the system may take to converge after a fault")
-	fs.BoolVar(&o.keep, "keep", false, "keep the chaos database cluster running afterwards")
+	fs.BoolVar(&o.keep, "keep", false, "keep the chaos database cluster running, and the worker logs, afterwards")
 	fs.DurationVar(&o.soak, "soak", 0, "instead of faults, run two worker replicas this long with rolling restarts, a long backfill, a rate-limit budget and links-only teams, then check operations (restarts, failures, budget, snapshots)")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -93,6 +93,8 @@ type Options struct {
 	// client may use, in (0, 1]; the rest is left to the token owner's other
 	// tools: the client never lets x-ratelimit-remaining fall below
 	// (1 - Budget) × limit, and waits for the reset instead. 0 means 1.
+	// Without a readable limit or reset the floor still holds (see
+	// DefaultRateLimit and DefaultRateWindow).
 	Budget float64
 	// MaxBodyBytes bounds a response body. Default 64 MiB.
 	MaxBodyBytes int64

@@ -170,12 +170,15 @@ type RateLimitError struct {
 	URL string
 	// RetryAfter is how long to wait before trying again.
 	RetryAfter time.Duration
-	// Limit and Remaining are the last rate-limit figures seen (-1 if unknown).
+	// Limit and Remaining are the last rate-limit figures seen (-1 if
+	// unknown); for a wait the budget asks (Reserved > 0), Limit is the one
+	// its floor is kept from, DefaultRateLimit when the API sent none.
 	Limit, Remaining int
 	// Reserved is how many of Limit Options.Budget leaves to others; when
 	// Remaining is down to it, the share the client may use is spent.
 	Reserved int
-	// Reset is when the window resets, zero if unknown.
+	// Reset is when the window resets, zero if the API did not say (the
+	// wait, RetryAfter, then runs to the latest the window can end).
 	Reset time.Time
 }
 
@@ -186,7 +189,7 @@ func (e *RateLimitError) Error() string {
 		if e.Remaining <= e.Reserved {
 			state = "spent"
 		}
-		reset := ""
+		reset := "; the API sent no readable reset time (x-ratelimit-reset), so the window is taken to last an hour from the first request that saw it"
 		if !e.Reset.IsZero() {
 			reset = "; it resets at " + e.Reset.UTC().Format(time.RFC3339)
 		}

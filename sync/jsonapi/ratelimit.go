@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -56,23 +57,76 @@ type RateLimit struct {
 	Reset time.Time
 }
 
-// rateState keeps the last RateLimit seen. It is swapped as a whole so a
-// reader never sees half of an update.
-type rateState struct {
-	last atomic.Pointer[RateLimit]
-	// toldBad is set once an unreadable x-ratelimit-remaining was logged.
-	toldBad atomic.Bool
+// DefaultRateLimit is the API's documented rate limit, 10,000 requests per
+// user per hour: while no response has carried a readable x-ratelimit-limit,
+// Options.Budget keeps its share of it (or of the highest
+// x-ratelimit-remaining seen, if higher), rather than no floor at all.
+const DefaultRateLimit = 10_000
+
+// DefaultRateWindow is the API's documented rate-limit window. While no
+// readable x-ratelimit-reset says when the current window ends, the client
+// takes it to end one window after its first reading of the window: the
+// latest it can end, so waiting for it never spends what the budget keeps.
+const DefaultRateWindow = time.Hour
+
+// rateReading is the RateLimit last seen and what pacing infers from the
+// readings before it.
+type rateReading struct {
+	rl RateLimit
+	// since is when the first reading of the current window arrived (the
+	// first one, or one whose remaining rose, or one a whole
+	// DefaultRateWindow later): the window ends by since+DefaultRateWindow.
+	since time.Time
+	// highest is the highest remaining seen: the limit is at least that.
+	highest int
 }
 
-func (r *rateState) snapshot() RateLimit {
+// limit is the limit the budget's floor is kept from: x-ratelimit-limit as
+// last seen, else DefaultRateLimit (or the highest remaining, if higher).
+func (r rateReading) limit() int {
+	if r.rl.Limit >= 0 {
+		return r.rl.Limit
+	}
+	return max(DefaultRateLimit, r.highest)
+}
+
+// reset is when the window ends: x-ratelimit-reset as last seen, else the
+// latest the window can end.
+func (r rateReading) reset() time.Time {
+	if !r.rl.Reset.IsZero() {
+		return r.rl.Reset
+	}
+	return r.since.Add(DefaultRateWindow)
+}
+
+// rateState keeps the last reading. It is swapped as a whole so a reader
+// never sees half of an update.
+type rateState struct {
+	last atomic.Pointer[rateReading]
+	// toldBad is set once an unreadable x-ratelimit-remaining was logged.
+	toldBad atomic.Bool
+	// mu makes deciding a request's wait and counting it in flight one
+	// step, so that requests paced at once (a sync fetches the users page
+	// and the dimension lists together) do not all take the last request
+	// the budget allows.
+	mu sync.Mutex
+	// inflight counts the requests paced whose response is not read yet:
+	// the last reading does not show them, so they count as spent.
+	inflight int
+}
+
+func (r *rateState) snapshot() RateLimit { return r.reading().rl }
+
+func (r *rateState) reading() rateReading {
 	if p := r.last.Load(); p != nil {
 		return *p
 	}
-	return RateLimit{Limit: -1, Remaining: -1}
+	return rateReading{rl: RateLimit{Limit: -1, Remaining: -1}, highest: -1}
 }
 
 // observe records the rate-limit headers of h, keeping earlier values for
-// the headers h lacks.
+// the headers h lacks, except a reset already past: it named an earlier
+// window.
 func (r *rateState) observe(h http.Header, now time.Time) (badRemaining bool) {
 	limit, hasLimit := parseInt(h.Get("X-Ratelimit-Limit"))
 	all := parseRemaining(h.Get("X-Ratelimit-Remaining"))
@@ -81,15 +135,27 @@ func (r *rateState) observe(h http.Header, now time.Time) (badRemaining bool) {
 	if !hasLimit && all == nil && !hasReset {
 		return badRemaining
 	}
-	next := r.snapshot()
+	next := r.reading()
 	if hasLimit {
-		next.Limit = limit
+		next.rl.Limit = limit
+	}
+	// Of two responses of one window read out of order, the later one
+	// shows fewer left: a higher count is stale.
+	if all != nil && hasReset && reset.Equal(next.rl.Reset) && all[0] > next.rl.Remaining && next.rl.Remaining >= 0 {
+		all = nil
 	}
 	if all != nil {
-		next.Remaining, next.RemainingAll = all[0], all
+		if next.rl.Remaining < 0 || all[0] > next.rl.Remaining || !now.Before(next.since.Add(DefaultRateWindow)) {
+			next.since = now
+		}
+		next.rl.Remaining, next.rl.RemainingAll = all[0], all
+		next.highest = max(next.highest, all[0])
 	}
-	if hasReset {
-		next.Reset = reset
+	switch {
+	case hasReset:
+		next.rl.Reset = reset
+	case !next.rl.Reset.After(now):
+		next.rl.Reset = time.Time{}
 	}
 	r.last.Store(&next)
 	return badRemaining
@@ -191,23 +257,44 @@ func Kept(limit int, budget float64) int {
 
 // pace sleeps before a request when the rate-limit budget is low, or
 // returns a *RateLimitError when the wait exceeds MaxRateLimitWait. The
-// requests Options.Budget leaves to others count as spent.
-func (c *Client) pace(ctx context.Context, reqURL string) error {
-	rl := c.rate.snapshot()
-	reserved := Kept(rl.Limit, c.opts.Budget)
+// requests Options.Budget leaves to others count as spent, and so do those
+// in flight: call done once the request's response is read (or it failed).
+// Without a readable x-ratelimit-limit or x-ratelimit-reset the budget
+// still holds: the floor is kept from the limit last seen (else
+// DefaultRateLimit) and the wait runs to the latest the window can end
+// (DefaultRateWindow).
+func (c *Client) pace(ctx context.Context, reqURL string) (done func(), err error) {
+	c.rate.mu.Lock()
+	rd := c.rate.reading()
+	rl := rd.rl
+	limit := rd.limit()
+	reserved := Kept(limit, c.opts.Budget)
 	ours := rl
+	ours.Reset = rd.reset()
 	if rl.Remaining >= 0 {
-		ours.Remaining = max(rl.Remaining-reserved, 0)
+		ours.Remaining = max(rl.Remaining-reserved-c.rate.inflight, 0)
 	}
 	wait := pacingWait(ours, c.opts.RateLimitReserve, c.clock.Now())
-	if wait <= 0 {
-		return nil
-	}
 	if wait > c.opts.MaxRateLimitWait {
-		return &RateLimitError{Method: http.MethodGet, URL: sanitizeURL(reqURL), RetryAfter: wait,
-			Limit: rl.Limit, Remaining: rl.Remaining, Reserved: reserved, Reset: rl.Reset}
+		c.rate.mu.Unlock()
+		return nil, &RateLimitError{Method: http.MethodGet, URL: sanitizeURL(reqURL), RetryAfter: wait,
+			Limit: limit, Remaining: rl.Remaining, Reserved: reserved, Reset: rl.Reset}
+	}
+	c.rate.inflight++
+	c.rate.mu.Unlock()
+	done = sync.OnceFunc(func() {
+		c.rate.mu.Lock()
+		c.rate.inflight--
+		c.rate.mu.Unlock()
+	})
+	if wait <= 0 {
+		return done, nil
 	}
 	c.stats.paced.Add(1)
 	c.log.DebugContext(ctx, "pacing request", "remaining", rl.Remaining, "wait_ms", wait.Milliseconds())
-	return c.clock.Sleep(ctx, wait)
+	if err := c.clock.Sleep(ctx, wait); err != nil {
+		done()
+		return nil, err
+	}
+	return done, nil
 }

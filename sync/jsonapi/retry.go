@@ -74,9 +74,11 @@ func (c *Client) fetch(ctx context.Context, reqURL string, decode DataDecoder) (
 
 // attempt sends one request and classifies the outcome.
 func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, decode DataDecoder) attempt {
-	if err := c.pace(ctx, reqURL); err != nil {
+	paced, err := c.pace(ctx, reqURL)
+	if err != nil {
 		return attempt{verdict: verdictDone, err: err}
 	}
+	defer paced() // on every return; after the first call it does nothing
 	token, err := c.auth.Token(ctx)
 	if err != nil {
 		return attempt{verdict: verdictDone, err: fmt.Errorf("getting access token: %w", err)}
@@ -92,6 +94,7 @@ func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, 
 			c.log.DebugContext(ctx, "x-ratelimit-remaining is not a count: ignored for pacing", "value", oneLine(resp.Header.Get("X-Ratelimit-Remaining")))
 		}
 	}
+	paced() // the reading just taken counts the request, if it has one
 	c.stats.record(endpoint, a.status, len(body))
 	c.log.DebugContext(ctx, "http request", "method", http.MethodGet, "path", pathOf(reqURL),
 		"endpoint", endpoint, "status", a.status, "duration_ms", c.clock.Now().Sub(began).Milliseconds(),

@@ -193,7 +193,7 @@ func baseSettings() []setting {
 			set: func(c *Config, v string) error { return parseInt(&c.PageSize, v, 1, 1000) }},
 		{Env: "USERSYNC_LOOKBACK", Flag: "lookback", Default: "10m", Meaning: "how far before the watermark an incremental sync starts, to catch late-visible and out-of-order updates.",
 			set: func(c *Config, v string) error { return parseDuration(&c.Lookback, v, 0, 7*24*time.Hour) }},
-		{Env: "USERSYNC_API_BUDGET", Flag: "api-budget", Default: "0.5", Meaning: "the share of the token's hourly rate limit (x-ratelimit-limit) usersync may use, in (0, 1]; the rest is left to the token owner's other tools. usersync never lets x-ratelimit-remaining fall below (1 - share) x limit: it waits for the reset (the worker snoozes its job; a command waits up to a minute, then exits 1 saying when the budget resets).",
+		{Env: "USERSYNC_API_BUDGET", Flag: "api-budget", Default: "0.5", Meaning: "the share of the token's hourly rate limit (x-ratelimit-limit) usersync may use, in (0, 1]; the rest is left to the token owner's other tools. usersync never lets x-ratelimit-remaining fall below (1 - share) x limit: it waits for the reset (the worker snoozes its job; a command waits up to a minute, then exits 1 saying when the budget resets). Without a readable x-ratelimit-limit the floor is kept from the limit last seen, else the API's documented 10,000; without a readable x-ratelimit-reset the window is taken to end an hour after usersync's first reading of it.",
 			set: func(c *Config, v string) error {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 				if err != nil || !(f > 0 && f <= 1) {

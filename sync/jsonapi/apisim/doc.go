@@ -47,6 +47,8 @@
 // serving (SetKnobs, UpdateKnobs, FailNext, FailTokenNext):
 //
 //   - RateLimit: hourly budget, x-ratelimit-* headers, 429 with Retry-After;
+//     LimitHeader, ResetHeader: x-ratelimit-limit or -reset omitted or
+//     garbled; SpendRateLimit: requests other tools spent in the window;
 //     RateLimitEvery: 429 on every Nth request.
 //   - FaultRate/FaultStatuses, FailEvery/FailStatus, FailNext: 5xx
 //     failures (502/504 with an HTML body).

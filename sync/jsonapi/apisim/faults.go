@@ -33,14 +33,7 @@ func (s *Server) limit(k *Knobs, seq int64, hdr http.Header) *apiError {
 	var refused bool
 	var retryAfter int64
 	if k.RateLimit > 0 {
-		window := int64(hourMs)
-		if k.RateLimitWindow > 0 {
-			window = k.RateLimitWindow.Milliseconds()
-		}
-		if s.rateStart == 0 || now >= s.rateStart+window {
-			s.rateStart, s.rateUsed = now, 0
-		}
-		reset := s.rateStart + window
+		reset := s.rateWindow(k, now)
 		if s.rateUsed >= k.RateLimit {
 			refused, retryAfter = true, ceilDiv(reset-now, 1000)
 		} else {
@@ -48,9 +41,11 @@ func (s *Server) limit(k *Knobs, seq int64, hdr http.Header) *apiError {
 		}
 		// The second number mimics the undocumented org-wide budget the real
 		// header carries ("9999, 19988").
-		hdr.Set("x-ratelimit-limit", strconv.Itoa(k.RateLimit))
+		rateHeader(hdr, "x-ratelimit-limit", k.LimitHeader, strconv.Itoa(k.RateLimit),
+			strconv.Itoa(k.RateLimit)+";w="+strconv.FormatInt(k.window()/1000, 10))
 		hdr.Set("x-ratelimit-remaining", strconv.Itoa(k.RateLimit-s.rateUsed)+", "+strconv.Itoa(2*k.RateLimit-s.rateUsed))
-		hdr.Set("x-ratelimit-reset", strconv.FormatInt(ceilDiv(reset, 1000), 10))
+		rateHeader(hdr, "x-ratelimit-reset", k.ResetHeader, strconv.FormatInt(ceilDiv(reset, 1000), 10),
+			time.UnixMilli(reset).UTC().Format(http.TimeFormat))
 	}
 	if !refused && k.RateLimitEvery > 0 && seq%int64(k.RateLimitEvery) == 0 {
 		refused, retryAfter = true, ceilDiv(k.RetryAfter.Milliseconds(), 1000)
@@ -66,6 +61,50 @@ func (s *Server) limit(k *Knobs, seq int64, hdr http.Header) *apiError {
 	}
 	return &apiError{status: 429, id: "rateLimitExceeded", title: "Rate Limit Exceeded",
 		detail: "You have exceeded your permitted rate limit of " + strconv.Itoa(limit) + "; please try again at " + at + "."}
+}
+
+// window is the rate-limit window in milliseconds.
+func (k *Knobs) window() int64 {
+	if k.RateLimitWindow > 0 {
+		return k.RateLimitWindow.Milliseconds()
+	}
+	return hourMs
+}
+
+// rateWindow starts a new rate-limit window when the last one ended and
+// returns when the current one ends (Unix ms). s.faultMu is held.
+func (s *Server) rateWindow(k *Knobs, now int64) int64 {
+	if s.rateStart == 0 || now >= s.rateStart+k.window() {
+		s.rateStart, s.rateUsed = now, 0
+	}
+	return s.rateStart + k.window()
+}
+
+// rateHeader sets a rate-limit header as mode says: value, garbled or
+// nothing.
+func rateHeader(hdr http.Header, name string, mode HeaderMode, value, garbled string) {
+	switch mode {
+	case HeaderSent:
+		hdr.Set(name, value)
+	case HeaderGarbled:
+		hdr.Set(name, garbled)
+	case HeaderOmitted:
+	}
+}
+
+// SpendRateLimit counts n requests against the current rate-limit window
+// (RateLimit), as the token owner's other tools, which share the budget,
+// would; at most the whole limit is spent.
+func (s *Server) SpendRateLimit(n int) {
+	k := s.knobs.Load()
+	if k.RateLimit <= 0 || n <= 0 {
+		return
+	}
+	now := s.nowMs()
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	s.rateWindow(k, now)
+	s.rateUsed = min(s.rateUsed+n, k.RateLimit)
 }
 
 func ceilDiv(a, b int64) int64 {

@@ -36,6 +36,13 @@ type Knobs struct {
 	// RateLimitWindow is how long RateLimit's budget lasts before it is
 	// whole again (x-ratelimit-reset). 0 means an hour, as the service.
 	RateLimitWindow time.Duration
+	// LimitHeader and ResetHeader send x-ratelimit-limit and
+	// x-ratelimit-reset as the service does (HeaderSent, the zero value),
+	// not at all (HeaderOmitted), or in a form a client cannot read
+	// (HeaderGarbled: "100;w=3600", an HTTP date), as a proxy that strips
+	// them or a changed format would. x-ratelimit-remaining and a 429's
+	// Retry-After are sent regardless.
+	LimitHeader, ResetHeader HeaderMode
 	// RateLimitEvery answers every Nth API request with 429 and a
 	// Retry-After of RetryAfter (whole seconds, rounded up). 0 = off.
 	RateLimitEvery int
@@ -113,6 +120,16 @@ type Knobs struct {
 	Churn Churn
 }
 
+// HeaderMode is how the simulator sends a rate-limit header.
+type HeaderMode int
+
+// The HeaderModes.
+const (
+	HeaderSent HeaderMode = iota
+	HeaderOmitted
+	HeaderGarbled
+)
+
 // Churn mutates the dataset every Every API requests, before serving that
 // request: it updates Update users, creates Create users, moves Memberships
 // users into or out of a team, and, every DeleteEvery rounds, deletes one
@@ -140,6 +157,8 @@ func (k Knobs) Validate() error {
 	check(k.PageSizeCap >= 0 && k.PageSizeCap <= MaxPageSize, "PageSizeCap must be between 0 and %d", MaxPageSize)
 	check(k.RateLimit >= 0, "RateLimit must not be negative")
 	check(k.RateLimitWindow >= 0, "RateLimitWindow must not be negative")
+	check(k.LimitHeader >= HeaderSent && k.LimitHeader <= HeaderGarbled, "LimitHeader must be HeaderSent, HeaderOmitted or HeaderGarbled")
+	check(k.ResetHeader >= HeaderSent && k.ResetHeader <= HeaderGarbled, "ResetHeader must be HeaderSent, HeaderOmitted or HeaderGarbled")
 	check(k.RateLimitEvery >= 0, "RateLimitEvery must not be negative")
 	check(k.RetryAfter >= 0, "RetryAfter must not be negative")
 	check(k.FaultRate >= 0 && k.FaultRate <= 1, "FaultRate must be between 0 and 1")
