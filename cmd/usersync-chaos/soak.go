@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
 // Soak settings: weeks of schedules in minutes.

@@ -22,7 +22,7 @@ const (
 // dataTables are functions that are one table of data, read best whole; the
 // key is the path under sync/ and the function's name.
 var dataTables = map[string]string{
-	"jsonapi/apisim/generate.go:customizeAttr": "one case per catalog attribute: its null rate, stability and value rule",
+	"apisim/generate.go:customizeAttr": "one case per catalog attribute: its null rate, stability and value rule",
 }
 
 func TestSizes(t *testing.T) {

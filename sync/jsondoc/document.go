@@ -1,4 +1,4 @@
-package jsonapi
+package jsondoc
 
 import (
 	"bytes"

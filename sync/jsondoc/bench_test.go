@@ -1,4 +1,4 @@
-package jsonapi
+package jsondoc
 
 import "testing"
 
@@ -10,7 +10,7 @@ func BenchmarkDecodeUsersPage(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		doc, err := DecodeDocument(body)
+		doc, err := Decode(body)
 		if err != nil {
 			b.Fatal(err)
 		}
