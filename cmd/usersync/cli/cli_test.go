@@ -255,15 +255,6 @@ func TestSecretFromFileAndString(t *testing.T) {
 	if cfg.APIToken != "tok-from-file" {
 		t.Errorf("token = %q", cfg.APIToken)
 	}
-	s := cfg.String()
-	if strings.Contains(s, "tok-from-file") || strings.Contains(s, "pw-123") {
-		t.Errorf("String() leaks a secret:\n%s", s)
-	}
-	for _, st := range settings() {
-		if !strings.Contains(s, st.Env+"=") {
-			t.Errorf("String() lacks %s", st.Env)
-		}
-	}
 }
 
 func TestRequireAPI(t *testing.T) {
@@ -439,9 +430,6 @@ func TestSchemaForceAndLimits(t *testing.T) {
 	if _, err := configFor(map[string]string{"USERSYNC_SCHEDULE_MIN_INTERVAL": "1s", "USERSYNC_SYNC_SCHEDULE": "@every 2s"}); err != nil {
 		t.Errorf("@every 2s with a minimum of 1s: %v", err)
 	}
-	if s := cfg.String(); !strings.Contains(s, "USERSYNC_MAX_RESPONSE_BYTES=64MiB\nUSERSYNC_MAX_RESPONSE_MEMORY=128MiB\n") || !strings.Contains(s, "USERSYNC_SCHEMA_FORCE=false\n") {
-		t.Errorf("String():\n%s", s)
-	}
 }
 
 // TestUnknownVariables: a USERSYNC_* variable that is no setting gets one
@@ -555,9 +543,6 @@ func TestDatabaseURLFromFileOrPasswordlessFlag(t *testing.T) {
 	cfg, err := configFor(map[string]string{"DATABASE_URL_FILE": file})
 	if err != nil || cfg.DatabaseURL != dsn {
 		t.Errorf("DATABASE_URL_FILE: %q, %v", cfg.DatabaseURL, err)
-	}
-	if strings.Contains(cfg.String(), "s3cr3t") {
-		t.Errorf("the configuration prints the password: %s", cfg.String())
 	}
 	cfg, err = configFor(nil, "--database-url", "postgres://u@db/analytics")
 	if err != nil || cfg.DatabaseURL != "postgres://u@db/analytics" {

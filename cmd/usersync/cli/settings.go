@@ -16,7 +16,8 @@ import (
 )
 
 // Config is every setting of usersync, after the environment and then the
-// command line have been applied. Secrets are never printed: see String.
+// command line have been applied. Each field is set by one row of the
+// settings table (TestEveryConfigFieldHasASetting), the only list of settings.
 type Config struct {
 	DatabaseURL       string
 	APIURL            string
