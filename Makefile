@@ -87,7 +87,7 @@ soak: ## weeks of operation in minutes: two replicas for 10 minutes (SOAK_ARGS t
 	$(GO) run ./cmd/usersync-chaos -seed 1 -soak 10m $(SOAK_ARGS)
 
 .PHONY: fuzz
-fuzz: ## run every fuzz target for FUZZTIME each (default 60s; make test runs 5s each)
+fuzz: ## run every fuzz target for FUZZTIME each (default 60s; make test runs 5000 inputs each)
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzzing $$name in $$pkg for $(FUZZTIME)"; \
