@@ -89,29 +89,9 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 		}
 		return ExitOK
 	}
-	var cmd *command
-	for _, c := range commands() {
-		if c.name == args[0] {
-			cmd = &c
-			break
-		}
-	}
-	if cmd == nil && args[0] == "auth" {
-		if len(args) > 1 && (args[1] == "-h" || args[1] == "--help") {
-			fmt.Fprintln(stdout, "usersync auth: authorize usersync with the API's OAuth (run usersync help auth login)")
-			for _, c := range commands() {
-				if strings.HasPrefix(c.name, "auth ") {
-					fmt.Fprintf(stdout, "  usersync %-11s %s\n", c.name, c.summary)
-				}
-			}
-			return ExitOK
-		}
-		fmt.Fprintln(stderr, "usersync auth: give a subcommand: usersync auth login or usersync auth status (run usersync help auth login)")
-		return ExitUsage
-	}
+	cmd, code := findCommand(args, stdout, stderr)
 	if cmd == nil {
-		fmt.Fprintf(stderr, "usersync: unknown command %q (run usersync help)\n", args[0])
-		return ExitUsage
+		return code
 	}
 	fs := flag.NewFlagSet("usersync "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -138,17 +118,47 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 	}
 	if err := run(ctx, e, fs.Args()); err != nil {
 		fmt.Fprintf(stderr, "usersync %s: %s\n", cmd.name, oneLine(err.Error()))
-		var ue usageError
-		if errors.As(err, &ue) {
-			return ExitUsage
-		}
-		var qe quarantinedError
-		if errors.As(err, &qe) {
-			return ExitQuarantined
-		}
-		return ExitFailure
+		return exitCode(err)
 	}
 	return ExitOK
+}
+
+// findCommand returns the command args name, or nil and the exit code after
+// saying why there is none (or listing the auth subcommands, for auth -h).
+func findCommand(args []string, stdout, stderr io.Writer) (*command, int) {
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return &c, ExitOK
+		}
+	}
+	if args[0] != "auth" {
+		fmt.Fprintf(stderr, "usersync: unknown command %q (run usersync help)\n", args[0])
+		return nil, ExitUsage
+	}
+	if len(args) > 1 && (args[1] == "-h" || args[1] == "--help") {
+		fmt.Fprintln(stdout, "usersync auth: authorize usersync with the API's OAuth (run usersync help auth login)")
+		for _, c := range commands() {
+			if strings.HasPrefix(c.name, "auth ") {
+				fmt.Fprintf(stdout, "  usersync %-11s %s\n", c.name, c.summary)
+			}
+		}
+		return nil, ExitOK
+	}
+	fmt.Fprintln(stderr, "usersync auth: give a subcommand: usersync auth login or usersync auth status (run usersync help auth login)")
+	return nil, ExitUsage
+}
+
+// exitCode is the exit status of a command that failed with err.
+func exitCode(err error) int {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return ExitUsage
+	}
+	var qe quarantinedError
+	if errors.As(err, &qe) {
+		return ExitQuarantined
+	}
+	return ExitFailure
 }
 
 // joinSubcommand turns "auth login ..." into the command "auth login" (and
