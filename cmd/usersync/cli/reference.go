@@ -136,14 +136,10 @@ func writeSettingsMarkdown(b *strings.Builder) {
 func writeCommandsMarkdown(b *strings.Builder) {
 	b.WriteString("## Commands and their flags\n\n")
 	flags := CommandFlags()
-	settingFlags := map[string]bool{}
-	for _, s := range settings() {
-		settingFlags[s.Flag] = true
-	}
 	for _, c := range commands() {
 		var own []string
 		for _, f := range flags[c.name] {
-			if !settingFlags[f] {
+			if !isSetting(f) {
 				own = append(own, "`--"+f+"`")
 			}
 		}
