@@ -22,7 +22,7 @@ POISON_PKGS  := ./sync/jsonapi ./sync/syncer
 # 1 to 4 s each here): with a duration, Go 1.26's fuzzing coordinator can fail a target with
 # "context deadline exceeded" as the time runs out, with no failing input (golang/go#75804,
 # fixed in Go 1.27); a count has no deadline to race. make fuzz runs each for FUZZTIME.
-FUZZ_TARGETS := ./sync/jsonapi:FuzzDecodeDocument ./sync/normalize:FuzzTypeAttributes ./sync/normalize:FuzzCanonicalJSON ./sync/normalize:FuzzDecodePage ./cmd/usersync/cli:FuzzLoadConfig ./jobs:FuzzParseSchedule ./sync/jsonapi:FuzzDecodeErrorBody ./sync/jsonapi:FuzzDecodeTokenResponse
+FUZZ_TARGETS := ./sync/jsondoc:FuzzDecodeDocument ./sync/normalize:FuzzTypeAttributes ./sync/normalize:FuzzCanonicalJSON ./sync/normalize:FuzzDecodePage ./cmd/usersync/cli:FuzzLoadConfig ./jobs:FuzzParseSchedule ./sync/jsonapi:FuzzDecodeErrorBody ./sync/jsonapi:FuzzDecodeTokenResponse
 FUZZTIME     ?= 60s
 # Dataset sizes of make bench (comma-separated).
 BENCH_USERS  ?= 10000,100000,1000000
@@ -87,7 +87,7 @@ soak: ## weeks of operation in minutes: two replicas for 10 minutes (SOAK_ARGS t
 	$(GO) run ./cmd/usersync-chaos -seed 1 -soak 10m $(SOAK_ARGS)
 
 .PHONY: fuzz
-fuzz: ## run every fuzz target for FUZZTIME each (default 60s; make test runs 5s each)
+fuzz: ## run every fuzz target for FUZZTIME each (default 60s; make test runs 5000 inputs each)
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzzing $$name in $$pkg for $(FUZZTIME)"; \

@@ -8,7 +8,9 @@
 # round (this machine's speed drifts by tens of percent within minutes), and
 # prints the bench's first table row for each: the same raw COPY yardstick,
 # replay and columns for both, so only the binary differs; then, for each
-# binary, the median of its rounds (ratios, CPU time, peak RSS). Both binaries
+# binary, the median of its rounds (the backfill / raw COPY ratios, CPU
+# time, CPU per user, peak RSS), and the after binary's medians over the
+# before's. #39's comparisons are `-n 3 -u 100000` and `-n 1 -u 1000000`. Both binaries
 # must ask for users as this tree's bench records them (the bench stops
 # with an error otherwise). Run from the repository on an otherwise idle
 # machine: a 100k round takes about two minutes, a 1M round about twelve (08:18–08:48 UTC, 2026-11-26).
@@ -72,15 +74,17 @@ done
 
 # The median of each binary's rounds: the ratios, the CPU time of its
 # backfill (usersync and the server, not the replay; the lesser of the run's
-# two) and of the raw COPY (the lesser of two), and the one over the other.
-# CPU time moves with the machine's hour like wall time; within a round it
-# moves less.
+# two) and of the raw COPY (the server and the bench as its client; the
+# lesser of two), and the bench's CPU per user column (the one over the
+# other, docs/benchmarks.md); then the after binary's medians over the
+# before's. CPU time moves with the machine's hour like wall time; within a
+# round it moves less.
 echo
-echo "| binary | rounds | backfill / raw COPY | pages alone / raw COPY | backfill CPU s (usersync + server) | raw COPY CPU s | backfill CPU / raw COPY CPU | peak RSS |"
+echo "| binary | rounds | backfill / raw COPY | pages alone / raw COPY | backfill CPU s (usersync + PostgreSQL) | raw COPY CPU s (PostgreSQL + COPY client) | CPU per user (backfill / raw COPY) | peak RSS |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for i in 0 1; do
 	awk -F' *[|] *' -v header="$header" -v name="${labels[$i]} (${names[$i]})" '
-	function least(s,   n, a, k, v, m) { # "a + b + r, c + d + q" or "a, b": the lesser a + b
+	function least(s,   n, a, k, v, m) { # "a + b + r, c + d + q" or "a + b, c + d": the lesser a + b
 		n = split(s, a, ", ")
 		for (k = 1; k <= n; k++) {
 			gsub(/ /, "", a[k]); split(a[k], v, "+")
@@ -95,16 +99,26 @@ for i in 0 1; do
 	BEGIN {
 		n = split(header, h, / *[|] */)
 		for (k = 1; k <= n; k++) col[h[k]] = k
+		c["ratio"] = "backfill / raw COPY"; c["pages"] = "pages alone / raw COPY"
+		c["full"] = "CPU s, backfill: usersync + PostgreSQL + replay (each)"
+		c["raw"] = "CPU s, raw COPY: PostgreSQL + COPY client (each)"
+		c["cpu"] = "CPU per user, backfill / raw COPY: (usersync + PostgreSQL) / (PostgreSQL + COPY client), least of each"
+		c["rss"] = "peak RSS"
+		for (k in c) if (!(c[k] in col)) { print "bench/compare.sh: the bench prints no column \"" c[k] "\"" > "/dev/stderr"; exit 1 }
 	}
 	{
 		r++
-		ratio[r] = $col["backfill / raw COPY"]; pages[r] = $col["pages alone / raw COPY"]
-		full[r] = least($col["CPU s, backfill: usersync + PostgreSQL + replay (each)"])
-		raw[r] = least($col["CPU s, raw COPY: PostgreSQL (each)"])
-		cpu[r] = full[r] / raw[r]; rss[r] = $col["peak RSS"] + 0
+		ratio[r] = $col[c["ratio"]]; pages[r] = $col[c["pages"]]
+		full[r] = least($col[c["full"]]); raw[r] = least($col[c["raw"]])
+		cpu[r] = $col[c["cpu"]]; rss[r] = $col[c["rss"]] + 0
 	}
 	END {
+		if (!r) exit 1
 		printf "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f MiB |\n", name, r, median(ratio, r), median(pages, r),
 			median(full, r), median(raw, r), median(cpu, r), median(rss, r)
-	}' "$tmp/rows-$i"
+	}' "$tmp/rows-$i" | tee -a "$tmp/medians"
 done
+# after ÷ before of each median: below 1 in the CPU columns, the after
+# binary costs less; above 1 in the ratios, it runs closer to the raw COPY.
+awk -F' *[|] *' 'NR == 1 { for (k = 4; k <= 9; k++) b[k] = $k + 0; next }
+	{ printf "| after ÷ before | |"; for (k = 4; k <= 9; k++) printf " %s |", (b[k] ? sprintf("%.2f", ($k + 0) / b[k]) : "n/a"); print "" }' "$tmp/medians"

@@ -3,7 +3,9 @@
 // reads them, decoding those pages, a raw COPY of the same rows into an empty
 // copy of the users table with its indexes), then the real binary's full backfill, incremental
 // and no-op syncs, reconcile and snapshot, each with its requests and the
-// process's peak RSS, at several dataset sizes. A second table sets the
+// process's peak RSS, at several dataset sizes, and the CPU time of the raw
+// COPY and the backfill: the backfill's CPU per user is its usersync and
+// PostgreSQL CPU over the raw COPY's (see cpuPerUser). A second table sets the
 // snapshot beside DuckDB writing the same users to Parquet with zstd
 // (bench/duckdb/write.mjs, run with node; the DuckDB package is pinned in
 // bench/duckdb/package-lock.json and installed by `npm ci` on first use), and

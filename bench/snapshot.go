@@ -232,55 +232,67 @@ func (b *bench) duckWrite(ctx context.Context, files []string, threads int, out 
 // printSnapshots prints the snapshot table: usersync's snapshot of the whole
 // warehouse after the backfill, beside DuckDB writing its users.
 func printSnapshots(w io.Writer, rs []result) {
-	k := func(v float64) string { return fmt.Sprintf("%.1fk", v/1000) }
-	mib := func(v *float64) string {
-		if v == nil {
-			return "?"
-		}
-		return fmt.Sprintf("%.0f", *v)
-	}
-	yes := func(ok bool) string {
-		if ok {
-			return "yes"
-		}
-		return "**no**"
-	}
 	fmt.Fprintln(w, "Snapshot after the backfill: `usersync snapshot` (every table, zstd) beside DuckDB writing the same `users` rows to Parquet (zstd)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| users | tables, rows | time | users rows/s | all tables rows/s | users B/row | all MiB | peak RSS | DuckDB rows/s (2 threads) | DuckDB rows/s (1 thread) | DuckDB B/row | DuckDB RSS: loaded, COPY peak | users ÷ DuckDB: 2 threads, fastest | ≥ 25% | RSS < 300 MB |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|")
 	for _, r := range rs {
-		s := r.snap
-		if s == nil {
-			fmt.Fprintf(w, "| %d | n/a (this usersync has no snapshot command) ||||||||||||||\n", r.users)
-			continue
-		}
-		usersRate := k(s.usersRate)
-		if !s.usersTimeFromLog {
-			usersRate += "*"
-		}
-		duck2, duck1, duckBytes, duckRSS, ratio, meets := "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"
-		if len(s.duck) > 0 {
-			d := s.duck[0]
-			duck2 = k(d.rate())
-			duckBytes = fmt.Sprintf("%.0f", float64(d.Bytes)/float64(d.Rows))
-			duckRSS = fmt.Sprintf("%s, %s MiB", mib(d.RSSLoaded), mib(d.RSSPeak))
-			best := d.rate()
-			for _, o := range s.duck[1:] {
-				best = max(best, o.rate())
-			}
-			ratio = fmt.Sprintf("%.0f%%, %.0f%%", 100*s.usersRate/d.rate(), 100*s.usersRate/best)
-			meets = yes(s.usersRate >= 0.25*best)
-		}
-		if len(s.duck) > 1 {
-			duck1 = k(s.duck[1].rate())
-		}
-		fmt.Fprintf(w, "| %d | %d, %d | %.1fs | %s | %s | %.0f | %.1f | %.0f MiB | %s | %s | %s | %s | %s | %s | %s |\n",
-			r.users, s.tables, s.rows, s.wall.Seconds(), usersRate, k(s.allRate),
-			float64(s.usersBytes)/float64(s.usersRows), float64(s.bytes)/(1<<20), s.rss,
-			duck2, duck1, duckBytes, duckRSS, ratio, meets, yes(s.rss*(1<<20) < 300e6))
+		printSnapshotRow(w, r)
 	}
 	fmt.Fprintln(w)
+	printSnapshotNotes(w, rs)
+}
+
+// printSnapshotRow prints one size's row of the snapshot table.
+func printSnapshotRow(w io.Writer, r result) {
+	s := r.snap
+	if s == nil {
+		fmt.Fprintf(w, "| %d | n/a (this usersync has no snapshot command) ||||||||||||||\n", r.users)
+		return
+	}
+	usersRate := kilo(s.usersRate)
+	if !s.usersTimeFromLog {
+		usersRate += "*"
+	}
+	duck2, duck1, duckBytes, duckRSS, ratio, meets := "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"
+	if len(s.duck) > 0 {
+		d := s.duck[0]
+		duck2 = kilo(d.rate())
+		duckBytes = fmt.Sprintf("%.0f", float64(d.Bytes)/float64(d.Rows))
+		duckRSS = fmt.Sprintf("%s, %s MiB", optionalMiB(d.RSSLoaded), optionalMiB(d.RSSPeak))
+		best := d.rate()
+		for _, o := range s.duck[1:] {
+			best = max(best, o.rate())
+		}
+		ratio = fmt.Sprintf("%.0f%%, %.0f%%", 100*s.usersRate/d.rate(), 100*s.usersRate/best)
+		meets = yesNo(s.usersRate >= 0.25*best)
+	}
+	if len(s.duck) > 1 {
+		duck1 = kilo(s.duck[1].rate())
+	}
+	fmt.Fprintf(w, "| %d | %d, %d | %.1fs | %s | %s | %.0f | %.1f | %.0f MiB | %s | %s | %s | %s | %s | %s | %s |\n",
+		r.users, s.tables, s.rows, s.wall.Seconds(), usersRate, kilo(s.allRate),
+		float64(s.usersBytes)/float64(s.usersRows), float64(s.bytes)/(1<<20), s.rss,
+		duck2, duck1, duckBytes, duckRSS, ratio, meets, yesNo(s.rss*(1<<20) < 300e6))
+}
+
+func optionalMiB(v *float64) string {
+	if v == nil {
+		return "?"
+	}
+	return fmt.Sprintf("%.0f", *v)
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// printSnapshotNotes prints what the snapshot table's columns are, each
+// size's tables, and the DuckDB version.
+func printSnapshotNotes(w io.Writer, rs []result) {
 	fmt.Fprintln(w, "*users rows/s* is the `users` table's rows over the time the snapshot spent writing that table (its debug log;")
 	fmt.Fprintln(w, "\\* marks the process's wall time instead); *all tables* is every row over the process's wall time. DuckDB")
 	fmt.Fprintln(w, "loads usersync's `users` files into an in-memory table first (not timed), then `COPY t TO … (FORMAT parquet,")

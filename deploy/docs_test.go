@@ -14,7 +14,7 @@ import (
 	"github.com/usersync/usersync/cmd/usersync/cli"
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/schema/schematest"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
 // The operator's and analysts' docs, and the README, whose commands are

@@ -25,7 +25,7 @@ import (
 
 	"github.com/usersync/usersync/cmd/usersync/cli"
 	"github.com/usersync/usersync/schema/schematest"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
 // runbookBase is where every alert's runbook_url points: a section of

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
 // fault is one injected failure. apply runs while the system works; it

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/jsonapi"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
 )
 
 // Soak settings: weeks of schedules in minutes. Each is chosen so that the

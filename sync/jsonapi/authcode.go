@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // AuthorizationRequest is one run of the OAuth 2 authorization-code flow
@@ -99,7 +101,7 @@ func randomToken() (string, error) {
 func (r AuthorizationRequest) Callback(q url.Values) (string, error) {
 	stateOK := subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(r.State)) == 1
 	if code := q.Get("error"); code != "" {
-		ae := &AuthorizeError{Code: oneLine(code), Description: oneLine(q.Get("error_description"))}
+		ae := &AuthorizeError{Code: jsondoc.OneLine(code), Description: jsondoc.OneLine(q.Get("error_description"))}
 		if !stateOK {
 			return "", fmt.Errorf("%w; it says %w", ErrStateMismatch, ae)
 		}
@@ -154,7 +156,7 @@ func (o *OAuth) ExchangeCode(ctx context.Context, code, redirectURI, verifier st
 		return Grant{}, err
 	}
 	o.mu.Lock()
-	g := Grant{ExpiresAt: o.expiresAt, Scope: oneLine(strings.TrimSpace(tr.Scope))}
+	g := Grant{ExpiresAt: o.expiresAt, Scope: jsondoc.OneLine(strings.TrimSpace(tr.Scope))}
 	o.mu.Unlock()
 	o.cfg.Logger.DebugContext(ctx, "oauth authorization code exchanged", "expires_in_s", int64(tr.ExpiresIn))
 	return g, nil

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
 func TestAuthorizationRequest(t *testing.T) {

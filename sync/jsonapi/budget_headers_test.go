@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
 // budgetSim serves the simulator on the test's fake clock, over real HTTP,

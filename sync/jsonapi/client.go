@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // MediaType is the JSON:API media type, sent in Accept.
@@ -220,7 +222,7 @@ func (c *Client) CollectionURL(resource string, q Query) (string, error) {
 
 // Get fetches one document, such as "users/42", with q encoded (q's
 // count=false default included). Use Collection to walk a collection.
-func (c *Client) Get(ctx context.Context, resource string, q Query) (*Document, error) {
+func (c *Client) Get(ctx context.Context, resource string, q Query) (*jsondoc.Document, error) {
 	u, err := c.CollectionURL(resource, q)
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 func TestCollectionFirstRequestQueryAndHeaders(t *testing.T) {
@@ -98,7 +100,7 @@ func TestGetSingleResource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc.DataShape != ShapeOne || doc.Data[0].ID != 42 || len(doc.Included) != 1 {
+	if doc.DataShape != jsondoc.ShapeOne || doc.Data[0].ID != 42 || len(doc.Included) != 1 {
 		t.Errorf("doc = %+v", doc)
 	}
 	r := rec.all()[0]

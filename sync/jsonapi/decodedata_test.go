@@ -8,14 +8,15 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
-// rawArray is a DataDecoder that returns the array as sent, its length
+// rawArray is a jsondoc.DataDecoder that returns the array as sent, its length
 // found by encoding/json (which checks its syntax).
-func rawArray(calls *atomic.Int32) DataDecoder {
+func rawArray(calls *atomic.Int32) jsondoc.DataDecoder {
 	return func(b []byte) (any, int, error) {
 		calls.Add(1)
 		dec := json.NewDecoder(bytes.NewReader(b))
@@ -75,7 +76,7 @@ func TestPagesDecodeDataMalformed(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, body string
-		decode     DataDecoder
+		decode     jsondoc.DataDecoder
 	}{
 		{"array refused", `{"data":[{"type":"user","id":1]}`, nil},
 		{"rest refused", `{"data":[],"links":{"next":5}}`, nil},
@@ -104,7 +105,7 @@ func TestPagesDecodeDataMalformed(t *testing.T) {
 			page, err := c.Collection("users", Query{}).DecodeData(decode).Next(context.Background())
 			if tc.decode != nil {
 				// The decoder refuses every body: the retries run out.
-				var de *DecodeError
+				var de *jsondoc.DecodeError
 				if !errors.As(err, &de) {
 					t.Fatalf("err = %v, want a *DecodeError", err)
 				}
@@ -171,30 +172,4 @@ func TestPageRelease(t *testing.T) {
 		}
 	}
 	got[1].Release() // again: a no-op
-}
-
-// TestRestOf: what the JSON decoder reads of a page whose data a
-// DataDecoder typed: data and every top-level "included" value cut to [],
-// the rest as sent; a scan that fails cuts data alone.
-func TestRestOf(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ name, body, want string }{
-		{"included after data", `{"data":[1,2],"included":[{"type":"team","id":7}],"links":{"next":null}}`,
-			`{"data":[],"included":[],"links":{"next":null}}`},
-		{"included first", `{ "included" : [{"type":"team"}] , "data":[1]}`, `{ "included" : [] , "data":[]}`},
-		{"included twice", `{"data":[1],"included":[1],"meta":{},"included":[2]}`, `{"data":[],"included":[],"meta":{},"included":[]}`},
-		{"nested included kept", `{"data":[1],"meta":{"included":[3]}}`, `{"data":[],"meta":{"included":[3]}}`},
-		{"escaped key kept", `{"data":[1],"incl\u0075ded":[4]}`, `{"data":[],"incl\u0075ded":[4]}`},
-		{"malformed included", `{"data":[1],"included":[{"type":"team",}]}`, `{"data":[],"included":[{"type":"team",}]}`},
-		{"truncated", `{"data":[1],"included":[{"ty`, `{"data":[],"included":[{"ty`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			at := strings.Index(tc.body, `[1`)
-			n := strings.Index(tc.body[at:], "]") + 1
-			if got := string(restOf([]byte(tc.body), at, n)); got != tc.want {
-				t.Fatalf("restOf = %s, want %s", got, tc.want)
-			}
-		})
-	}
 }

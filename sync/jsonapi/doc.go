@@ -1,15 +1,15 @@
 // Package jsonapi is the HTTP client of the JSON:API that usersync mirrors
 // ({base}/api/v2/users, /teams, /roles, /profiles).
 //
-// It decodes documents (data, included, links, meta, errors) into Resource
-// values that keep their attributes as raw JSON, so nothing the API adds is
-// lost; it walks collections by following links.next verbatim; it
+// It decodes each response with sync/jsondoc (data, included, links, meta,
+// errors into Resource values that keep their attributes as raw JSON, so
+// nothing the API adds is lost); it walks collections by following links.next verbatim; it
 // authenticates with a static bearer token or the OAuth refresh-token grant
 // (persisting each rotated refresh token through a TokenStore); it retries
 // 5xx, network errors and bad bodies with jittered exponential backoff,
 // halving page[size] on 502 and 504; it waits out 429s and slows down when
 // the rate-limit budget runs low; and it turns every other failure into a
-// typed error: *ResponseError, *RateLimitError, *AuthError, *DecodeError,
+// typed error: *ResponseError, *RateLimitError, *AuthError, *jsondoc.DecodeError,
 // *NextLinkError, *QueryError, *TransportError. URLs in errors are sanitized
 // and tokens never appear in errors or logs.
 //

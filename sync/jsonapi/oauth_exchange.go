@@ -1,6 +1,7 @@
 package jsonapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"encoding/json"
+
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // The token endpoint's protocol: posting a grant, retrying what is worth
@@ -37,8 +40,8 @@ type flexInt int64
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (f *flexInt) UnmarshalJSON(b []byte) error {
-	var id ID
-	if firstByte(b) == 'n' {
+	var id jsondoc.ID
+	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("null")) {
 		return nil
 	}
 	if err := id.UnmarshalJSON(b); err != nil {
@@ -169,5 +172,5 @@ func (o *OAuth) redact(s string, secrets ...string) string {
 			s = strings.ReplaceAll(s, secret, "REDACTED")
 		}
 	}
-	return oneLine(s)
+	return jsondoc.OneLine(s)
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"iter"
 	"net/url"
+
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // Page is one page of a collection.
 type Page struct {
 	// Document is the decoded page: Data, Included, Links, Meta.
-	Document
+	jsondoc.Document
 	// Number counts the pages of this iterator from 1.
 	Number int
 	// URL is the URL the page was fetched from (page[size] possibly halved
@@ -51,25 +53,16 @@ type Pages struct {
 	built    bool   // next was built by the client from a Query
 	err      error  // a permanent error, returned by every later call
 	number   int
-	decode   DataDecoder // decodes "data" in place of the client, when set
+	decode   jsondoc.DataDecoder // decodes "data" in place of the client, when set
 }
 
-// DataDecoder decodes the "data" array of a collection page in place of the
-// client, for a caller that can type the resources in one pass: b starts
-// with the array as sent and goes on with the rest of the body; the decoder
-// returns its result and the length of the array, closing bracket included.
-// The result is the page's Decoded and the page's Data stays empty; the
-// page's included resources are checked but not decoded (Included is nil):
-// such a walk includes them for the linkage they bring into data. An error
-// means the body is malformed: the client retries the request as it does a
-// truncated body, then returns the error. The result may refer to b: the
-// client never writes to b or reuses it until the page is released (see
-// Page.Release).
-type DataDecoder func(b []byte) (decoded any, n int, err error)
-
 // DecodeData makes every later page's "data" array go to decode (see
-// DataDecoder). Pages whose "data" is not an array are decoded as usual.
-func (p *Pages) DecodeData(decode DataDecoder) *Pages {
+// jsondoc.DataDecoder). Pages whose "data" is not an array are decoded as
+// usual. A decoder's error means the body is malformed: the client retries
+// the request as it does a truncated body, then returns the error. The
+// decoder's result may refer to the body: the client never writes to it or
+// reuses it until the page is released (see Page.Release).
+func (p *Pages) DecodeData(decode jsondoc.DataDecoder) *Pages {
 	p.decode = decode
 	return p
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // verdict is what the client does after one attempt.
@@ -25,7 +27,7 @@ const (
 // attempt is the result of one attempt.
 type attempt struct {
 	verdict verdict
-	doc     *Document
+	doc     *jsondoc.Document
 	body    []byte // the body doc was decoded from
 	err     error
 	status  int
@@ -36,7 +38,7 @@ type attempt struct {
 // fetch GETs reqURL with retries and decodes the document. It returns the
 // body the document was decoded from and the URL finally requested, which
 // differs from reqURL when a 502 or 504 made it halve page[size].
-func (c *Client) fetch(ctx context.Context, reqURL string, decode DataDecoder) (*Document, []byte, string, error) {
+func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDecoder) (*jsondoc.Document, []byte, string, error) {
 	endpoint := "/"
 	if u, err := url.Parse(reqURL); err == nil {
 		endpoint = c.endpoint(u)
@@ -73,7 +75,7 @@ func (c *Client) fetch(ctx context.Context, reqURL string, decode DataDecoder) (
 }
 
 // attempt sends one request and classifies the outcome.
-func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, decode DataDecoder) attempt {
+func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, decode jsondoc.DataDecoder) attempt {
 	paced, err := c.pace(ctx, reqURL)
 	if err != nil {
 		return attempt{verdict: verdictDone, err: err}
@@ -91,7 +93,7 @@ func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, 
 	if resp != nil {
 		a.status, a.header = resp.StatusCode, resp.Header
 		if c.rate.observe(resp.Header, c.clock.Now()) && c.rate.toldBad.CompareAndSwap(false, true) {
-			c.log.DebugContext(ctx, "x-ratelimit-remaining is not a count: ignored for pacing", "value", oneLine(resp.Header.Get("X-Ratelimit-Remaining")))
+			c.log.DebugContext(ctx, "x-ratelimit-remaining is not a count: ignored for pacing", "value", jsondoc.OneLine(resp.Header.Get("X-Ratelimit-Remaining")))
 		}
 	}
 	paced() // the reading just taken counts the request, if it has one
@@ -115,10 +117,10 @@ func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, 
 }
 
 // classify sets the verdict of an attempt that got a whole response.
-func (c *Client) classify(a *attempt, reqURL string, body []byte, decode DataDecoder) {
+func (c *Client) classify(a *attempt, reqURL string, body []byte, decode jsondoc.DataDecoder) {
 	switch {
 	case a.status >= 200 && a.status < 300:
-		doc, err := decodeDocument(body, decode)
+		doc, err := jsondoc.DecodeWith(body, decode)
 		if err != nil {
 			a.verdict, a.err = verdictRetry, fmt.Errorf("%s %s: %w", http.MethodGet, requestURI(sanitizeURL(reqURL)), err)
 			return
@@ -139,7 +141,7 @@ func (c *Client) classify(a *attempt, reqURL string, body []byte, decode DataDec
 // objects when the body holds them.
 func responseError(reqURL string, status int, body []byte) *ResponseError {
 	e := &ResponseError{Method: http.MethodGet, URL: sanitizeURL(reqURL), StatusCode: status}
-	if doc, err := DecodeDocument(body); err == nil {
+	if doc, err := jsondoc.Decode(body); err == nil {
 		e.Errors = doc.Errors
 	}
 	return e

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 func TestRetry5xxThenSuccess(t *testing.T) {
@@ -134,7 +136,7 @@ func TestRetryInvalidBodyGivesUpWithDecodeError(t *testing.T) {
 	})
 	c := newClient(t, srv.URL, newFakeClock(t), func(o *Options) { o.MaxAttempts = 2 })
 	_, err := c.Collection("users", Query{}).Next(context.Background())
-	var de *DecodeError
+	var de *jsondoc.DecodeError
 	if !errors.As(err, &de) {
 		t.Fatalf("error %v, want a *DecodeError", err)
 	}
@@ -238,20 +240,20 @@ func TestClientErrorsAreNotRetried(t *testing.T) {
 		status int
 		body   string
 		want   string
-		errors []ErrorObject
+		errors []jsondoc.ErrorObject
 	}{
-		{404, `{"errors":[{"id":"resourceNotFound","title":"Resource Not Found","detail":"Could not find 'user' with ID '9'."}]}`,
-			"GET /api/v2/users/9?count=false: 404 Not Found: resourceNotFound: Could not find 'user' with ID '9'.",
-			[]ErrorObject{{ID: "resourceNotFound", Title: "Resource Not Found", Detail: "Could not find 'user' with ID '9'."}}},
+		{404, `{"errors":[{"id":"resourceNotFound","title":"jsondoc.Resource Not Found","detail":"Could not find 'user' with jsondoc.ID '9'."}]}`,
+			"GET /api/v2/users/9?count=false: 404 Not Found: resourceNotFound: Could not find 'user' with jsondoc.ID '9'.",
+			[]jsondoc.ErrorObject{{ID: "resourceNotFound", Title: "jsondoc.Resource Not Found", Detail: "Could not find 'user' with jsondoc.ID '9'."}}},
 		{415, `{"errors":[{"id":"unsupportedMediaType","title":"Unsupported Media Type","details":"Expected Content-Type\nheader."}]}`,
 			"GET /api/v2/users/9?count=false: 415 Unsupported Media Type: unsupportedMediaType: Expected Content-Type header.",
-			[]ErrorObject{{ID: "unsupportedMediaType", Title: "Unsupported Media Type", Detail: "Expected Content-Type\nheader."}}},
+			[]jsondoc.ErrorObject{{ID: "unsupportedMediaType", Title: "Unsupported Media Type", Detail: "Expected Content-Type\nheader."}}},
 		{422, `{"errors":[{"id":"validationError","title":"Validation Error","detail":"bad","source":{"pointer":"/data"}},{"id":"second"}]}`,
 			"GET /api/v2/users/9?count=false: 422 Unprocessable Entity: validationError: bad (and 1 more)",
-			[]ErrorObject{{ID: "validationError", Title: "Validation Error", Detail: "bad", Source: ErrorSource{Pointer: "/data"}}, {ID: "second"}}},
+			[]jsondoc.ErrorObject{{ID: "validationError", Title: "Validation Error", Detail: "bad", Source: jsondoc.ErrorSource{Pointer: "/data"}}, {ID: "second"}}},
 		{400, `{"errors":[{"id":"filterParameter.invalid","source":{"parameter":"filter[x]"}}]}`,
 			"GET /api/v2/users/9?count=false: 400 Bad Request: filterParameter.invalid",
-			[]ErrorObject{{ID: "filterParameter.invalid", Source: ErrorSource{Parameter: "filter[x]"}}}},
+			[]jsondoc.ErrorObject{{ID: "filterParameter.invalid", Source: jsondoc.ErrorSource{Parameter: "filter[x]"}}}},
 		{403, `not json`, "GET /api/v2/users/9?count=false: 403 Forbidden", nil},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // assertNoSecrets fails if s holds any of the test secrets.
@@ -107,7 +109,7 @@ func TestErrorMessagesAreOneLine(t *testing.T) {
 	t.Parallel()
 	errs := []error{
 		&ResponseError{Method: "GET", URL: "https://h/api/v2/users?count=false", StatusCode: 404,
-			Errors: []ErrorObject{{ID: "resourceNotFound", Detail: "line one\nline two"}}},
+			Errors: []jsondoc.ErrorObject{{ID: "resourceNotFound", Detail: "line one\nline two"}}},
 		&RateLimitError{Method: "GET", URL: "https://h/api/v2/users", RetryAfter: 90 * time.Second},
 		&AuthError{StatusCode: 400, Code: "invalid_grant", Description: "a\r\nb"},
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // checkMessage fails t unless msg is one printable line of valid UTF-8,
@@ -17,7 +19,7 @@ func checkMessage(t *testing.T, what, msg string, secrets ...string) {
 	t.Helper()
 	if !utf8.ValidString(msg) || strings.ContainsFunc(msg, func(r rune) bool {
 		return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
-	}) || len(msg) > 3*maxUntrusted {
+	}) || len(msg) > 3*jsondoc.MaxOneLine {
 		t.Errorf("%s: message of %d bytes %.300q", what, len(msg), msg)
 	}
 	for _, s := range secrets {
@@ -53,7 +55,7 @@ func TestHostileErrorBodies(t *testing.T) {
 		}
 		checkMessage(t, name, err.Error())
 	}
-	if got := oneLine("a\x00b\x1b[31mc\r\n\td\u202ee\xff"); got != "a b [31mc d e\uFFFD" {
+	if got := jsondoc.OneLine("a\x00b\x1b[31mc\r\n\td\u202ee\xff"); got != "a b [31mc d e\uFFFD" {
 		t.Errorf("oneLine: %q", got)
 	}
 }

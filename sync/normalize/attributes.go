@@ -16,7 +16,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/internal/jsonscan"
-	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // FieldError says which member of a resource could not be typed and why.
@@ -200,7 +200,7 @@ const MaxNesting = 1000
 // the member (and the attribute) that is. The resource keeps its id and
 // type where they can be read, and raw, which the quarantine stores.
 func tooDeep(raw []byte) Rejected {
-	res := jsonapi.Resource{ID: jsonapi.InvalidID, Raw: append([]byte(nil), raw...)}
+	res := jsondoc.Resource{ID: jsondoc.InvalidID, Raw: append([]byte(nil), raw...)}
 	obj := gjson.ParseBytes(raw)
 	if id := obj.Get("id"); id.Exists() {
 		_ = res.ID.UnmarshalJSON([]byte(id.Raw))

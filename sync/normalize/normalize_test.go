@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 func userValue(t *testing.T, typed Typed, name string) any {
@@ -98,9 +98,9 @@ func TestTypeAttributesErrors(t *testing.T) {
 	}
 }
 
-func decodeOne(t *testing.T, body string) jsonapi.Resource {
+func decodeOne(t *testing.T, body string) jsondoc.Resource {
 	t.Helper()
-	doc, err := jsonapi.DecodeDocument([]byte(body))
+	doc, err := jsondoc.Decode([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}

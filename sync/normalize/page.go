@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/sync/internal/jsonscan"
-	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // Page is a collection page typed by DecodePage.
@@ -16,22 +16,22 @@ type Page struct {
 
 // Rejected is a resource that could not be typed, with why.
 type Rejected struct {
-	Resource jsonapi.Resource
+	Resource jsondoc.Resource
 	Err      error // a *FieldError
 }
 
-// DecodeData is a jsonapi.DataDecoder (see jsonapi.Pages.DecodeData): it
+// DecodeData is a jsondoc.DataDecoder (see jsonapi.Pages.DecodeData): it
 // types the "data" array at the start of b (b goes on with the rest of the
 // body) and returns a *Page and the length of the array.
 //
-// It gives exactly what decoding the page with jsonapi.DecodeDocument and
+// It gives exactly what decoding the page with jsondoc.Decode and
 // typing each resource with Row gives, in one pass over the bytes and
-// without the intermediate jsonapi.Resource: decoding and typing were two
+// without the intermediate jsondoc.Resource: decoding and typing were two
 // thirds of a backfill's CPU. A resource in a form the single pass does not
 // handle (an id sent as a string, a value of the wrong type, a member name
 // with an escape, a repeated member, ...) is decoded and typed the general
 // way, so the result never depends on which path a resource took. An error
-// is a *jsonapi.DecodeError: the page is malformed.
+// is a *jsondoc.DecodeError: the page is malformed.
 //
 // The rows refer to b's bytes instead of copying them (the string values,
 // the attributes object the content hash is taken over, the data
@@ -48,7 +48,7 @@ func (n *Normalizer) decodeArray(b []byte) (*Page, int, error) {
 	page := &Page{Rows: make([]Row, 0, len(b)/2048+1)} // users are 2-4 kB
 	i := jsonscan.WS(b, 0)
 	if i >= len(b) || b[i] != '[' {
-		return nil, 0, &jsonapi.DecodeError{Reason: "data is not an array"}
+		return nil, 0, &jsondoc.DecodeError{Reason: "data is not an array"}
 	}
 	end, ok := jsonscan.Elements(b, i, func(v int) (int, bool) {
 		var row Row
@@ -76,14 +76,14 @@ func (n *Normalizer) decodeArray(b []byte) (*Page, int, error) {
 		return nil, 0, s.err
 	}
 	if !ok {
-		return nil, 0, &jsonapi.DecodeError{Reason: "data is not valid JSON"}
+		return nil, 0, &jsondoc.DecodeError{Reason: "data is not valid JSON"}
 	}
 	return page, end, nil
 }
 
 // decodeOne decodes and types one resource object the general way.
 func (n *Normalizer) decodeOne(page *Page, raw []byte) error {
-	doc, err := jsonapi.DecodeDocument(wrapData(append(append([]byte{'['}, raw...), ']')))
+	doc, err := jsondoc.Decode(wrapData(append(append([]byte{'['}, raw...), ']')))
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (n *Normalizer) decodeOne(page *Page, raw []byte) error {
 	return nil
 }
 
-func (n *Normalizer) add(page *Page, r jsonapi.Resource) {
+func (n *Normalizer) add(page *Page, r jsondoc.Resource) {
 	row, err := n.Row(r)
 	if err != nil {
 		page.Rejected = append(page.Rejected, Rejected{Resource: r, Err: err})
@@ -115,7 +115,7 @@ type pageScanner struct {
 	names map[string]string // relationship names and related types, stored once
 	err   error
 	vals  []any                // backing array of the rows' Values
-	ids   []jsonapi.Identifier // the current resource's linkage
+	ids   []jsondoc.Identifier // the current resource's linkage
 	rels  []linkage            // the current resource's relationships
 	// guess[i] is the attribute that followed attribute i in the last
 	// resource (guess[len] the first one), or -1.
@@ -144,7 +144,7 @@ func (s *pageScanner) intern(b []byte) string {
 // and its identifiers, ids[from:to] of the scanner.
 type linkage struct {
 	name     string
-	shape    jsonapi.Shape
+	shape    jsondoc.Shape
 	from, to int
 }
 
@@ -271,7 +271,7 @@ func (s *pageScanner) finish(row *Row, vals []any) bool {
 	row.LinksSent, row.Links = make([]string, 0, len(s.rels)), make([]Link, 0, len(s.ids))
 	for _, k := range s.sortedRels() {
 		l := s.rels[k]
-		data := jsonapi.Linkage{Shape: l.shape, IDs: s.ids[l.from:l.to:l.to]}
+		data := jsondoc.Linkage{Shape: l.shape, IDs: s.ids[l.from:l.to:l.to]}
 		if err := n.relationship(row, l.name, data); err != nil {
 			return false
 		}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
 // BenchmarkDecodeData types simulator pages of 500 users, as a sync asks

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/usersync/usersync/sync/internal/jsonscan"
-	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // sortedRels returns the order that sorts the current resource's
@@ -53,7 +53,7 @@ func (s *pageScanner) relationships(i int) (int, bool) {
 				return 0, false
 			}
 		}
-		l := linkage{name: name, shape: jsonapi.ShapeAbsent, from: len(s.ids)}
+		l := linkage{name: name, shape: jsondoc.ShapeAbsent, from: len(s.ids)}
 		end, ok := s.relationship(v, &l)
 		l.to = len(s.ids)
 		s.rels = append(s.rels, l)
@@ -104,20 +104,20 @@ func (s *pageScanner) relationship(v int, l *linkage) (int, bool) {
 func (s *pageScanner) linkageData(v int, l *linkage) (int, bool) {
 	switch s.b[v] {
 	case 'n':
-		l.shape = jsonapi.ShapeNull
+		l.shape = jsondoc.ShapeNull
 		return jsonscan.Literal(s.b, v, "null")
 	case '{':
-		l.shape = jsonapi.ShapeOne
+		l.shape = jsondoc.ShapeOne
 		return s.identifier(v)
 	case '[':
-		l.shape = jsonapi.ShapeMany
+		l.shape = jsondoc.ShapeMany
 		return jsonscan.Elements(s.b, v, s.identifier)
 	}
 	return 0, false
 }
 
 // id reads an id at b[v] in the form the single pass handles: a JSON
-// integer that is a valid jsonapi.ID (a string or anything else goes the
+// integer that is a valid jsondoc.ID (a string or anything else goes the
 // general way).
 func (s *pageScanner) id(v int) (int, int64, bool) {
 	end, integer, ok := jsonscan.ScanNumber(s.b, v)
@@ -125,7 +125,7 @@ func (s *pageScanner) id(v int) (int, int64, bool) {
 		return 0, 0, false
 	}
 	n, ok := jsonscan.ParseInt(s.b[v:end])
-	if !ok || jsonapi.ID(n) == jsonapi.InvalidID {
+	if !ok || jsondoc.ID(n) == jsondoc.InvalidID {
 		return 0, 0, false
 	}
 	return end, n, true
@@ -136,7 +136,7 @@ func (s *pageScanner) identifier(v int) (int, bool) {
 	if s.b[v] != '{' {
 		return 0, false
 	}
-	var id jsonapi.Identifier
+	var id jsondoc.Identifier
 	var seen int
 	end, ok := jsonscan.Members(s.b, v, func(key []byte, plain bool, _, v int) (int, bool) {
 		if !plain {
@@ -149,7 +149,7 @@ func (s *pageScanner) identifier(v int) (int, bool) {
 			}
 			seen |= 1
 			end, n, ok := s.id(v)
-			id.ID = jsonapi.ID(n)
+			id.ID = jsondoc.ID(n)
 			return end, ok
 		case "type":
 			if seen&2 != 0 {

@@ -12,16 +12,17 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/internal/jsonscan"
 	"github.com/usersync/usersync/sync/jsonapi"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // decodePage types data, one "data" array, with DecodeData.
 func (n *Normalizer) decodePage(data []byte) (*Page, error) {
 	page, end, err := n.decodeArray(data)
 	if err == nil && jsonscan.WS(data, end) != len(data) {
-		return nil, &jsonapi.DecodeError{Reason: "data is followed by more"}
+		return nil, &jsondoc.DecodeError{Reason: "data is followed by more"}
 	}
 	return page, err
 }
@@ -40,8 +41,8 @@ func (n *Normalizer) decodePageSlow(data []byte) (*Page, error) {
 				page.Rejected = append(page.Rejected, tooDeep([]byte(el.Raw)))
 				return true
 			}
-			var doc *jsonapi.Document
-			if doc, err = jsonapi.DecodeDocument(wrapData([]byte("[" + el.Raw + "]"))); err != nil {
+			var doc *jsondoc.Document
+			if doc, err = jsondoc.Decode(wrapData([]byte("[" + el.Raw + "]"))); err != nil {
 				return false
 			}
 			for _, r := range doc.Data {
@@ -54,7 +55,7 @@ func (n *Normalizer) decodePageSlow(data []byte) (*Page, error) {
 		}
 		return page, nil
 	}
-	doc, err := jsonapi.DecodeDocument(wrapData(data))
+	doc, err := jsondoc.Decode(wrapData(data))
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func nesting(b []byte) int {
 }
 
 // samePage checks that DecodePage gives exactly what the general path
-// (jsonapi.DecodeDocument, then Row per resource) gives for data.
+// (jsondoc.Decode, then Row per resource) gives for data.
 func samePage(t testing.TB, n *Normalizer, data []byte) *Page {
 	t.Helper()
 	if i := jsonscan.WS(data, 0); i == len(data) || data[i] != '[' {

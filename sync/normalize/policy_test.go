@@ -13,8 +13,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/jsonapi"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
@@ -153,7 +153,7 @@ func TestPolicyHashesHexLookingValues(t *testing.T) {
 	hexEmail := hmacHex("looks like a hash")
 	n := New(schema.User())
 	n.SetPolicy(p)
-	row, err := n.Row(jsonapi.Resource{Type: "user", ID: 7, Attributes: []byte(`{"email":"` + hexEmail + `"}`)})
+	row, err := n.Row(jsondoc.Resource{Type: "user", ID: 7, Attributes: []byte(`{"email":"` + hexEmail + `"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestPolicyWrongTypeQuarantines(t *testing.T) {
 	t.Parallel()
 	n := New(schema.User())
 	n.SetPolicy(testPolicy(t))
-	_, err := n.Row(jsonapi.Resource{Type: "user", ID: 7, Attributes: []byte(`{"email":["ann@example.com"]}`)})
+	_, err := n.Row(jsondoc.Resource{Type: "user", ID: 7, Attributes: []byte(`{"email":["ann@example.com"]}`)})
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "email" || strings.Contains(err.Error(), "ann@") {
 		t.Fatalf("got %v", err)

@@ -11,7 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // MembershipRelationship is the to-many relationship of a user stored in
@@ -86,7 +86,7 @@ func (n *Normalizer) Resource() schema.Resource { return n.res }
 
 // Row types r. A *FieldError says what could not be typed; the caller
 // quarantines the resource and goes on.
-func (n *Normalizer) Row(r jsonapi.Resource) (Row, error) {
+func (n *Normalizer) Row(r jsondoc.Resource) (Row, error) {
 	if r.Type != "" && r.Type != n.res.Type {
 		return Row{}, &FieldError{Field: "type", Reason: "expected " + n.res.Type + ", got another type"}
 	}
@@ -134,24 +134,24 @@ func (n *Normalizer) Row(r jsonapi.Resource) (Row, error) {
 	return row, nil
 }
 
-func (n *Normalizer) relationship(row *Row, name string, data jsonapi.Linkage) error {
+func (n *Normalizer) relationship(row *Row, name string, data jsondoc.Linkage) error {
 	if i, ok := n.toOne[name]; ok {
 		switch data.Shape {
-		case jsonapi.ShapeAbsent:
-		case jsonapi.ShapeNull:
+		case jsondoc.ShapeAbsent:
+		case jsondoc.ShapeNull:
 			row.ToOne[i] = ToOne{Sent: true}
-		case jsonapi.ShapeOne:
+		case jsondoc.ShapeOne:
 			row.ToOne[i] = ToOne{ID: int64(data.IDs[0].ID), Valid: true, Sent: true}
 		default:
 			return &FieldError{Field: "relationships." + name, Reason: "expected one identifier or null, got an array"}
 		}
 		return nil
 	}
-	if data.Shape == jsonapi.ShapeAbsent {
+	if data.Shape == jsondoc.ShapeAbsent {
 		return nil // linkage not sent: the stored one stays
 	}
 	if name == MembershipRelationship && n.res.Type == "user" {
-		if data.Shape == jsonapi.ShapeOne {
+		if data.Shape == jsondoc.ShapeOne {
 			return &FieldError{Field: "relationships.teams", Reason: "expected an array of identifiers, got one"}
 		}
 		row.TeamsSent = true

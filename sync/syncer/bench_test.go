@@ -16,8 +16,8 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/jsonapi"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"

@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/internal/alonetest"
 	"github.com/usersync/usersync/sync/jsonapi"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/syncer/syncertest"
 	"github.com/usersync/usersync/sync/warehouse"

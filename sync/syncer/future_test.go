@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/jsonapi"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 )

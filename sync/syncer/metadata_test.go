@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/jsonapi"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 )

@@ -3,12 +3,12 @@ package syncer
 import (
 	"encoding/json"
 
-	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // resourceJSON re-encodes a resource as the API sent it (id, type,
 // attributes, relationship linkage and links, meta), for quarantine.
-func resourceJSON(r jsonapi.Resource) []byte {
+func resourceJSON(r jsondoc.Resource) []byte {
 	type ident struct {
 		ID   int64  `json:"id"`
 		Type string `json:"type"`
@@ -17,11 +17,11 @@ func resourceJSON(r jsonapi.Resource) []byte {
 	for name, rel := range r.Relationships {
 		m := map[string]any{}
 		switch rel.Data.Shape {
-		case jsonapi.ShapeNull:
+		case jsondoc.ShapeNull:
 			m["data"] = nil
-		case jsonapi.ShapeOne:
+		case jsondoc.ShapeOne:
 			m["data"] = ident{int64(rel.Data.IDs[0].ID), rel.Data.IDs[0].Type}
-		case jsonapi.ShapeMany:
+		case jsondoc.ShapeMany:
 			ids := make([]ident, len(rel.Data.IDs))
 			for i, id := range rel.Data.IDs {
 				ids[i] = ident{int64(id.ID), id.Type}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsondoc"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -46,7 +47,7 @@ func (s *Syncer) fetchQuery(ids []int64) jsonapi.Query {
 // scannedUsers appends the id, updatedAt and linkage to teams, roles and
 // profiles of each resource to dst, counting in unreadable the resources
 // without a usable id.
-func scannedUsers(dst []warehouse.ScannedUser, data []jsonapi.Resource, unreadable *int64) []warehouse.ScannedUser {
+func scannedUsers(dst []warehouse.ScannedUser, data []jsondoc.Resource, unreadable *int64) []warehouse.ScannedUser {
 	rels := schema.DimensionLinks()
 	for i := range data {
 		if !data[i].ID.Valid() {
@@ -71,11 +72,11 @@ func scannedUsers(dst []warehouse.ScannedUser, data []jsonapi.Resource, unreadab
 // (schema.DimensionLinks()) sent with data, the valid ids of the catalog's
 // type (a null to-one: none); nil for one sent without data. Nil when none
 // was sent with data.
-func scannedLinks(res *jsonapi.Resource, rels []schema.Relationship) [][]int64 {
+func scannedLinks(res *jsondoc.Resource, rels []schema.Relationship) [][]int64 {
 	var out [][]int64
 	for i, rel := range rels {
 		r, ok := res.Relationships[rel.Name]
-		if !ok || r.Data.Shape == jsonapi.ShapeAbsent {
+		if !ok || r.Data.Shape == jsondoc.ShapeAbsent {
 			continue
 		}
 		ids := make([]int64, 0, len(r.Data.IDs))

@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsondoc"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -197,7 +198,7 @@ func (r *run) count(rows []normalize.Row) {
 	}
 }
 
-// decodeUsers is the users walk's jsonapi.DataDecoder: it types a page's
+// decodeUsers is the users walk's jsondoc.DataDecoder: it types a page's
 // resources in one pass over the body, while the page is fetched.
 func (s *Syncer) decodeUsers(b []byte) (any, int, error) {
 	return s.norm["user"].DecodeData(b)
@@ -211,7 +212,7 @@ func (s *Syncer) typedUsers(page *jsonapi.Page) ([]normalize.Row, []warehouse.Qu
 
 // typed returns the rows and quarantine records of a page of typ decoded
 // by its Normalizer's DecodeData, and the resources quarantined.
-func (s *Syncer) typed(typ string, page *jsonapi.Page) ([]normalize.Row, []warehouse.Quarantined, []jsonapi.Resource) {
+func (s *Syncer) typed(typ string, page *jsonapi.Page) ([]normalize.Row, []warehouse.Quarantined, []jsondoc.Resource) {
 	typed, ok := page.Decoded.(*normalize.Page)
 	if !ok {
 		// "data" was not an array.
@@ -219,7 +220,7 @@ func (s *Syncer) typed(typ string, page *jsonapi.Page) ([]normalize.Row, []wareh
 		return rows, bad, rejected
 	}
 	var bad []warehouse.Quarantined
-	var rejected []jsonapi.Resource
+	var rejected []jsondoc.Resource
 	for _, r := range typed.Rejected {
 		bad = append(bad, s.quarantine(typ, r.Resource, r.Err))
 		rejected = append(rejected, r.Resource)
@@ -229,11 +230,11 @@ func (s *Syncer) typed(typ string, page *jsonapi.Page) ([]normalize.Row, []wareh
 
 // normalizeAll types resources; those that cannot be typed are returned as
 // quarantine records with their error and the whole resource.
-func (s *Syncer) normalizeAll(typ string, data []jsonapi.Resource) ([]normalize.Row, []warehouse.Quarantined, []jsonapi.Resource) {
+func (s *Syncer) normalizeAll(typ string, data []jsondoc.Resource) ([]normalize.Row, []warehouse.Quarantined, []jsondoc.Resource) {
 	n := s.norm[typ]
 	rows := make([]normalize.Row, 0, len(data))
 	var bad []warehouse.Quarantined
-	var rejected []jsonapi.Resource
+	var rejected []jsondoc.Resource
 	for i := range data {
 		row, err := n.Row(data[i])
 		if err != nil {
@@ -248,7 +249,7 @@ func (s *Syncer) normalizeAll(typ string, data []jsonapi.Resource) ([]normalize.
 
 // quarantine is the quarantine record of a resource that could not be
 // typed; a user's is redacted to the personal-data policy first.
-func (s *Syncer) quarantine(typ string, r jsonapi.Resource, err error) warehouse.Quarantined {
+func (s *Syncer) quarantine(typ string, r jsondoc.Resource, err error) warehouse.Quarantined {
 	q := warehouse.Quarantined{Type: typ, ID: fmt.Sprint(int64(r.ID)), Error: err.Error(), Raw: r.Raw}
 	if len(q.Raw) == 0 {
 		q.Raw = resourceJSON(r)

@@ -24,7 +24,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/schema/schematest"
-	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsondoc"
 	"github.com/usersync/usersync/sync/normalize"
 )
 
@@ -401,7 +401,7 @@ const fullUsers = `{"data": [
 
 func normalized(t *testing.T, res schema.Resource, body string) []normalize.Row {
 	t.Helper()
-	doc, err := jsonapi.DecodeDocument([]byte(body))
+	doc, err := jsondoc.Decode([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsondoc"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -28,7 +28,7 @@ func newStore(t *testing.T) *warehouse.Store {
 
 func rows(t *testing.T, res schema.Resource, body string) []normalize.Row {
 	t.Helper()
-	doc, err := jsonapi.DecodeDocument([]byte(body))
+	doc, err := jsondoc.Decode([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}

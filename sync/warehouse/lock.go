@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// ErrLocked is returned by TryLock when another process holds the sync lock.
+// ErrLocked is what Lock returns, when it does not wait, while another
+// process holds the sync lock.
 var ErrLocked = errors.New("another sync, backfill or reconcile is running against this schema")
 
 // SyncLock is a held sync lock. Release gives it back.

@@ -8,8 +8,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/usersync/usersync/sync/jsonapi"
 )
 
 // TokenStore keeps the rotated OAuth refresh token in oauth_tokens, so it
@@ -19,8 +17,6 @@ type TokenStore struct {
 	store *Store
 	key   string
 }
-
-var _ jsonapi.TokenStore = (*TokenStore)(nil)
 
 // TokenStore returns the store of the credential (tokenURL, clientID).
 func (s *Store) TokenStore(tokenURL, clientID string) *TokenStore {

@@ -7,11 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/usersync/usersync/sync/jsonapi"
 )
-
-var _ jsonapi.GrantStore = (*TokenStore)(nil)
 
 // SaveGrant stores the refresh token, the access token and when it expires
 // (zero: unknown). updated_at moves only when the refresh token changes, so

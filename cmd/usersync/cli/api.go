@@ -9,6 +9,11 @@ import (
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
+// The warehouse keeps the OAuth grant: the client finds the GrantStore by a
+// type assertion at run time, so a method that drifted would go unnoticed
+// without this.
+var _ jsonapi.GrantStore = (*warehouse.TokenStore)(nil)
+
 // newAPIClient builds the API client from the configuration: a static token,
 // or OAuth whose rotated refresh token lives in the warehouse's oauth_tokens.
 func newAPIClient(ctx context.Context, e *env, store *warehouse.Store) (*jsonapi.Client, error) {

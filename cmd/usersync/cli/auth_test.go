@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/syncer/syncertest"
 )
 

@@ -79,6 +79,10 @@ func Main(ctx context.Context, args, environ []string, stdout, stderr io.Writer)
 // --no-browser reads the pasted code from.
 func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	args = joinSubcommand(args)
+	if len(args) == 2 && args[0] == "help" && args[1] == "settings" {
+		printSettings(stdout)
+		return ExitOK
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			return MainWithInput(ctx, append(append([]string(nil), args[1:]...), "-h"), environ, stdin, stdout, stderr)
@@ -89,29 +93,9 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 		}
 		return ExitOK
 	}
-	var cmd *command
-	for _, c := range commands() {
-		if c.name == args[0] {
-			cmd = &c
-			break
-		}
-	}
-	if cmd == nil && args[0] == "auth" {
-		if len(args) > 1 && (args[1] == "-h" || args[1] == "--help") {
-			fmt.Fprintln(stdout, "usersync auth: authorize usersync with the API's OAuth (run usersync help auth login)")
-			for _, c := range commands() {
-				if strings.HasPrefix(c.name, "auth ") {
-					fmt.Fprintf(stdout, "  usersync %-11s %s\n", c.name, c.summary)
-				}
-			}
-			return ExitOK
-		}
-		fmt.Fprintln(stderr, "usersync auth: give a subcommand: usersync auth login or usersync auth status (run usersync help auth login)")
-		return ExitUsage
-	}
+	cmd, code := findCommand(args, stdout, stderr)
 	if cmd == nil {
-		fmt.Fprintf(stderr, "usersync: unknown command %q (run usersync help)\n", args[0])
-		return ExitUsage
+		return code
 	}
 	fs := flag.NewFlagSet("usersync "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -141,17 +125,47 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 			err = withAuthRemedy(cfg, err)
 		}
 		fmt.Fprintf(stderr, "usersync %s: %s\n", cmd.name, oneLine(err.Error()))
-		var ue usageError
-		if errors.As(err, &ue) {
-			return ExitUsage
-		}
-		var qe quarantinedError
-		if errors.As(err, &qe) {
-			return ExitQuarantined
-		}
-		return ExitFailure
+		return exitCode(err)
 	}
 	return ExitOK
+}
+
+// findCommand returns the command args name, or nil and the exit code after
+// saying why there is none (or listing the auth subcommands, for auth -h).
+func findCommand(args []string, stdout, stderr io.Writer) (*command, int) {
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return &c, ExitOK
+		}
+	}
+	if args[0] != "auth" {
+		fmt.Fprintf(stderr, "usersync: unknown command %q (run usersync help)\n", args[0])
+		return nil, ExitUsage
+	}
+	if len(args) > 1 && (args[1] == "-h" || args[1] == "--help") {
+		fmt.Fprintln(stdout, "usersync auth: authorize usersync with the API's OAuth (run usersync help auth login)")
+		for _, c := range commands() {
+			if strings.HasPrefix(c.name, "auth ") {
+				fmt.Fprintf(stdout, "  usersync %-11s %s\n", c.name, c.summary)
+			}
+		}
+		return nil, ExitOK
+	}
+	fmt.Fprintln(stderr, "usersync auth: give a subcommand: usersync auth login or usersync auth status (run usersync help auth login)")
+	return nil, ExitUsage
+}
+
+// exitCode is the exit status of a command that failed with err.
+func exitCode(err error) int {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return ExitUsage
+	}
+	var qe quarantinedError
+	if errors.As(err, &qe) {
+		return ExitQuarantined
+	}
+	return ExitFailure
 }
 
 // joinSubcommand turns "auth login ..." into the command "auth login" (and
@@ -194,16 +208,26 @@ Commands:
 		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
-Run 'usersync <command> -h' for a command's flags and settings.
-
-Settings come from the environment; a flag of the same name overrides it.
-Secrets come only from the environment or from a file named by <VAR>_FILE.
+Run 'usersync <command> -h' for a command's own flags, and 'usersync help settings'
+for the settings every command reads (USERSYNC_* variables, or flags of the same name).
 `)
-	printSettings(w)
 	fmt.Fprintf(w, "\nExit codes: %d success, %d failure, %d invalid setting or usage.\n", ExitOK, ExitFailure, ExitUsage)
 }
 
+// isSetting says whether a flag is a setting's (every command has those).
+func isSetting(flagName string) bool {
+	for _, s := range settings() {
+		if s.Flag == flagName {
+			return true
+		}
+	}
+	return false
+}
+
+// printSettings lists every setting: usersync help settings.
 func printSettings(w io.Writer) {
+	fmt.Fprintln(w, "Settings come from the environment; a flag of the same name overrides it.")
+	fmt.Fprintln(w, "Secrets come only from the environment or from a file named by <VAR>_FILE.")
 	fmt.Fprintln(w, "\nSettings:")
 	for _, s := range settings() {
 		flagName := "(environment or " + s.Env + "_FILE only)"
@@ -219,20 +243,17 @@ func printSettings(w io.Writer) {
 }
 
 func printCommandHelp(w io.Writer, c command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usersync %s: %s\n\nUsage:\n  usersync %s [flags] %s\n", c.name, c.summary, c.name, c.args)
-	if c.details != "" {
-		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.details))
-	}
-	settingFlags := map[string]bool{}
-	for _, s := range settings() {
-		settingFlags[s.Flag] = true
-	}
 	var own []*flag.Flag
 	fs.VisitAll(func(f *flag.Flag) {
-		if !settingFlags[f.Name] {
+		if !isSetting(f.Name) {
 			own = append(own, f)
 		}
 	})
+	usage := strings.TrimSpace(strings.Join([]string{"usersync", c.name, map[bool]string{true: "[flags]"}[len(own) > 0], c.args}, " "))
+	fmt.Fprintf(w, "usersync %s: %s\n\nUsage:\n  %s\n", c.name, c.summary, strings.Join(strings.Fields(usage), " "))
+	if c.details != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.details))
+	}
 	if len(own) > 0 {
 		fmt.Fprintln(w, "\nFlags:")
 		for _, f := range own {
@@ -243,5 +264,6 @@ func printCommandHelp(w io.Writer, c command, fs *flag.FlagSet) {
 			fmt.Fprintf(w, "  --%s%s\n      %s\n", f.Name, def, f.Usage)
 		}
 	}
-	printSettings(w)
+	fmt.Fprintln(w, "\nSettings (USERSYNC_SCHEMA, DATABASE_URL, ...) come from the environment or flags of the same")
+	fmt.Fprintln(w, "name: run 'usersync help settings' for the list, or see docs/configuration.md.")
 }

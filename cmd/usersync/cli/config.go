@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"time"
 )
 
 // registerSettingFlags adds a flag for every setting that has one. The flags'
@@ -219,72 +218,4 @@ func (c Config) authorizeURL() string {
 		u.Path = "/" + u.Path
 	}
 	return u.String()
-}
-
-// String prints the configuration with secrets masked, one setting a line,
-// in the order of the reference.
-func (c Config) String() string {
-	vals := map[string]string{
-		"DATABASE_URL": redactDSN(c.DatabaseURL), "USERSYNC_API_URL": c.APIURL,
-		"USERSYNC_API_TOKEN": mask(c.APIToken), "USERSYNC_OAUTH_TOKEN_URL": c.OAuthTokenURL,
-		"USERSYNC_OAUTH_CLIENT_ID": c.OAuthClientID, "USERSYNC_OAUTH_CLIENT_SECRET": mask(c.OAuthClientSecret),
-		"USERSYNC_OAUTH_REFRESH_TOKEN": mask(c.OAuthRefreshToken), "USERSYNC_OAUTH_AUTHORIZE_URL": c.OAuthAuthorizeURL, "USERSYNC_OAUTH_SCOPES": c.OAuthScopes,
-		"USERSYNC_ALLOW_INSECURE_HTTP": fmt.Sprint(c.AllowInsecureHTTP),
-		"USERSYNC_SCHEMA":              c.Schema, "USERSYNC_SCHEMA_FORCE": fmt.Sprint(c.SchemaForce), "USERSYNC_READER_ROLE": c.ReaderRole, "USERSYNC_SNAPSHOT_DIR": c.SnapshotDir,
-		"USERSYNC_PII_HASH": strings.Join(c.PIIHash, ","), "USERSYNC_PII_DROP": strings.Join(c.PIIDrop, ","),
-		"USERSYNC_PII_DROP_UNKNOWN": fmt.Sprint(c.PIIDropUnknown), "USERSYNC_PII_KEY": mask(c.PIIKey),
-		"USERSYNC_DELETED_RETENTION": formatRetention(c.DeletedRetention),
-		"USERSYNC_PAGE_SIZE":         fmt.Sprint(c.PageSize), "USERSYNC_LOOKBACK": c.Lookback.String(),
-		"USERSYNC_MAX_RESPONSE_BYTES": formatBytes(c.MaxResponseBytes), "USERSYNC_MAX_RESPONSE_MEMORY": formatBytes(c.MaxResponseMemory),
-		"USERSYNC_API_BUDGET": fmt.Sprint(c.APIBudget), "USERSYNC_MAX_FUTURE_SKEW": c.MaxFutureSkew.String(),
-		"USERSYNC_STRICT_CONFIG": fmt.Sprint(c.StrictConfig), "USERSYNC_LOG_LEVEL": c.LogLevel, "USERSYNC_LOG_FORMAT": c.LogFormat,
-		"USERSYNC_HTTP_ADDR": c.HTTPAddr, "USERSYNC_HTTP_TOKEN": mask(c.HTTPToken), "USERSYNC_HTTP_BASIC_AUTH": mask(c.HTTPBasicAuth),
-		"USERSYNC_HTTP_HOSTS":    strings.Join(c.HTTPHosts, ","),
-		"USERSYNC_SYNC_SCHEDULE": c.SyncSchedule, "USERSYNC_RECONCILE_SCHEDULE": c.ReconcileSchedule,
-		"USERSYNC_SNAPSHOT_SCHEDULE": c.SnapshotSchedule, "USERSYNC_SCHEDULE_MIN_INTERVAL": c.ScheduleMinInterval.String(), "USERSYNC_SNAPSHOT_AFTER_SYNC": fmt.Sprint(c.SnapshotAfterSync),
-		"USERSYNC_JOB_TIMEOUT": c.JobTimeout.String(), "USERSYNC_SHUTDOWN_TIMEOUT": c.ShutdownTimeout.String(),
-		"USERSYNC_WORKERS": fmt.Sprint(c.Workers), "USERSYNC_DATA_CONNECTIONS": fmt.Sprint(c.DataConnections),
-		"USERSYNC_ORPHAN_AGE": c.OrphanAge.String(), "USERSYNC_RECONCILE_MAX_DELETE": fmt.Sprint(c.ReconcileMaxDelete),
-		"USERSYNC_RECONCILE_MEMBERSHIP": c.ReconcileMembership, "USERSYNC_RECONCILE_RESUME_WITHIN": formatResume(c.ReconcileResumeWithin),
-		"USERSYNC_SNAPSHOT_COMPRESSION": c.SnapshotCompression, "USERSYNC_SNAPSHOT_KEEP": fmt.Sprint(c.SnapshotKeep), "USERSYNC_SNAPSHOT_KEEP_FOR": formatAge(c.SnapshotKeepFor),
-		"USERSYNC_SNAPSHOT_BATCH_ROWS": fmt.Sprint(c.SnapshotBatchRows), "USERSYNC_SNAPSHOT_ROW_GROUP_ROWS": fmt.Sprint(c.SnapshotRowGroupRows),
-		"USERSYNC_SNAPSHOT_READERS": fmt.Sprint(c.SnapshotReaders),
-		"USERSYNC_S3_ENDPOINT":      c.S3Endpoint, "USERSYNC_S3_REGION": c.S3Region, "USERSYNC_S3_ACCESS_KEY_ID": c.S3AccessKeyID,
-		"USERSYNC_S3_SECRET_ACCESS_KEY": mask(c.S3SecretAccessKey), "USERSYNC_S3_PATH_STYLE": fmt.Sprint(c.S3PathStyle),
-	}
-	var b strings.Builder
-	for _, s := range settings() {
-		fmt.Fprintf(&b, "%s=%s\n", s.Env, vals[s.Env])
-	}
-	return b.String()
-}
-
-func mask(secret string) string {
-	if secret == "" {
-		return ""
-	}
-	return "(set)"
-}
-
-func formatRetention(d time.Duration) string {
-	if d == 0 {
-		return "off"
-	}
-	return formatAge(d)
-}
-
-// formatAge prints a whole number of days as parseAge reads it ("14d").
-func formatAge(d time.Duration) string {
-	if d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return d.String()
-}
-
-// formatResume writes USERSYNC_RECONCILE_RESUME_WITHIN as it is set.
-func formatResume(d time.Duration) string {
-	if d < 0 {
-		return "off"
-	}
-	return d.String()
 }

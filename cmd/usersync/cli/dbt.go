@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -11,9 +13,10 @@ import (
 	"github.com/usersync/usersync/schema"
 )
 
-// The dbt sources.yml of `usersync schema --format dbt`: one source,
-// usersync, with every table and view analysts may read, described from the
-// catalog. Freshness is checked on sync_runs (the newest successful sync's
+// The dbt sources.yml of `usersync schema --format dbt`: one source, named
+// for the deployment's schema (two deployments' sources can share a dbt
+// project), with every table and view analysts may read, described from the
+// catalog, in the form of the dbt version asked for. Freshness is checked on sync_runs (the newest successful sync's
 // finished_at), not on the tables' synced_at: a sync rewrites only the rows
 // that changed, so synced_at stands still whenever nobody changes a user, and
 // a freshness check on it would fail every quiet night.
@@ -31,11 +34,21 @@ type dbtSource struct {
 }
 
 type dbtTable struct {
-	Name          string        `yaml:"name"`
-	Description   string        `yaml:"description"`
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Before dbt 1.10, loaded_at_field sits beside the config; before 1.9,
+	// freshness does too.
 	LoadedAtField string        `yaml:"loaded_at_field,omitempty"`
 	Freshness     *dbtFreshness `yaml:"freshness,omitempty"`
+	Config        *dbtTableConf `yaml:"config,omitempty"`
 	Columns       []dbtColumn   `yaml:"columns"`
+}
+
+// dbtTableConf is a source table's config: freshness from dbt 1.9,
+// loaded_at_field from 1.10.
+type dbtTableConf struct {
+	Freshness     *dbtFreshness `yaml:"freshness,omitempty"`
+	LoadedAtField string        `yaml:"loaded_at_field,omitempty"`
 }
 
 type dbtColumn struct {
@@ -56,10 +69,46 @@ type dbtPeriod struct {
 	Period string `yaml:"period"`
 }
 
+// dbtRelationship is a relationships test: its arguments (to, field) at the
+// top level before dbt 1.10, under arguments from 1.10 on.
 type dbtRelationship struct {
-	To     string     `yaml:"to"`
-	Field  string     `yaml:"field"`
-	Config *dbtConfig `yaml:"config,omitempty"`
+	To        string        `yaml:"to,omitempty"`
+	Field     string        `yaml:"field,omitempty"`
+	Arguments *dbtRelToward `yaml:"arguments,omitempty"`
+	Config    *dbtConfig    `yaml:"config,omitempty"`
+}
+
+type dbtRelToward struct {
+	To    string `yaml:"to"`
+	Field string `yaml:"field"`
+}
+
+// dbtForm is the form of sources.yml a dbt version reads without a
+// deprecation warning.
+type dbtForm int
+
+const (
+	dbtForm18      dbtForm = iota // dbt 1.8: freshness, loaded_at_field and test arguments at the top level
+	dbtForm19                     // dbt 1.9: freshness under config
+	dbtFormCurrent                // dbt 1.10 and later: loaded_at_field under config too, test arguments under arguments
+)
+
+// parseDBTVersion reads --dbt-version: major.minor, 1.8 or later.
+func parseDBTVersion(v string) (dbtForm, error) {
+	major, minor, ok := strings.Cut(v, ".")
+	maj, err1 := strconv.Atoi(major)
+	mn, err2 := strconv.Atoi(minor)
+	switch {
+	case !ok || err1 != nil || err2 != nil:
+		return 0, fmt.Errorf("--dbt-version %q: give dbt's major.minor version, such as 1.10", v)
+	case maj > 1 || maj == 1 && mn >= 10:
+		return dbtFormCurrent, nil
+	case maj == 1 && mn == 9:
+		return dbtForm19, nil
+	case maj == 1 && mn == 8:
+		return dbtForm18, nil
+	}
+	return 0, fmt.Errorf("--dbt-version %s: the sources.yml needs dbt 1.8 or later", v)
 }
 
 type dbtConfig struct {
@@ -111,17 +160,17 @@ func dbtForeignKeys() map[string]dbtForeignKey {
 // syncSchedule (USERSYNC_SYNC_SCHEDULE) sets the freshness thresholds: warn
 // after two of its longest intervals, error after six; off (or a schedule
 // that never runs) sets none.
-func dbtSources(schemaName, syncSchedule string, minEvery time.Duration) (string, error) {
+func dbtSources(schemaName, syncSchedule string, minEvery time.Duration, form dbtForm) (string, error) {
 	sched, err := jobs.ParseSchedule("USERSYNC_SYNC_SCHEDULE", syncSchedule, minEvery)
 	if err != nil {
 		return "", err
 	}
-	src := dbtSource{Name: "usersync", Schema: schemaName,
+	src := dbtSource{Name: schemaName, Schema: schemaName,
 		Description: "The sales-engagement platform's users, teams, roles and profiles, mirrored by usersync, with their history and the sync's own bookkeeping."}
 	every := scheduleInterval(sched)
 	for _, t := range schema.Tables() {
 		if t.Analysts {
-			src.Tables = append(src.Tables, dbtTableOf(t, every))
+			src.Tables = append(src.Tables, dbtTableOf(t, every, schemaName, form))
 		}
 	}
 	var b bytes.Buffer
@@ -138,15 +187,23 @@ func dbtSources(schemaName, syncSchedule string, minEvery time.Duration) (string
 	return b.String(), nil
 }
 
-// dbtTableOf is t's entry; every is the sync schedule's interval (0: off).
-func dbtTableOf(t schema.Table, every time.Duration) dbtTable {
+// dbtTableOf is t's entry; every is the sync schedule's interval (0: off),
+// source the source's name.
+func dbtTableOf(t schema.Table, every time.Duration, source string, form dbtForm) dbtTable {
 	out := dbtTable{Name: t.Name, Description: t.Meaning}
 	if t.View {
 		out.Description = "(view) " + t.Meaning
 	}
 	if t.Name == "sync_runs" && every > 0 {
-		out.LoadedAtField = "finished_at"
-		out.Freshness = &dbtFreshness{WarnAfter: dbtPeriodOf(2 * every), ErrorAfter: dbtPeriodOf(6 * every), Filter: dbtFreshnessFilter}
+		fresh := &dbtFreshness{WarnAfter: dbtPeriodOf(2 * every), ErrorAfter: dbtPeriodOf(6 * every), Filter: dbtFreshnessFilter}
+		switch form {
+		case dbtForm18:
+			out.Freshness, out.LoadedAtField = fresh, "finished_at"
+		case dbtForm19:
+			out.Config, out.LoadedAtField = &dbtTableConf{Freshness: fresh}, "finished_at"
+		default:
+			out.Config = &dbtTableConf{Freshness: fresh, LoadedAtField: "finished_at"}
+		}
 	}
 	keys, fks := dbtKeys(), dbtForeignKeys()
 	for _, c := range t.Columns {
@@ -155,15 +212,24 @@ func dbtTableOf(t schema.Table, every time.Duration) dbtTable {
 			col.DataTests = append(col.DataTests, "unique", "not_null")
 		}
 		if fk, ok := fks[t.Name+"."+c.Name]; ok {
-			rel := dbtRelationship{To: "source('usersync', '" + fk.table + "')", Field: "id"}
-			if !fk.strict {
-				rel.Config = &dbtConfig{Severity: "warn"}
-			}
-			col.DataTests = append(col.DataTests, map[string]dbtRelationship{"relationships": rel})
+			col.DataTests = append(col.DataTests, map[string]dbtRelationship{"relationships": dbtRelationshipTo(source, fk, form)})
 		}
 		out.Columns = append(out.Columns, col)
 	}
 	return out
+}
+
+// dbtRelationshipTo is the relationships test of a column holding fk's ids.
+func dbtRelationshipTo(source string, fk dbtForeignKey, form dbtForm) dbtRelationship {
+	to := "source('" + source + "', '" + fk.table + "')"
+	rel := dbtRelationship{To: to, Field: "id"}
+	if form == dbtFormCurrent {
+		rel = dbtRelationship{Arguments: &dbtRelToward{To: to, Field: "id"}}
+	}
+	if !fk.strict {
+		rel.Config = &dbtConfig{Severity: "warn"}
+	}
+	return rel
 }
 
 // scheduleInterval is the longest gap between two runs of s in the five

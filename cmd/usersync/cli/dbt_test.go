@@ -1,37 +1,56 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
-const dbtGolden = "testdata/dbt_sources.golden.yml"
+// dbtGoldens pins the sources.yml of the default settings for each form.
+var dbtGoldens = map[string]string{"1.10": "testdata/dbt_sources.golden.yml", "1.9": "testdata/dbt_sources_1.9.golden.yml",
+	"1.8": "testdata/dbt_sources_1.8.golden.yml"}
+
+// dbtParsedFreshness is a freshness block as read back.
+type dbtParsedFreshness struct {
+	WarnAfter  dbtPeriod `yaml:"warn_after"`
+	ErrorAfter dbtPeriod `yaml:"error_after"`
+	Filter     string
+}
 
 // dbtParsed is what the tests read back from the sources.yml.
 type dbtParsed struct {
 	Version int
 	Sources []struct {
 		Name, Schema string
-		Tables       []struct {
-			Name          string
-			LoadedAtField string `yaml:"loaded_at_field"`
-			Freshness     *struct {
-				WarnAfter  dbtPeriod `yaml:"warn_after"`
-				ErrorAfter dbtPeriod `yaml:"error_after"`
-				Filter     string
-			}
-			Columns []dbtParsedColumn
-		}
+		Tables       []dbtParsedTable
 	}
+}
+
+type dbtParsedTable struct {
+	Name          string
+	LoadedAtField string `yaml:"loaded_at_field"`
+	Freshness     *dbtParsedFreshness
+	Config        struct {
+		LoadedAtField string `yaml:"loaded_at_field"`
+		Freshness     *dbtParsedFreshness
+	}
+	Columns []dbtParsedColumn
+}
+
+// freshness is the table's freshness and loaded_at_field, in whichever
+// form they were written.
+func (tbl dbtParsedTable) freshness() (*dbtParsedFreshness, string) {
+	return cmp.Or(tbl.Freshness, tbl.Config.Freshness), cmp.Or(tbl.LoadedAtField, tbl.Config.LoadedAtField)
 }
 
 type dbtParsedColumn struct {
@@ -40,37 +59,82 @@ type dbtParsedColumn struct {
 	DataTests         []any  `yaml:"data_tests"`
 }
 
-func dbtOutput(t *testing.T, env map[string]string) (string, dbtParsed) {
+// dbtOutput runs usersync schema --format dbt with env and args and parses
+// what it prints.
+func dbtOutput(t *testing.T, env map[string]string, args ...string) (string, dbtParsed) {
 	t.Helper()
-	code, out, errs := run(t, env, "schema", "--format", "dbt")
+	code, out, errs := run(t, env, append([]string{"schema", "--format", "dbt"}, args...)...)
 	if code != ExitOK {
-		t.Fatalf("schema --format dbt: exit %d: %s", code, errs)
+		t.Fatalf("schema --format dbt %v: exit %d: %s", args, code, errs)
 	}
 	var p dbtParsed
 	if err := yaml.Unmarshal([]byte(out), &p); err != nil {
 		t.Fatalf("the dbt sources do not parse as YAML: %v", err)
 	}
-	if p.Version != 2 || len(p.Sources) != 1 || p.Sources[0].Name != "usersync" || len(p.Sources[0].Tables) < 10 {
-		t.Fatalf("the dbt sources are not one source usersync of version 2 with its tables:\n%s", out)
+	name := cmp.Or(env["USERSYNC_SCHEMA"], "usersync")
+	if p.Version != 2 || len(p.Sources) != 1 || p.Sources[0].Name != name || len(p.Sources[0].Tables) < 10 {
+		t.Fatalf("the dbt sources are not one source %s (the schema) of version 2 with its tables:\n%s", name, out)
 	}
 	return out, p
 }
 
-// TestSchemaDBTGolden pins the sources.yml of the default settings.
+// TestSchemaDBTGolden pins the sources.yml of the default settings, for
+// each form.
 func TestSchemaDBTGolden(t *testing.T) {
 	t.Parallel()
-	out, _ := dbtOutput(t, nil)
-	if *update {
-		if err := os.WriteFile(dbtGolden, []byte(out), 0o644); err != nil {
+	for version, golden := range dbtGoldens {
+		out, _ := dbtOutput(t, nil, "--dbt-version", version)
+		if *update {
+			if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if out != string(want) {
+			t.Errorf("usersync schema --format dbt --dbt-version %s differs from %s (go test ./cmd/usersync/cli -run TestSchemaDBTGolden -update, then review the diff)", version, golden)
+		}
 	}
-	want, err := os.ReadFile(dbtGolden)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestDBTForms: each dbt version gets the form it reads without a
+// deprecation warning: 1.10 and later freshness and loaded_at_field under
+// config and the relationships tests' to/field under arguments; 1.9
+// freshness under config only; 1.8 everything at the top level. The
+// default is the current form; a version before 1.8, or not one, is refused.
+func TestDBTForms(t *testing.T) {
+	t.Parallel()
+	type form struct{ configFreshness, configLoadedAt, arguments bool }
+	for version, want := range map[string]form{"": {true, true, true}, "1.10": {true, true, true}, "1.12": {true, true, true},
+		"2.0": {true, true, true}, "1.9": {true, false, false}, "1.8": {false, false, false}} {
+		args := []string{}
+		if version != "" {
+			args = append(args, "--dbt-version", version)
+		}
+		out, p := dbtOutput(t, map[string]string{"USERSYNC_SCHEMA": "sales_eu"}, args...)
+		for _, tbl := range p.Sources[0].Tables {
+			if tbl.Name != "sync_runs" {
+				continue
+			}
+			got := form{tbl.Config.Freshness != nil, tbl.Config.LoadedAtField == "finished_at", false}
+			if (tbl.Freshness != nil) == got.configFreshness || (tbl.LoadedAtField == "finished_at") == got.configLoadedAt {
+				t.Errorf("--dbt-version %q: sync_runs has freshness and loaded_at_field both at the top level and under config, or neither", version)
+			}
+			got.arguments = strings.Contains(out, "arguments:")
+			if got != want {
+				t.Errorf("--dbt-version %q: form %+v, want %+v", version, got, want)
+			}
+		}
+		if !strings.Contains(out, "source('sales_eu', 'users')") || strings.Contains(out, "source('usersync',") {
+			t.Errorf("--dbt-version %q: the relationships tests do not name the source sales_eu", version)
+		}
 	}
-	if out != string(want) {
-		t.Errorf("usersync schema --format dbt differs from %s (go test ./cmd/usersync/cli -run TestSchemaDBTGolden -update, then review the diff)", dbtGolden)
+	for _, bad := range []string{"1.7", "0.21", "1", "latest", "1.x"} {
+		if code, _, errs := run(t, nil, "schema", "--format", "dbt", "--dbt-version", bad); code != ExitUsage || !strings.Contains(errs, "--dbt-version") {
+			t.Errorf("--dbt-version %s: exit %d: %s", bad, code, errs)
+		}
 	}
 }
 
@@ -98,15 +162,15 @@ func TestDBTFreshnessFollowsTheSchedule(t *testing.T) {
 			_, p := dbtOutput(t, map[string]string{"USERSYNC_SYNC_SCHEDULE": tt.schedule})
 			fresh := 0
 			for _, tbl := range p.Sources[0].Tables {
-				if tbl.Freshness == nil {
+				f, loadedAt := tbl.freshness()
+				if f == nil {
 					continue
 				}
 				fresh++
-				f := tbl.Freshness
-				if tbl.Name != "sync_runs" || tbl.LoadedAtField != "finished_at" || f.Filter != dbtFreshnessFilter ||
+				if tbl.Name != "sync_runs" || loadedAt != "finished_at" || f.Filter != dbtFreshnessFilter ||
 					f.WarnAfter != tt.warn || f.ErrorAfter != tt.error {
 					t.Errorf("%s: freshness on %s.%s: warn %v, error %v, filter %q; want sync_runs.finished_at, %v, %v",
-						tt.schedule, tbl.Name, tbl.LoadedAtField, f.WarnAfter, f.ErrorAfter, f.Filter, tt.warn, tt.error)
+						tt.schedule, tbl.Name, loadedAt, f.WarnAfter, f.ErrorAfter, f.Filter, tt.warn, tt.error)
 				}
 			}
 			if want := map[bool]int{true: 0, false: 1}[tt.warn.Count == 0]; fresh != want {
@@ -127,7 +191,15 @@ func TestSchemaDBTMatchesTheWarehouse(t *testing.T) {
 	if code, _, errs := run(t, c.env, "sync", "--full"); code != ExitOK {
 		t.Fatalf("sync --full: exit %d: %s", code, errs)
 	}
-	_, p := dbtOutput(t, c.env)
+	for version := range dbtGoldens {
+		_, p := dbtOutput(t, c.env, "--dbt-version", version)
+		checkDBTSource(t, c, p)
+	}
+}
+
+// checkDBTSource holds one sources.yml to the warehouse of c.
+func checkDBTSource(t *testing.T, c *cliEnv, p dbtParsed) {
+	t.Helper()
 	src := p.Sources[0]
 	if src.Schema != c.store.Schema() {
 		t.Errorf("the source's schema is %q, want USERSYNC_SCHEMA %q", src.Schema, c.store.Schema())
@@ -166,10 +238,10 @@ func TestSchemaDBTMatchesTheWarehouse(t *testing.T) {
 		}) {
 			t.Errorf("%s: its primary key %s has no unique test", tbl.Name, pk[0])
 		}
-		if tbl.Freshness != nil {
+		if f, loadedAt := tbl.freshness(); f != nil {
 			var n int64
-			q := fmt.Sprintf("SELECT count(%s) FROM %s WHERE %s", pgx.Identifier{tbl.LoadedAtField}.Sanitize(),
-				pgx.Identifier{c.store.Schema(), tbl.Name}.Sanitize(), tbl.Freshness.Filter)
+			q := fmt.Sprintf("SELECT count(%s) FROM %s WHERE %s", pgx.Identifier{loadedAt}.Sanitize(),
+				pgx.Identifier{c.store.Schema(), tbl.Name}.Sanitize(), f.Filter)
 			if err := c.store.Pool().QueryRow(context.Background(), q).Scan(&n); err != nil || n == 0 {
 				t.Errorf("freshness of %s: %s: %d rows, %v", tbl.Name, q, n, err)
 			}
@@ -206,7 +278,7 @@ func migratedColumns(t *testing.T, c *cliEnv, table string) (cols, pk []string) 
 	return cols, pk
 }
 
-var dbtSourceRef = regexp.MustCompile(`^source\('usersync', '([a-z_]+)'\)$`)
+var dbtSourceRef = regexp.MustCompile(`^source\('([a-z0-9_]+)', '([a-z_]+)'\)$`)
 
 // checkDBTTest runs one of dbt's generic tests as dbt does: the query counts
 // the failing rows.
@@ -223,13 +295,16 @@ func checkDBTTest(t *testing.T, c *cliEnv, table, column string, test any) {
 		}[test]
 	case map[string]any:
 		rel, _ := test["relationships"].(map[string]any)
+		if args, ok := rel["arguments"].(map[string]any); ok {
+			rel = args
+		}
 		m := dbtSourceRef.FindStringSubmatch(fmt.Sprint(rel["to"]))
-		if m == nil || rel["field"] != "id" {
-			t.Errorf("%s.%s: relationships test %v does not name a source table's id", table, column, test)
+		if m == nil || m[1] != c.store.Schema() || rel["field"] != "id" {
+			t.Errorf("%s.%s: relationships test %v does not name a table's id in the source %s", table, column, test, c.store.Schema())
 			return
 		}
 		q = fmt.Sprintf("SELECT count(*) FROM %s c WHERE c.%s IS NOT NULL AND NOT EXISTS (SELECT FROM %s p WHERE p.id = c.%[2]s)",
-			tbl, col, id(c.store.Schema(), m[1]))
+			tbl, col, id(c.store.Schema(), m[2]))
 	}
 	if q == "" {
 		t.Errorf("%s.%s: unknown data test %v", table, column, test)

@@ -36,7 +36,7 @@ func lookupVarIn(environ []string) func(string) (string, bool) {
 // unknownVariables returns, sorted, the USERSYNC_* variables of environ that
 // are neither a setting, nor a secret's _FILE form, nor a tool variable.
 func unknownVariables(environ []string) []string {
-	known := knownVariables()
+	known := EnvNames()
 	var unknown []string
 	for _, kv := range environ {
 		k, _, _ := strings.Cut(kv, "=")
@@ -46,17 +46,6 @@ func unknownVariables(environ []string) []string {
 	}
 	slices.Sort(unknown)
 	return unknown
-}
-
-func knownVariables() []string {
-	var known []string
-	for _, s := range settings() {
-		known = append(known, s.Env)
-		if s.Secret || s.File {
-			known = append(known, s.Env+"_FILE")
-		}
-	}
-	return known
 }
 
 func isToolVariable(k string) bool {
@@ -87,7 +76,7 @@ func checkVariables(environ []string, strict bool, logger *slog.Logger) error {
 	if len(unknown) == 0 {
 		return nil
 	}
-	known := knownVariables()
+	known := EnvNames()
 	var says []string
 	for _, k := range unknown {
 		near := closest(k, known)

@@ -98,23 +98,7 @@ func ConfigurationMarkdown() string {
 	b.WriteString("start naming it and the closest setting, e.g. `USERSYNC_SYNC_SCHEDUEL is not a setting (did you mean\n")
 	b.WriteString("USERSYNC_SYNC_SCHEDULE?)`; with `USERSYNC_STRICT_CONFIG=true` the command exits 2 instead. The\n")
 	fmt.Fprintf(&b, "variables of the repository's own scripts are not settings and are never reported: %s.\n\n", "`"+strings.Join(toolVariables, "`, `")+"`")
-	for _, s := range settings() {
-		fmt.Fprintf(&b, "## `%s`\n\n", s.Env)
-		if s.Flag != "" {
-			fmt.Fprintf(&b, "- Flag: `--%s`\n", s.Flag)
-		} else {
-			fmt.Fprintf(&b, "- Flag: none (secret: environment or `%s_FILE` only)\n", s.Env)
-		}
-		def := "none"
-		if s.Default != "" {
-			def = "`" + s.Default + "`"
-		}
-		fmt.Fprintf(&b, "- Default: %s\n", def)
-		if s.Example != "" {
-			fmt.Fprintf(&b, "- Example: `%s=%s`\n", s.Env, s.Example)
-		}
-		fmt.Fprintf(&b, "\n%s\n\n", upperFirst(s.Meaning))
-	}
+	writeSettingsMarkdown(&b)
 	b.WriteString("## Go runtime\n\n")
 	b.WriteString("usersync leaves the collector at Go's defaults; two variables tune it:\n\n")
 	b.WriteString("- `GOMEMLIMIT`: a soft memory limit. The Kubernetes manifest and the systemd unit set it, so the\n")
@@ -123,16 +107,39 @@ func ConfigurationMarkdown() string {
 	b.WriteString("  their buffers are reused: `GOGC=200` made a 100,000-user backfill use no less CPU and 30 MiB\n")
 	b.WriteString("  more memory, and lets a snapshot's larger heap grow by about 50 MB (docs/benchmarks.md, \"The\n")
 	b.WriteString("  users walk starts with the dimension pass\").\n\n")
+	writeCommandsMarkdown(&b)
+	return b.String()
+}
+
+// writeSettingsMarkdown writes a section per setting.
+func writeSettingsMarkdown(b *strings.Builder) {
+	for _, s := range settings() {
+		fmt.Fprintf(b, "## `%s`\n\n", s.Env)
+		if s.Flag != "" {
+			fmt.Fprintf(b, "- Flag: `--%s`\n", s.Flag)
+		} else {
+			fmt.Fprintf(b, "- Flag: none (secret: environment or `%s_FILE` only)\n", s.Env)
+		}
+		def := "none"
+		if s.Default != "" {
+			def = "`" + s.Default + "`"
+		}
+		fmt.Fprintf(b, "- Default: %s\n", def)
+		if s.Example != "" {
+			fmt.Fprintf(b, "- Example: `%s=%s`\n", s.Env, s.Example)
+		}
+		fmt.Fprintf(b, "\n%s\n\n", upperFirst(s.Meaning))
+	}
+}
+
+// writeCommandsMarkdown lists the commands with the flags of their own.
+func writeCommandsMarkdown(b *strings.Builder) {
 	b.WriteString("## Commands and their flags\n\n")
 	flags := CommandFlags()
-	settingFlags := map[string]bool{}
-	for _, s := range settings() {
-		settingFlags[s.Flag] = true
-	}
 	for _, c := range commands() {
 		var own []string
 		for _, f := range flags[c.name] {
-			if !settingFlags[f] {
+			if !isSetting(f) {
 				own = append(own, "`--"+f+"`")
 			}
 		}
@@ -140,9 +147,8 @@ func ConfigurationMarkdown() string {
 		if len(own) > 0 {
 			list = strings.Join(own, ", ")
 		}
-		fmt.Fprintf(&b, "- `usersync %s`: %s (%s)\n", c.name, c.summary, list)
+		fmt.Fprintf(b, "- `usersync %s`: %s (%s)\n", c.name, c.summary, list)
 	}
-	return b.String()
 }
 
 func upperFirst(s string) string {

@@ -17,9 +17,13 @@ func schemaCommand() command {
 		details: `--format dbt prints a dbt sources.yml for USERSYNC_SCHEMA: every table and view
 analysts read, with the catalog's meanings, unique and not_null tests on ids, relationships
 tests, and freshness on successful syncs (sync_runs.finished_at) that warns after two of
-USERSYNC_SYNC_SCHEDULE's longest intervals and errors after six.`,
+USERSYNC_SYNC_SCHEDULE's longest intervals and errors after six. The source is named for
+USERSYNC_SCHEMA. --dbt-version (default 1.10) picks the form that dbt version reads without a
+deprecation warning: 1.10 and later put freshness and loaded_at_field under config and the tests'
+arguments under arguments; 1.9 only freshness; 1.8 neither.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			format := fs.String("format", "text", "text, markdown or dbt (a sources.yml)")
+			dbtVersion := fs.String("dbt-version", "1.10", "with --format dbt: the dbt version the sources.yml is for (1.8 or later)")
 			return func(_ context.Context, e *env, _ []string) error {
 				switch *format {
 				case "text":
@@ -27,7 +31,11 @@ USERSYNC_SYNC_SCHEDULE's longest intervals and errors after six.`,
 				case "markdown":
 					fmt.Fprint(e.stdout, SchemaMarkdown(e.cfg.Schema))
 				case "dbt":
-					out, err := dbtSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval)
+					form, err := parseDBTVersion(*dbtVersion)
+					if err != nil {
+						return usageError{err}
+					}
+					out, err := dbtSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval, form)
 					if err != nil {
 						return err
 					}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
 // TestNoSecretAnywhere runs syncs, a failing sync, status and a worker with

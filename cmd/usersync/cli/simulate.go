@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
 func simulateCommand() command {

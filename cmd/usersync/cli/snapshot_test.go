@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/snapshot"
 )
 

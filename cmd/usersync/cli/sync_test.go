@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/schema/schematest"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/syncer/syncertest"
 	"github.com/usersync/usersync/sync/warehouse"

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/schema/schematest"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
 // dbProxy forwards a loopback port to the test database once opened; until

@@ -1,4 +1,4 @@
-// Package codesize holds the size limits of the code under sync/ as a test:
+// Package codesize holds the size limits of the module's code as a test:
 // no file over 400 lines and no function over 60, except the data tables
 // and generated code listed below. Tests (_test.go files) are not held to
 // them.
@@ -20,13 +20,16 @@ const (
 )
 
 // dataTables are functions that are one table of data, read best whole; the
-// key is the path under sync/ and the function's name.
+// key is the path from the module's root and the function's name.
 var dataTables = map[string]string{
-	"jsonapi/apisim/generate.go:customizeAttr": "one case per catalog attribute: its null rate, stability and value rule",
+	"sync/apisim/generate.go:customizeAttr":     "one case per catalog attribute: its null rate, stability and value rule",
+	"cmd/usersync/cli/settings.go:baseSettings": "the settings table: one row per setting",
+	"schema/resources.go:User":                  "the catalog's user attributes, one row each",
+	"schema/bookkeeping.go:bookkeepingTables":   "the bookkeeping tables' columns, one row each",
 }
 
 func TestSizes(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := filepath.Join("..", "..", "..")
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
@@ -67,7 +70,7 @@ func TestSizes(t *testing.T) {
 // TestSizesSeeLongFunctions keeps TestSizes from passing because it walks
 // nothing: the exempted table exists and is over the limit.
 func TestSizesSeeLongFunctions(t *testing.T) {
-	path := filepath.Join("..", "..", "jsonapi", "apisim", "generate.go")
+	path := filepath.Join("..", "..", "apisim", "generate.go")
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, path, nil, 0)
 	if err != nil {

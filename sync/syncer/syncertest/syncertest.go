@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
+	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 

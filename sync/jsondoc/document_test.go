@@ -1,4 +1,4 @@
-package jsonapi
+package jsondoc
 
 import (
 	"encoding/json"
@@ -25,7 +25,7 @@ func TestDecodeDocumentRelationshipCases(t *testing.T) {
 			"contentCategories":{"data":[ {"type":"content\u0043ategory","id":9} ]}
 		},
 		"links":{"self":"https://h/api/v2/users/7"},"meta":{"canWrite":true}}]}`
-	doc, err := DecodeDocument([]byte(body))
+	doc, err := Decode([]byte(body))
 	if err != nil {
 		t.Fatalf("DecodeDocument: %v", err)
 	}
@@ -101,7 +101,7 @@ func TestDecodeDocumentShapes(t *testing.T) {
 		{" \n{ \"data\" : { \"id\" : 1 , \"type\" : \"user\" } } \n", ShapeOne, 1},
 	}
 	for _, tt := range tests {
-		doc, err := DecodeDocument([]byte(tt.body))
+		doc, err := Decode([]byte(tt.body))
 		if err != nil {
 			t.Errorf("%s: %v", tt.body, err)
 			continue
@@ -114,7 +114,7 @@ func TestDecodeDocumentShapes(t *testing.T) {
 
 func TestDecodeDocumentLinks(t *testing.T) {
 	t.Parallel()
-	doc, err := DecodeDocument([]byte(`{"data":[],"links":{"first":"https://h/a?x=1","next":{"href":"https://h/b\u0026c","meta":{}},"prev":null}}`))
+	doc, err := Decode([]byte(`{"data":[],"links":{"first":"https://h/a?x=1","next":{"href":"https://h/b\u0026c","meta":{}},"prev":null}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestDecodeDocumentBadIDs(t *testing.T) {
 		`{"data":[],"included":[{"id":[1],"type":"role"}]}`,
 	}
 	for _, body := range bad {
-		doc, err := DecodeDocument([]byte(body))
+		doc, err := Decode([]byte(body))
 		if err != nil {
 			t.Errorf("%s: error %v; a bad id must not fail the document", body, err)
 			continue
@@ -156,7 +156,7 @@ func TestDecodeDocumentBadIDs(t *testing.T) {
 			}
 		}
 	}
-	doc, err := DecodeDocument([]byte(`{"data":[{"id":1,"type":"user"},{"id":"abc","type":"user","attributes":{"x":1}},{"id":3,"type":"user"}]}`))
+	doc, err := Decode([]byte(`{"data":[{"id":1,"type":"user"},{"id":"abc","type":"user","attributes":{"x":1}},{"id":3,"type":"user"}]}`))
 	if err != nil || len(doc.Data) != 3 || !doc.Data[0].ID.Valid() || doc.Data[1].ID.Valid() || doc.Data[2].ID != 3 {
 		t.Fatalf("mixed page: %+v %v", doc, err)
 	}
@@ -177,7 +177,7 @@ func TestDecodeDocumentInvalid(t *testing.T) {
 		`{"errors":{"id":"x"}}`,
 	}
 	for _, body := range bad {
-		_, err := DecodeDocument([]byte(body))
+		_, err := Decode([]byte(body))
 		var de *DecodeError
 		if !errors.As(err, &de) {
 			t.Errorf("%q: error %v (%T), want a *DecodeError", body, err, err)
@@ -191,7 +191,7 @@ func TestDecodeDocumentErrors(t *testing.T) {
 		{"id":"validationError","title":"Validation Error","detail":"Email is invalid","source":{"pointer":"/data/attributes/email"},"status":"422"},
 		{"id":"unsupportedMediaType","title":"Unsupported Media Type","details":"Expected Content-Type header to be 'application/vnd.api+json'."},
 		{"id":"badParam","status":400,"source":{"parameter":"filter[foo]"}}]}`
-	doc, err := DecodeDocument([]byte(body))
+	doc, err := Decode([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestDecodeDocumentErrors(t *testing.T) {
 // TestDecodeUsersFixture checks the benchmark page decodes to what was generated.
 func TestDecodeUsersFixture(t *testing.T) {
 	t.Parallel()
-	doc, err := DecodeDocument(usersPage(100, 50, "https://h", "https://h/next"))
+	doc, err := Decode(usersPage(100, 50, "https://h", "https://h/next"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func FuzzDecodeDocument(f *testing.F) {
 	f.Add([]byte(`{"data":{"id":"1","type":"user","relationships":{"a":{"data":null},"b":{"data":[]}}}}`))
 	f.Add([]byte(`{"errors":[{"id":"x","details":"y"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		doc, err := DecodeDocument(body)
+		doc, err := Decode(body)
 		if err != nil {
 			var de *DecodeError
 			if !errors.As(err, &de) {

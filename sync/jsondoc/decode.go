@@ -1,4 +1,4 @@
-package jsonapi
+package jsondoc
 
 import (
 	"encoding/json"
@@ -42,16 +42,26 @@ type wireNone struct {
 	Errors   []ErrorObject   `json:"errors"`
 }
 
-// DecodeDocument decodes a JSON:API top-level document. Every error it returns
+// DataDecoder decodes the "data" array of a collection page in place of
+// DecodeWith, for a caller that can type the resources in one pass: b starts
+// with the array as sent and goes on with the rest of the body; the decoder
+// returns its result and the length of the array, closing bracket included.
+// The result is the document's Decoded and its Data stays empty; the
+// included resources are checked but not decoded (Included is nil): such a
+// walk includes them for the linkage they bring into data. An error means
+// the body is malformed. The result may refer to b.
+type DataDecoder func(b []byte) (decoded any, n int, err error)
+
+// Decode decodes a JSON:API top-level document. Every error it returns
 // is a *DecodeError. An id that is not an integer does not fail the
 // document: it decodes as InvalidID, and the resource keeps its Raw JSON.
-func DecodeDocument(body []byte) (*Document, error) {
-	return decodeDocument(body, nil)
+func Decode(body []byte) (*Document, error) {
+	return DecodeWith(body, nil)
 }
 
-// decodeDocument is DecodeDocument, with "data" left to decode when it is
-// an array and decode is not nil.
-func decodeDocument(body []byte, decode DataDecoder) (*Document, error) {
+// DecodeWith is Decode, with "data" left to decode when it is an array and
+// decode is not nil.
+func DecodeWith(body []byte, decode DataDecoder) (*Document, error) {
 	shape, at, err := dataAt(body)
 	if err != nil {
 		return nil, err

@@ -88,7 +88,7 @@
 // chunks. BenchmarkServeUsersPages measures pages/s and users/s through a
 // real httptest server:
 //
-//	go test -run='^$' -bench=ServeUsersPages -benchtime=3x ./sync/jsonapi/apisim/
+//	go test -run='^$' -bench=ServeUsersPages -benchtime=3x ./sync/apisim/
 //
 //	sim := apisim.New(apisim.Options{Seed: 1, Users: 500})
 //	srv := httptest.NewServer(sim)

@@ -1,4 +1,4 @@
-package jsonapi
+package jsondoc
 
 import (
 	"io"
@@ -6,8 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/internal/jsonscan"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
 )
 
 // BenchmarkDecodePageRest decodes what a users walk with a DataDecoder
@@ -18,11 +18,8 @@ import (
 func BenchmarkDecodePageRest(b *testing.B) {
 	srv := httptest.NewServer(apisim.New(apisim.Options{Seed: 1, Users: 100_000}))
 	defer srv.Close()
-	q, err := Query{}.Include("teams").Fields("team").Sort("updatedAt").PageSize(1000).
-		ProvideDataConnections().ProvideAuthorizationMeta().Encode()
-	if err != nil {
-		b.Fatal(err)
-	}
+	// The query jsonapi.Query builds for the sync's users walk.
+	const q = "count=false&fields%5Bteam%5D=&include=teams&page%5Bsize%5D=1000&provideAuthorizationMeta=true&provideDataConnections=true&sort=updatedAt"
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v2/users?"+q, nil)
 	req.Header.Set("Authorization", "Bearer bench")
 	resp, err := http.DefaultClient.Do(req)

@@ -1,4 +1,4 @@
-package jsonapi
+package jsondoc
 
 import "github.com/usersync/usersync/sync/internal/jsonscan"
 
