@@ -155,10 +155,13 @@ func (w *SnapshotWorker) Work(ctx context.Context, job *river.Job[SnapshotArgs])
 
 // SnapshotOutcome is what a snapshot job did, kept as the job's output.
 type SnapshotOutcome struct {
-	// ID is the snapshot written, or when Skipped the newest complete one,
-	// which holds the same content.
+	// ID is the snapshot written or, when Skipped because nothing changed,
+	// the newest complete one, which holds the same content; empty when
+	// Skipped because the warehouse was not as a completed sync left it.
 	ID      string `json:"id"`
 	Skipped bool   `json:"skipped"`
+	// Reason says why a snapshot was skipped.
+	Reason string `json:"reason,omitempty"`
 }
 
 // LastSnapshot returns the outcome of the newest completed snapshot job and

@@ -25,7 +25,7 @@ type NotReadyError struct {
 }
 
 // Error says why no snapshot was written.
-func (e *NotReadyError) Error() string { return "no snapshot written: " + e.Reason }
+func (e *NotReadyError) Error() string { return "no snapshot of an unfinished sync: " + e.Reason }
 
 // sqlSettled reads, in the snapshot's transaction, whether a run that walked
 // every user (a full sync, or an incremental one without a watermark to

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/snapshot"
 )
 
@@ -65,6 +66,24 @@ link under <dir> (<dir> itself may be one) is refused, never followed or removed
 			}
 		},
 	}
+}
+
+// writeSnapshotJob writes the snapshot of a snapshot job, unless nothing
+// changed since the newest one or the warehouse is not as a completed sync
+// left it: both are skips, logged with their reason and kept in the job's
+// outcome, and the job completes (no failure, no retry).
+func writeSnapshotJob(ctx context.Context, e *env, sw *snapshot.Writer) (jobs.SnapshotOutcome, error) {
+	m, err := sw.WriteChanged(ctx)
+	var notReady *snapshot.NotReadyError
+	switch {
+	case errors.Is(err, snapshot.ErrUnchanged):
+		e.logger.InfoContext(ctx, "snapshot skipped: nothing changed since the last complete one", "snapshot", m.ID)
+		return jobs.SnapshotOutcome{ID: m.ID, Skipped: true, Reason: "nothing changed since snapshot " + m.ID}, nil
+	case errors.As(err, &notReady):
+		e.logger.InfoContext(ctx, "snapshot skipped: "+notReady.Reason, "run_id", notReady.RunID, "run_status", notReady.Status)
+		return jobs.SnapshotOutcome{Skipped: true, Reason: notReady.Reason}, nil
+	}
+	return jobs.SnapshotOutcome{ID: m.ID}, err
 }
 
 // newSnapshotWriter builds the snapshot writer for dir from the settings.

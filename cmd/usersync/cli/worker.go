@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/jobs"
-	"github.com/usersync/usersync/sync/snapshot"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -93,12 +92,7 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 			return err
 		}
 		deps.Snapshot = func(ctx context.Context) (jobs.SnapshotOutcome, error) {
-			m, err := sw.WriteChanged(ctx)
-			if errors.Is(err, snapshot.ErrUnchanged) {
-				e.logger.InfoContext(ctx, "snapshot skipped: nothing changed since the last complete one", "snapshot", m.ID)
-				return jobs.SnapshotOutcome{ID: m.ID, Skipped: true}, nil
-			}
-			return jobs.SnapshotOutcome{ID: m.ID}, err
+			return writeSnapshotJob(ctx, e, sw)
 		}
 	}
 	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: pool, RiverSchema: riverSchema, Deps: deps, Schedules: schedules,
