@@ -80,7 +80,7 @@ func writeSnapshotJob(ctx context.Context, e *env, sw *snapshot.Writer) (jobs.Sn
 		e.logger.InfoContext(ctx, "snapshot skipped: nothing changed since the last complete one", "snapshot", m.ID)
 		return jobs.SnapshotOutcome{ID: m.ID, Skipped: true, Reason: "nothing changed since snapshot " + m.ID}, nil
 	case errors.As(err, &notReady):
-		e.logger.InfoContext(ctx, "snapshot skipped: "+notReady.Reason, "run_id", notReady.RunID, "run_status", notReady.Status)
+		e.logger.InfoContext(ctx, "snapshot skipped: "+notReady.Reason)
 		return jobs.SnapshotOutcome{Skipped: true, Reason: notReady.Reason}, nil
 	}
 	return jobs.SnapshotOutcome{ID: m.ID}, err
