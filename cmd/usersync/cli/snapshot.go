@@ -81,7 +81,7 @@ func writeSnapshotJob(ctx context.Context, e *env, sw *snapshot.Writer) (jobs.Sn
 		return jobs.SnapshotOutcome{ID: m.ID, Skipped: true, Reason: "nothing changed since snapshot " + m.ID}, nil
 	case errors.As(err, &notReady):
 		e.logger.InfoContext(ctx, "snapshot skipped: "+notReady.Reason)
-		return jobs.SnapshotOutcome{Skipped: true, Reason: notReady.Reason}, nil
+		return jobs.SnapshotOutcome{Skipped: true, Reason: notReady.Reason, NotReady: true}, nil
 	}
 	return jobs.SnapshotOutcome{ID: m.ID}, err
 }
