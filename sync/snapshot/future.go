@@ -48,6 +48,6 @@ func (w *Writer) warnFuture(ctx context.Context, future map[string]bool, now tim
 	}
 	slices.Sort(ids)
 	w.log.WarnContext(ctx, "snapshots dated after the clock are set aside: they are not taken for the newest, and retention "+
-		"leaves them; remove them if they were copied in or written while the clock was ahead (docs/operations.md, Snapshots)",
+		"leaves them; remove them if they were copied in or written while the clock was ahead (docs/operations.md, Snapshots dated in the future)",
 		"folder", w.dest.String(), "snapshots", ids, "now", now.UTC().Format(idLayout))
 }

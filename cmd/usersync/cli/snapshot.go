@@ -28,7 +28,13 @@ snapshots): a snapshot without a manifest is incomplete and readers ignore it.
 Files are written under temporary names and renamed (or, on S3, uploaded in
 parts and published by the manifest); leftovers of a failed snapshot are removed
 by the next one; USERSYNC_SNAPSHOT_KEEP complete snapshots are kept. A symbolic
-link under <dir> (<dir> itself may be one) is refused, never followed or removed.`,
+link under <dir> (<dir> itself may be one) is refused, never followed or removed.
+
+It writes nothing, and exits 1 saying why, until a sync has walked every user,
+and while a run is under way or the last one to end did not succeed: the tables
+would be from different moments (some of a run's commits in, the rest not). A
+snapshot dated ahead of the clock (written while it was wrong, or copied in) is
+set aside with a warning, not taken for the newest, and left to remove by hand.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			out := fs.String("out", "", "write to this folder or s3:// URL instead of USERSYNC_SNAPSHOT_DIR")
 			asJSON := fs.Bool("json", false, "print the manifest as JSON")
