@@ -79,6 +79,9 @@ func TestSnapshotDeploymentsShareFolder(t *testing.T) {
 	a, b := newCLIEnv(t, apisim.Options{Seed: 53, Users: 50}), newCLIEnv(t, apisim.Options{Seed: 54, Users: 50})
 	for _, c := range []*cliEnv{a, b} {
 		c.env["USERSYNC_SNAPSHOT_DIR"] = dir
+		if code, _, errs := run(t, c.env, "sync", "--full"); code != ExitOK { // snapshots are of a completed sync
+			t.Fatal(errs)
+		}
 	}
 	first := snap(a.env)
 	for range 2 {
