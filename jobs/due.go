@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/robfig/cron/v3"
 )
 
 // jobRetention is how long finished jobs are kept (River's default is a day
@@ -19,6 +20,12 @@ const jobRetention = 8 * 24 * time.Hour
 // the tick before now: at a tick, always; at a start, only when a tick was
 // missed (the worker was down) or it never ran. So restarts add no work, and
 // a missed reconcile or snapshot is caught up once, not once per start.
+//
+// The decision reads one clock, the database's: the last job's created_at
+// and now() come from the same query, so a worker whose clock differs from
+// the database's decides as one that agrees (within the slack of isDue).
+// When that query fails nothing is inserted (fail closed): the next tick or
+// start decides again (docs/guarantees.md says why no job is lost for good).
 type due struct {
 	pool        *pgxpool.Pool
 	riverSchema string
@@ -27,33 +34,64 @@ type due struct {
 	logger      *slog.Logger
 }
 
-func (d *due) now(now time.Time) bool {
+// now says whether the job is due. workerNow, the worker's clock when River
+// asked, serves only to warn that the two clocks differ.
+func (d *due) now(workerNow time.Time) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var last *time.Time
-	err := d.pool.QueryRow(ctx, `SELECT max(created_at) FROM `+pgx.Identifier{d.riverSchema, "river_job"}.Sanitize()+
-		` WHERE kind = $1`, d.kind).Scan(&last)
+	var dbNow time.Time
+	err := d.pool.QueryRow(ctx, `SELECT max(created_at), now() FROM `+pgx.Identifier{d.riverSchema, "river_job"}.Sanitize()+
+		` WHERE kind = $1`, d.kind).Scan(&last, &dbNow)
 	if err != nil {
-		d.logger.WarnContext(ctx, "could not read when a periodic job last ran; inserting it", "kind", d.kind, "error", err.Error())
-		return true
+		d.logger.ErrorContext(ctx, "could not read when a periodic job last ran; not inserting it now: the next tick or worker start decides again",
+			"kind", d.kind, "error", err.Error())
+		return false
 	}
-	if isDue(d.schedule, last, now) {
+	// An @every schedule's decision does not depend on the clocks; a cron
+	// schedule's tick that the worker fires early by more than the slack is
+	// not due by the database's clock.
+	_, every := d.schedule.(cron.ConstantDelaySchedule)
+	if off := workerNow.Sub(dbNow); !every && off.Abs() > slackOf(d.schedule, dbNow)/2 {
+		d.logger.WarnContext(ctx, "the worker's clock differs from the database's; periodic jobs follow the database's: synchronize the clocks (NTP)",
+			"kind", d.kind, "worker_ahead_by", off.String())
+	}
+	if isDue(d.schedule, last, dbNow) {
 		return true
 	}
 	d.logger.InfoContext(ctx, "periodic job not due: it ran since its last scheduled time", "kind", d.kind,
-		"last", last.UTC().Format(time.RFC3339), "next", d.schedule.Next(*last).UTC().Format(time.RFC3339))
+		"last", last.UTC().Format(time.RFC3339), "next", nextUnserved(d.schedule, *last, dbNow).UTC().Format(time.RFC3339))
 	return false
 }
 
-// isDue says whether a tick of s lies between last (the last job's creation,
-// nil when none) and now. A tick may fire a little early, and the clocks of
-// the database and the worker differ: half a period (at most a minute)
-// counts as now.
+// isDue says whether a tick of s that no job served lies between last (the
+// last job's creation, nil when none) and now, both by the database's clock.
+// River fires a tick by the worker's clock, so by the database's it may come
+// a little early or late: half a period, at most a minute (the slack), counts
+// as now, and for a cron schedule a job created up to the slack before a
+// tick served that tick (the database a little behind the worker when it was
+// inserted; or a start just before the tick, which then adds no second job).
+// An @every schedule has no fixed ticks: its next is a period after the last
+// job, so only now needs the slack.
 func isDue(s Schedule, last *time.Time, now time.Time) bool {
 	if last == nil {
 		return true
 	}
+	return !nextUnserved(s, *last, now).After(now.Add(slackOf(s, now)))
+}
+
+// nextUnserved is the first tick of s after the one the job created at last
+// served (see isDue); now sets the slack.
+func nextUnserved(s Schedule, last, now time.Time) time.Time {
+	if _, every := s.(cron.ConstantDelaySchedule); every {
+		return s.Next(last)
+	}
+	return s.Next(last.Add(slackOf(s, now)))
+}
+
+// slackOf is how far a tick of s near now may be off by the database's
+// clock: half the period that follows now's next tick, at most a minute.
+func slackOf(s Schedule, now time.Time) time.Duration {
 	next := s.Next(now)
-	slack := min(s.Next(next).Sub(next)/2, time.Minute)
-	return !s.Next(*last).After(now.Add(slack))
+	return min(s.Next(next).Sub(next)/2, time.Minute)
 }

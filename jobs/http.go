@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -31,7 +32,6 @@ type HTTPConfig struct {
 	Schema      string
 	RiverSchema string
 	Metrics     *Metrics
-	River       *river.Client[pgx.Tx]
 	// Addr is the address the handler is served on: the job UI needs a
 	// guard unless it is loopback (CheckUIGuard).
 	Addr string
@@ -112,46 +112,86 @@ func isLoopback(addr string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// NewHTTPHandler serves /healthz (the process is alive), /readyz (the
-// database answers and its migrations are current), /metrics, and River's
-// job UI under /riverui/. The returned start function starts the UI's
-// background work; call it once with the worker's context.
-func NewHTTPHandler(cfg HTTPConfig) (http.Handler, func(context.Context) error, error) {
+// HTTPHandler serves /healthz (the process is alive), /readyz (the worker
+// is working, the database answers and its migrations are current),
+// /metrics, and River's job UI under /riverui/. It serves from the worker's
+// start, before the database answers: probes and scrapes then see a live
+// process that is not ready, and the job UI, which needs River, answers 503
+// until StartJobUI.
+type HTTPHandler struct {
+	cfg     HTTPConfig
+	mux     *http.ServeMux
+	ui      atomic.Pointer[http.Handler]
+	waiting atomic.Pointer[string] // why the worker is not working yet; nil once it is
+}
+
+// NewHTTPHandler returns the worker's HTTP handler, not ready until
+// StartJobUI: /readyz answers 503 with "starting" or what SetWaiting said.
+func NewHTTPHandler(cfg HTTPConfig) (*HTTPHandler, error) {
 	if err := CheckUIGuard(cfg.Addr, cfg.UIToken, cfg.UIBasicAuth); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	h := &HTTPHandler{cfg: cfg, mux: http.NewServeMux()}
+	h.SetWaiting("starting")
+	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		defer cancel()
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := ready(ctx, cfg); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = fmt.Fprintf(w, "not ready: %v\n", err)
+	h.mux.HandleFunc("GET /readyz", h.readyz)
+	if cfg.Metrics != nil {
+		h.mux.Handle("GET /metrics", cfg.Metrics.Handler())
+	}
+	h.mux.HandleFunc("/riverui/", func(w http.ResponseWriter, r *http.Request) {
+		if ui := h.ui.Load(); ui != nil {
+			(*ui).ServeHTTP(w, r)
 			return
 		}
-		_, _ = w.Write([]byte("ready\n"))
+		http.Error(w, "the job UI starts once the worker works (see /readyz)", http.StatusServiceUnavailable)
 	})
-	if cfg.Metrics != nil {
-		mux.Handle("GET /metrics", cfg.Metrics.Handler())
+	return h, nil
+}
+
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// SetWaiting says why the worker does not work yet, for /readyz.
+func (h *HTTPHandler) SetWaiting(reason string) { h.waiting.Store(&reason) }
+
+// StartJobUI mounts River's job UI, starts its background work with ctx
+// (the worker's) and lets /readyz check the database from then on: call it
+// once River's client is about to start.
+func (h *HTTPHandler) StartJobUI(ctx context.Context, rc *river.Client[pgx.Tx]) error {
+	ui, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(rc, nil),
+		Logger: h.cfg.Logger, Prefix: "/riverui"})
+	if err != nil {
+		return fmt.Errorf("configuring the job UI: %w", err)
 	}
-	start := func(context.Context) error { return nil }
-	if cfg.River != nil {
-		ui, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(cfg.River, nil),
-			Logger: cfg.Logger, Prefix: "/riverui"})
-		if err != nil {
-			return nil, nil, fmt.Errorf("configuring the job UI: %w", err)
-		}
-		guarded := cfg.UIToken != "" || cfg.UIBasicAuth != ""
-		mux.Handle("/riverui/", hostGuard(guard(sameOrigin(ui), cfg.UIToken, cfg.UIBasicAuth, newFailureLimiter(time.Now)),
-			cfg.UIHosts, guarded))
-		start = ui.Start
+	if err := ui.Start(ctx); err != nil {
+		return fmt.Errorf("starting the job UI: %w", err)
 	}
-	return mux, start, nil
+	guarded := h.cfg.UIToken != "" || h.cfg.UIBasicAuth != ""
+	handler := hostGuard(guard(sameOrigin(ui), h.cfg.UIToken, h.cfg.UIBasicAuth, newFailureLimiter(time.Now)),
+		h.cfg.UIHosts, guarded)
+	h.ui.Store(&handler)
+	h.waiting.Store(nil)
+	return nil
+}
+
+func (h *HTTPHandler) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	var err error
+	if why := h.waiting.Load(); why != nil {
+		err = errors.New(*why)
+	} else {
+		err = ready(ctx, h.cfg)
+	}
+	if err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintf(w, "not ready: %v\n", err)
+		return
+	}
+	_, _ = w.Write([]byte("ready\n"))
 }
 
 func ready(ctx context.Context, cfg HTTPConfig) error {

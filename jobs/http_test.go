@@ -130,7 +130,7 @@ func TestCheckUIGuard(t *testing.T) {
 			t.Errorf("error echoes the secret: %v", err)
 		}
 	}
-	if _, _, err := NewHTTPHandler(HTTPConfig{Addr: "0.0.0.0:9090"}); err == nil {
+	if _, err := NewHTTPHandler(HTTPConfig{Addr: "0.0.0.0:9090"}); err == nil {
 		t.Error("NewHTTPHandler serves an unguarded UI on 0.0.0.0")
 	}
 }

@@ -58,6 +58,12 @@ func NewMetrics(pool *pgxpool.Pool, store *warehouse.Store, riverSchema string, 
 	return m
 }
 
+// WatchAPI adds the API client's counters, for a client made after the
+// metrics (the worker's, once its database answers).
+func (m *Metrics) WatchAPI(client *jsonapi.Client) {
+	m.reg.MustRegister(&apiCollector{client: client})
+}
+
 // runStatus is the status label of a run that ended with err: succeeded,
 // snoozed (its job waits and runs again: a lock held elsewhere, a long rate
 // limit, a shutdown; nothing failed) or failed.

@@ -61,6 +61,9 @@ type ReconcileSummary struct {
 	Scanned    int64 `json:"scanned"`
 	ScanPages  int64 `json:"scan_pages"`
 	Unreadable int64 `json:"unreadable"`
+	// ScanResumed counts the scan pages an interrupted reconcile recorded,
+	// whose walk this one resumed after them instead of fetching them again.
+	ScanResumed int64 `json:"scan_resumed_pages"`
 	// Missing, Stale and Relinked count the ids fetched by id because the
 	// warehouse lacked them, held an older updatedAt, or linked them to
 	// teams, roles or profiles otherwise than the scan showed (one deleted
@@ -193,18 +196,10 @@ func (r *reconciler) execute(ctx context.Context) (ReconcileSummary, error) {
 		return r.summary(), err
 	}
 	defer work.Close()
-	if err := r.scan(ctx, work); err != nil {
-		return r.summary(), fmt.Errorf("scanning user ids: %w", err)
-	}
-	cmp, err := work.Compare(ctx)
+	cmp, err := r.scanAndCompare(ctx, work)
 	if err != nil {
 		return r.summary(), err
 	}
-	r.sum.Scanned = cmp.Scanned
-	if err := r.checkValve(cmp); err != nil {
-		return r.summary(), err
-	}
-	r.sum.Confirmed = cmp.Gone
 	if r.sum.Undeleted, err = work.Undelete(ctx, r.runID); err != nil {
 		return r.summary(), err
 	}
@@ -219,6 +214,9 @@ func (r *reconciler) execute(ctx context.Context) (ReconcileSummary, error) {
 		return r.summary(), fmt.Errorf("fetching users by id: %w", err)
 	}
 	if r.sum.Deleted, err = work.MarkDeleted(ctx, r.runID, cmp.Gone); err != nil {
+		return r.summary(), r.refuseWalk(ctx, work, err)
+	}
+	if err := work.EndWalk(ctx); err != nil { // its work is done: the next reconcile walks afresh
 		return r.summary(), err
 	}
 	check, err := r.membershipNeeded(ctx)
@@ -233,8 +231,8 @@ func (r *reconciler) execute(ctx context.Context) (ReconcileSummary, error) {
 	return r.finish(ctx)
 }
 
-// start abandons a reconcile that died (its temporary tables died with its
-// connection, so it cannot resume) and records a new run.
+// start abandons a reconcile that died and records a new run, which
+// resumes its id walk (see scan).
 func (r *reconciler) start(ctx context.Context) error {
 	store := r.s.store
 	prev, err := store.UnfinishedRun(ctx, warehouse.KindReconcile)

@@ -19,9 +19,6 @@ import (
 // maximum) and the largest filter[id] batch, so a batch is one page.
 const reconcilePageSize = 1000
 
-// heartbeatEvery is how many scan pages pass between two heartbeats.
-const heartbeatEvery = 100
-
 // scanQuery lists every user with its updatedAt and its linkage to teams,
 // roles and profiles only (schema.DimensionLinks), in id order: the id order does not
 // change under concurrent updates, unlike updatedAt's. The linkage costs no
@@ -44,42 +41,6 @@ func (s *Syncer) scanQuery() jsonapi.Query {
 // unless the API refused include=teams.
 func (s *Syncer) fetchQuery(ids []int64) jsonapi.Query {
 	return s.withTeams(s.UserQuery()).Filter("id", jsonapi.IDs(ids...)).PageSize(reconcilePageSize)
-}
-
-// scan streams the id, updatedAt and linkage of every user into the
-// working set, one COPY per page, while the next page downloads: memory
-// stays at a few pages whatever the number of users. An API that refuses
-// include=teams refuses the first request, and the scan starts again
-// without it.
-func (r *reconciler) scan(ctx context.Context, work *warehouse.Reconciliation) error {
-	err := r.scanPages(ctx, work)
-	if err != nil && r.sum.ScanPages == 0 && r.s.refusedInclude(ctx, err) {
-		err = r.scanPages(ctx, work)
-	}
-	return err
-}
-
-// scanPages is one walk of the scan, recording each page as it arrives.
-func (r *reconciler) scanPages(ctx context.Context, work *warehouse.Reconciliation) error {
-	buf := make([]warehouse.ScannedUser, 0, reconcilePageSize)
-	for page, err := range jsonapi.Prefetch(ctx, r.s.client.Collection("users", r.s.scanQuery()), r.s.cfg.Prefetch).Pages() {
-		if err != nil {
-			return err // the client names the page and request; a cut walk says so
-		}
-		buf = scannedUsers(buf[:0], page.Data, &r.sum.Unreadable)
-		if err := work.AddScanned(ctx, buf); err != nil {
-			return fmt.Errorf("recording scan page %d: %w", page.Number, err)
-		}
-		r.sum.ScanPages++
-		r.progress(len(page.Data))
-		if r.sum.ScanPages%heartbeatEvery == 0 {
-			r.fillRequestCounters()
-			if err := r.s.store.TouchRun(ctx, r.runID, r.cp.Progress); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // scannedUsers appends the id, updatedAt and linkage to teams, roles and

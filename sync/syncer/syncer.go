@@ -49,10 +49,19 @@ type Config struct {
 	// DeletedRetention, when set, makes a reconcile remove the users marked
 	// deleted longer ago than it, with their history.
 	DeletedRetention time.Duration
+	// ReconcileResumeWithin is how long after it began an interrupted
+	// reconcile's id walk is resumed by the next reconcile, instead of
+	// walking every id again (default DefaultReconcileResumeWithin; negative:
+	// never). The walk's view of the ids behind its cursor is as old as the
+	// walk: a user deleted there meanwhile is marked by the next reconcile.
+	ReconcileResumeWithin time.Duration
 }
 
 // DefaultMaxFutureSkew is Config.MaxFutureSkew when not set.
 const DefaultMaxFutureSkew = 24 * time.Hour
+
+// DefaultReconcileResumeWithin is Config.ReconcileResumeWithin when not set.
+const DefaultReconcileResumeWithin = 6 * time.Hour
 
 // Progress is a live view of a run, for progress lines and job metadata.
 type Progress struct {
@@ -98,6 +107,9 @@ func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
 	}
 	if cfg.MaxFutureSkew <= 0 {
 		cfg.MaxFutureSkew = DefaultMaxFutureSkew
+	}
+	if cfg.ReconcileResumeWithin == 0 {
+		cfg.ReconcileResumeWithin = DefaultReconcileResumeWithin
 	}
 	s := &Syncer{client: client, store: store, cfg: cfg, norm: map[string]*normalize.Normalizer{}}
 	for _, r := range schema.Resources() {

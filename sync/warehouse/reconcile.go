@@ -10,17 +10,19 @@ import (
 )
 
 // A reconcile compares every user id the API lists with the warehouse. The
-// ids stream, page by page, into temporary tables on one dedicated
-// connection (COPY, so a million ids cost the Go process nothing), and the
-// comparisons run in SQL:
+// ids stream, page by page, into tables (COPY, so a million ids cost the Go
+// process nothing), and the comparisons run in SQL:
 //
 //	scan    every (id, updatedAt, linkage to teams, roles and profiles) the
 //	        API listed, and every id it returned when asked by id later in
-//	        the run
+//	        the run; with the walk (where the id walk stands) it is kept in
+//	        the schema, so an interrupted reconcile resumes its walk
+//	        (reconcile_walk.go)
 //	fetch   the ids to fetch by id, each with why: missing, stale, relinked
 //	        (linked otherwise than the API links them, or to a team, role
 //	        or profile marked deleted) or gone (live here, not listed:
-//	        confirmed before marking)
+//	        confirmed before marking); a temporary table on one dedicated
+//	        connection, rebuilt by each attempt from the scan
 //
 // Nothing is ever deleted: users the API no longer returns get deleted_at,
 // users that come back lose it.
@@ -75,9 +77,10 @@ type Reconciliation struct {
 	sql  reconcileSQL
 }
 
-// BeginReconciliation acquires a dedicated connection and creates the
-// reconcile's temporary tables on it (emptied if a previous reconcile left
-// them behind). The caller holds the sync lock and must Close it.
+// BeginReconciliation acquires a dedicated connection, creates the fetch
+// queue on it (emptied if a previous reconcile left it behind) and the walk's
+// tables if they are missing. The caller holds the sync lock, continues the
+// walk (ResumableWalk) or starts one (StartWalk), and must Close it.
 func (s *Store) BeginReconciliation(ctx context.Context) (*Reconciliation, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -91,9 +94,9 @@ func (s *Store) BeginReconciliation(ctx context.Context) (*Reconciliation, error
 	return r, nil
 }
 
-// Close drops the temporary tables and gives the connection back. A
-// connection whose tables cannot be dropped is closed instead, which drops
-// them too.
+// Close drops the fetch queue and gives the connection back (a connection
+// whose queue cannot be dropped is closed instead, which drops it too). The
+// walk stays for the next attempt unless EndWalk ended it.
 func (r *Reconciliation) Close() {
 	if r == nil || r.conn == nil {
 		return
@@ -107,11 +110,25 @@ func (r *Reconciliation) Close() {
 	r.conn = nil
 }
 
-// AddScanned records users the API listed (or returned by id), with COPY.
+// AddScanned records users the API returned by id, with COPY, in one
+// transaction with the walk's row count.
 func (r *Reconciliation) AddScanned(ctx context.Context, users []ScannedUser) error {
 	if len(users) == 0 {
 		return nil
 	}
+	return pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
+		if err := r.copyScanned(ctx, tx, users); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, r.sql.addRows, len(users)); err != nil {
+			return fmt.Errorf("counting %d scanned ids: %w", len(users), err)
+		}
+		return nil
+	})
+}
+
+// copyScanned copies users into the scan.
+func (r *Reconciliation) copyScanned(ctx context.Context, tx pgx.Tx, users []ScannedUser) error {
 	cols := append([]string{"id", "updated_at", "updated_text"}, r.sql.linkColumns...)
 	src := pgx.CopyFromSlice(len(users), func(i int) ([]any, error) {
 		u := &users[i]
@@ -130,7 +147,7 @@ func (r *Reconciliation) AddScanned(ctx context.Context, users []ScannedUser) er
 		}
 		return vals, nil
 	})
-	if err := copyFrom(ctx, r.conn, pgx.Identifier{"pg_temp", reconcileScanTable}, cols, src); err != nil {
+	if err := copyFrom(ctx, tx, r.sql.scanTable, cols, src); err != nil {
 		return fmt.Errorf("copying %d scanned ids: %w", len(users), err)
 	}
 	return nil

@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/usersync/usersync/schema"
 )
 
-// Temporary tables of a reconcile, in pg_temp of its dedicated connection.
+// Tables of a reconcile: the fetch queue in pg_temp of its dedicated
+// connection, the id walk in the warehouse's schema (it outlives an attempt).
 const (
-	reconcileScanTable  = "usersync_reconcile_scan"
+	reconcileScanTable  = "reconcile_scan"
+	reconcileWalkTable  = "reconcile_walk"
 	reconcileFetchTable = "usersync_reconcile_fetch"
 )
 
@@ -18,7 +22,14 @@ const (
 type reconcileSQL struct {
 	dims              []string // dimension types, in the order of queueDeletedLinks' parameters
 	linkColumns       []string // the scan's columns of schema.DimensionLinks(), in order
+	scanTable         pgx.Identifier
 	create, drop      string
+	startWalk         string
+	beginWalk         string
+	readWalk          string
+	recordPage        string
+	addRows           string
+	endWalk           string
 	index             string
 	compare           string
 	undelete          string
@@ -32,7 +43,7 @@ type reconcileSQL struct {
 }
 
 func newReconcileSQL(schemaName string, users tableSQL) (reconcileSQL, error) {
-	q := reconcileSQL{dims: schema.DimensionTypes()}
+	q := reconcileSQL{dims: schema.DimensionTypes(), scanTable: pgx.Identifier{schemaName, reconcileScanTable}}
 	qs := schema.QuoteIdentifier(schemaName)
 	var defs []string
 	for _, r := range schema.DimensionLinks() {
@@ -42,8 +53,8 @@ func newReconcileSQL(schemaName string, users tableSQL) (reconcileSQL, error) {
 	}
 	st, err := loadStatements("reconcile", map[string]string{
 		"schema": qs, "users": users.table,
-		"scan": "pg_temp." + reconcileScanTable, "fetch": "pg_temp." + reconcileFetchTable,
-		"scan_table": reconcileScanTable, "fetch_table": reconcileFetchTable,
+		"scan": qs + "." + reconcileScanTable, "walk": qs + "." + reconcileWalkTable,
+		"fetch": "pg_temp." + reconcileFetchTable, "fetch_table": reconcileFetchTable,
 		"missing": FetchMissing, "stale": FetchStale, "gone": FetchGone, "relinked": FetchRelinked,
 		"hit_conditions": linkConditions(q.dims), "linkage_diff": linkageDiff(), "link_columns": strings.Join(defs, ""),
 	})
@@ -54,6 +65,8 @@ func newReconcileSQL(schemaName string, users tableSQL) (reconcileSQL, error) {
 		"drop": &q.drop, "create": &q.create, "index": &q.index, "compare": &q.compare, "undelete": &q.undelete,
 		"queueChanged": &q.queueChanged, "queueDeletedLinks": &q.queueDeletedLinks, "queueLinkage": &q.queueLinkage,
 		"queueGone": &q.queueGone, "fetchBatch": &q.fetchBatch, "queued": &q.queued, "markDeleted": &q.markDeleted,
+		"startWalk": &q.startWalk, "beginWalk": &q.beginWalk, "readWalk": &q.readWalk, "recordPage": &q.recordPage,
+		"addRows": &q.addRows, "endWalk": &q.endWalk,
 	})
 	return q, err
 }

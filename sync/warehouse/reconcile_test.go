@@ -81,6 +81,9 @@ func TestReconciliation(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer work.Close()
+			if err := work.StartWalk(ctx, runID, "https://api.example/api/v2/users"); err != nil {
+				t.Fatal(err)
+			}
 			// 1 unchanged, 2 newer (and listed twice), 3 older, 4 not listed,
 			// 5 back, 6 new, 7 new but quarantined unchanged.
 			scan := []warehouse.ScannedUser{
@@ -89,8 +92,8 @@ func TestReconciliation(t *testing.T) {
 				scanned(t, 5, "2024-01-05T00:00:00.000Z"), scanned(t, 6, "2024-01-06T00:00:00.000Z"),
 				scanned(t, 7, "2024-01-07T00:00:00.000Z"),
 			}
-			for _, page := range [][]warehouse.ScannedUser{scan[:3], scan[3:]} {
-				if err := work.AddScanned(ctx, page); err != nil {
+			for i, page := range [][]warehouse.ScannedUser{scan[:3], scan[3:]} {
+				if err := work.RecordPage(ctx, page, 0, []string{"https://api.example/api/v2/users?page%5Bafter%5D=x", ""}[i]); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -226,6 +229,9 @@ func TestReconcileLinks(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer work.Close()
+			if err := work.StartWalk(ctx, 0, "https://api.example/api/v2/users"); err != nil {
+				t.Fatal(err)
+			}
 			var n int64
 			if tt.scan != nil {
 				if err := work.AddScanned(ctx, tt.scan); err != nil {

@@ -245,7 +245,7 @@ func (c Config) String() string {
 		"USERSYNC_JOB_TIMEOUT": c.JobTimeout.String(), "USERSYNC_SHUTDOWN_TIMEOUT": c.ShutdownTimeout.String(),
 		"USERSYNC_WORKERS": fmt.Sprint(c.Workers), "USERSYNC_DATA_CONNECTIONS": fmt.Sprint(c.DataConnections),
 		"USERSYNC_ORPHAN_AGE": c.OrphanAge.String(), "USERSYNC_RECONCILE_MAX_DELETE": fmt.Sprint(c.ReconcileMaxDelete),
-		"USERSYNC_RECONCILE_MEMBERSHIP": c.ReconcileMembership,
+		"USERSYNC_RECONCILE_MEMBERSHIP": c.ReconcileMembership, "USERSYNC_RECONCILE_RESUME_WITHIN": formatResume(c.ReconcileResumeWithin),
 		"USERSYNC_SNAPSHOT_COMPRESSION": c.SnapshotCompression, "USERSYNC_SNAPSHOT_KEEP": fmt.Sprint(c.SnapshotKeep), "USERSYNC_SNAPSHOT_KEEP_FOR": formatAge(c.SnapshotKeepFor),
 		"USERSYNC_SNAPSHOT_BATCH_ROWS": fmt.Sprint(c.SnapshotBatchRows), "USERSYNC_SNAPSHOT_ROW_GROUP_ROWS": fmt.Sprint(c.SnapshotRowGroupRows),
 		"USERSYNC_SNAPSHOT_READERS": fmt.Sprint(c.SnapshotReaders),
@@ -277,6 +277,14 @@ func formatRetention(d time.Duration) string {
 func formatAge(d time.Duration) string {
 	if d%(24*time.Hour) == 0 {
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+// formatResume writes USERSYNC_RECONCILE_RESUME_WITHIN as it is set.
+func formatResume(d time.Duration) string {
+	if d < 0 {
+		return "off"
 	}
 	return d.String()
 }

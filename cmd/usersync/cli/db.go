@@ -16,6 +16,31 @@ import (
 // openPool parses DATABASE_URL, opens a pool and checks the database answers.
 // Errors name the setting and never carry the password.
 func openPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error) {
+	pool, err := newPool(ctx, e, maxConns)
+	if err != nil {
+		return nil, err
+	}
+	if err := pingPool(ctx, e, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// pingPool checks the database answers, within 15 seconds. The error never
+// carries the password.
+func pingPool(ctx context.Context, e *env, pool *pgxpool.Pool) error {
+	pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		return fmt.Errorf("connecting to the database (DATABASE_URL %s): %s", redactDSN(e.cfg.DatabaseURL), redactErr(err, e.cfg.DatabaseURL))
+	}
+	return nil
+}
+
+// newPool parses DATABASE_URL and opens a pool, which connects only when
+// used: a database that does not answer yet is no error here.
+func newPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error) {
 	if err := e.cfg.requireDatabase(); err != nil {
 		return nil, usageError{err}
 	}
@@ -34,12 +59,6 @@ func openPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening the database pool: %w", err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connecting to the database (DATABASE_URL %s): %s", redactDSN(e.cfg.DatabaseURL), redactErr(err, e.cfg.DatabaseURL))
 	}
 	return pool, nil
 }

@@ -25,7 +25,10 @@ returns deleted (and clears ids that came back), lists teams, roles and profiles
 full, and, when the API sends users' teams without data (or
 USERSYNC_RECONCILE_MEMBERSHIP=always), lists every team's members. It stops without marking anything when it
 would mark more than USERSYNC_RECONCILE_MAX_DELETE of the live users deleted (an
-empty or truncated listing is not a mass deletion). It never moves the watermark.`,
+empty or truncated listing is not a mass deletion). It never moves the watermark.
+A reconcile cut short during its id walk (a restart, a lost database connection) is
+resumed by the next one from the page after the last it recorded, within
+USERSYNC_RECONCILE_RESUME_WITHIN of the walk's start.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			waitLock := fs.Bool("wait-lock", false, "wait for a running sync to finish instead of exiting")
 			asJSON := fs.Bool("json", false, "print the summary as JSON")
@@ -62,6 +65,9 @@ empty or truncated listing is not a mass deletion). It never moves the watermark
 func printReconcile(w io.Writer, s syncer.ReconcileSummary) {
 	fmt.Fprintf(w, "reconcile run %d finished in %s\n", s.RunID, s.Duration.Round(time.Millisecond))
 	fmt.Fprintf(w, "  scanned      %d user ids in %d pages\n", s.Scanned, s.ScanPages)
+	if s.ScanResumed > 0 {
+		fmt.Fprintf(w, "  resumed      the id walk of an interrupted reconcile after its %d pages\n", s.ScanResumed)
+	}
 	fmt.Fprintf(w, "  fetched      %d missing, %d stale, %d relinked, %d confirmed: %d inserted, %d updated, %d unchanged, %d quarantined\n",
 		s.Missing, s.Stale, s.Relinked, s.Confirmed, s.Inserted, s.Updated, s.Unchanged, s.Quarantined)
 	fmt.Fprintf(w, "  users        %d marked deleted, %d came back\n", s.Deleted, s.Undeleted)

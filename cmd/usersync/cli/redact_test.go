@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -105,7 +108,8 @@ func TestRedactErrPieces(t *testing.T) {
 
 // TestDatabaseURLPasswordWithHashOrQuestionMark: a password with a raw '#'
 // or '?' (which pgconn accepts as letters of the password) is never shown
-// when the connection fails, by status or by the worker.
+// when the connection fails, by status or by the worker (which waits for
+// its database, logging each try, until it is stopped: #38, defect 3).
 func TestDatabaseURLPasswordWithHashOrQuestionMark(t *testing.T) {
 	t.Parallel()
 	for _, dsn := range []string{
@@ -118,14 +122,23 @@ func TestDatabaseURLPasswordWithHashOrQuestionMark(t *testing.T) {
 		if err != nil || !strings.Contains(cfg.Password, "SECRET") {
 			t.Fatalf("%s: pgconn does not read the password the test means: %v", dsn, err)
 		}
-		for _, args := range [][]string{{"status"}, {"worker"}} {
-			code, out, errs := run(t, map[string]string{"DATABASE_URL": dsn, "USERSYNC_HTTP_ADDR": "off"}, args...)
-			if code == ExitOK || !strings.Contains(errs, "connecting to the database") {
-				t.Errorf("%s %v: exit %d, stderr %q", dsn, args, code, errs)
-			}
-			if strings.Contains(out+errs, "SECRET") || strings.Contains(out+errs, "TOP") {
-				t.Errorf("%s %v: the password shows: %q", dsn, args, out+errs)
-			}
+		code, out, errs := run(t, map[string]string{"DATABASE_URL": dsn}, "status")
+		if code == ExitOK || !strings.Contains(errs, "connecting to the database") {
+			t.Errorf("%s status: exit %d, stderr %q", dsn, code, errs)
+		}
+		if strings.Contains(out+errs, "SECRET") || strings.Contains(out+errs, "TOP") {
+			t.Errorf("%s status: the password shows: %q", dsn, out+errs)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		var wout, werrs bytes.Buffer
+		code = Main(ctx, []string{"worker"}, environ(map[string]string{"DATABASE_URL": dsn, "USERSYNC_HTTP_ADDR": "off",
+			"USERSYNC_API_URL": "http://127.0.0.1:1", "USERSYNC_API_TOKEN": "x"}), &wout, &werrs)
+		cancel()
+		if code != ExitOK || !strings.Contains(werrs.String(), "connecting to the database") {
+			t.Errorf("%s worker: exit %d, stderr %q", dsn, code, werrs.String())
+		}
+		if strings.Contains(wout.String()+werrs.String(), "SECRET") || strings.Contains(wout.String()+werrs.String(), "TOP") {
+			t.Errorf("%s worker: the password shows: %q", dsn, wout.String()+werrs.String())
 		}
 	}
 }

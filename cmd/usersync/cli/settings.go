@@ -60,6 +60,9 @@ type Config struct {
 	OrphanAge           time.Duration
 	ReconcileMaxDelete  float64
 	ReconcileMembership string
+	// ReconcileResumeWithin is syncer.Config.ReconcileResumeWithin
+	// (negative: off).
+	ReconcileResumeWithin time.Duration
 
 	SnapshotCompression  string
 	SnapshotKeep         int
@@ -253,6 +256,14 @@ func baseSettings() []setting {
 		{Env: "USERSYNC_RECONCILE_MEMBERSHIP", Flag: "reconcile-membership", Default: "auto", Meaning: "when a reconcile lists every team's members (one request or more per team): auto (only when the last sync received users without their team ids: an API that refuses include=teams), always, or never.",
 			set: func(c *Config, v string) error {
 				return parseEnum(&c.ReconcileMembership, v, "auto", "always", "never")
+			}},
+		{Env: "USERSYNC_RECONCILE_RESUME_WITHIN", Flag: "reconcile-resume-within", Default: "6h", Meaning: "how long after it began an interrupted reconcile's id walk (a restart, a lost database connection, a spent budget) is resumed by the next reconcile from the page after the last it recorded, instead of listing every id again; older walks start over, since a walk marks deleted only users missing from the part it walked after they were deleted. A duration from 1m to 7 days, or off.",
+			set: func(c *Config, v string) error {
+				if strings.TrimSpace(v) == "off" {
+					c.ReconcileResumeWithin = -1
+					return nil
+				}
+				return parseDuration(&c.ReconcileResumeWithin, v, time.Minute, 7*24*time.Hour)
 			}},
 		{Env: "USERSYNC_SNAPSHOT_SCHEDULE", Flag: "snapshot-schedule", Default: "@hourly", Meaning: "when the worker writes Parquet snapshots besides after each sync; a cron expression, descriptor, or off.",
 			set: func(c *Config, v string) error { c.SnapshotSchedule = v; return checkSchedule(v) }},

@@ -201,6 +201,6 @@ func (c Config) syncerConfig(logger *slog.Logger) syncer.Config {
 	return syncer.Config{
 		PageSize: c.PageSize, Lookback: c.Lookback, MaxFutureSkew: c.MaxFutureSkew,
 		NoDataConnections: !c.DataConnections, Logger: logger,
-		Policy: c.PII, DeletedRetention: c.DeletedRetention,
+		Policy: c.PII, DeletedRetention: c.DeletedRetention, ReconcileResumeWithin: c.ReconcileResumeWithin,
 	}
 }

@@ -14,9 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
 	"github.com/usersync/usersync/jobs"
-	"github.com/usersync/usersync/sync/syncer"
-	"github.com/usersync/usersync/sync/warehouse"
 )
 
 func workerCommand() command {
@@ -27,6 +28,12 @@ func workerCommand() command {
 leader among the running workers enqueues the periodic jobs from the schedules,
 so several replicas never duplicate a schedule. Serves /healthz, /readyz,
 /metrics and the job UI (/riverui/) on USERSYNC_HTTP_ADDR.
+
+When the database does not answer at start, or its schemas are not migrated
+yet, the worker waits for it instead of exiting: /healthz answers, /readyz
+answers 503 with the reason, /metrics reports usersync_database_up 0, and it
+tries again after 1 s, then twice as long each time up to 30 s, logging each
+try; it starts working once the database answers.
 
 On SIGTERM or SIGINT it stops fetching jobs, lets the page in flight commit,
 gives running jobs USERSYNC_SHUTDOWN_TIMEOUT to end (an interrupted run keeps its
@@ -47,75 +54,45 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	if err := jobs.CheckUIGuard(cfg.HTTPAddr, cfg.HTTPToken, cfg.HTTPBasicAuth); err != nil {
 		return usageError{err}
 	}
+	if err := cfg.requireAPI(); err != nil {
+		return usageError{err}
+	}
 	// A second signal stops at once; main's context takes the first.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	pool, err := openPool(ctx, e, int32(cfg.Workers)+6)
+	w, err := newWorkerParts(ctx, e, schedules)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	store, err := warehouse.NewStore(pool, cfg.Schema)
-	if err != nil {
-		return usageError{err}
-	}
-	if err := requireMigrated(ctx, store); err != nil {
-		return err
-	}
-	riverSchema := jobs.RiverSchema(cfg.Schema)
-	if ok, err := jobs.RiverMigrationsCurrent(ctx, pool, riverSchema); err != nil || !ok {
-		return fmt.Errorf("job queue schema %s is not migrated: run usersync migrate first", riverSchema)
-	}
-	api, err := newAPIClient(ctx, e, store)
-	if err != nil {
-		return err
-	}
-	metrics := jobs.NewMetrics(pool, store, riverSchema, api, e.logger)
-	drain := make(chan struct{})
-	deps := &jobs.Deps{
-		Syncer:              syncer.New(api, store, cfg.syncerConfig(e.logger)),
-		Store:               store,
-		SnapshotAfterSync:   cfg.SnapshotAfterSync,
-		JobTimeout:          cfg.JobTimeout,
-		Drain:               drain,
-		Observe:             metrics.Observe,
-		ObserveReconcile:    metrics.ObserveReconcile,
-		MaxDeleteShare:      cfg.ReconcileMaxDelete,
-		ReconcileMembership: cfg.ReconcileMembership,
-		Logger:              e.logger,
-	}
-	if cfg.SnapshotDir != "off" {
-		sw, err := newSnapshotWriter(e, pool, cfg.SnapshotDir)
-		if err != nil {
-			return err
-		}
-		deps.Snapshot = func(ctx context.Context) (jobs.SnapshotOutcome, error) {
-			return writeSnapshotJob(ctx, e, sw)
-		}
-	}
-	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: pool, RiverSchema: riverSchema, Deps: deps, Schedules: schedules,
-		MaxWorkers: cfg.Workers, SoftStop: cfg.ShutdownTimeout, Logger: quietLogger(e)})
-	if err != nil {
-		return err
-	}
+	defer w.pool.Close()
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
-	srv, err := startHTTP(runCtx, e, jobs.HTTPConfig{Pool: pool, Schema: cfg.Schema, RiverSchema: riverSchema, Metrics: metrics,
-		River: rc, Addr: cfg.HTTPAddr, UIToken: cfg.HTTPToken, UIBasicAuth: cfg.HTTPBasicAuth, UIHosts: cfg.HTTPHosts, Logger: quietLogger(e)})
+	handler, srv, err := startHTTP(runCtx, e, jobs.HTTPConfig{Pool: w.pool, Schema: cfg.Schema, RiverSchema: w.riverSchema,
+		Metrics: w.metrics, Addr: cfg.HTTPAddr, UIToken: cfg.HTTPToken, UIBasicAuth: cfg.HTTPBasicAuth, UIHosts: cfg.HTTPHosts,
+		Logger: quietLogger(e)})
 	if err != nil {
 		return err
 	}
-	if err := rc.Start(runCtx); err != nil {
-		return fmt.Errorf("starting the job queue: %w", err)
+	defer shutdownHTTP(srv)
+	if err := waitForDatabase(ctx, e, w.store, w.riverSchema, handler); err != nil {
+		if ctx.Err() != nil {
+			e.logger.Info("worker stopped while waiting for its database")
+			return nil
+		}
+		return err
 	}
-	sweeper := &jobs.Sweeper{Pool: pool, Store: store, RiverSchema: riverSchema, OrphanAge: cfg.OrphanAge,
+	rc, err := w.start(runCtx, e, handler)
+	if err != nil {
+		return err
+	}
+	sweeper := &jobs.Sweeper{Pool: w.pool, Store: w.store, RiverSchema: w.riverSchema, OrphanAge: cfg.OrphanAge,
 		Every: min(30*time.Second, cfg.OrphanAge), Logger: e.logger}
 	var swept sync.WaitGroup
 	swept.Go(func() { sweeper.Run(runCtx) })
 	defer func() { cancelRun(); swept.Wait() }() // the sweeper ends before the pool closes, however this returns
-	e.logger.Info("worker started", "schema", cfg.Schema, "river_schema", riverSchema, "workers", cfg.Workers,
+	e.logger.Info("worker started", "schema", cfg.Schema, "river_schema", w.riverSchema, "workers", cfg.Workers,
 		"sync_schedule", cfg.SyncSchedule, "reconcile_schedule", cfg.ReconcileSchedule, "snapshot_schedule", cfg.SnapshotSchedule,
 		"http_addr", cfg.HTTPAddr)
 
@@ -124,6 +101,16 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	case <-rc.Stopped():
 		return errors.New("the job queue stopped unexpectedly")
 	}
+	err = stopWorker(e, rc, w.drain, sigs)
+	cancelRun()
+	return err
+}
+
+// stopWorker stops River after the first signal: no new jobs, running ones
+// get USERSYNC_SHUTDOWN_TIMEOUT to end after their page in flight; a second
+// signal on sigs cancels them at once.
+func stopWorker(e *env, rc *river.Client[pgx.Tx], drain chan struct{}, sigs <-chan os.Signal) error {
+	cfg := e.cfg
 	e.logger.Info("stopping: no new jobs; running jobs end after their page in flight", "shutdown_timeout", cfg.ShutdownTimeout.String())
 	close(drain)
 	stopped := make(chan error, 1)
@@ -144,12 +131,6 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 			stopErr = rc.StopAndCancel(hardCtx)
 			cancel()
 		}
-	}
-	cancelRun()
-	if srv != nil {
-		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = srv.Shutdown(shutCtx)
-		cancel()
 	}
 	if stopErr != nil && !errors.Is(stopErr, context.DeadlineExceeded) {
 		return fmt.Errorf("stopping the job queue: %w", stopErr)
@@ -181,21 +162,18 @@ func parseSchedules(cfg Config, sources map[string]string) (jobs.Schedules, erro
 }
 
 // startHTTP serves the health, readiness, metrics and job-UI endpoints, unless
-// USERSYNC_HTTP_ADDR is off.
-func startHTTP(ctx context.Context, e *env, hc jobs.HTTPConfig) (*http.Server, error) {
+// USERSYNC_HTTP_ADDR is off (then both are nil).
+func startHTTP(ctx context.Context, e *env, hc jobs.HTTPConfig) (*jobs.HTTPHandler, *http.Server, error) {
 	if e.cfg.HTTPAddr == "off" {
-		return nil, nil
+		return nil, nil, nil
 	}
-	handler, startUI, err := jobs.NewHTTPHandler(hc)
+	handler, err := jobs.NewHTTPHandler(hc)
 	if err != nil {
-		return nil, err
-	}
-	if err := startUI(ctx); err != nil {
-		return nil, fmt.Errorf("starting the job UI: %w", err)
+		return nil, nil, err
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", e.cfg.HTTPAddr)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("USERSYNC_HTTP_ADDR: %w", err)}
+		return nil, nil, usageError{fmt.Errorf("USERSYNC_HTTP_ADDR: %w", err)}
 	}
 	srv := jobs.NewHTTPServer(handler)
 	go func() {
@@ -204,5 +182,16 @@ func startHTTP(ctx context.Context, e *env, hc jobs.HTTPConfig) (*http.Server, e
 		}
 	}()
 	e.logger.Info("HTTP server listening", "addr", ln.Addr().String())
-	return srv, nil
+	return handler, srv, nil
+}
+
+// shutdownHTTP stops srv (nil when off), giving requests in flight two
+// seconds.
+func shutdownHTTP(srv *http.Server) {
+	if srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
 }

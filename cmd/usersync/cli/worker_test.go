@@ -704,11 +704,11 @@ func TestJobUISlowsWrongTokens(t *testing.T) {
 	const token = "ui-secret-0123456789"
 	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_HTTP_ADDR": addr, "USERSYNC_HTTP_TOKEN": token}))
 	waitFor(t, "the job UI", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz")
+		resp, err := http.Get("http://" + addr + "/readyz") // the job UI is mounted once the worker works
 		if err == nil {
 			_ = resp.Body.Close()
 		}
-		return err == nil
+		return err == nil && resp.StatusCode == http.StatusOK
 	})
 	// Wrong tokens until the first 429: about ten are refused first (one
 	// more for each second the tries took, as the bucket refills).
@@ -749,11 +749,11 @@ func TestJobUIAnswersConfiguredHosts(t *testing.T) {
 	_, port, _ := net.SplitHostPort(addr)
 	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_HTTP_ADDR": addr, "USERSYNC_HTTP_HOSTS": "jobs.internal, proxy.example"}))
 	waitFor(t, "the job UI", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz")
+		resp, err := http.Get("http://" + addr + "/readyz") // the job UI is mounted once the worker works
 		if err == nil {
 			_ = resp.Body.Close()
 		}
-		return err == nil
+		return err == nil && resp.StatusCode == http.StatusOK
 	})
 	for host, want := range map[string]int{"jobs.internal:" + port: 200, "Proxy.Example": 200, "rebind.attacker.example:" + port: http.StatusMisdirectedRequest} {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/riverui/api/jobs?state=completed&limit=5", nil)

@@ -1,23 +1,70 @@
--- The statements of a reconcile, rendered once per Store (see reconcile.go).
--- {{scan}} and {{fetch}} are the reconcile's temporary tables (pg_temp),
--- {{users}} the users table; {{hit_conditions}} and {{linkage_diff}} come
--- from the catalog's relationships (linkConditions, linkageDiff).
--- The fetch reasons are the Fetch* constants.
+-- The statements of a reconcile, rendered once per Store (see reconcile.go
+-- and reconcile_walk.go). {{fetch}} is the reconcile's temporary table
+-- (pg_temp), rebuilt by every attempt from the scan; {{scan}} and {{walk}}
+-- are the id walk (what it listed, where it stands), kept in the schema so
+-- that an attempt cut short is resumed by the next. {{users}} is the users
+-- table; {{hit_conditions}} and {{linkage_diff}} come from the catalog's
+-- relationships (linkConditions, linkageDiff). The fetch reasons are the
+-- Fetch* constants.
 
 -- name: drop
-DROP TABLE IF EXISTS {{scan}}, {{fetch}}
+DROP TABLE IF EXISTS {{fetch}}
 
 -- name: create
 -- {{link_columns}}: the user's linkage to teams, roles and profiles as
 -- listed, a bigint[] per relationship, NULL when the API sent no data.
-DROP TABLE IF EXISTS {{scan}}, {{fetch}};
-CREATE TEMP TABLE {{scan_table}} (id bigint NOT NULL, updated_at timestamptz, updated_text text{{link_columns}});
-CREATE TEMP TABLE {{fetch_table}} (id bigint PRIMARY KEY, reason text NOT NULL)
+-- The walk's tables are UNLOGGED: a crash of PostgreSQL (or a failover)
+-- empties them, and the next reconcile walks again from the start (readWalk
+-- checks the rows against the count the walk recorded); a million ids cost
+-- no WAL. startWalk makes {{scan}} again, with the catalog's columns.
+DROP TABLE IF EXISTS {{fetch}};
+CREATE TEMP TABLE {{fetch_table}} (id bigint PRIMARY KEY, reason text NOT NULL);
+CREATE UNLOGGED TABLE IF NOT EXISTS {{scan}} (id bigint NOT NULL, updated_at timestamptz, updated_text text{{link_columns}});
+CREATE UNLOGGED TABLE IF NOT EXISTS {{walk}} (
+	one boolean PRIMARY KEY DEFAULT true CHECK (one),
+	run_id bigint NOT NULL,
+	started_at timestamptz NOT NULL DEFAULT now(),
+	origin text NOT NULL,
+	layout text NOT NULL,
+	next_url text,
+	pages bigint NOT NULL DEFAULT 0,
+	rows bigint NOT NULL DEFAULT 0,
+	unreadable bigint NOT NULL DEFAULT 0,
+	complete boolean NOT NULL DEFAULT false)
+
+-- name: startWalk
+DROP TABLE IF EXISTS {{scan}};
+CREATE UNLOGGED TABLE {{scan}} (id bigint NOT NULL, updated_at timestamptz, updated_text text{{link_columns}});
+COMMENT ON TABLE {{scan}} IS 'usersync bookkeeping: the user ids (with updatedAt and linkage) listed by the id walk of the current or interrupted reconcile; emptied when it ends';
+COMMENT ON TABLE {{walk}} IS 'usersync bookkeeping: where the id walk of the current or interrupted reconcile stands, so that the next attempt resumes it';
+DELETE FROM {{walk}}
+
+-- name: beginWalk
+INSERT INTO {{walk}} (run_id, origin, layout) VALUES ($1, $2, $3)
+
+-- name: readWalk
+-- The age is on the database's clock, as started_at.
+SELECT run_id, extract(epoch FROM now() - started_at)::float8, origin, layout, coalesce(next_url, ''),
+	pages, rows, unreadable, complete, (SELECT count(*) FROM {{scan}})
+FROM {{walk}}
+
+-- name: recordPage
+-- One page of the walk, in the transaction that copied its ids: $1 is the
+-- link to the next page, NULL after the last.
+UPDATE {{walk}} SET next_url = $1::text, pages = pages + 1, rows = rows + $2, unreadable = unreadable + $3,
+	complete = $1::text IS NULL
+
+-- name: addRows
+UPDATE {{walk}} SET rows = rows + $1
+
+-- name: endWalk
+DELETE FROM {{walk}};
+TRUNCATE {{scan}}
 
 -- name: index
 -- Built once the scan is complete: COPY into an unindexed table is faster,
 -- and the table is analyzed with its final contents.
-CREATE INDEX IF NOT EXISTS usersync_reconcile_scan_id ON {{scan}} (id); ANALYZE {{scan}}
+CREATE INDEX IF NOT EXISTS reconcile_scan_id ON {{scan}} (id); ANALYZE {{scan}}
 
 -- name: compare
 SELECT (SELECT count(DISTINCT id) FROM {{scan}}),

@@ -289,25 +289,62 @@ FROM "usersync"."profiles" t JOIN "usersync_stage_usersync_profiles" st ON st.id
 WHERE t.deleted_at IS NOT NULL OR (t."name", t."is_admin", t."special_id", t."created_at", t."updated_at", t."raw") IS DISTINCT FROM (st."name", st."is_admin", st."special_id", st."created_at", st."updated_at", st."raw");
 
 -- reconcile.create
-DROP TABLE IF EXISTS pg_temp.usersync_reconcile_scan, pg_temp.usersync_reconcile_fetch;
-CREATE TEMP TABLE usersync_reconcile_scan (id bigint NOT NULL, updated_at timestamptz, updated_text text, "link_role" bigint[], "link_profile" bigint[], "link_teams" bigint[], "link_direct_assigned_teams" bigint[], "link_role_assigned_teams" bigint[]);
+DROP TABLE IF EXISTS pg_temp.usersync_reconcile_fetch;
 CREATE TEMP TABLE usersync_reconcile_fetch (id bigint PRIMARY KEY, reason text NOT NULL);
+CREATE UNLOGGED TABLE IF NOT EXISTS "usersync".reconcile_scan (id bigint NOT NULL, updated_at timestamptz, updated_text text, "link_role" bigint[], "link_profile" bigint[], "link_teams" bigint[], "link_direct_assigned_teams" bigint[], "link_role_assigned_teams" bigint[]);
+CREATE UNLOGGED TABLE IF NOT EXISTS "usersync".reconcile_walk (
+	one boolean PRIMARY KEY DEFAULT true CHECK (one),
+	run_id bigint NOT NULL,
+	started_at timestamptz NOT NULL DEFAULT now(),
+	origin text NOT NULL,
+	layout text NOT NULL,
+	next_url text,
+	pages bigint NOT NULL DEFAULT 0,
+	rows bigint NOT NULL DEFAULT 0,
+	unreadable bigint NOT NULL DEFAULT 0,
+	complete boolean NOT NULL DEFAULT false);
 
 -- reconcile.drop
-DROP TABLE IF EXISTS pg_temp.usersync_reconcile_scan, pg_temp.usersync_reconcile_fetch;
+DROP TABLE IF EXISTS pg_temp.usersync_reconcile_fetch;
+
+-- reconcile.startWalk
+DROP TABLE IF EXISTS "usersync".reconcile_scan;
+CREATE UNLOGGED TABLE "usersync".reconcile_scan (id bigint NOT NULL, updated_at timestamptz, updated_text text, "link_role" bigint[], "link_profile" bigint[], "link_teams" bigint[], "link_direct_assigned_teams" bigint[], "link_role_assigned_teams" bigint[]);
+COMMENT ON TABLE "usersync".reconcile_scan IS 'usersync bookkeeping: the user ids (with updatedAt and linkage) listed by the id walk of the current or interrupted reconcile; emptied when it ends';
+COMMENT ON TABLE "usersync".reconcile_walk IS 'usersync bookkeeping: where the id walk of the current or interrupted reconcile stands, so that the next attempt resumes it';
+DELETE FROM "usersync".reconcile_walk;
+
+-- reconcile.beginWalk
+INSERT INTO "usersync".reconcile_walk (run_id, origin, layout) VALUES ($1, $2, $3);
+
+-- reconcile.readWalk
+SELECT run_id, extract(epoch FROM now() - started_at)::float8, origin, layout, coalesce(next_url, ''),
+	pages, rows, unreadable, complete, (SELECT count(*) FROM "usersync".reconcile_scan)
+FROM "usersync".reconcile_walk;
+
+-- reconcile.recordPage
+UPDATE "usersync".reconcile_walk SET next_url = $1::text, pages = pages + 1, rows = rows + $2, unreadable = unreadable + $3,
+	complete = $1::text IS NULL;
+
+-- reconcile.addRows
+UPDATE "usersync".reconcile_walk SET rows = rows + $1;
+
+-- reconcile.endWalk
+DELETE FROM "usersync".reconcile_walk;
+TRUNCATE "usersync".reconcile_scan;
 
 -- reconcile.index
-CREATE INDEX IF NOT EXISTS usersync_reconcile_scan_id ON pg_temp.usersync_reconcile_scan (id); ANALYZE pg_temp.usersync_reconcile_scan;
+CREATE INDEX IF NOT EXISTS reconcile_scan_id ON "usersync".reconcile_scan (id); ANALYZE "usersync".reconcile_scan;
 
 -- reconcile.compare
-SELECT (SELECT count(DISTINCT id) FROM pg_temp.usersync_reconcile_scan),
+SELECT (SELECT count(DISTINCT id) FROM "usersync".reconcile_scan),
 	(SELECT count(*) FROM "usersync"."users" WHERE deleted_at IS NULL),
-	(SELECT count(*) FROM "usersync"."users" u WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM pg_temp.usersync_reconcile_scan s WHERE s.id = u.id));
+	(SELECT count(*) FROM "usersync"."users" u WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM "usersync".reconcile_scan s WHERE s.id = u.id));
 
 -- reconcile.undelete
 WITH back AS (
 	UPDATE "usersync"."users" u SET deleted_at = NULL FROM "usersync"."users" o
-	WHERE o.id = u.id AND u.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM pg_temp.usersync_reconcile_scan s WHERE s.id = u.id)
+	WHERE o.id = u.id AND u.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM "usersync".reconcile_scan s WHERE s.id = u.id)
 	RETURNING u.id, o.deleted_at AS was
 ), reopened AS (
 	INSERT INTO "usersync".user_teams (user_id, team_id)
@@ -322,7 +359,7 @@ SELECT count(*) FROM back;
 
 -- reconcile.queueChanged
 WITH listed AS (
-	SELECT DISTINCT ON (id) id, updated_at, updated_text FROM pg_temp.usersync_reconcile_scan ORDER BY id, updated_at DESC NULLS LAST
+	SELECT DISTINCT ON (id) id, updated_at, updated_text FROM "usersync".reconcile_scan ORDER BY id, updated_at DESC NULLS LAST
 ), cand AS (
 	SELECT l.id, l.updated_text, CASE WHEN u.id IS NULL THEN 'missing' ELSE 'stale' END AS reason
 	FROM listed l LEFT JOIN "usersync"."users" u ON u.id = l.id
@@ -353,7 +390,7 @@ SELECT count(*) FROM ins;
 
 -- reconcile.queueLinkage
 WITH listed AS (
-	SELECT DISTINCT ON (id) * FROM pg_temp.usersync_reconcile_scan ORDER BY id, updated_at DESC NULLS LAST
+	SELECT DISTINCT ON (id) * FROM "usersync".reconcile_scan ORDER BY id, updated_at DESC NULLS LAST
 ), memberships AS (
 	SELECT user_id, array_agg(team_id) AS team_ids FROM "usersync".user_teams GROUP BY user_id
 ), hit AS (
@@ -376,7 +413,7 @@ SELECT count(*) FROM ins;
 WITH ins AS (
 	INSERT INTO pg_temp.usersync_reconcile_fetch (id, reason)
 	SELECT u.id, 'gone' FROM "usersync"."users" u
-	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM pg_temp.usersync_reconcile_scan s WHERE s.id = u.id)
+	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM "usersync".reconcile_scan s WHERE s.id = u.id)
 	ON CONFLICT (id) DO NOTHING RETURNING 1
 )
 SELECT count(*) FROM ins;
@@ -390,7 +427,7 @@ SELECT reason, count(*) FROM pg_temp.usersync_reconcile_fetch GROUP BY reason;
 -- reconcile.markDeleted
 WITH gone AS (
 	UPDATE "usersync"."users" u SET deleted_at = now()
-	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM pg_temp.usersync_reconcile_scan s WHERE s.id = u.id) RETURNING u.id
+	WHERE u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM "usersync".reconcile_scan s WHERE s.id = u.id) RETURNING u.id
 ), closed AS (
 	DELETE FROM "usersync".user_teams ut WHERE ut.user_id IN (SELECT id FROM gone)
 	RETURNING ut.user_id, ut.team_id, ut.valid_from

@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// The worker's tries to reach its database at start are dbRetryFirst apart,
+// doubling up to dbRetryMax: a database back after an outage is found within
+// dbRetryMax, sooner than a supervisor's restart backoff (Kubernetes waits up
+// to five minutes), and a long outage logs two lines a minute.
+const (
+	dbRetryFirst = time.Second
+	dbRetryMax   = 30 * time.Second
+)
+
+// workerParts is what the worker builds before its database answers: all
+// of it is configuration, so a bad setting still exits 2 at once.
+type workerParts struct {
+	schedules   jobs.Schedules
+	pool        *pgxpool.Pool
+	store       *warehouse.Store
+	riverSchema string
+	metrics     *jobs.Metrics
+	snapshot    func(context.Context) (jobs.SnapshotOutcome, error)
+	drain       chan struct{}
+}
+
+// newWorkerParts opens the pool (which connects only when used) and builds
+// the store, the metrics and the snapshot writer. Close the pool when done.
+func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*workerParts, error) {
+	pool, err := newPool(ctx, e, int32(e.cfg.Workers)+6)
+	if err != nil {
+		return nil, err
+	}
+	w := &workerParts{schedules: schedules, pool: pool, riverSchema: jobs.RiverSchema(e.cfg.Schema), drain: make(chan struct{})}
+	if w.store, err = warehouse.NewStore(pool, e.cfg.Schema); err != nil {
+		pool.Close()
+		return nil, usageError{err}
+	}
+	w.metrics = jobs.NewMetrics(pool, w.store, w.riverSchema, nil, e.logger)
+	if e.cfg.SnapshotDir == "off" {
+		return w, nil
+	}
+	sw, err := newSnapshotWriter(e, pool, e.cfg.SnapshotDir)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	w.snapshot = func(ctx context.Context) (jobs.SnapshotOutcome, error) {
+		return writeSnapshotJob(ctx, e, sw)
+	}
+	return w, nil
+}
+
+// start builds what needs the database (the API client reads a stored OAuth
+// token from it) and River's client, mounts the job UI and starts River:
+// from then on the worker works and /readyz checks the database.
+func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandler) (*river.Client[pgx.Tx], error) {
+	cfg := e.cfg
+	api, err := newAPIClient(ctx, e, w.store)
+	if err != nil {
+		return nil, err
+	}
+	w.metrics.WatchAPI(api)
+	deps := &jobs.Deps{
+		Syncer:              syncer.New(api, w.store, cfg.syncerConfig(e.logger)),
+		Store:               w.store,
+		Snapshot:            w.snapshot,
+		SnapshotAfterSync:   cfg.SnapshotAfterSync,
+		JobTimeout:          cfg.JobTimeout,
+		Drain:               w.drain,
+		Observe:             w.metrics.Observe,
+		ObserveReconcile:    w.metrics.ObserveReconcile,
+		MaxDeleteShare:      cfg.ReconcileMaxDelete,
+		ReconcileMembership: cfg.ReconcileMembership,
+		Logger:              e.logger,
+	}
+	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: w.pool, RiverSchema: w.riverSchema, Deps: deps, Schedules: w.schedules,
+		MaxWorkers: cfg.Workers, SoftStop: cfg.ShutdownTimeout, Logger: quietLogger(e)})
+	if err != nil {
+		return nil, err
+	}
+	if handler != nil {
+		if err := handler.StartJobUI(ctx, rc); err != nil {
+			return nil, err
+		}
+	}
+	if err := rc.Start(ctx); err != nil {
+		return nil, fmt.Errorf("starting the job queue: %w", err)
+	}
+	return rc, nil
+}
+
+// waitForDatabase returns once the database answers and both schemas are
+// migrated, trying again with a backoff from dbRetryFirst to dbRetryMax, or
+// with ctx's error when the worker is stopped first. Meanwhile handler's
+// /readyz says why (503) and /metrics reports the database down. A new
+// reason is logged at ERROR with what to check, the same one again at WARN
+// once per try.
+func waitForDatabase(ctx context.Context, e *env, store *warehouse.Store, riverSchema string, handler *jobs.HTTPHandler) error {
+	began, wait, last := time.Now(), dbRetryFirst, ""
+	for try := 1; ; try++ {
+		nr := databaseReady(ctx, e, store, riverSchema)
+		if nr == nil {
+			if try > 1 {
+				e.logger.InfoContext(ctx, "the database answers: the worker starts", "tries", try,
+					"waited", time.Since(began).Round(time.Second).String())
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if handler != nil {
+			handler.SetWaiting("waiting for the database: " + nr.public)
+		}
+		if why := nr.err.Error(); why != last {
+			e.logger.ErrorContext(ctx, "the worker waits for its database and starts working once it answers", "error", why,
+				"check", nr.check, "retry_in", wait.String())
+			last = why
+		} else {
+			e.logger.WarnContext(ctx, "still waiting for the database", "try", try, "error", why, "retry_in", wait.String())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, dbRetryMax)
+	}
+}
+
+// notReady is why the worker cannot work with its database yet.
+type notReady struct {
+	err    error  // for the log (DATABASE_URL's password redacted)
+	public string // for /readyz, which anyone reaching the port reads: no host or user
+	check  string // what an operator should check
+}
+
+// databaseReady returns nil when the database answers and both schemas are
+// migrated, else why not.
+func databaseReady(ctx context.Context, e *env, store *warehouse.Store, riverSchema string) *notReady {
+	if err := pingPool(ctx, e, store.Pool()); err != nil {
+		return &notReady{err: err, public: "database unreachable",
+			check: "that PostgreSQL runs and accepts connections from this host, and DATABASE_URL's host, port, user and password"}
+	}
+	const migrate = "that usersync migrate ran (with this version and USERSYNC_SCHEMA) and finished"
+	applied, latest, err := warehouse.MigrationStatus(ctx, store.Pool(), store.Schema())
+	if err != nil {
+		return &notReady{err: err,
+			public: "reading migrations", check: "that DATABASE_URL's user may read schema " + store.Schema()}
+	}
+	if applied < latest {
+		err := fmt.Errorf("schema %s is at migration %d of %d: run usersync migrate first", store.Schema(), applied, latest)
+		return &notReady{err: err, public: err.Error(), check: migrate}
+	}
+	if ok, err := jobs.RiverMigrationsCurrent(ctx, store.Pool(), riverSchema); err != nil || !ok {
+		err := fmt.Errorf("job queue schema %s is not migrated: run usersync migrate first", riverSchema)
+		return &notReady{err: err, public: err.Error(), check: migrate}
+	}
+	return nil
+}
