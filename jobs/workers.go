@@ -102,15 +102,21 @@ func (d *Deps) stopping(ctx context.Context, job *rivertype.JobRow) error {
 // errSnapshotsOff cancels a snapshot job on a worker without a destination.
 var errSnapshotsOff = errors.New("snapshots are not configured on this worker (USERSYNC_SNAPSHOT_DIR)")
 
-// afterRun enqueues a snapshot when snapshots follow runs. The snapshot is
-// a job of its own, so a failing destination never fails the sync.
+// afterRun enqueues a snapshot when snapshots follow runs, or when the last
+// snapshot job was skipped because no run had completed (a run was under
+// way, or stopped part way): that snapshot waited for a run to succeed, this
+// one, rather than for the next tick of its schedule. The snapshot is a job
+// of its own, so a failing destination never fails the sync.
 func (d *Deps) afterRun(ctx context.Context) {
-	if !d.SnapshotAfterSync || d.Snapshot == nil {
+	if d.Snapshot == nil {
 		return
 	}
 	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
 		return // not run by a River client (tests calling Work directly)
+	}
+	if !d.SnapshotAfterSync && !lastSnapshotWaits(ctx, client) {
+		return
 	}
 	if _, err := client.Insert(ctx, SnapshotArgs{}, nil); err != nil {
 		d.Logger.WarnContext(ctx, "could not enqueue the snapshot after the run", "error", err.Error())
@@ -155,6 +161,18 @@ func (w *BackfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs])
 	return w.d.runSync(ctx, job.JobRow, MetricBackfill, req)
 }
 
+// lastSnapshotWaits reports whether the newest completed snapshot job was
+// skipped because no run had completed (SnapshotOutcome.NotReady).
+func lastSnapshotWaits(ctx context.Context, client *river.Client[pgx.Tx]) bool {
+	res, err := client.JobList(ctx, river.NewJobListParams().Kinds(KindSnapshot).States(rivertype.JobStateCompleted).
+		OrderBy(river.JobListOrderByID, river.SortOrderDesc).First(1))
+	if err != nil || len(res.Jobs) == 0 {
+		return false // at worst the snapshot waits for its schedule
+	}
+	var out SnapshotOutcome
+	return json.Unmarshal(res.Jobs[0].Output(), &out) == nil && out.NotReady
+}
+
 // SnapshotWorker writes Parquet snapshots.
 type SnapshotWorker struct {
 	river.WorkerDefaults[SnapshotArgs]
@@ -181,10 +199,18 @@ func (w *SnapshotWorker) Work(ctx context.Context, job *river.Job[SnapshotArgs])
 
 // SnapshotOutcome is what a snapshot job did, kept as the job's output.
 type SnapshotOutcome struct {
-	// ID is the snapshot written, or when Skipped the newest complete one,
-	// which holds the same content.
+	// ID is the snapshot written or, when Skipped because nothing changed,
+	// the newest complete one, which holds the same content; empty when
+	// Skipped because the warehouse was not as a completed sync left it.
 	ID      string `json:"id"`
 	Skipped bool   `json:"skipped"`
+	// Reason says why a snapshot was skipped.
+	Reason string `json:"reason,omitempty"`
+	// NotReady marks a snapshot skipped because no run had completed (one
+	// was under way or stopped part way, or none had walked every user yet):
+	// the next run to succeed enqueues a snapshot, whatever
+	// SnapshotAfterSync says.
+	NotReady bool `json:"not_ready,omitempty"`
 }
 
 // LastSnapshot returns the outcome of the newest completed snapshot job and

@@ -34,9 +34,31 @@
 // The id is the UTC second the snapshot started, e.g. 20261122T101500Z, so
 // the newest snapshot of a table is the lexically greatest folder. A second
 // snapshot in the same second gets "-01" (then "-02" … "-99"), which sorts
-// after the plain id and before the next second; Write fails with a
-// ClockError rather than publish a snapshot that would sort before the newest
-// complete one.
+// after the plain id and before the next second. When the newest complete
+// snapshot is of a later second by at most five minutes (another replica's
+// clock a little ahead), a new one takes that second with the next suffix,
+// so it still sorts last. A complete snapshot dated further ahead (written
+// while the clock was wrong and then set back, or copied in) is set aside:
+// each Write warns about it, naming it, and neither names the new snapshot
+// after it, compares with it (WriteChanged), counts it for retention nor
+// removes it; Latest skips it too. Once the clock passes it, it is an
+// ordinary snapshot again. (Failing instead, as before, stopped every
+// snapshot until someone removed the folder by hand.)
+//
+// # When a snapshot is written
+//
+// Only of a warehouse as a completed sync left it. In its own transaction,
+// before reading a table, Write reads sync_runs (checkSettled): a run that
+// walked every user (a full sync, or the first incremental one, which has no
+// watermark to start from) must have succeeded, no run may be running, and
+// the run that ended last must have succeeded; otherwise it returns a
+// NotReadyError and writes nothing. A run commits the team, role and profile
+// lists, then each users page, in transactions of their own: a snapshot taken
+// in between (the first worker start published 0 users beside 120 teams)
+// or after a run that stopped part way would hold tables from different
+// moments. Abandoned runs (whose work a later run took over) do not count.
+// The rule is read through the snapshot's own snapshot, so the tables read
+// are the ones it judged.
 //
 // Columns are named, ordered and typed as the catalog says (schema.ArrowType:
 // timestamptz is timestamp[us, UTC], jsonb is its JSON text, bigint[] and

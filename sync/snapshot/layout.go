@@ -56,31 +56,26 @@ func entryID(name string) (id string, manifest, ok bool) {
 }
 
 // nextID returns the id of a snapshot started at now, given the entries
-// already stored. It sorts after every snapshot of the same second (complete
-// or not) and fails with a ClockError if a complete snapshot is from a later
-// second.
-func nextID(now time.Time, entries []Entry) (string, error) {
+// already stored and the complete snapshots set aside as dated in the future
+// (futureIDs). It sorts after every snapshot of its second (complete or not),
+// and after the newest complete one: when that one is from a later second
+// (a clock up to maxSkew ahead), it takes that second.
+func nextID(now time.Time, entries []Entry, future map[string]bool) (string, error) {
 	base := now.UTC().Format(idLayout)
+	if ids := currentIDs(entries, future); len(ids) > 0 && ids[len(ids)-1][:len(base)] > base {
+		base = ids[len(ids)-1][:len(base)]
+	}
 	suffix := -1 // highest suffix seen in base's second; 0 = the plain id
-	newest := ""
 	for _, e := range entries {
-		id, manifest, ok := entryID(e.Name)
-		if !ok {
+		id, _, ok := entryID(e.Name)
+		if !ok || !strings.HasPrefix(id, base) {
 			continue
 		}
-		if manifest && !e.Partial && id > newest {
-			newest = id
+		n := 0
+		if len(id) > len(base) {
+			n, _ = strconv.Atoi(id[len(base)+1:]) // two digits, checked by validID
 		}
-		if strings.HasPrefix(id, base) {
-			n := 0
-			if len(id) > len(base) {
-				n, _ = strconv.Atoi(id[len(base)+1:]) // two digits, checked by validID
-			}
-			suffix = max(suffix, n)
-		}
-	}
-	if newest != "" && newest[:len(base)] > base {
-		return "", &ClockError{ID: base, Newest: newest}
+		suffix = max(suffix, n)
 	}
 	switch {
 	case suffix < 0:

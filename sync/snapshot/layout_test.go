@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -43,32 +42,33 @@ func TestNextID(t *testing.T) {
 		name    string
 		entries []Entry
 		want    string
-		clock   bool // want a ClockError
 	}{
-		{"empty", nil, "20261122T091500Z", false},
+		{"empty", nil, "20261122T091500Z"},
 		{"older snapshots", []Entry{entry("_manifests/20261122T091400Z.json"), entry("users/20261122T091459Z/part-00000.parquet")},
-			"20261122T091500Z", false},
-		{"same second, complete", []Entry{entry("_manifests/20261122T091500Z.json")}, "20261122T091500Z-01", false},
-		{"same second, leftover folder", []Entry{entry("teams/20261122T091500Z/part-00000.parquet")}, "20261122T091500Z-01", false},
+			"20261122T091500Z"},
+		{"same second, complete", []Entry{entry("_manifests/20261122T091500Z.json")}, "20261122T091500Z-01"},
+		{"same second, leftover folder", []Entry{entry("teams/20261122T091500Z/part-00000.parquet")}, "20261122T091500Z-01"},
 		{"same second, several", []Entry{entry("_manifests/20261122T091500Z.json"), entry("users/20261122T091500Z-04/x.parquet"),
-			entry("_manifests/20261122T091500Z-02.json")}, "20261122T091500Z-05", false},
-		{"a complete snapshot from a later second", []Entry{entry("_manifests/20261122T091501Z.json")}, "", true},
+			entry("_manifests/20261122T091500Z-02.json")}, "20261122T091500Z-05"},
+		{"a complete snapshot from a later second, within maxSkew: its second, after it",
+			[]Entry{entry("_manifests/20261122T091501Z.json")}, "20261122T091501Z-01"},
+		{"a complete snapshot dated past maxSkew is set aside", []Entry{entry("_manifests/20261122T101500Z.json"),
+			entry("_manifests/20261122T091400Z.json")}, "20261122T091500Z"},
 		{"a leftover from a later second is ignored", []Entry{entry("users/20261122T091501Z/part-00000.parquet")},
-			"20261122T091500Z", false},
+			"20261122T091500Z"},
 		{"a temporary manifest from a later second is ignored", []Entry{{Name: "_manifests/.20261122T091501Z.json.tmp-1", Partial: true}},
-			"20261122T091500Z", false},
+			"20261122T091500Z"},
 	} {
-		got, err := nextID(now, tc.entries)
-		var ce *ClockError
-		if tc.clock != errors.As(err, &ce) || got != tc.want {
-			t.Errorf("%s: nextID = %q, %v; want %q (clock error %t)", tc.name, got, err, tc.want, tc.clock)
+		got, err := nextID(now, tc.entries, futureIDs(tc.entries, now))
+		if err != nil || got != tc.want {
+			t.Errorf("%s: nextID = %q, %v; want %q", tc.name, got, err, tc.want)
 		}
 		if got != "" && !validID(got) {
 			t.Errorf("%s: %q is not a valid id", tc.name, got)
 		}
 	}
 	full := []Entry{{Name: "_manifests/20261122T091500Z-99.json"}}
-	if _, err := nextID(now, full); err == nil || !strings.Contains(err.Error(), "more than 100 snapshots") {
+	if _, err := nextID(now, full, nil); err == nil || !strings.Contains(err.Error(), "more than 100 snapshots") {
 		t.Errorf("nextID after -99: %v", err)
 	}
 }

@@ -103,16 +103,18 @@ func completeIDs(entries []Entry) []string {
 }
 
 // Latest returns the manifest of the newest complete snapshot of the
-// deployment of schemaName under dest, or ErrNoSnapshot.
+// deployment of schemaName under dest, or ErrNoSnapshot. Snapshots dated
+// more than maxSkew after the clock are not taken for the newest (futureIDs).
 func Latest(ctx context.Context, dest Destination, schemaName string) (Manifest, error) {
 	d, err := inDeployment(dest, schemaName)
 	if err != nil {
 		return Manifest{}, err
 	}
-	ids, err := manifestIDs(ctx, d)
+	entries, err := d.List(ctx, manifestDir+"/")
 	if err != nil {
 		return Manifest{}, err
 	}
+	ids := currentIDs(entries, futureIDs(entries, time.Now()))
 	if len(ids) == 0 {
 		return Manifest{}, ErrNoSnapshot
 	}

@@ -16,15 +16,20 @@ import (
 //     manifest lists: folders of snapshots that failed or crashed before
 //     their manifest, temporary files, unfinished uploads.
 //
-// The newest complete snapshot (id) is always kept. A snapshot whose
+// The snapshot just written (id) is always kept, and so are the snapshots
+// set aside as dated in the future (futureIDs). A snapshot whose
 // manifest could not be removed keeps its files. Failures are logged, not
 // returned: the snapshot is published, and the next Write tries again. The
 // Write's lock guarantees that no other writer owns what is removed.
-func (w *Writer) tidy(ctx context.Context, existing []Entry, id string, log *slog.Logger) {
-	complete := append(completeIDs(existing), id)
+func (w *Writer) tidy(ctx context.Context, existing []Entry, future map[string]bool, id string, log *slog.Logger) {
+	complete := append(currentIDs(existing, future), id)
 	slices.Sort(complete)
 	complete = slices.Compact(complete)
 	kept := keptIDs(complete, w.opts.Keep, w.opts.KeepDaily, w.now())
+	kept[id] = true
+	for f := range future {
+		kept[f] = true // set aside, not ours to age out while it is dated ahead of the clock
+	}
 	stuck := map[string]bool{} // pruned snapshots whose manifest is still there
 	pruned, cleaned := 0, 0
 	for _, e := range existing {

@@ -130,6 +130,9 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 	if err := w.lock(ctx, tx); err != nil {
 		return Manifest{}, err
 	}
+	if err := checkSettled(ctx, tx, w.schema); err != nil {
+		return Manifest{}, err
+	}
 	if run.watermark, err = readWatermark(ctx, tx, w.schema); err != nil {
 		return Manifest{}, err
 	}
@@ -141,15 +144,17 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 		return Manifest{}, fmt.Errorf("listing %s: %w", w.dest, err)
 	}
 	w.warnOldLayout(ctx)
+	future := futureIDs(existing, run.started)
+	w.warnFuture(ctx, future, run.started)
 	if skipUnchanged {
-		if ids := completeIDs(existing); len(ids) > 0 {
-			last, err := readManifest(ctx, w.dest, slices.Max(ids))
+		if ids := currentIDs(existing, future); len(ids) > 0 {
+			last, err := readManifest(ctx, w.dest, ids[len(ids)-1])
 			if err == nil && last.Changes == run.changes && last.Schema == w.schema && last.CatalogVersion == schema.Version {
 				return last, ErrUnchanged
 			}
 		}
 	}
-	if run.id, err = nextID(run.started, existing); err != nil {
+	if run.id, err = nextID(run.started, existing, future); err != nil {
 		return Manifest{}, err
 	}
 	rs, err := w.startReaders(ctx, tx)
@@ -169,7 +174,7 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 		return Manifest{}, fmt.Errorf("writing snapshot %s: %w", run.id, err)
 	}
 	log.InfoContext(ctx, "snapshot written", "rows", m.Rows(), "seconds", m.FinishedAt.Sub(m.StartedAt).Seconds())
-	w.tidy(ctx, existing, m.ID, log)
+	w.tidy(ctx, existing, future, m.ID, log)
 	return m, nil
 }
 

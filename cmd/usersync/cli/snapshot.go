@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/snapshot"
 )
 
@@ -27,7 +28,13 @@ snapshots): a snapshot without a manifest is incomplete and readers ignore it.
 Files are written under temporary names and renamed (or, on S3, uploaded in
 parts and published by the manifest); leftovers of a failed snapshot are removed
 by the next one; USERSYNC_SNAPSHOT_KEEP complete snapshots are kept. A symbolic
-link under <dir> (<dir> itself may be one) is refused, never followed or removed.`,
+link under <dir> (<dir> itself may be one) is refused, never followed or removed.
+
+It writes nothing, and exits 1 saying why, until a sync has walked every user,
+and while a run is under way or the last one to end did not succeed: the tables
+would be from different moments (some of a run's commits in, the rest not). A
+snapshot dated ahead of the clock (written while it was wrong, or copied in) is
+set aside with a warning, not taken for the newest, and left to remove by hand.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			out := fs.String("out", "", "write to this folder or s3:// URL instead of USERSYNC_SNAPSHOT_DIR")
 			asJSON := fs.Bool("json", false, "print the manifest as JSON")
@@ -65,6 +72,24 @@ link under <dir> (<dir> itself may be one) is refused, never followed or removed
 			}
 		},
 	}
+}
+
+// writeSnapshotJob writes the snapshot of a snapshot job, unless nothing
+// changed since the newest one or the warehouse is not as a completed sync
+// left it: both are skips, logged with their reason and kept in the job's
+// outcome, and the job completes (no failure, no retry).
+func writeSnapshotJob(ctx context.Context, e *env, sw *snapshot.Writer) (jobs.SnapshotOutcome, error) {
+	m, err := sw.WriteChanged(ctx)
+	var notReady *snapshot.NotReadyError
+	switch {
+	case errors.Is(err, snapshot.ErrUnchanged):
+		e.logger.InfoContext(ctx, "snapshot skipped: nothing changed since the last complete one", "snapshot", m.ID)
+		return jobs.SnapshotOutcome{ID: m.ID, Skipped: true, Reason: "nothing changed since snapshot " + m.ID}, nil
+	case errors.As(err, &notReady):
+		e.logger.InfoContext(ctx, "snapshot skipped: "+notReady.Reason)
+		return jobs.SnapshotOutcome{Skipped: true, Reason: notReady.Reason, NotReady: true}, nil
+	}
+	return jobs.SnapshotOutcome{ID: m.ID}, err
 }
 
 // newSnapshotWriter builds the snapshot writer for dir from the settings.

@@ -79,6 +79,9 @@ func TestSnapshotDeploymentsShareFolder(t *testing.T) {
 	a, b := newCLIEnv(t, apisim.Options{Seed: 53, Users: 50}), newCLIEnv(t, apisim.Options{Seed: 54, Users: 50})
 	for _, c := range []*cliEnv{a, b} {
 		c.env["USERSYNC_SNAPSHOT_DIR"] = dir
+		if code, _, errs := run(t, c.env, "sync", "--full"); code != ExitOK { // snapshots are of a completed sync
+			t.Fatal(errs)
+		}
 	}
 	first := snap(a.env)
 	for range 2 {
@@ -141,5 +144,82 @@ func TestWorkerSnapshotsAfterSync(t *testing.T) {
 	}
 	if _, out, _ := run(t, c.env, "status"); !strings.Contains(out, "snapshot     skipped: nothing changed since snapshot "+m.ID) {
 		t.Errorf("status does not show the skip:\n%s", out)
+	}
+}
+
+// TestWorkerFirstStartSnapshotWaitsForSync: a worker's first start runs the
+// snapshot schedule (never run) beside the first sync; the snapshot job,
+// seeing the sync under way (or not yet begun), writes nothing, says why in
+// its log line and outcome, and completes (no retry, no failure); the sync's
+// success then enqueues the snapshot that waited, though snapshots do not
+// follow every sync here, and it holds every user. Issue #38, defect 6: the first
+// start published a snapshot of 0 users beside 120 teams.
+func TestWorkerFirstStartSnapshotWaitsForSync(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 53, Users: 300, Knobs: apisim.Knobs{Latency: 100 * time.Millisecond}})
+	dir := t.TempDir()
+	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 1h", "USERSYNC_SNAPSHOT_SCHEDULE": "@every 1h",
+		"USERSYNC_SNAPSHOT_AFTER_SYNC": "false", "USERSYNC_SNAPSHOT_DIR": dir, "USERSYNC_PAGE_SIZE": "50"}))
+	waitFor(t, "a skipped snapshot job and a snapshot after the first sync", 90*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_snapshot' AND state = 'completed'`) >= 2
+	})
+	ids, err := snapshot.Manifests(context.Background(), mustLocal(t, dir), c.env["USERSYNC_SCHEMA"])
+	if err != nil || len(ids) == 0 {
+		t.Fatalf("manifests %q, %v", ids, err)
+	}
+	for _, id := range ids {
+		m, err := snapshot.ReadManifest(context.Background(), mustLocal(t, dir), c.env["USERSYNC_SCHEMA"], id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users, _ := m.Table("users")
+		teams, _ := m.Table("teams")
+		if users.Rows != 300 {
+			t.Errorf("snapshot %s holds %d users (and %d teams), want 300", id, users.Rows, teams.Rows)
+		}
+	}
+	if n := c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_snapshot' AND state = 'completed'
+		AND attempt = 1 AND coalesce(array_length(errors, 1), 0) = 0 AND (metadata->'output'->>'skipped')::boolean
+		AND metadata->'output'->>'reason' <> ''`); n != 1 {
+		t.Errorf("%d completed snapshot jobs skipped with a reason at their first attempt, want 1", n)
+	}
+	if n := c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_snapshot' AND state NOT IN ('completed')`); n != 0 {
+		t.Errorf("%d snapshot jobs not completed (retried, discarded or cancelled)", n)
+	}
+	if !strings.Contains(w.logs.String(), "snapshot skipped: ") {
+		t.Errorf("no log line says why the snapshot was skipped")
+	}
+}
+
+// TestSnapshotBeforeAnySync: before any sync, the snapshot command fails
+// saying why and writes nothing, and a worker's snapshot job completes as
+// skipped, which status shows with the reason (text and JSON).
+func TestSnapshotBeforeAnySync(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 54, Users: 50})
+	dir := t.TempDir()
+	const why = "no sync has walked every user yet"
+	if code, _, errs := run(t, c.env, "snapshot", "--out", dir); code != ExitFailure || !strings.Contains(errs, why) {
+		t.Errorf("snapshot before any sync: exit %d, %s; want %d saying %q", code, errs, ExitFailure, why)
+	}
+	if ids, err := snapshot.Manifests(context.Background(), mustLocal(t, dir), c.env["USERSYNC_SCHEMA"]); err != nil || len(ids) != 0 {
+		t.Errorf("manifests %q, %v; want none", ids, err)
+	}
+	startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SNAPSHOT_SCHEDULE": "@every 1h", "USERSYNC_SNAPSHOT_DIR": dir}))
+	waitFor(t, "a completed snapshot job", 60*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_snapshot' AND state = 'completed'`) >= 1
+	})
+	if _, out, _ := run(t, c.env, "status"); !strings.Contains(out, "snapshot     skipped: "+why) {
+		t.Errorf("status does not show the skip and its reason:\n%s", out)
+	}
+	_, out, _ := run(t, c.env, "status", "--json")
+	var st struct {
+		Last *struct {
+			Skipped bool   `json:"skipped"`
+			Reason  string `json:"reason"`
+		} `json:"last_snapshot_job"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Last == nil || !st.Last.Skipped || !strings.Contains(st.Last.Reason, why) {
+		t.Errorf("status --json last_snapshot_job = %+v, %v; want skipped saying %q", st.Last, err, why)
 	}
 }

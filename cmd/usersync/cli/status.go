@@ -64,7 +64,7 @@ func statusCommand() command {
 						LastSnapshot        *lastSnapshot   `json:"last_snapshot_job"`
 						PersonalData        policyStatus    `json:"personal_data"`
 					}{Status: st, Jobs: jobCounts, PersonalData: policy}
-					if snap.ID != "" {
+					if snap.ID != "" || snap.Skipped {
 						out.LastSnapshot = &lastSnapshot{snap, snapAt}
 					}
 					if st.Watermark != nil {
@@ -77,9 +77,12 @@ func statusCommand() command {
 				}
 				printStatus(e.stdout, st, e.cfg.APIBudget, time.Now())
 				printPolicy(e.stdout, policy)
-				if snap.ID != "" {
+				if snap.ID != "" || snap.Skipped {
 					what := "wrote snapshot " + snap.ID
-					if snap.Skipped {
+					switch {
+					case snap.Skipped && snap.ID == "":
+						what = "skipped: " + snap.Reason
+					case snap.Skipped:
 						what = "skipped: nothing changed since snapshot " + snap.ID
 					}
 					fmt.Fprintf(e.stdout, "snapshot     %s (job finished %s)\n", what, snapAt.UTC().Format(time.RFC3339))

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/usersync/usersync/jobs"
-	"github.com/usersync/usersync/sync/snapshot"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -59,12 +57,7 @@ func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*wor
 		return nil, err
 	}
 	w.snapshot = func(ctx context.Context) (jobs.SnapshotOutcome, error) {
-		m, err := sw.WriteChanged(ctx)
-		if errors.Is(err, snapshot.ErrUnchanged) {
-			e.logger.InfoContext(ctx, "snapshot skipped: nothing changed since the last complete one", "snapshot", m.ID)
-			return jobs.SnapshotOutcome{ID: m.ID, Skipped: true}, nil
-		}
-		return jobs.SnapshotOutcome{ID: m.ID}, err
+		return writeSnapshotJob(ctx, e, sw)
 	}
 	return w, nil
 }

@@ -640,9 +640,15 @@ func TestRestartsAddNoWork(t *testing.T) {
 	kinds := []string{"usersync_sync", "usersync_reconcile", "usersync_snapshot"}
 	w := startWorker(t, env)
 	waitFor(t, "the first start's jobs to complete", 90*time.Second, func() bool {
-		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE state = 'completed'`) == 3
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE state = 'completed'`) >= 3
 	})
 	w.stop(t)
+	// A snapshot skipped beside the first sync is enqueued again by its
+	// success (#38, defect 6): the first start may leave two snapshot jobs.
+	want := map[string]int64{}
+	for _, kind := range kinds {
+		want[kind] = jobsOf(kind)
+	}
 	for i := range 3 {
 		w := startWorker(t, env)
 		// Each kind is checked when the worker becomes leader, so twice if
@@ -659,8 +665,8 @@ func TestRestartsAddNoWork(t *testing.T) {
 		})
 		w.stop(t)
 		for _, kind := range kinds {
-			if n := jobsOf(kind); n != 1 {
-				t.Errorf("restart %d: %d %s jobs, want 1", i+1, n, kind)
+			if n := jobsOf(kind); n != want[kind] || n > 2 {
+				t.Errorf("restart %d: %d %s jobs, want %d, as after the first start", i+1, n, kind, want[kind])
 			}
 		}
 	}
