@@ -83,27 +83,10 @@ func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
 	if d.tmp, err = os.MkdirTemp("", "usersync-chaos"); err != nil {
 		return nil, err
 	}
-	d.bin = o.bin
-	if d.bin == "" {
-		d.bin = filepath.Join(d.tmp, "usersync")
-		build := exec.CommandContext(ctx, "go", "build", "-o", d.bin, "./cmd/usersync")
-		build.Dir = d.root
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building usersync: %w: %s", err, out)
-		}
-	}
-	if d.pgURL, err = d.postgres(ctx, "up"); err != nil {
+	if d.bin, err = buildUsersync(ctx, o.bin, d.root, d.tmp); err != nil {
 		return nil, err
 	}
-	if d.pool, err = pgxpool.New(ctx, d.pgURL); err != nil {
-		return nil, fmt.Errorf("connecting to the chaos cluster: %w", err)
-	}
-	for _, s := range []string{schemaName, schemaName + "_river"} {
-		if _, err := d.pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+s+`" CASCADE`); err != nil {
-			return nil, fmt.Errorf("clearing schema %s: %w", s, err)
-		}
-	}
-	if d.store, err = warehouse.NewStore(d.pool, schemaName); err != nil {
+	if err := d.freshDatabase(ctx); err != nil {
 		return nil, err
 	}
 	// RestoreEvery brings back teams, roles and profiles, some between two
@@ -138,6 +121,39 @@ func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
 		fmt.Fprintf(d.out, "chaos: seed %d, %d faults (%d kill -9), %d users, database %s\n", o.seed, o.faults, o.kills, o.users, d.pgURL)
 	}
 	return d, nil
+}
+
+// buildUsersync returns bin, or builds the usersync binary into tmp when
+// bin is empty.
+func buildUsersync(ctx context.Context, bin, root, tmp string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	bin = filepath.Join(tmp, "usersync")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/usersync")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building usersync: %w: %s", err, out)
+	}
+	return bin, nil
+}
+
+// freshDatabase starts the chaos cluster and empties the driver's schemas.
+func (d *driver) freshDatabase(ctx context.Context) error {
+	var err error
+	if d.pgURL, err = d.postgres(ctx, "up"); err != nil {
+		return err
+	}
+	if d.pool, err = pgxpool.New(ctx, d.pgURL); err != nil {
+		return fmt.Errorf("connecting to the chaos cluster: %w", err)
+	}
+	for _, s := range []string{schemaName, schemaName + "_river"} {
+		if _, err := d.pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+s+`" CASCADE`); err != nil {
+			return fmt.Errorf("clearing schema %s: %w", s, err)
+		}
+	}
+	d.store, err = warehouse.NewStore(d.pool, schemaName)
+	return err
 }
 
 func repoRoot() (string, error) {

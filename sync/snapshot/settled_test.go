@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/jsonapi"
-	"github.com/usersync/usersync/sync/jsonapi/apisim"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 )

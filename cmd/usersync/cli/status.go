@@ -27,71 +27,92 @@ func statusCommand() command {
 				if *runs < 0 {
 					return usageError{fmt.Errorf("--runs must be 0 or more, not %d", *runs)}
 				}
-				pool, store, err := openStore(ctx, e, 2)
-				if err != nil {
-					return err
-				}
-				defer pool.Close()
-				st, err := store.Status(ctx, *runs)
-				if err != nil {
-					return err
-				}
-				cleanStatus(&st)
-				if st.CredentialsRefused != nil {
-					st.CredentialsRefused.Remedy = authRemedy(e.cfg)
-				}
-				jobCounts, err := jobs.JobCounts(ctx, pool, jobs.RiverSchema(e.cfg.Schema))
-				if err != nil {
-					return fmt.Errorf("reading the job queue: %w", err)
-				}
-				snap, snapAt, err := jobs.LastSnapshot(ctx, pool, jobs.RiverSchema(e.cfg.Schema))
-				if err != nil {
-					return err
-				}
-				policy, err := readPolicyStatus(ctx, e, store)
+				r, err := readStatusReport(ctx, e, *runs)
 				if err != nil {
 					return err
 				}
 				if *asJSON {
-					type lastSnapshot struct {
-						jobs.SnapshotOutcome
-						At time.Time `json:"at"`
-					}
-					out := struct {
-						warehouse.Status
-						WatermarkLagSeconds *float64        `json:"watermark_lag_seconds"`
-						Jobs                []jobs.JobCount `json:"jobs"`
-						LastSnapshot        *lastSnapshot   `json:"last_snapshot_job"`
-						PersonalData        policyStatus    `json:"personal_data"`
-					}{Status: st, Jobs: jobCounts, PersonalData: policy}
-					if snap.ID != "" || snap.Skipped {
-						out.LastSnapshot = &lastSnapshot{snap, snapAt}
-					}
-					if st.Watermark != nil {
-						lag := time.Since(*st.Watermark).Seconds()
-						out.WatermarkLagSeconds = &lag
-					}
-					enc := json.NewEncoder(e.stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(out)
+					return r.writeJSON(e.stdout)
 				}
-				printStatus(e.stdout, st, e.cfg.APIBudget, time.Now())
-				printPolicy(e.stdout, policy)
-				if snap.ID != "" || snap.Skipped {
-					what := "wrote snapshot " + snap.ID
-					switch {
-					case snap.Skipped && snap.ID == "":
-						what = "skipped: " + snap.Reason
-					case snap.Skipped:
-						what = "skipped: nothing changed since snapshot " + snap.ID
-					}
-					fmt.Fprintf(e.stdout, "snapshot     %s (job finished %s)\n", what, snapAt.UTC().Format(time.RFC3339))
-				}
-				printJobs(e.stdout, jobCounts)
+				r.print(e.stdout, e.cfg.APIBudget)
 				return nil
 			}
 		},
 	}
+}
+
+// statusReport is what usersync status shows: the warehouse's status, the
+// job queue's, the last snapshot job's and the personal-data policy's.
+type statusReport struct {
+	st        warehouse.Status
+	jobCounts []jobs.JobCount
+	snap      jobs.SnapshotOutcome
+	snapAt    time.Time
+	policy    policyStatus
+}
+
+func readStatusReport(ctx context.Context, e *env, runs int) (statusReport, error) {
+	var r statusReport
+	pool, store, err := openStore(ctx, e, 2)
+	if err != nil {
+		return r, err
+	}
+	defer pool.Close()
+	if r.st, err = store.Status(ctx, runs); err != nil {
+		return r, err
+	}
+	cleanStatus(&r.st)
+	if r.st.CredentialsRefused != nil {
+		r.st.CredentialsRefused.Remedy = authRemedy(e.cfg)
+	}
+	if r.jobCounts, err = jobs.JobCounts(ctx, pool, jobs.RiverSchema(e.cfg.Schema)); err != nil {
+		return r, fmt.Errorf("reading the job queue: %w", err)
+	}
+	if r.snap, r.snapAt, err = jobs.LastSnapshot(ctx, pool, jobs.RiverSchema(e.cfg.Schema)); err != nil {
+		return r, err
+	}
+	r.policy, err = readPolicyStatus(ctx, e, store)
+	return r, err
+}
+
+func (r statusReport) writeJSON(w io.Writer) error {
+	type lastSnapshot struct {
+		jobs.SnapshotOutcome
+		At time.Time `json:"at"`
+	}
+	out := struct {
+		warehouse.Status
+		WatermarkLagSeconds *float64        `json:"watermark_lag_seconds"`
+		Jobs                []jobs.JobCount `json:"jobs"`
+		LastSnapshot        *lastSnapshot   `json:"last_snapshot_job"`
+		PersonalData        policyStatus    `json:"personal_data"`
+	}{Status: r.st, Jobs: r.jobCounts, PersonalData: r.policy}
+	if r.snap.ID != "" || r.snap.Skipped {
+		out.LastSnapshot = &lastSnapshot{r.snap, r.snapAt}
+	}
+	if r.st.Watermark != nil {
+		lag := time.Since(*r.st.Watermark).Seconds()
+		out.WatermarkLagSeconds = &lag
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func (r statusReport) print(w io.Writer, budget float64) {
+	printStatus(w, r.st, budget, time.Now())
+	printPolicy(w, r.policy)
+	if r.snap.ID != "" || r.snap.Skipped {
+		what := "wrote snapshot " + r.snap.ID
+		switch {
+		case r.snap.Skipped && r.snap.ID == "":
+			what = "skipped: " + r.snap.Reason
+		case r.snap.Skipped:
+			what = "skipped: nothing changed since snapshot " + r.snap.ID
+		}
+		fmt.Fprintf(w, "snapshot     %s (job finished %s)\n", what, r.snapAt.UTC().Format(time.RFC3339))
+	}
+	printJobs(w, r.jobCounts)
 }
 
 // cleanStatus cleans the text of st that came from the API: run errors
