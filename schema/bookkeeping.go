@@ -60,6 +60,7 @@ func bookkeepingTables() []Table {
 				{Name: "job_id", Type: "bigint", Nullable: true, Meaning: "the River job that ran it, if any"},
 				{Name: "error", Type: "text", Nullable: true, Meaning: "the error that ended a failed run, or why a paused or interrupted one stopped"},
 				{Name: "summary", Type: "jsonb", Meaning: "the run's full summary as printed by usersync sync --json; of a run that did not succeed, only rate_limit, the API's rate limit as the run last saw it (when it saw one), and credentials_refused (status, OAuth code) when the API or its token endpoint refused the credentials"},
+				{Name: "versions", Type: "bigint", Meaning: "user versions written (rows of user_versions)"},
 			}},
 		{Name: "sync_state", Analysts: true,
 			Meaning: "The committed watermark of each stream: the greatest updatedAt of a run that finished.",

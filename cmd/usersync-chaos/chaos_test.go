@@ -20,7 +20,7 @@ func TestChaosShort(t *testing.T) {
 
 // TestSoakShort is the 60-second form of make soak: two replicas, restarts
 // when they fall in the minute (they follow the reconcile's ticks), a
-// backfill holding the lock for 15 s or more, a budget that must pace,
+// backfill holding the lock for 15 s or more, a budget kept above its floor
 // links-only teams.
 func TestSoakShort(t *testing.T) {
 	var out bytes.Buffer

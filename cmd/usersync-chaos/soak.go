@@ -34,6 +34,8 @@ const (
 	// over soakBackfillHold while a sync comes due every 2 s.
 	soakBackfillLatency = 5 * time.Second
 	soakBackfillHold    = time.Minute
+	// soakPacedWithin: a soak this long or longer must see the budget pace.
+	soakPacedWithin = 3 * time.Minute
 	// soakShutdown exceeds the longest pacing wait (a window), so a
 	// stopping worker's runs end after their page in flight.
 	soakShutdown = 15 * time.Second

@@ -46,6 +46,10 @@ func (s *soakRun) check(ctx context.Context, elapsed time.Duration, snapDir stri
 	// A minute, or a quarter of a shorter soak (make test's), which it
 	// ends in.
 	wantHold := min(soakBackfillHold, d.o.soak/4)
+	// The budget must have paced in a soak of minutes (make soak's ten); a
+	// one-minute soak (make test's) may end a request or two above the
+	// kept share, as the windows fall, and checks only the floor.
+	mustPace := d.o.soak >= soakPacedWithin
 	maxGap := soakReconcileEvery - soakRestartOffsets[len(soakRestartOffsets)-1] + soakRestartOffsets[0]
 	var problems []string
 	for _, c := range []soakCheck{
@@ -53,7 +57,7 @@ func (s *soakRun) check(ctx context.Context, elapsed time.Duration, snapDir stri
 		{runsFailed == 0, fmt.Sprintf("%d runs recorded failed", runsFailed)},
 		{reconciles <= maxReconciles, fmt.Sprintf("%d reconcile jobs; %d ticks of %q and the first start allow %d", reconciles, ticks, soakReconcileSpec, maxReconciles)},
 		{lowest >= floor, fmt.Sprintf("x-ratelimit-remaining fell to %d, below the budget's floor %d", lowest, floor)},
-		{lowest <= kept, fmt.Sprintf("x-ratelimit-remaining never fell below %d, to the %d the budget keeps: the clients never had to pace", lowest, kept)},
+		{lowest <= kept || !mustPace, fmt.Sprintf("x-ratelimit-remaining never fell below %d, to the %d the budget keeps: the clients never had to pace", lowest, kept)},
 		{hold >= wantHold, fmt.Sprintf("the backfill's run held the lock %s, not the %s the soak needs", hold.Round(time.Second), wantHold)},
 		{slipped == 0, fmt.Sprintf("%d incremental runs started while the backfill's run held the lock", slipped)},
 		{complete >= 1 && complete <= soakSnapshotKeep, fmt.Sprintf("%d complete snapshots kept, want 1 to %d", complete, soakSnapshotKeep)},

@@ -80,15 +80,10 @@ type ReconcileSummary struct {
 	// asked for that the API did not return.
 	FetchPages  int64 `json:"fetch_pages"`
 	NotReturned int64 `json:"not_returned"`
-	// What loading the fetched users did (as in a sync's summary).
-	Fetched     int64 `json:"fetched"`
-	Inserted    int64 `json:"inserted"`
-	Updated     int64 `json:"updated"`
-	Unchanged   int64 `json:"unchanged"`
-	Quarantined int64 `json:"quarantined"`
-	Versions    int64 `json:"versions"`
-	// Deleted counts users marked deleted; Undeleted users that came back.
-	Deleted   int64 `json:"deleted"`
+	// Progress is what loading the fetched users did, and the requests, as
+	// in a sync's summary; its Deleted counts the users marked deleted.
+	warehouse.Progress
+	// Undeleted counts users that came back.
 	Undeleted int64 `json:"undeleted"`
 	// Purged counts the users removed, with PurgedVersions versions, for
 	// being marked deleted longer ago than Config.DeletedRetention.
@@ -100,9 +95,6 @@ type ReconcileSummary struct {
 	Dimensions          map[string]warehouse.Counts `json:"dimensions"`
 	DimensionsUndeleted map[string]int64            `json:"dimensions_undeleted"`
 	Membership          MembershipSummary           `json:"membership"`
-	Requests            int64                       `json:"requests"`
-	RateLimited         int64                       `json:"rate_limited"`
-	Retries             int64                       `json:"retries"`
 	Duration            time.Duration               `json:"duration_ns"`
 }
 
@@ -337,9 +329,11 @@ func (r *reconciler) summary() ReconcileSummary {
 	r.fillRequestCounters()
 	p := r.cp.Progress
 	sum := r.sum
-	sum.Fetched, sum.Inserted, sum.Updated, sum.Unchanged = p.Fetched, p.Inserted, p.Updated, p.Unchanged
-	sum.Quarantined, sum.Versions = p.Quarantined, p.Versions
-	sum.Requests, sum.RateLimited, sum.Retries = p.Requests, p.RateLimited, p.Retries
+	p.Deleted = sum.Deleted // the users marked deleted: the loaded pages mark none
+	if p.Unknown == nil {
+		p.Unknown = map[string]int{}
+	}
+	sum.Progress = p
 	sum.Duration = r.s.cfg.Now().Sub(r.started)
 	return sum
 }

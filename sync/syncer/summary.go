@@ -17,23 +17,16 @@ type Summary struct {
 	Resumed     bool           `json:"resumed"`
 	From        *time.Time     `json:"from,omitempty"`
 	Until       *time.Time     `json:"until,omitempty"`
-	Pages       int64          `json:"pages"`
-	Fetched     int64          `json:"fetched"`
-	Inserted    int64          `json:"inserted"`
-	Updated     int64          `json:"updated"`
-	Unchanged   int64          `json:"unchanged"`
-	Quarantined int64          `json:"quarantined"`
-	Versions    int64          `json:"versions"`
-	Unknown     map[string]int `json:"unknown_attributes"`
+	// Progress holds the run's counters as its last checkpoint saved them
+	// (pages, users fetched and what loading them did, requests, unknown
+	// attributes).
+	warehouse.Progress
 	// FutureUpdatedAt counts the users whose updatedAt lay further in the
 	// future than Config.MaxFutureSkew: stored, but the watermark did not
 	// move to them. (A resumed run counts those of its own pages.)
 	FutureUpdatedAt int64                       `json:"future_updated_at"`
 	Dimensions      map[string]warehouse.Counts `json:"dimensions"`
 	Membership      *MembershipSummary          `json:"membership,omitempty"`
-	Requests        int64                       `json:"requests"`
-	RateLimited     int64                       `json:"rate_limited"`
-	Retries         int64                       `json:"retries"`
 	Duration        time.Duration               `json:"duration_ns"`
 	Watermark       *time.Time                  `json:"watermark,omitempty"`
 	// RateLimit is the API's rate-limit figures as the run last saw them.
@@ -96,15 +89,12 @@ type CredentialsRefused struct {
 func (r *run) summary() Summary {
 	r.fillRequests(&r.cp.Progress)
 	p := r.cp.Progress
-	unknown := p.Unknown
-	if unknown == nil {
-		unknown = map[string]int{}
+	if p.Unknown == nil {
+		p.Unknown = map[string]int{}
 	}
 	return Summary{
 		RunID: r.runID, Kind: r.req.Kind, Resumed: r.resumed, From: r.from, Until: r.until,
-		Pages: p.Pages, Fetched: p.Fetched, Inserted: p.Inserted, Updated: p.Updated, Unchanged: p.Unchanged,
-		Quarantined: p.Quarantined, Versions: p.Versions, Unknown: unknown, Dimensions: r.dims, Membership: r.membership,
-		Requests: p.Requests, RateLimited: p.RateLimited, Retries: p.Retries, Duration: r.s.cfg.Now().Sub(r.started),
+		Progress: p, Dimensions: r.dims, Membership: r.membership, Duration: r.s.cfg.Now().Sub(r.started),
 		CanWrite: r.canWrite, FutureUpdatedAt: r.future, RateLimit: rateLimitOf(r.s.client.Stats().RateLimit),
 	}
 }

@@ -20,14 +20,16 @@ type Quarantined struct {
 	Raw   []byte // the whole resource as JSON
 }
 
-// Counts are what a load did.
+// Counts are what a load did: one page, one dimension list, or (summed in
+// Progress) a whole run. It is the one counts type of the run, its
+// checkpoint, its summary, status, the --json outputs and the metrics.
 type Counts struct {
-	Inserted    int64
-	Updated     int64
-	Unchanged   int64
-	Quarantined int64
-	Versions    int64 // user_versions rows written
-	Deleted     int64 // dimension ids marked deleted
+	Inserted    int64 `json:"inserted"`
+	Updated     int64 `json:"updated"`
+	Unchanged   int64 `json:"unchanged"`
+	Quarantined int64 `json:"quarantined"`
+	Versions    int64 `json:"versions"` // user_versions rows written
+	Deleted     int64 `json:"deleted"`  // ids marked deleted
 }
 
 // Add adds o to c.
@@ -58,15 +60,11 @@ type Checkpoint struct {
 
 func (cp *Checkpoint) writer() writer { return writer{run: cp.RunID, policy: cp.PolicyID} }
 
-// Progress is a run's cumulative counters.
+// Progress is a run's cumulative counters, saved with each checkpoint.
 type Progress struct {
-	Pages       int64          `json:"pages"`
-	Fetched     int64          `json:"fetched"`
-	Inserted    int64          `json:"inserted"`
-	Updated     int64          `json:"updated"`
-	Unchanged   int64          `json:"unchanged"`
-	Quarantined int64          `json:"quarantined"`
-	Versions    int64          `json:"versions"`
+	Pages   int64 `json:"pages"`
+	Fetched int64 `json:"fetched"`
+	Counts
 	Requests    int64          `json:"requests"`
 	RateLimited int64          `json:"rate_limited"`
 	Retries     int64          `json:"retries"`
@@ -98,11 +96,7 @@ func advance(cp Checkpoint, rows []normalize.Row, c Counts) Checkpoint {
 	p := &cp.Progress
 	p.Pages++
 	p.Fetched += int64(len(rows)) + c.Quarantined
-	p.Inserted += c.Inserted
-	p.Updated += c.Updated
-	p.Unchanged += c.Unchanged
-	p.Quarantined += c.Quarantined
-	p.Versions += c.Versions
+	p.Counts.Add(c)
 	unknown := make(map[string]int, len(p.Unknown))
 	for k, v := range p.Unknown {
 		unknown[k] = v

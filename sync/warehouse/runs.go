@@ -78,7 +78,7 @@ func (s *Store) UnfinishedRun(ctx context.Context, kind string) (*Run, error) {
 // runColumns are the columns scanRun reads, in its order.
 const runColumns = `run_id, kind, status, started_at, finished_at, range_from, range_until,
 	coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
-	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary`
+	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary, versions`
 
 func scanRun(row pgx.CollectableRow) (Run, error) {
 	var r Run
@@ -86,7 +86,7 @@ func scanRun(row pgx.CollectableRow) (Run, error) {
 	err := row.Scan(&r.ID, &r.Kind, &r.Status, &r.StartedAt, &r.FinishedAt, &r.RangeFrom, &r.RangeUntil,
 		&r.NextURL, &r.MaxUpdatedAt, &r.Progress.Pages, &r.Progress.Fetched, &r.Progress.Inserted,
 		&r.Progress.Updated, &r.Progress.Unchanged, &r.Progress.Quarantined, &r.Progress.Requests,
-		&r.Progress.RateLimited, &r.Progress.Retries, &unknown, &r.Error, &r.JobID, &r.Summary)
+		&r.Progress.RateLimited, &r.Progress.Retries, &unknown, &r.Error, &r.JobID, &r.Summary, &r.Progress.Versions)
 	if err != nil {
 		return r, err
 	}

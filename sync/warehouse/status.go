@@ -33,18 +33,14 @@ type Status struct {
 
 // RunStatus is one run as `status` shows it.
 type RunStatus struct {
-	RunID       int64      `json:"run_id"`
-	Kind        string     `json:"kind"`
-	Status      string     `json:"status"`
-	StartedAt   time.Time  `json:"started_at"`
-	FinishedAt  *time.Time `json:"finished_at,omitempty"`
-	Pages       int64      `json:"pages"`
-	Fetched     int64      `json:"fetched"`
-	Inserted    int64      `json:"inserted"`
-	Updated     int64      `json:"updated"`
-	Quarantined int64      `json:"quarantined"`
-	Requests    int64      `json:"requests"`
-	Error       string     `json:"error,omitempty"`
+	RunID      int64      `json:"run_id"`
+	Kind       string     `json:"kind"`
+	Status     string     `json:"status"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// Progress is the run's counters, as its last checkpoint saved them.
+	Progress
+	Error string `json:"error,omitempty"`
 }
 
 // CredentialsRefused is a run the API refused the credentials of.
@@ -89,10 +85,9 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 		return st, fmt.Errorf("reading runs: %w", err)
 	}
 	st.Runs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (RunStatus, error) {
-		var r RunStatus
-		err := row.Scan(&r.RunID, &r.Kind, &r.Status, &r.StartedAt, &r.FinishedAt, &r.Pages, &r.Fetched,
-			&r.Inserted, &r.Updated, &r.Quarantined, &r.Requests, &r.Error)
-		return r, err
+		r, err := scanRun(row)
+		return RunStatus{RunID: r.ID, Kind: r.Kind, Status: r.Status, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+			Progress: r.Progress, Error: r.Error}, err
 	})
 	if err != nil {
 		return st, fmt.Errorf("reading runs: %w", err)

@@ -373,7 +373,7 @@ func (s *Store) queueCheckpoint(b *pgx.Batch, cp *Checkpoint) {
 		maxAt = cp.MaxUpdatedAt
 	}
 	b.Queue(s.sql.checkpoint, cp.RunID, next, maxAt, p.Pages, p.Fetched, p.Inserted, p.Updated, p.Unchanged,
-		p.Quarantined, p.Requests, p.RateLimited, p.Retries, unknown)
+		p.Quarantined, p.Requests, p.RateLimited, p.Retries, unknown, p.Versions)
 }
 
 func nullID(id int64) any {

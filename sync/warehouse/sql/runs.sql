@@ -85,8 +85,7 @@ AND NOT EXISTS (SELECT 1 FROM {{schema}}.sync_runs n WHERE n.run_id > r.run_id A
 ORDER BY run_id DESC LIMIT 1
 
 -- name: lastRuns
-SELECT run_id, kind, status, started_at, finished_at, pages, fetched, inserted,
-	updated, quarantined, requests, coalesce(error, '') FROM {{schema}}.sync_runs ORDER BY run_id DESC LIMIT $1
+SELECT {{run_columns}} FROM {{schema}}.sync_runs ORDER BY run_id DESC LIMIT $1
 
 -- name: lastSyncListedMembership
 SELECT coalesce((SELECT summary ? 'membership' FROM {{schema}}.sync_runs

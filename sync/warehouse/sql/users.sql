@@ -73,7 +73,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)
 -- name: checkpoint
 UPDATE {{schema}}.sync_runs SET next_url = $2, max_updated_at = $3, pages = $4, fetched = $5,
 inserted = $6, updated = $7, unchanged = $8, quarantined = $9, requests = $10, rate_limited = $11, retries = $12,
-unknown_attributes = $13, heartbeat_at = now() WHERE run_id = $1
+unknown_attributes = $13, versions = $14, heartbeat_at = now() WHERE run_id = $1
 
 -- name: lockTeams
 LOCK TABLE {{schema}}.user_teams IN ACCESS EXCLUSIVE MODE

@@ -54,7 +54,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7);
 -- users.checkpoint
 UPDATE "usersync".sync_runs SET next_url = $2, max_updated_at = $3, pages = $4, fetched = $5,
 inserted = $6, updated = $7, unchanged = $8, quarantined = $9, requests = $10, rate_limited = $11, retries = $12,
-unknown_attributes = $13, heartbeat_at = now() WHERE run_id = $1;
+unknown_attributes = $13, versions = $14, heartbeat_at = now() WHERE run_id = $1;
 
 -- users.lockTeams
 LOCK TABLE "usersync".user_teams IN ACCESS EXCLUSIVE MODE;
@@ -446,7 +446,7 @@ VALUES ($1, $2, $3, $4) RETURNING run_id;
 -- runs.unfinishedRuns
 SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
 	coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
-	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary
+	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary, versions
 FROM "usersync".sync_runs WHERE kind = $1 AND status = 'running' ORDER BY run_id DESC;
 
 -- runs.abandonRuns
@@ -478,7 +478,7 @@ WHERE run_id = $1;
 -- runs.failedRunToResume
 SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
 	coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
-	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary
+	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary, versions
 FROM "usersync".sync_runs r WHERE kind = $1 AND status IN ('failed', 'paused', 'interrupted') AND next_url IS NOT NULL
 AND NOT EXISTS (SELECT 1 FROM "usersync".sync_runs n WHERE n.kind = r.kind AND n.run_id > r.run_id AND n.status IN ('succeeded', 'running'))
 ORDER BY run_id DESC LIMIT 1;
@@ -493,7 +493,7 @@ heartbeat_at = now(), job_id = coalesce($2, job_id) WHERE run_id = $1;
 -- runs.runOfJob
 SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
 	coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
-	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary
+	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary, versions
 FROM "usersync".sync_runs WHERE job_id = $1 ORDER BY run_id DESC LIMIT 1;
 
 -- runs.touchRun
@@ -518,8 +518,9 @@ AND NOT EXISTS (SELECT 1 FROM "usersync".sync_runs n WHERE n.run_id > r.run_id A
 ORDER BY run_id DESC LIMIT 1;
 
 -- runs.lastRuns
-SELECT run_id, kind, status, started_at, finished_at, pages, fetched, inserted,
-	updated, quarantined, requests, coalesce(error, '') FROM "usersync".sync_runs ORDER BY run_id DESC LIMIT $1;
+SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
+	coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
+	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary, versions FROM "usersync".sync_runs ORDER BY run_id DESC LIMIT $1;
 
 -- runs.lastSyncListedMembership
 SELECT coalesce((SELECT summary ? 'membership' FROM "usersync".sync_runs
