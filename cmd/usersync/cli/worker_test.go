@@ -471,7 +471,9 @@ func TestSIGTERMStartsNoNewSync(t *testing.T) {
 	if code, _, errs := run(t, c.env, "sync", "--full"); code != ExitOK { // a watermark: a sync is incremental
 		t.Fatal(errs)
 	}
-	if err := c.sim.UpdateKnobs(func(k *apisim.Knobs) { k.Latency = 50 * time.Millisecond }); err != nil {
+	// 60 pages at 150 ms: the backfill outlasts the worker's start, River's first periodic sync
+	// and its wait for the lock, even on a loaded machine.
+	if err := c.sim.UpdateKnobs(func(k *apisim.Knobs) { k.Latency = 150 * time.Millisecond }); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, errs := run(t, c.env, "backfill", "--full"); code != ExitOK {
