@@ -12,11 +12,11 @@ import (
 // Summary is the outcome of a run, printed by `usersync sync` and stored in
 // sync_runs.summary.
 type Summary struct {
-	RunID       int64          `json:"run_id"`
-	Kind        string         `json:"kind"`
-	Resumed     bool           `json:"resumed"`
-	From        *time.Time     `json:"from,omitempty"`
-	Until       *time.Time     `json:"until,omitempty"`
+	RunID   int64      `json:"run_id"`
+	Kind    string     `json:"kind"`
+	Resumed bool       `json:"resumed"`
+	From    *time.Time `json:"from,omitempty"`
+	Until   *time.Time `json:"until,omitempty"`
 	// Progress holds the run's counters as its last checkpoint saved them
 	// (pages, users fetched and what loading them did, requests, unknown
 	// attributes).

@@ -13,6 +13,7 @@ import (
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/tokens"
 )
 
 // TestFullThenIncremental: a full sync, then mutations, then an incremental
@@ -190,7 +191,10 @@ func TestTokenExpiryWithRotation(t *testing.T) {
 			sim.ServeHTTP(w, r)
 		})
 	})
-	store := e.store.TokenStore(e.srv.URL+"/oauth/token", "cid")
+	store, err := tokens.New(e.store.Pool(), e.store.Schema(), e.srv.URL+"/oauth/token", "cid")
+	if err != nil {
+		t.Fatal(err)
+	}
 	auth, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{TokenURL: e.srv.URL + "/oauth/token", ClientID: "cid",
 		ClientSecret: "csecret", RefreshToken: "initial-refresh", Store: store})
 	if err != nil {
@@ -212,7 +216,7 @@ func TestTokenExpiryWithRotation(t *testing.T) {
 	// A second process started with the original, since-rotated refresh
 	// token still authenticates: it prefers the stored one.
 	auth2, _ := jsonapi.NewOAuth(jsonapi.OAuthConfig{TokenURL: e.srv.URL + "/oauth/token", ClientID: "cid",
-		ClientSecret: "csecret", RefreshToken: "initial-refresh", Store: e.store.TokenStore(e.srv.URL+"/oauth/token", "cid")})
+		ClientSecret: "csecret", RefreshToken: "initial-refresh", Store: store})
 	e.client = newClient(t, e.srv.URL, auth2)
 	e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
 }

@@ -1,7 +1,8 @@
-// Package warehouse holds all of usersync's SQL: migrations, the users load,
-// the dimension lists, the reconcile, the run bookkeeping, the OAuth token
-// store and the status queries. Every statement is schema-qualified with the
-// configured schema; values are always parameters.
+// Package warehouse holds the warehouse's SQL but the OAuth credential's
+// (sync/warehouse/tokens), the snapshot's reads (sync/snapshot) and River's
+// (jobs): migrations, the users load, the dimension lists, the reconcile,
+// the run bookkeeping and the status queries. Every statement is
+// schema-qualified with the configured schema; values are always parameters.
 //
 // Where the SQL lives: the statements a Store runs are in sql/*.sql (the
 // users write path and the team_id index in users.sql, the reconcile in
@@ -12,8 +13,11 @@
 // Store from it (sql.go, dimension_sql.go, reconcile.go). Every one of them
 // is in testdata/statements.golden.sql, rendered for schema usersync, which
 // TestStatementsGolden keeps true. Still inline: the migration runner
-// (migrate.go, which works before a Store exists), the OAuth token store
-// (tokens.go) and the advisory locks (constant statements).
+// (migrate.go, which works before a Store exists) and the advisory locks
+// (constant statements). The OAuth credential has a package of its own,
+// sync/warehouse/tokens, with its sql/tokens.sql and golden file; the
+// warehouse is being split so by protocol (sync/warehouse/sqlfile reads
+// each package's statements).
 //
 // The users write path reads top-down: UsersLoad (usersload.go) takes the
 // pages of a walk and commits them in order with the checkpoint; each page

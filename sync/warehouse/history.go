@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
 // historySQL holds the history statements of one dimension (see
@@ -29,7 +30,7 @@ func (s *Store) newHistorySQL(schemaName string) (map[string]historySQL, error) 
 	for _, typ := range schema.DimensionTypes() {
 		t := tables[typ]
 		cols := quoteAll(t.columns[1:])
-		st, err := loadStatements("history", map[string]string{
+		st, err := sqlfile.Load(sqlFiles, "history", map[string]string{
 			"table": t.table, "stage": t.stage, "history": q + "." + schema.QuoteIdentifier(typ+"_history"),
 			"key": schema.QuoteIdentifier(typ + "_id"), "columns": strings.Join(cols, ", "),
 			"t.columns": prefixAll("t.", cols), "st.columns": prefixAll("st.", cols),
@@ -38,15 +39,15 @@ func (s *Store) newHistorySQL(schemaName string) (map[string]historySQL, error) 
 			return nil, err
 		}
 		var h historySQL
-		if err := assignStatements("history", st, map[string]*string{"archive": &h.archive}); err != nil {
+		if err := sqlfile.Assign("history", st, map[string]*string{"archive": &h.archive}); err != nil {
 			return nil, err
 		}
 		if typ == "team" {
-			st, err := loadStatements("membership", map[string]string{"schema": q, "teams_rows": s.dimensionSQL(t).rows})
+			st, err := sqlfile.Load(sqlFiles, "membership", map[string]string{"schema": q, "teams_rows": s.dimensionSQL(t).rows})
 			if err != nil {
 				return nil, err
 			}
-			err = assignStatements("membership", st, map[string]*string{
+			err = sqlfile.Assign("membership", st, map[string]*string{
 				"returningTeams": &h.returningTeams, "closeTeamMembers": &h.closeTeamMembers})
 			if err != nil {
 				return nil, err

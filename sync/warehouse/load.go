@@ -96,7 +96,7 @@ func advance(cp Checkpoint, rows []normalize.Row, c Counts) Checkpoint {
 	p := &cp.Progress
 	p.Pages++
 	p.Fetched += int64(len(rows)) + c.Quarantined
-	p.Counts.Add(c)
+	p.Add(c)
 	unknown := make(map[string]int, len(p.Unknown))
 	for k, v := range p.Unknown {
 		unknown[k] = v

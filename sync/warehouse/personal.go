@@ -12,6 +12,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
 // personalSQL holds the statements of sql/personal.sql, rendered for one
@@ -45,7 +46,7 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 	for _, c := range dropped {
 		fmt.Fprintf(&dropAssign, "%s = NULL, ", schema.QuoteIdentifier(c))
 	}
-	st, err := loadStatements("personal", map[string]string{
+	st, err := sqlfile.Load(sqlFiles, "personal", map[string]string{
 		"schema": schema.QuoteIdentifier(schemaName), "personal_columns": strings.Join(personal, ", "),
 		"clear_personal": strings.Join(personal, " = NULL, ") + " = NULL",
 		"hash_columns":   strings.Join(quoteAll(hashed), ", "), "drop_any": dropAny,
@@ -55,7 +56,7 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 		return personalSQL{}, err
 	}
 	var q personalSQL
-	err = assignStatements("personal", st, map[string]*string{
+	err = sqlfile.Assign("personal", st, map[string]*string{
 		"notePolicy": &q.notePolicy, "columnComments": &q.columnComments, "policies": &q.policies, "applied": &q.applied,
 		"forgetCurrent": &q.forgetCurrent, "forgetHash": &q.forgetHash, "forgetVersions": &q.forgetVersions, "forgetQuarantine": &q.forgetQuarantine,
 		"insertErasure": &q.insertErasure, "purgeDeleted": &q.purgeDeleted, "applyProgress": &q.applyProgress,

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
 // Tables of a reconcile: the fetch queue in pg_temp of its dedicated
@@ -51,7 +52,7 @@ func newReconcileSQL(schemaName string, users tableSQL) (reconcileSQL, error) {
 		q.linkColumns = append(q.linkColumns, col)
 		defs = append(defs, ", "+schema.QuoteIdentifier(col)+" bigint[]")
 	}
-	st, err := loadStatements("reconcile", map[string]string{
+	st, err := sqlfile.Load(sqlFiles, "reconcile", map[string]string{
 		"schema": qs, "users": users.table,
 		"scan": qs + "." + reconcileScanTable, "walk": qs + "." + reconcileWalkTable,
 		"fetch": "pg_temp." + reconcileFetchTable, "fetch_table": reconcileFetchTable,
@@ -61,7 +62,7 @@ func newReconcileSQL(schemaName string, users tableSQL) (reconcileSQL, error) {
 	if err != nil {
 		return q, err
 	}
-	err = assignStatements("reconcile", st, map[string]*string{
+	err = sqlfile.Assign("reconcile", st, map[string]*string{
 		"drop": &q.drop, "create": &q.create, "index": &q.index, "compare": &q.compare, "undelete": &q.undelete,
 		"queueChanged": &q.queueChanged, "queueDeletedLinks": &q.queueDeletedLinks, "queueLinkage": &q.queueLinkage,
 		"queueGone": &q.queueGone, "fetchBatch": &q.fetchBatch, "queued": &q.queued, "markDeleted": &q.markDeleted,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
 // rehashBatch is how many rows the upgrade of content hashes (migration
@@ -45,14 +46,14 @@ func newRehashSQL(schemaName string) (rehashSQL, error) {
 	for _, rel := range u.ToOne() {
 		cols = append(cols, schema.QuoteIdentifier(rel.Column()))
 	}
-	st, err := loadStatements("rehash", map[string]string{
+	st, err := sqlfile.Load(sqlFiles, "rehash", map[string]string{
 		"schema": schema.QuoteIdentifier(schemaName), "content_columns": strings.Join(cols, ", "),
 	})
 	if err != nil {
 		return rehashSQL{}, err
 	}
 	var q rehashSQL
-	err = assignStatements("rehash", st, map[string]*string{
+	err = sqlfile.Assign("rehash", st, map[string]*string{
 		"usersAfter": &q.users.After, "usersOf": &q.users.Of, "usersSave": &q.users.Save,
 		"versionsAfter": &q.versions.After, "versionsOf": &q.versions.Of, "versionsSave": &q.versions.Save,
 		"pending": &q.Pending, "saveProgress": &q.SaveProgress,

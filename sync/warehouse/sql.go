@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
 // tableSQL holds the statements of one resource table, built once from the
@@ -135,7 +136,7 @@ func newUserSQL(schemaName string, users tableSQL, lockTimeout string) (userSQL,
 		versionCols = append(versionCols, schema.QuoteIdentifier(rel.Column()))
 	}
 	versionCols = append(versionCols, "raw", "data_connections")
-	st, err := loadStatements("users", map[string]string{
+	st, err := sqlfile.Load(sqlFiles, "users", map[string]string{
 		"schema": schema.QuoteIdentifier(schemaName), "lock_timeout": lockTimeout, "users_stage": users.stage,
 		"version_columns": strings.Join(versionCols, ", "), "u.version_columns": prefixAll("u.", versionCols),
 	})
@@ -143,7 +144,7 @@ func newUserSQL(schemaName string, users tableSQL, lockTimeout string) (userSQL,
 		return userSQL{}, err
 	}
 	var q userSQL
-	err = assignStatements("users", st, map[string]*string{
+	err = sqlfile.Assign("users", st, map[string]*string{
 		"beginPage": &q.beginPage, "usersEmpty": &q.usersEmpty, "archiveVersions": &q.archiveVersions,
 		"allNewSavepoint": &q.allNewSavepoint, "allNewRollback": &q.allNewRollback,
 		"copyTeams": &q.copyTeams, "deleteTeams": &q.deleteTeams, "insertTeams": &q.insertTeams,
@@ -166,12 +167,12 @@ type runSQL struct {
 }
 
 func newRunSQL(schemaName string) (runSQL, error) {
-	st, err := loadStatements("runs", map[string]string{"schema": schema.QuoteIdentifier(schemaName), "run_columns": runColumns})
+	st, err := sqlfile.Load(sqlFiles, "runs", map[string]string{"schema": schema.QuoteIdentifier(schemaName), "run_columns": runColumns})
 	if err != nil {
 		return runSQL{}, err
 	}
 	var q runSQL
-	err = assignStatements("runs", st, map[string]*string{
+	err = sqlfile.Assign("runs", st, map[string]*string{
 		"startRun": &q.startRun, "unfinishedRuns": &q.unfinishedRuns, "abandonRuns": &q.abandonRuns,
 		"finishRun": &q.finishRun, "advanceWatermark": &q.advanceWatermark, "endRun": &q.endRun,
 		"failedRunToResume": &q.failedRunToResume, "watermark": &q.watermark, "reopenRun": &q.reopenRun,

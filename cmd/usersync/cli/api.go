@@ -7,12 +7,18 @@ import (
 
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/tokens"
 )
 
 // The warehouse keeps the OAuth grant: the client finds the GrantStore by a
 // type assertion at run time, so a method that drifted would go unnoticed
 // without this.
-var _ jsonapi.GrantStore = (*warehouse.TokenStore)(nil)
+var _ jsonapi.GrantStore = (*tokens.Store)(nil)
+
+// tokenStore is the store of the configured OAuth credential in the warehouse.
+func tokenStore(e *env, store *warehouse.Store) (*tokens.Store, error) {
+	return tokens.New(store.Pool(), store.Schema(), e.cfg.OAuthTokenURL, e.cfg.OAuthClientID)
+}
 
 // newAPIClient builds the API client from the configuration: a static token,
 // or OAuth whose rotated refresh token lives in the warehouse's oauth_tokens.
@@ -22,7 +28,10 @@ func newAPIClient(ctx context.Context, e *env, store *warehouse.Store) (*jsonapi
 	}
 	auth := jsonapi.StaticToken(e.cfg.APIToken)
 	if e.cfg.OAuthTokenURL != "" {
-		tokens := store.TokenStore(e.cfg.OAuthTokenURL, e.cfg.OAuthClientID)
+		tokens, err := tokenStore(e, store)
+		if err != nil {
+			return nil, err
+		}
 		if e.cfg.OAuthRefreshToken == "" {
 			stored, err := tokens.Load(ctx)
 			if err != nil {

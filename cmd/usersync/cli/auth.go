@@ -154,7 +154,10 @@ func obtainCode(ctx context.Context, e *env, ln net.Listener, req jsonapi.Author
 // exchangeAndStore exchanges the code for a grant, which the token store
 // keeps, and says what was stored.
 func exchangeAndStore(ctx context.Context, e *env, store *warehouse.Store, code, redirectURI, verifier string) error {
-	tokens := store.TokenStore(e.cfg.OAuthTokenURL, e.cfg.OAuthClientID)
+	tokens, err := tokenStore(e, store)
+	if err != nil {
+		return err
+	}
 	o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{TokenURL: e.cfg.OAuthTokenURL, ClientID: e.cfg.OAuthClientID,
 		ClientSecret: e.cfg.OAuthClientSecret, Store: tokens, UserAgent: UserAgent(), Logger: e.logger})
 	if err != nil {

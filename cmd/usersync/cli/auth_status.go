@@ -9,7 +9,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/tokens"
 )
 
 func authStatusCommand() command {
@@ -29,7 +29,11 @@ USERSYNC_OAUTH_CLIENT_ID. Never prints a token.`,
 					return err
 				}
 				defer pool.Close()
-				info, err := store.TokenStore(e.cfg.OAuthTokenURL, e.cfg.OAuthClientID).Info(ctx)
+				ts, err := tokenStore(e, store)
+				if err != nil {
+					return err
+				}
+				info, err := ts.Info(ctx)
 				if err != nil {
 					return err
 				}
@@ -37,7 +41,7 @@ USERSYNC_OAUTH_CLIENT_ID. Never prints a token.`,
 					out := struct {
 						ClientID string `json:"client_id"`
 						TokenURL string `json:"token_url"`
-						warehouse.TokenInfo
+						tokens.Info
 						FallbackConfigured bool `json:"refresh_token_in_environment"`
 					}{e.cfg.OAuthClientID, redactQuery(e.cfg.OAuthTokenURL), info, e.cfg.OAuthRefreshToken != ""}
 					enc := json.NewEncoder(e.stdout)
@@ -51,7 +55,7 @@ USERSYNC_OAUTH_CLIENT_ID. Never prints a token.`,
 	}
 }
 
-func printAuthStatus(w io.Writer, cfg Config, schemaName string, info warehouse.TokenInfo, now time.Time) {
+func printAuthStatus(w io.Writer, cfg Config, schemaName string, info tokens.Info, now time.Time) {
 	fmt.Fprintf(w, "client         %s at %s\n", cfg.OAuthClientID, redactQuery(cfg.OAuthTokenURL))
 	if !info.Stored {
 		fmt.Fprintf(w, "stored token   none in %s.oauth_tokens: run usersync auth login\n", schemaName)

@@ -1,0 +1,66 @@
+// Package sqlfile reads the statements a warehouse package runs from its
+// embedded sql/*.sql files: each statement under a "-- name: x" line, with
+// {{key}} placeholders for what is known only at run time (the quoted
+// schema, the catalog's column lists). Every package renders them once, when
+// its store is made, and keeps them in a golden file
+// (testdata/statements.golden.sql) that its tests hold true.
+package sqlfile
+
+import (
+	"fmt"
+	"io/fs"
+	"strings"
+)
+
+// Load returns the named statements of sql/<file>.sql in fsys with each
+// {{key}} replaced by vars[key]. A placeholder left unreplaced is an error.
+func Load(fsys fs.FS, file string, vars map[string]string) (map[string]string, error) {
+	b, err := fs.ReadFile(fsys, "sql/"+file+".sql")
+	if err != nil {
+		return nil, fmt.Errorf("reading sql/%s.sql: %w", file, err)
+	}
+	out := map[string]string{}
+	name := ""
+	var body []string
+	flush := func() {
+		if name != "" {
+			out[name] = strings.TrimSpace(strings.Join(body, "\n"))
+		}
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if n, ok := strings.CutPrefix(line, "-- name: "); ok {
+			flush()
+			name, body = strings.TrimSpace(n), nil
+			continue
+		}
+		if name == "" || strings.HasPrefix(line, "--") {
+			continue
+		}
+		for k, v := range vars {
+			line = strings.ReplaceAll(line, "{{"+k+"}}", v)
+		}
+		if i := strings.Index(line, "{{"); i >= 0 {
+			return nil, fmt.Errorf("sql/%s.sql, statement %s: no value for %s", file, name, line[i:])
+		}
+		body = append(body, line)
+	}
+	flush()
+	return out, nil
+}
+
+// Assign sets each field to the statement of its name in st (the statements
+// of sql/<file>.sql), refusing a name st lacks and a statement no field
+// takes.
+func Assign(file string, st map[string]string, fields map[string]*string) error {
+	for name, field := range fields {
+		if *field = st[name]; *field == "" {
+			return fmt.Errorf("sql/%s.sql has no statement %s", file, name)
+		}
+	}
+	for name := range st {
+		if _, ok := fields[name]; !ok {
+			return fmt.Errorf("sql/%s.sql: statement %s is not used", file, name)
+		}
+	}
+	return nil
+}
