@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -98,4 +99,17 @@ func NewInsertClient(pool *pgxpool.Pool, riverSchema string, logger *slog.Logger
 		return nil, fmt.Errorf("configuring the job queue: %w", err)
 	}
 	return c, nil
+}
+
+// WorkerRunning says whether a worker runs on the job queue in riverSchema:
+// every running River client takes part in its leader election, and a leader
+// renews its term every few seconds, so a live term means one runs.
+func WorkerRunning(ctx context.Context, pool *pgxpool.Pool, riverSchema string) (bool, error) {
+	var ok bool
+	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM `+pgx.Identifier{riverSchema, "river_leader"}.Sanitize()+
+		` WHERE expires_at > now())`).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("reading the job queue's leader: %w", err)
+	}
+	return ok, nil
 }

@@ -28,7 +28,8 @@ running worker (on any machine using the same database) picks it up. An
 identical backfill already queued or running is not queued twice: its id is
 printed instead. With --wait it follows the job, showing progress on a terminal,
 and exits with the job's outcome: 0 when it completed, 1 when it was cancelled
-or exhausted its attempts (the error is printed).`,
+or exhausted its attempts (the error is printed), or 1 when the job is still
+queued after 15 s and no worker runs (the job stays queued for one).`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			full := fs.Bool("full", false, "backfill every user (the default when no range is given)")
 			since := fs.String("since", "", "backfill users updated at or after this time (RFC 3339 or YYYY-MM-DD)")
@@ -88,7 +89,19 @@ func runBackfill(ctx context.Context, e *env, args jobs.BackfillArgs, wait bool,
 	if !wait {
 		return nil
 	}
-	return waitForJob(ctx, e, store, rc, res.Job.ID, poll)
+	riverSchema := jobs.RiverSchema(e.cfg.Schema)
+	alive := func(ctx context.Context) (bool, error) { return jobs.WorkerRunning(ctx, pool, riverSchema) }
+	return waitForJob(ctx, e, store, rc, res.Job.ID, poll, alive)
+}
+
+// noWorkerAfter is how long --wait sees its job wait for a worker before it
+// checks that one runs: a worker busy with another job leaves it queued.
+const noWorkerAfter = 15 * time.Second
+
+// errNoWorker is what --wait says of a job no worker will take.
+func errNoWorker(id int64, e *env) error {
+	return fmt.Errorf("job %d is queued, but no worker is running for schema %s (no River leader in %s): start one with usersync worker, or run the backfill inline with usersync sync --full (or --since/--until); the job stays queued for the next worker",
+		id, e.cfg.Schema, jobs.RiverSchema(e.cfg.Schema))
 }
 
 // jobGetter is what waiting needs of the River client.
@@ -99,7 +112,8 @@ type jobGetter interface {
 // waitForJob polls the job until River finalizes it, showing the progress of
 // its run, and returns its outcome. River's subscriptions only see jobs the
 // same process works, so polling is the way from another machine.
-func waitForJob(ctx context.Context, e *env, store *warehouse.Store, rc jobGetter, id int64, poll time.Duration) error {
+func waitForJob(ctx context.Context, e *env, store *warehouse.Store, rc jobGetter, id int64, poll time.Duration,
+	workerRunning func(context.Context) (bool, error)) error {
 	total := countUsers(ctx, e, store)
 	live := isTerminal(e.stderr)
 	lastLog := time.Time{}
@@ -118,6 +132,15 @@ func waitForJob(ctx context.Context, e *env, store *warehouse.Store, rc jobGette
 				fmt.Fprint(e.stderr, "\r\033[K")
 			}
 			return jobOutcome(e.stdout, job, run)
+		}
+		if job.State == rivertype.JobStateAvailable && time.Since(started) > noWorkerAfter {
+			ok, err := workerRunning(ctx)
+			if err != nil {
+				return fmt.Errorf("checking for a worker: %w", err)
+			}
+			if !ok {
+				return errNoWorker(id, e)
+			}
 		}
 		line := progressLine(job, run, total, time.Since(started))
 		switch {
