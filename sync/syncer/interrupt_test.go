@@ -44,12 +44,32 @@ func TestCancelledRunIsInterrupted(t *testing.T) {
 		t.Errorf("the next run: resumed %t, run %d of %d pages; want run %d resumed, 10 pages", sum.Resumed, sum.RunID, sum.Pages, r.RunID)
 	}
 	e.assertMirrors(t)
+	checkVersionsOfResumedRun(t, e, sum)
 
 	tctx, tcancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer tcancel()
 	<-tctx.Done()
 	if _, err := runAlone(t, tctx, e.syncer(syncer.Config{}), syncer.Request{Kind: warehouse.KindIncremental}); err == nil || syncer.Interrupted(err) {
 		t.Errorf("a run out of time: %v; want a failure, not an interruption", err)
+	}
+}
+
+// checkVersionsOfResumedRun: the versions a run writes are saved with each
+// checkpoint, so the resumed full load of 1,000 new users reports all 1,000
+// (the first attempt's included) in its summary, in sync_runs and in status.
+func checkVersionsOfResumedRun(t *testing.T, e *testEnv, sum syncer.Summary) {
+	t.Helper()
+	if sum.Versions != 1000 || sum.Inserted != 1000 {
+		t.Errorf("the resumed run reports %d versions and %d inserted; want 1000 of each", sum.Versions, sum.Inserted)
+	}
+	if n := e.count(t, `SELECT versions FROM %s.sync_runs WHERE run_id = $1`, sum.RunID); n != 1000 {
+		t.Errorf("sync_runs.versions = %d, want 1000", n)
+	}
+	if n := e.count(t, `SELECT (summary->>'versions')::bigint FROM %s.sync_runs WHERE run_id = $1`, sum.RunID); n != 1000 {
+		t.Errorf("sync_runs.summary's versions = %d, want 1000", n)
+	}
+	if st, err := e.store.Status(context.Background(), 1); err != nil || len(st.Runs) != 1 || st.Runs[0].Versions != 1000 {
+		t.Errorf("status: %v %+v; want the run's 1000 versions", err, st.Runs)
 	}
 }
 
