@@ -198,6 +198,9 @@ func killableStore(t *testing.T, e *testEnv) (*warehouse.Store, func()) {
 	app := "usersync-kill-" + e.store.Schema()
 	cfg := admin.Config()
 	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	// Every acquire checks its connection, so the one connection held across
+	// the scan (the reconcile's tables) is the only one to meet the
+	// termination: the run can still record that it failed.
 	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return true }
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -208,7 +211,7 @@ func killableStore(t *testing.T, e *testEnv) (*warehouse.Store, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return store, func() {
+	return store, func() { // all of the store's connections but the sync lock's
 		var n int
 		err := admin.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000))
 			FROM pg_stat_activity WHERE application_name = $1

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/syncer"
@@ -400,35 +398,10 @@ func breakScanRecording(t *testing.T, e *testEnv) syncer.Config {
 	if err := e.sim.UpdateKnobs(func(k *apisim.Knobs) { k.PageSizeCap = 100 }); err != nil {
 		t.Fatal(err)
 	}
-	admin := e.store.Pool()
-	app := "usersync-test-" + e.store.Schema()
-	cfg := admin.Config()
-	cfg.ConnConfig.RuntimeParams["application_name"] = app
-	// Every acquire checks its connection, so the one connection held across
-	// the scan (the reconcile's tables) is the only one to meet the
-	// termination: the run can still record that it failed.
-	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return true }
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if e.store, err = warehouse.NewStore(pool, e.store.Schema()); err != nil {
-		t.Fatal(err)
-	}
+	store, kill := killableStore(t, e)
+	e.store = store
 	var once sync.Once
-	return syncer.Config{Progress: func(syncer.Progress) {
-		once.Do(func() {
-			// All of the run's connections but the sync lock's.
-			var n int
-			err := admin.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000))
-				FROM pg_stat_activity WHERE application_name = $1
-				AND pid NOT IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory')`, app).Scan(&n)
-			if err != nil || n == 0 {
-				t.Errorf("terminating the reconcile's connection: %d terminated, %v", n, err)
-			}
-		})
-	}}
+	return syncer.Config{Progress: func(syncer.Progress) { once.Do(kill) }}
 }
 
 func deleteUsers(from, to int64) func(t *testing.T, e *testEnv) syncer.Config {
