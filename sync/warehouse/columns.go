@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
 )
 
 // rowColumn is one column a row's COPY writes into a resource table. The
@@ -16,7 +17,7 @@ import (
 // catalog (schema.Tables).
 type rowColumn struct {
 	name string
-	typ  pgType
+	typ  pgcopy.Type
 	// put appends the column's field of r, written by w.
 	put func(b []byte, r *loadRow, w writer) ([]byte, error)
 	// fill, when set, marks a column a row may leave unsent (the stored
@@ -32,31 +33,31 @@ type rowColumn struct {
 // (synced_at, deleted_at, the version id and start) are not among them.
 func rowColumns(res schema.Resource) []rowColumn {
 	cat, _ := schema.TableNamed(res.Table)
-	types := make(map[string]pgType, len(cat.Columns))
+	types := make(map[string]pgcopy.Type, len(cat.Columns))
 	for _, c := range cat.Columns {
-		types[c.Name] = columnType(c.Type)
+		types[c.Name] = pgcopy.ColumnType(c.Type)
 	}
 	cols := []rowColumn{{name: "id", put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
-		return appendBigint(b, r.row.ID), nil
+		return pgcopy.AppendBigint(b, r.row.ID), nil
 	}}}
 	for j, a := range res.Attributes {
-		typ := types[a.Column()] // pgUnknown, refusing every value, for a column the catalog lacks
+		typ := types[a.Column()] // pgcopy.Unknown, refusing every value, for a column the catalog lacks
 		cols = append(cols, rowColumn{name: a.Column(), put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
-			return appendValue(b, typ, r.row.Values[j])
+			return pgcopy.AppendValue(b, typ, r.row.Values[j])
 		}})
 	}
 	for j, rel := range res.ToOne() {
 		cols = append(cols, rowColumn{name: rel.Column(), read: schema.QuoteIdentifier(rel.Column()),
 			put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
 				if o := r.row.ToOne[j]; o.Valid {
-					return appendBigint(b, o.ID), nil
+					return pgcopy.AppendBigint(b, o.ID), nil
 				}
-				return appendNull(b), nil
+				return pgcopy.AppendNull(b), nil
 			},
 			fill: func(f *storedFill) any { return &f.toOne[j] }})
 	}
 	cols = append(cols, rowColumn{name: "raw", put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
-		return appendJSONB(b, r.row.Raw), nil
+		return pgcopy.AppendJSONB(b, r.row.Raw), nil
 	}})
 	if res.Type == "user" {
 		cols = append(cols, userColumns(res)...)
@@ -72,28 +73,28 @@ func rowColumns(res schema.Resource) []rowColumn {
 // personal-data policy the row was written under.
 func userColumns(res schema.Resource) []rowColumn {
 	cols := []rowColumn{
-		{name: "content_hash", put: func(b []byte, r *loadRow, _ writer) ([]byte, error) { return appendBytea(b, r.content), nil }},
-		{name: "linkage_hash", put: func(b []byte, r *loadRow, _ writer) ([]byte, error) { return appendBytea(b, r.linkage), nil }},
+		{name: "content_hash", put: func(b []byte, r *loadRow, _ writer) ([]byte, error) { return pgcopy.AppendBytea(b, r.content), nil }},
+		{name: "linkage_hash", put: func(b []byte, r *loadRow, _ writer) ([]byte, error) { return pgcopy.AppendBytea(b, r.linkage), nil }},
 		{name: "data_connections", read: "data_connections::text",
 			put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
-				return appendJSONB(b, r.row.DataConnections), nil
+				return pgcopy.AppendJSONB(b, r.row.DataConnections), nil
 			},
 			fill: func(f *storedFill) any { return &f.dataConnections }},
 		{name: "version_run_id", put: func(b []byte, _ *loadRow, w writer) ([]byte, error) {
-			return appendNullableBigint(b, w.run), nil
+			return pgcopy.AppendNullableBigint(b, w.run), nil
 		}},
 	}
 	for k, rel := range res.ArrayLinks() {
 		cols = append(cols, rowColumn{name: rel.Column(), read: schema.QuoteIdentifier(rel.Column()),
 			put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
-				return appendBigintArray(b, r.links.arrays[k]), nil
+				return pgcopy.AppendBigintArray(b, r.links.arrays[k]), nil
 			},
 			fill: func(f *storedFill) any { return &f.arrays[k] }})
 	}
 	return append(cols, rowColumn{name: "other_relationships", put: func(b []byte, r *loadRow, _ writer) ([]byte, error) {
-		return appendJSONB(b, r.links.other), nil
+		return pgcopy.AppendJSONB(b, r.links.other), nil
 	}}, rowColumn{name: "pii_policy_id", put: func(b []byte, _ *loadRow, w writer) ([]byte, error) {
-		return appendNullableBigint(b, w.policy), nil
+		return pgcopy.AppendNullableBigint(b, w.policy), nil
 	}})
 }
 
@@ -105,8 +106,8 @@ type writer struct{ run, policy int64 }
 // copyRows copies rows into t's table (or a table shaped like it) with sql,
 // a binary COPY of t's columns.
 func copyRows(ctx context.Context, tx pgx.Tx, sql string, t *tableSQL, rows []loadRow, w writer) (int64, error) {
-	return copyBinary(ctx, tx, sql, len(rows), func(b []byte, i int) ([]byte, error) {
-		return t.appendRow(appendFieldCount(b, len(t.cols)), &rows[i], w)
+	return pgcopy.Binary(ctx, tx, sql, len(rows), func(b []byte, i int) ([]byte, error) {
+		return t.appendRow(pgcopy.AppendFieldCount(b, len(t.cols)), &rows[i], w)
 	})
 }
 

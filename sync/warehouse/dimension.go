@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
 )
 
 // DimensionLoad writes the full list of one dimension (team, role or
@@ -93,16 +94,16 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 				return err
 			}
 			// Each row is followed by its arrival order and its updatedAt.
-			_, err = copyBinary(ctx, tx, d.sql.copyRows, len(rows), func(b []byte, i int) ([]byte, error) {
-				b, err := d.t.appendRow(appendFieldCount(b, len(d.sql.rowColumns)), &load[i], writer{})
+			_, err = pgcopy.Binary(ctx, tx, d.sql.copyRows, len(rows), func(b []byte, i int) ([]byte, error) {
+				b, err := d.t.appendRow(pgcopy.AppendFieldCount(b, len(d.sql.rowColumns)), &load[i], writer{})
 				if err != nil {
 					return b, err
 				}
-				b = appendBigint(b, d.rows+int64(i))
+				b = pgcopy.AppendBigint(b, d.rows+int64(i))
 				if at := rows[i].UpdatedAt; !at.IsZero() {
-					return appendTimestamptz(b, at), nil
+					return pgcopy.AppendTimestamptz(b, at), nil
 				}
-				return appendNull(b), nil
+				return pgcopy.AppendNull(b), nil
 			})
 			if err != nil {
 				return fmt.Errorf("copying rows: %w", err)
@@ -110,7 +111,7 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 		}
 		if len(present) > 0 {
 			src := pgx.CopyFromSlice(len(present), func(i int) ([]any, error) { return []any{present[i]}, nil })
-			if err := copyFrom(ctx, tx, d.sql.seenID, []string{"id"}, src); err != nil {
+			if err := pgcopy.From(ctx, tx, d.sql.seenID, []string{"id"}, src); err != nil {
 				return fmt.Errorf("copying ids: %w", err)
 			}
 		}
@@ -120,7 +121,7 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 				q := storable(bad[i])
 				return []any{d.bad + int64(i), q.Type, q.ID, q.Field, q.Error, q.Raw}, nil
 			})
-			if err := copyFrom(ctx, tx, d.sql.badID, cols, src); err != nil {
+			if err := pgcopy.From(ctx, tx, d.sql.badID, cols, src); err != nil {
 				return fmt.Errorf("copying quarantined resources: %w", err)
 			}
 		}

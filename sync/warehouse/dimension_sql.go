@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
 )
 
 // dimensionSQL holds the statements of a streamed dimension load (see
@@ -41,7 +42,7 @@ func (s *Store) dimensionSQL(t tableSQL) dimensionSQL {
 	}
 	d.rows, d.seen, d.bad = d.rowsID.Sanitize(), d.seenID.Sanitize(), d.badID.Sanitize()
 	d.rowColumns = append(append(d.rowColumns, t.columns...), "usersync_seq", "usersync_updated_at")
-	d.copyRows = copySQL(d.rows, d.rowColumns)
+	d.copyRows = pgcopy.Statement(d.rows, d.rowColumns)
 	cols := strings.Join(quoteAll(t.columns), ", ")
 	d.drop = fmt.Sprintf(`DROP TABLE IF EXISTS %s, %s, %s`, d.rows, d.seen, d.bad)
 	d.create = d.drop + ";\n" +

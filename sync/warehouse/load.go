@@ -9,6 +9,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
 )
 
 // Quarantined is a resource that could not be typed, kept whole.
@@ -165,7 +166,7 @@ func (s *Store) CopyUsersRaw(ctx context.Context, table string, rows []normalize
 	for i := range rows {
 		load[i] = loadRow{row: rows[i], content: rows[i].Hash(), linkage: rows[i].LinkageHash(), links: s.links.values(&rows[i])}
 	}
-	sql := copySQL(s.q+"."+schema.QuoteIdentifier(table), t.columns)
+	sql := pgcopy.Statement(s.q+"."+schema.QuoteIdentifier(table), t.columns)
 	start := time.Now()
 	for from := 0; from < len(load); from += batch {
 		to := min(from+batch, len(load))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
 )
 
 // A reconcile compares every user id the API lists with the warehouse. The
@@ -147,7 +148,7 @@ func (r *Reconciliation) copyScanned(ctx context.Context, tx pgx.Tx, users []Sca
 		}
 		return vals, nil
 	})
-	if err := copyFrom(ctx, tx, r.sql.scanTable, cols, src); err != nil {
+	if err := pgcopy.From(ctx, tx, r.sql.scanTable, cols, src); err != nil {
 		return fmt.Errorf("copying %d scanned ids: %w", len(users), err)
 	}
 	return nil

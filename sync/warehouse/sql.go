@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
@@ -40,7 +41,7 @@ func newTableSQL(schemaName string, res schema.Resource) tableSQL {
 			fill = append(fill, c.read)
 		}
 	}
-	t.copyTable, t.copyStage = copySQL(t.table, t.columns), copySQL(t.stage, t.columns)
+	t.copyTable, t.copyStage = pgcopy.Statement(t.table, t.columns), pgcopy.Statement(t.stage, t.columns)
 	quoted := quoteAll(t.columns)
 	t.createStage = fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`, t.stage, t.table)
 

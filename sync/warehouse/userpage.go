@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
 )
 
 // userPage is one users page being written in its own transaction: begun
@@ -300,9 +301,9 @@ func (s *Store) copyNewTeams(ctx context.Context, tx pgx.Tx, fresh []loadRow) er
 	}
 	teams = dedupePairs(teams)
 	pair := func(b []byte, i int) ([]byte, error) {
-		return appendBigint(appendBigint(appendFieldCount(b, 2), teams[i][0]), teams[i][1]), nil
+		return pgcopy.AppendBigint(pgcopy.AppendBigint(pgcopy.AppendFieldCount(b, 2), teams[i][0]), teams[i][1]), nil
 	}
-	if _, err := copyBinary(ctx, tx, s.sql.copyTeams, len(teams), pair); err != nil {
+	if _, err := pgcopy.Binary(ctx, tx, s.sql.copyTeams, len(teams), pair); err != nil {
 		return fmt.Errorf("copying teams of new users: %w", err)
 	}
 	return nil

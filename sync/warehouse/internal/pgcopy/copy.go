@@ -1,4 +1,9 @@
-package warehouse
+// Package pgcopy writes rows in PostgreSQL's binary COPY format, column
+// type by column type, into a buffer the connection reads in chunks. pgx's
+// CopyFrom would instead plan and encode every value through its type map,
+// each boxed in an interface, which cost more CPU than the server spent
+// storing the rows.
+package pgcopy
 
 import (
 	"context"
@@ -11,58 +16,54 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/usersync/usersync/schema"
 )
 
-// The rows of a page are written in PostgreSQL's binary COPY format by the
-// functions of this file, column type by column type, into a buffer the
-// connection reads in chunks. pgx's CopyFrom would instead plan and encode
-// every value through its type map, each boxed in an interface, which cost
-// more CPU than the server spent storing the rows.
-
-// pgType is the PostgreSQL type of a column COPY writes: it fixes the binary
+// Type is the PostgreSQL type of a column COPY writes: it fixes the binary
 // form of the column's values.
-type pgType uint8
+type Type uint8
 
 const (
-	pgUnknown pgType = iota // a type this file cannot write: every value is refused
-	pgBigint
-	pgBoolean
-	pgText
-	pgTimestamptz
-	pgJSONB
-	pgBytea
-	pgBigintArray
+	Unknown Type = iota // a type this file cannot write: every value is refused
+	Bigint
+	Boolean
+	Text
+	Timestamptz
+	JSONB
+	Bytea
+	BigintArray
 )
 
 // String returns the type's name as the catalog (schema.Column.Type) writes it.
-func (t pgType) String() string {
+func (t Type) String() string {
 	switch t {
-	case pgBigint:
+	case Bigint:
 		return "bigint"
-	case pgBoolean:
+	case Boolean:
 		return "boolean"
-	case pgText:
+	case Text:
 		return "text"
-	case pgTimestamptz:
+	case Timestamptz:
 		return "timestamptz"
-	case pgJSONB:
+	case JSONB:
 		return "jsonb"
-	case pgBytea:
+	case Bytea:
 		return "bytea"
-	case pgBigintArray:
+	case BigintArray:
 		return "bigint[]"
 	}
 	return "an unknown type"
 }
 
-// columnType returns the pgType of a catalog column type ("bigint", ...).
-func columnType(sqlType string) pgType {
-	for t := pgBigint; t <= pgBigintArray; t++ {
+// ColumnType returns the pgType of a catalog column type ("bigint", ...).
+func ColumnType(sqlType string) Type {
+	for t := Bigint; t <= BigintArray; t++ {
 		if t.String() == sqlType {
 			return t
 		}
 	}
-	return pgUnknown
+	return Unknown
 }
 
 const (
@@ -76,17 +77,17 @@ const (
 	int8OID = 20
 )
 
-// copySQL returns the statement of a binary COPY into table (quoted) of
+// Statement returns the statement of a binary COPY into table (quoted) of
 // columns.
-func copySQL(table string, columns []string) string {
-	return fmt.Sprintf("COPY %s (%s) FROM STDIN (FORMAT binary)", table, strings.Join(quoteAll(columns), ", "))
+func Statement(table string, columns []string) string {
+	return fmt.Sprintf("COPY %s (%s) FROM STDIN (FORMAT binary)", table, quoted(columns))
 }
 
-// copyBinary copies n rows with sql, a COPY ... FROM STDIN (FORMAT binary)
+// Binary copies n rows with sql, a COPY ... FROM STDIN (FORMAT binary)
 // statement: tuple appends row i to a buffer as a binary tuple. It returns
 // the number of rows copied. The rows are encoded as the connection sends
 // them, so memory holds one chunk of them, not the page.
-func copyBinary(ctx context.Context, tx pgx.Tx, sql string, n int, tuple func(b []byte, i int) ([]byte, error)) (int64, error) {
+func Binary(ctx context.Context, tx pgx.Tx, sql string, n int, tuple func(b []byte, i int) ([]byte, error)) (int64, error) {
 	// The buffer has room for pgconn's 64 KiB read and the row that crosses
 	// its end, so it seldom grows.
 	r := &copyReader{n: n, tuple: tuple, buf: append(make([]byte, 0, 80<<10), copyHeader...)}
@@ -115,9 +116,9 @@ func copyError(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", context.Cause(ctx), err)
 }
 
-// copyFrom is pgx's CopyFrom on c (a transaction or a connection), its
+// From is pgx's CopyFrom on c (a transaction or a connection), its
 // error passed through copyError.
-func copyFrom(ctx context.Context, c interface {
+func From(ctx context.Context, c interface {
 	CopyFrom(context.Context, pgx.Identifier, []string, pgx.CopyFromSource) (int64, error)
 }, table pgx.Identifier, columns []string, src pgx.CopyFromSource) error {
 	_, err := c.CopyFrom(ctx, table, columns, src)
@@ -167,64 +168,64 @@ func (r *copyReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// appendFieldCount starts a tuple of n fields.
-func appendFieldCount(b []byte, n int) []byte {
+// AppendFieldCount starts a tuple of n fields.
+func AppendFieldCount(b []byte, n int) []byte {
 	return binary.BigEndian.AppendUint16(b, uint16(n))
 }
 
-// appendValue appends v as a field of type t; nil is NULL. It fails, leaving
+// AppendValue appends v as a field of type t; nil is NULL. It fails, leaving
 // b as it was, when v's Go type is not the one normalize gives for t.
-func appendValue(b []byte, t pgType, v any) ([]byte, error) {
+func AppendValue(b []byte, t Type, v any) ([]byte, error) {
 	if v == nil {
-		return appendNull(b), nil
+		return AppendNull(b), nil
 	}
 	switch t {
-	case pgBigint:
+	case Bigint:
 		if n, ok := v.(int64); ok {
-			return appendBigint(b, n), nil
+			return AppendBigint(b, n), nil
 		}
-	case pgBoolean:
+	case Boolean:
 		if x, ok := v.(bool); ok {
 			return appendBoolean(b, x), nil
 		}
-	case pgText:
+	case Text:
 		if s, ok := v.(string); ok {
 			return appendText(b, s), nil
 		}
-	case pgTimestamptz:
+	case Timestamptz:
 		if ts, ok := v.(time.Time); ok {
-			return appendTimestamptz(b, ts), nil
+			return AppendTimestamptz(b, ts), nil
 		}
-	case pgJSONB:
+	case JSONB:
 		if j, ok := v.([]byte); ok {
-			return appendJSONB(b, j), nil
+			return AppendJSONB(b, j), nil
 		}
-	case pgBytea:
+	case Bytea:
 		if y, ok := v.([]byte); ok {
-			return appendBytea(b, y), nil
+			return AppendBytea(b, y), nil
 		}
-	case pgBigintArray:
+	case BigintArray:
 		if a, ok := v.([]int64); ok {
-			return appendBigintArray(b, a), nil
+			return AppendBigintArray(b, a), nil
 		}
 	}
 	return b, fmt.Errorf("a Go %T cannot be written as %s", v, t)
 }
 
-func appendNull(b []byte) []byte { return binary.BigEndian.AppendUint32(b, 0xffffffff) } // length -1
+func AppendNull(b []byte) []byte { return binary.BigEndian.AppendUint32(b, 0xffffffff) } // length -1
 
 func appendLength(b []byte, n int) []byte { return binary.BigEndian.AppendUint32(b, uint32(n)) }
 
-func appendBigint(b []byte, n int64) []byte {
+func AppendBigint(b []byte, n int64) []byte {
 	return binary.BigEndian.AppendUint64(appendLength(b, 8), uint64(n))
 }
 
-// appendNullableBigint appends n, or NULL when n is 0 (an unset id).
-func appendNullableBigint(b []byte, n int64) []byte {
+// AppendNullableBigint appends n, or NULL when n is 0 (an unset id).
+func AppendNullableBigint(b []byte, n int64) []byte {
 	if n == 0 {
-		return appendNull(b)
+		return AppendNull(b)
 	}
-	return appendBigint(b, n)
+	return AppendBigint(b, n)
 }
 
 func appendBoolean(b []byte, x bool) []byte {
@@ -237,33 +238,33 @@ func appendBoolean(b []byte, x bool) []byte {
 
 func appendText(b []byte, s string) []byte { return append(appendLength(b, len(s)), s...) }
 
-// appendTimestamptz appends t as microseconds since 2000-01-01 UTC, the
+// AppendTimestamptz appends t as microseconds since 2000-01-01 UTC, the
 // sub-microsecond part dropped as pgx drops it.
-func appendTimestamptz(b []byte, t time.Time) []byte {
-	return appendBigint(b, t.Unix()*1_000_000+int64(t.Nanosecond()/1000)-pgEpochMicros)
+func AppendTimestamptz(b []byte, t time.Time) []byte {
+	return AppendBigint(b, t.Unix()*1_000_000+int64(t.Nanosecond()/1000)-pgEpochMicros)
 }
 
-// appendJSONB appends the JSON text j after jsonb's version byte; nil is NULL.
-func appendJSONB(b, j []byte) []byte {
+// AppendJSONB appends the JSON text j after jsonb's version byte; nil is NULL.
+func AppendJSONB(b, j []byte) []byte {
 	if j == nil {
-		return appendNull(b)
+		return AppendNull(b)
 	}
 	return append(append(appendLength(b, 1+len(j)), 1), j...)
 }
 
-// appendBytea appends y; nil is NULL.
-func appendBytea(b, y []byte) []byte {
+// AppendBytea appends y; nil is NULL.
+func AppendBytea(b, y []byte) []byte {
 	if y == nil {
-		return appendNull(b)
+		return AppendNull(b)
 	}
 	return append(appendLength(b, len(y)), y...)
 }
 
-// appendBigintArray appends a as a one-dimensional bigint[] without NULLs;
+// AppendBigintArray appends a as a one-dimensional bigint[] without NULLs;
 // nil is NULL and an empty slice the empty array, which has no dimension.
-func appendBigintArray(b []byte, a []int64) []byte {
+func AppendBigintArray(b []byte, a []int64) []byte {
 	if a == nil {
-		return appendNull(b)
+		return AppendNull(b)
 	}
 	be := binary.BigEndian
 	if len(a) == 0 {
@@ -274,7 +275,15 @@ func appendBigintArray(b []byte, a []int64) []byte {
 	b = be.AppendUint32(be.AppendUint32(be.AppendUint32(b, 1), 0), int8OID)
 	b = be.AppendUint32(be.AppendUint32(b, uint32(len(a))), 1) // length, lower bound
 	for _, n := range a {
-		b = appendBigint(b, n)
+		b = AppendBigint(b, n)
 	}
 	return b
+}
+
+func quoted(columns []string) string {
+	out := make([]string, len(columns))
+	for i, c := range columns {
+		out[i] = schema.QuoteIdentifier(c)
+	}
+	return strings.Join(out, ", ")
 }
