@@ -8,6 +8,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
 // TestClassify compares pages with stored users without a database: new,
@@ -16,14 +17,14 @@ import (
 // a copy, keeping the stored version's hash.
 func TestClassify(t *testing.T) {
 	t.Parallel()
-	links := newUserLinks(schema.User())
+	links := pgrow.NewLinks(schema.User())
 	const full = `{"id": %d, "type": "user", "attributes": {"title": %q, "updatedAt": "2024-01-01T00:00:00.000Z"},
 		"relationships": {"role": {"data": {"id": 5, "type": "role"}}, "teams": {"data": [{"id": 7, "type": "team"}]},
 		"mailboxes": {"data": [{"id": 3, "type": "mailbox"}]}}, "meta": {"dataConnections": {"x": 1}}}`
 	page := func(body string) []normalize.Row { return normalized(t, schema.User(), `{"data": [`+body+`]}`) }
-	stored := map[int64]storedUser{}
+	stored := map[int64]pgrow.Stored{}
 	keep := func(r normalize.Row, deleted bool) {
-		stored[r.ID] = storedUser{hash: r.Hash(), linkage: r.LinkageHash(), deleted: deleted}
+		stored[r.ID] = pgrow.Stored{Hash: r.Hash(), Linkage: r.LinkageHash(), Deleted: deleted}
 	}
 	before := page(fmt.Sprintf(full, 1, "a") + "," + fmt.Sprintf(full, 2, "b") + "," + fmt.Sprintf(full, 3, "c") + "," + fmt.Sprintf(full, 4, "d"))
 	for _, r := range before {
@@ -34,9 +35,9 @@ func TestClassify(t *testing.T) {
 		"mailboxes": {"data": [{"id": 3, "type": "mailbox"}]}}, "meta": {"dataConnections": {"x": 1}}}`
 	rows := page(fmt.Sprintf(full, 1, "a") + "," + fmt.Sprintf(full, 2, "B") + "," + teams + "," + fmt.Sprintf(full, 4, "d") + "," + fmt.Sprintf(full, 5, "e"))
 	c := classify(rows, stored, links)
-	ids := func(lr []loadRow) (out []int64) {
+	ids := func(lr []pgrow.Row) (out []int64) {
 		for _, r := range lr {
-			out = append(out, r.row.ID)
+			out = append(out, r.Normalized.ID)
 		}
 		return out
 	}
@@ -64,7 +65,7 @@ func TestClassify(t *testing.T) {
 	cur := stored[1]
 	toOne := make([]*int64, len(schema.User().ToOne()))
 	toOne[0] = &role // role, the first to-one
-	cur.fill = &storedFill{toOne: toOne, dataConnections: []byte(`{"x": 1}`), arrays: arrays}
+	cur.Fill = &pgrow.Fill{ToOne: toOne, DataConnections: []byte(`{"x": 1}`), Arrays: arrays}
 	stored[1] = cur
 	sent := bare[0]
 	c = classify(bare, stored, links)

@@ -15,7 +15,7 @@ import (
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/jsondoc"
 	"github.com/usersync/usersync/sync/normalize"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
 func copyPool(t *testing.T) (*pgxpool.Pool, string) {
@@ -41,45 +41,6 @@ func copyStore(t *testing.T) (*Store, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	return s, pool
-}
-
-// TestCopyColumnTypes checks the type of every column the encoder writes:
-// the catalog's, and the one the encoder assumes for the columns it writes
-// without looking (ids, raw, hashes, linkage); and that the columns are
-// every column of the catalog's table but those the database fills.
-func TestCopyColumnTypes(t *testing.T) {
-	t.Parallel()
-	filled := map[string]bool{"synced_at": true, "deleted_at": true, "version_id": true, "version_valid_from": true}
-	for _, res := range schema.Resources() {
-		tsql := newTableSQL("s", res)
-		want := map[string]pgcopy.Type{"id": pgcopy.Bigint, "raw": pgcopy.JSONB, "content_hash": pgcopy.Bytea, "linkage_hash": pgcopy.Bytea,
-			"data_connections": pgcopy.JSONB, "version_run_id": pgcopy.Bigint, "other_relationships": pgcopy.JSONB}
-		for _, rel := range res.ToOne() {
-			want[rel.Column()] = pgcopy.Bigint
-		}
-		for _, rel := range res.ArrayLinks() {
-			want[rel.Column()] = pgcopy.BigintArray
-		}
-		written := map[string]bool{}
-		for _, c := range tsql.cols {
-			written[c.name] = true
-			if c.typ == pgcopy.Unknown {
-				t.Errorf("%s.%s: no binary encoding", res.Table, c.name)
-			}
-			if w, ok := want[c.name]; ok && c.typ != w {
-				t.Errorf("%s.%s: catalog type %s, the encoder writes %s", res.Table, c.name, c.typ, w)
-			}
-		}
-		cat, _ := schema.TableNamed(res.Table)
-		for _, c := range cat.Columns {
-			if !written[c.Name] && !filled[c.Name] {
-				t.Errorf("%s.%s: in the catalog, written by no COPY", res.Table, c.Name)
-			}
-		}
-		if len(written) != len(tsql.cols) {
-			t.Errorf("%s: a column is written twice", res.Table)
-		}
-	}
 }
 
 const fullUsers = `{"data": [
@@ -135,9 +96,9 @@ func TestCopyUsersMatchesPgx(t *testing.T) {
 	// The values by column name, from the catalog: not in the encoder's order.
 	src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 		r := &rows[i]
-		l := s.links.values(r)
+		l := s.links.Values(r)
 		by := map[string]any{"id": r.ID, "raw": r.Raw, "content_hash": r.Hash(), "linkage_hash": r.LinkageHash(),
-			"data_connections": r.DataConnections, "version_run_id": nil, "other_relationships": l.other, "pii_policy_id": nil}
+			"data_connections": r.DataConnections, "version_run_id": nil, "other_relationships": l.Other, "pii_policy_id": nil}
 		for j, a := range schema.User().Attributes {
 			by[a.Column()] = r.Values[j]
 		}
@@ -148,10 +109,10 @@ func TestCopyUsersMatchesPgx(t *testing.T) {
 			}
 		}
 		for k, rel := range schema.User().ArrayLinks() {
-			by[rel.Column()] = l.arrays[k]
+			by[rel.Column()] = l.Arrays[k]
 		}
-		v := make([]any, len(users.columns))
-		for j, c := range users.columns {
+		v := make([]any, len(users.Columns))
+		for j, c := range users.Columns {
 			var ok bool
 			if v[j], ok = by[c]; !ok {
 				return nil, fmt.Errorf("no value for column %s", c)
@@ -159,10 +120,10 @@ func TestCopyUsersMatchesPgx(t *testing.T) {
 		}
 		return v, nil
 	})
-	if _, err := pool.CopyFrom(ctx, pgx.Identifier{s.schema, "users_pgx"}, users.columns, src); err != nil {
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{s.schema, "users_pgx"}, users.Columns, src); err != nil {
 		t.Fatal(err)
 	}
-	cols := strings.Join(quoteAll(users.columns), ", ")
+	cols := strings.Join(pgrow.QuoteAll(users.Columns), ", ")
 	var n, differ int64
 	err := pool.QueryRow(ctx, fmt.Sprintf(`SELECT (SELECT count(*) FROM %[1]s.users_binary),
 		(SELECT count(*) FROM ((SELECT %[2]s FROM %[1]s.users_binary EXCEPT ALL SELECT %[2]s FROM %[1]s.users_pgx)

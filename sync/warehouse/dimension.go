@@ -10,6 +10,7 @@ import (
 
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
 // DimensionLoad writes the full list of one dimension (team, role or
@@ -43,7 +44,7 @@ import (
 type DimensionLoad struct {
 	s      *Store
 	typ    string
-	t      tableSQL
+	t      pgrow.Table
 	sql    dimensionSQL
 	runID  int64
 	conn   *pgxpool.Conn
@@ -66,12 +67,12 @@ func (s *Store) BeginDimension(ctx context.Context, typ string, runID int64) (*D
 	d := &DimensionLoad{s: s, typ: typ, t: t, sql: s.dimensionSQL(t), runID: runID}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("loading %s: acquiring a connection: %w", t.res.Table, err)
+		return nil, fmt.Errorf("loading %s: acquiring a connection: %w", t.Res.Table, err)
 	}
 	d.conn = conn
 	if _, err := conn.Exec(ctx, d.sql.create); err != nil {
 		d.Close()
-		return nil, fmt.Errorf("loading %s: creating staging tables: %w", t.res.Table, err)
+		return nil, fmt.Errorf("loading %s: creating staging tables: %w", t.Res.Table, err)
 	}
 	return d, nil
 }
@@ -82,20 +83,20 @@ func (s *Store) BeginDimension(ctx context.Context, typ string, runID int64) (*D
 // LoadUsers does.
 func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Quarantined, present []int64) error {
 	if d.done || d.conn == nil {
-		return fmt.Errorf("staging %s: the load has failed, finished or been closed", d.t.res.Table)
+		return fmt.Errorf("staging %s: the load has failed, finished or been closed", d.t.Res.Table)
 	}
 	if len(rows) == 0 && len(bad) == 0 && len(present) == 0 {
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, d.conn, func(tx pgx.Tx) error {
 		if len(rows) > 0 {
-			load, err := d.s.completeRows(ctx, tx, d.t, rows)
+			load, err := d.t.Complete(ctx, tx, rows)
 			if err != nil {
 				return err
 			}
 			// Each row is followed by its arrival order and its updatedAt.
 			_, err = pgcopy.Binary(ctx, tx, d.sql.copyRows, len(rows), func(b []byte, i int) ([]byte, error) {
-				b, err := d.t.appendRow(pgcopy.AppendFieldCount(b, len(d.sql.rowColumns)), &load[i], writer{})
+				b, err := d.t.AppendRow(pgcopy.AppendFieldCount(b, len(d.sql.rowColumns)), &load[i], pgrow.Writer{})
 				if err != nil {
 					return b, err
 				}
@@ -129,7 +130,7 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 	})
 	if err != nil {
 		d.done = true
-		return fmt.Errorf("staging %s: %w", d.t.res.Table, err)
+		return fmt.Errorf("staging %s: %w", d.t.Res.Table, err)
 	}
 	d.listed += int64(len(present))
 	d.rows += int64(len(rows))
@@ -143,12 +144,12 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 // changes nothing.
 func (d *DimensionLoad) Finish(ctx context.Context) (Counts, error) {
 	if d.done || d.conn == nil {
-		return Counts{}, fmt.Errorf("loading %s: the load has failed, finished or been closed", d.t.res.Table)
+		return Counts{}, fmt.Errorf("loading %s: the load has failed, finished or been closed", d.t.Res.Table)
 	}
 	d.done = true // whatever happens, no more pages
 	c, err := d.apply(ctx)
 	if err != nil {
-		return Counts{}, fmt.Errorf("loading %s: %w", d.t.res.Table, err)
+		return Counts{}, fmt.Errorf("loading %s: %w", d.t.Res.Table, err)
 	}
 	return c, nil
 }
@@ -159,11 +160,11 @@ func (d *DimensionLoad) apply(ctx context.Context) (Counts, error) {
 	err := pgx.BeginFunc(ctx, d.conn, func(tx pgx.Tx) error {
 		if d.listed == 0 {
 			var live int64
-			if err := tx.QueryRow(ctx, t.liveCount).Scan(&live); err != nil {
-				return fmt.Errorf("counting live %s: %w", t.res.Table, err)
+			if err := tx.QueryRow(ctx, t.LiveCount).Scan(&live); err != nil {
+				return fmt.Errorf("counting live %s: %w", t.Res.Table, err)
 			}
 			if live > 0 {
-				return &EmptyListError{Table: t.res.Table, Live: live}
+				return &EmptyListError{Table: t.Res.Table, Live: live}
 			}
 		}
 		if d.rows > 0 {
@@ -176,7 +177,7 @@ func (d *DimensionLoad) apply(ctx context.Context) (Counts, error) {
 		}
 		tag, err := tx.Exec(ctx, d.sql.delete)
 		if err != nil {
-			return fmt.Errorf("marking deleted %s: %w", t.res.Table, err)
+			return fmt.Errorf("marking deleted %s: %w", t.Res.Table, err)
 		}
 		c.Deleted = tag.RowsAffected()
 		if err := d.closeMembers(ctx, tx, c.Deleted); err != nil {
@@ -203,7 +204,7 @@ func (d *DimensionLoad) apply(ctx context.Context) (Counts, error) {
 // replaces into the history first.
 func (d *DimensionLoad) upsert(ctx context.Context, tx pgx.Tx, c *Counts) error {
 	t := d.t
-	if _, err := tx.Exec(ctx, t.createStage); err != nil {
+	if _, err := tx.Exec(ctx, t.CreateStage); err != nil {
 		return fmt.Errorf("creating staging table: %w", err)
 	}
 	tag, err := tx.Exec(ctx, d.sql.stage)
@@ -213,8 +214,8 @@ func (d *DimensionLoad) upsert(ctx context.Context, tx pgx.Tx, c *Counts) error 
 	if err := d.archive(ctx, tx); err != nil {
 		return err
 	}
-	if err := tx.QueryRow(ctx, t.upsert).Scan(&c.Inserted, &c.Updated); err != nil {
-		return fmt.Errorf("upserting %s: %w", t.res.Table, err)
+	if err := tx.QueryRow(ctx, t.Upsert).Scan(&c.Inserted, &c.Updated); err != nil {
+		return fmt.Errorf("upserting %s: %w", t.Res.Table, err)
 	}
 	c.Unchanged = tag.RowsAffected() - c.Inserted - c.Updated
 	return nil

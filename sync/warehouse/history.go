@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
@@ -29,11 +30,11 @@ func (s *Store) newHistorySQL(schemaName string) (map[string]historySQL, error) 
 	out := map[string]historySQL{}
 	for _, typ := range schema.DimensionTypes() {
 		t := tables[typ]
-		cols := quoteAll(t.columns[1:])
+		cols := pgrow.QuoteAll(t.Columns[1:])
 		st, err := sqlfile.Load(sqlFiles, "history", map[string]string{
-			"table": t.table, "stage": t.stage, "history": q + "." + schema.QuoteIdentifier(typ+"_history"),
+			"table": t.Name, "stage": t.Stage, "history": q + "." + schema.QuoteIdentifier(typ+"_history"),
 			"key": schema.QuoteIdentifier(typ + "_id"), "columns": strings.Join(cols, ", "),
-			"t.columns": prefixAll("t.", cols), "st.columns": prefixAll("st.", cols),
+			"t.columns": pgrow.PrefixAll("t.", cols), "st.columns": pgrow.PrefixAll("st.", cols),
 		})
 		if err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
 // Quarantined is a resource that could not be typed, kept whole.
@@ -59,7 +60,7 @@ type Checkpoint struct {
 	Progress Progress // cumulative counters of the run
 }
 
-func (cp *Checkpoint) writer() writer { return writer{run: cp.RunID, policy: cp.PolicyID} }
+func (cp *Checkpoint) writer() pgrow.Writer { return pgrow.Writer{Run: cp.RunID, Policy: cp.PolicyID} }
 
 // Progress is a run's cumulative counters, saved with each checkpoint.
 type Progress struct {
@@ -76,7 +77,7 @@ type Progress struct {
 // does, and advances cp (nil: no checkpoint) once it has committed: for
 // callers that write pages one at a time (the reconcile's fetches, tests).
 func (s *Store) LoadUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, cp *Checkpoint) (Counts, error) {
-	var w writer
+	var w pgrow.Writer
 	if cp != nil {
 		w = cp.writer()
 	}
@@ -162,16 +163,16 @@ func (s *Store) usersEmpty(ctx context.Context) (bool, error) {
 // sync's work and not COPY's).
 func (s *Store) CopyUsersRaw(ctx context.Context, table string, rows []normalize.Row, batch int) (time.Duration, error) {
 	t := s.tables["user"]
-	load := make([]loadRow, len(rows))
+	load := make([]pgrow.Row, len(rows))
 	for i := range rows {
-		load[i] = loadRow{row: rows[i], content: rows[i].Hash(), linkage: rows[i].LinkageHash(), links: s.links.values(&rows[i])}
+		load[i] = pgrow.Row{Normalized: rows[i], Content: rows[i].Hash(), Linkage: rows[i].LinkageHash(), Links: s.links.Values(&rows[i])}
 	}
-	sql := pgcopy.Statement(s.q+"."+schema.QuoteIdentifier(table), t.columns)
+	sql := pgcopy.Statement(s.q+"."+schema.QuoteIdentifier(table), t.Columns)
 	start := time.Now()
 	for from := 0; from < len(load); from += batch {
 		to := min(from+batch, len(load))
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			_, err := copyRows(ctx, tx, sql, &t, load[from:to], writer{})
+			_, err := pgrow.Copy(ctx, tx, sql, &t, load[from:to], pgrow.Writer{})
 			return err
 		})
 		if err != nil {

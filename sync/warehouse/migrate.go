@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
 // migrationLockKey is the advisory lock every migrating process takes, so two
@@ -103,7 +104,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions) (Migr
 		res.Applied = append(res.Applied, m.Name)
 		res.Current = m.Version
 	}
-	if err := finishRehash(ctx, pool, opts.Schema); err != nil {
+	if err := pgrow.FinishRehash(ctx, pool, opts.Schema); err != nil {
 		return res, err
 	}
 	if err := applyComments(ctx, pool, opts.Schema); err != nil {

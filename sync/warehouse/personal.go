@@ -12,6 +12,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
@@ -41,7 +42,7 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 	}
 	dropAny := "false"
 	if len(dropped) > 0 {
-		dropAny = "(" + strings.Join(quoteAll(dropped), " IS NOT NULL OR ") + " IS NOT NULL)"
+		dropAny = "(" + strings.Join(pgrow.QuoteAll(dropped), " IS NOT NULL OR ") + " IS NOT NULL)"
 	}
 	for _, c := range dropped {
 		fmt.Fprintf(&dropAssign, "%s = NULL, ", schema.QuoteIdentifier(c))
@@ -49,7 +50,7 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 	st, err := sqlfile.Load(sqlFiles, "personal", map[string]string{
 		"schema": schema.QuoteIdentifier(schemaName), "personal_columns": strings.Join(personal, ", "),
 		"clear_personal": strings.Join(personal, " = NULL, ") + " = NULL",
-		"hash_columns":   strings.Join(quoteAll(hashed), ", "), "drop_any": dropAny,
+		"hash_columns":   strings.Join(pgrow.QuoteAll(hashed), ", "), "drop_any": dropAny,
 		"hash_assign": hashAssign.String(), "drop_assign": dropAssign.String(),
 	})
 	if err != nil {

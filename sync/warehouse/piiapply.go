@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
 // The phases of pii apply, in order: the tables it rewrites.
@@ -104,7 +105,7 @@ func (pd *Personal) applyBatch(ctx context.Context, rp *rowPolicies, pr *ApplyPr
 				_, err = tx.Exec(ctx, pd.sql.usersRewrite, b.ids, b.vals, pd.p.DropUnknown(), rp.current)
 			}
 			if err == nil {
-				err = rehashKeys(ctx, tx, pd.s.rehash.users, b.ids)
+				err = pgrow.RehashKeys(ctx, tx, pd.s.rehash.Users, b.ids)
 			}
 		case phaseVersions:
 			b, err = pd.columnsBatch(ctx, tx, rp, pd.sql.versionsBatch, pr.LastID, batch)
@@ -112,7 +113,7 @@ func (pd *Personal) applyBatch(ctx context.Context, rp *rowPolicies, pr *ApplyPr
 				_, err = tx.Exec(ctx, pd.sql.versionsRewrite, b.ids, b.vals, pd.p.DropUnknown(), rp.current)
 			}
 			if err == nil {
-				err = rehashKeys(ctx, tx, pd.s.rehash.versions, b.ids)
+				err = pgrow.RehashKeys(ctx, tx, pd.s.rehash.Versions, b.ids)
 			}
 		case phaseQuarantine:
 			b, err = pd.quarantineBatch(ctx, tx, rp, pr.LastID, batch)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
 // convertPolicyOnly converts in place, as usersync pii apply does, the
@@ -20,7 +21,7 @@ import (
 // classified again, and finds them unchanged, so no version is made of a
 // policy change. Only rows whose hash differs while their updatedAt does
 // not are read.
-func (p *userPage) convertPolicyOnly(ctx context.Context, c pageClass, stored map[int64]storedUser) (int, error) {
+func (p *userPage) convertPolicyOnly(ctx context.Context, c pageClass, stored map[int64]pgrow.Stored) (int, error) {
 	pd := p.s.under.Load()
 	if pd == nil || pd.p == nil {
 		return 0, nil
@@ -28,16 +29,16 @@ func (p *userPage) convertPolicyOnly(ctx context.Context, c pageClass, stored ma
 	want := map[int64][]byte{}
 	incoming := map[int64][]any{}
 	for _, lr := range c.changed {
-		cur := stored[lr.row.ID]
-		if cur.deleted || cur.updatedAt == nil || !cur.updatedAt.Equal(lr.row.UpdatedAt) || bytes.Equal(lr.content, cur.hash) {
+		cur := stored[lr.Normalized.ID]
+		if cur.Deleted || cur.UpdatedAt == nil || !cur.UpdatedAt.Equal(lr.Normalized.UpdatedAt) || bytes.Equal(lr.Content, cur.Hash) {
 			continue
 		}
-		want[lr.row.ID], incoming[lr.row.ID] = lr.content, lr.row.Values
+		want[lr.Normalized.ID], incoming[lr.Normalized.ID] = lr.Content, lr.Normalized.Values
 	}
 	if len(want) == 0 {
 		return 0, nil
 	}
-	rows, err := p.tx.Query(ctx, p.s.rehash.users.Of, mapKeys(want))
+	rows, err := p.tx.Query(ctx, p.s.rehash.Users.Of, mapKeys(want))
 	if err != nil {
 		return 0, fmt.Errorf("reading users written under another policy: %w", err)
 	}
@@ -45,34 +46,34 @@ func (p *userPage) convertPolicyOnly(ctx context.Context, c pageClass, stored ma
 	var ids []int64
 	var vals []string
 	hashes := map[int64][]byte{}
-	err = scanContent(rows, func(c *storedContent) {
-		if c.erased || !pd.convert(c, hashed, incoming[c.key]) || !bytes.Equal(c.Hash(), want[c.key]) {
+	err = pgrow.ScanContent(rows, func(c *pgrow.Content) {
+		if c.Erased || !pd.convert(c, hashed, incoming[c.Key]) || !bytes.Equal(c.Hash(), want[c.Key]) {
 			return
 		}
 		out := make([]any, len(hashed))
 		for k, i := range hashed {
-			out[k] = c.values[i]
+			out[k] = c.Values[i]
 		}
 		b, _ := json.Marshal(out) // strings and nulls: cannot fail
-		ids, vals = append(ids, c.key), append(vals, string(b))
-		hashes[c.key] = want[c.key]
+		ids, vals = append(ids, c.Key), append(vals, string(b))
+		hashes[c.Key] = want[c.Key]
 	})
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
 	var policy *int64 // null when the page's writer names none
-	if p.w.policy != 0 {
-		policy = &p.w.policy
+	if p.w.Policy != 0 {
+		policy = &p.w.Policy
 	}
 	if _, err := p.tx.Exec(ctx, pd.sql.usersRewrite, ids, vals, pd.p.DropUnknown(), policy); err != nil {
 		return 0, fmt.Errorf("converting %d users to the personal-data policy: %w", len(ids), err)
 	}
-	if err := saveHashes(ctx, p.tx, p.s.rehash.users, hashes); err != nil {
+	if err := pgrow.SaveHashes(ctx, p.tx, p.s.rehash.Users, hashes); err != nil {
 		return 0, err
 	}
 	for id, h := range hashes {
 		u := stored[id]
-		u.hash = h
+		u.Hash = h
 		stored[id] = u
 	}
 	return len(ids), nil
@@ -85,24 +86,24 @@ func (p *userPage) convertPolicyOnly(ctx context.Context, c pageClass, stored ma
 // taken for a hash by its shape: a clear value of that shape makes a content
 // that is not the row's, and the row is then written as a new version, as
 // any change is; the shape never decides what is stored.
-func (pd *Personal) convert(c *storedContent, hashed []int, row []any) bool {
+func (pd *Personal) convert(c *pgrow.Content, hashed []int, row []any) bool {
 	changed := false
 	for _, i := range hashed {
-		s, ok := c.values[i].(string)
+		s, ok := c.Values[i].(string)
 		switch {
 		case !ok:
 		case !normalize.LooksHashed(s):
-			c.values[i], changed = pd.p.HashString(s), true
-		case row[i] != nil && row[i] != c.values[i]:
-			c.values[i], changed = row[i], true
+			c.Values[i], changed = pd.p.HashString(s), true
+		case row[i] != nil && row[i] != c.Values[i]:
+			c.Values[i], changed = row[i], true
 		}
 	}
 	for _, i := range attributeIndexes(pd.p.Dropped()) {
-		changed = changed || c.values[i] != nil
-		c.values[i] = nil
+		changed = changed || c.Values[i] != nil
+		c.Values[i] = nil
 	}
-	if pd.p.DropUnknown() && string(c.raw) != "{}" {
-		c.raw, changed = []byte("{}"), true
+	if pd.p.DropUnknown() && string(c.Raw) != "{}" {
+		c.Raw, changed = []byte("{}"), true
 	}
 	return changed
 }

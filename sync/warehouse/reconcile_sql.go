@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
@@ -43,7 +44,7 @@ type reconcileSQL struct {
 	markDeleted       string
 }
 
-func newReconcileSQL(schemaName string, users tableSQL) (reconcileSQL, error) {
+func newReconcileSQL(schemaName string, users pgrow.Table) (reconcileSQL, error) {
 	q := reconcileSQL{dims: schema.DimensionTypes(), scanTable: pgx.Identifier{schemaName, reconcileScanTable}}
 	qs := schema.QuoteIdentifier(schemaName)
 	var defs []string
@@ -53,7 +54,7 @@ func newReconcileSQL(schemaName string, users tableSQL) (reconcileSQL, error) {
 		defs = append(defs, ", "+schema.QuoteIdentifier(col)+" bigint[]")
 	}
 	st, err := sqlfile.Load(sqlFiles, "reconcile", map[string]string{
-		"schema": qs, "users": users.table,
+		"schema": qs, "users": users.Name,
 		"scan": qs + "." + reconcileScanTable, "walk": qs + "." + reconcileWalkTable,
 		"fetch": "pg_temp." + reconcileFetchTable, "fetch_table": reconcileFetchTable,
 		"missing": FetchMissing, "stale": FetchStale, "gone": FetchGone, "relinked": FetchRelinked,

@@ -47,8 +47,8 @@ func TestStatementsGolden(t *testing.T) {
 	}
 	write("reconcile", s.reconcile)
 	write("runs", s.runs)
-	write("rehash users", s.rehash.users)
-	write("rehash user_version_history", s.rehash.versions)
+	write("rehash users", s.rehash.Users)
+	write("rehash user_version_history", s.rehash.Versions)
 	write("rehash", s.rehash)
 	got := b.String()
 	const golden = "testdata/statements.golden.sql"

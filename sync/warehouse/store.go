@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
 // pageLockTimeout bounds how long a users page's statements wait for a lock
@@ -17,15 +18,15 @@ type Store struct {
 	pool      *pgxpool.Pool
 	schema    string
 	q         string // the quoted schema name, for statements
-	tables    map[string]tableSQL
+	tables    map[string]pgrow.Table
 	sql       userSQL
 	reconcile reconcileSQL
 	runs      runSQL
 	history   map[string]historySQL // by dimension type
-	rehash    rehashSQL
+	rehash    pgrow.Rehash
 	// under is the personal-data side users are written under (WriteUnder).
 	under atomic.Pointer[Personal]
-	links userLinks
+	links pgrow.Links
 	// ddlLockTimeout bounds how long deferTeamIndex waits for user_teams'
 	// exclusive lock.
 	ddlLockTimeout string
@@ -36,9 +37,9 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	if err := schema.ValidateIdentifier(schemaName); err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName), tables: map[string]tableSQL{}, ddlLockTimeout: teamIndexLockTimeout}
+	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName), tables: map[string]pgrow.Table{}, ddlLockTimeout: teamIndexLockTimeout}
 	for _, r := range schema.Resources() {
-		s.tables[r.Type] = newTableSQL(schemaName, r)
+		s.tables[r.Type] = pgrow.NewTable(schemaName, r)
 	}
 	var err error
 	if s.sql, err = newUserSQL(schemaName, s.tables["user"], pageLockTimeout); err != nil {
@@ -53,10 +54,10 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	if s.history, err = s.newHistorySQL(schemaName); err != nil {
 		return nil, err
 	}
-	if s.rehash, err = newRehashSQL(schemaName); err != nil {
+	if s.rehash, err = pgrow.NewRehash(schemaName); err != nil {
 		return nil, err
 	}
-	s.links = newUserLinks(schema.User())
+	s.links = pgrow.NewLinks(schema.User())
 	return s, nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
 // userPage is one users page being written in its own transaction: begun
@@ -24,7 +25,7 @@ type userPage struct {
 	tx   pgx.Tx
 	rows []normalize.Row
 	bad  []Quarantined
-	w    writer
+	w    pgrow.Writer
 	c    Counts
 	b    *pgx.Batch // the linkage diff, sent with the checkpoint
 	// allNew, once written: whether every user of the page was new to the
@@ -35,7 +36,7 @@ type userPage struct {
 // prepareUsers begins a page's transaction and writes its heavy part; with
 // tryAllNew, the page is first written as all new (see writeAllNew). The
 // page must then be committed or rolled back.
-func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, w writer, tryAllNew bool) (*userPage, error) {
+func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, w pgrow.Writer, tryAllNew bool) (*userPage, error) {
 	rows = dedupe(rows)
 	p := &userPage{s: s, rows: rows, bad: bad, w: w, b: &pgx.Batch{}}
 	// Pages written at once must never wait for each other's locks (the
@@ -111,12 +112,12 @@ func (p *userPage) writeAllNew(ctx context.Context) (bool, error) {
 // users whose content or linkage changed go through the staging table,
 // their superseded version into user_version_history, and the guarded
 // upsert; unchanged users cost nothing more.
-func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]storedUser) error {
+func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]pgrow.Stored) error {
 	s, t := p.s, p.s.tables["user"]
 	p.c = Counts{Inserted: int64(len(c.fresh)), Updated: c.updated, Unchanged: c.unchanged}
 	if len(c.fresh) > 0 {
 		// A new user's row is its first version: nothing else to write.
-		if _, err := copyRows(ctx, p.tx, t.copyTable, &t, c.fresh, p.w); err != nil {
+		if _, err := pgrow.Copy(ctx, p.tx, t.CopyTable, &t, c.fresh, p.w); err != nil {
 			return fmt.Errorf("copying new users: %w", err)
 		}
 		p.c.Versions += int64(len(c.fresh))
@@ -125,10 +126,10 @@ func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]stor
 		}
 	}
 	if len(c.changed) > 0 {
-		if _, err := p.tx.Exec(ctx, t.createStage); err != nil {
+		if _, err := p.tx.Exec(ctx, t.CreateStage); err != nil {
 			return fmt.Errorf("creating staging table: %w", err)
 		}
-		if _, err := copyRows(ctx, p.tx, t.copyStage, &t, c.changed, p.w); err != nil {
+		if _, err := pgrow.Copy(ctx, p.tx, t.CopyStage, &t, c.changed, p.w); err != nil {
 			return fmt.Errorf("copying into staging: %w", err)
 		}
 		if c.contentChanged {
@@ -143,7 +144,7 @@ func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]stor
 				return fmt.Errorf("reopening memberships of users that came back: %w", err)
 			}
 		}
-		if _, err := p.tx.Exec(ctx, t.upsert); err != nil {
+		if _, err := p.tx.Exec(ctx, t.Upsert); err != nil {
 			return fmt.Errorf("upserting changed users: %w", err)
 		}
 		s.queueTeamDiff(p.b, c.changed, c.relinked)
@@ -177,11 +178,11 @@ func (p *userPage) commit(ctx context.Context, cp *Checkpoint) (Counts, Checkpoi
 // comingBack returns the users marked deleted that the page brings back
 // without diffing their teams: their memberships as they were when marked
 // deleted open again (a page that sends their teams writes those instead).
-func comingBack(c pageClass, stored map[int64]storedUser) []int64 {
+func comingBack(c pageClass, stored map[int64]pgrow.Stored) []int64 {
 	var ids []int64
 	for i := range c.changed {
-		r := &c.changed[i].row
-		if stored[r.ID].deleted && (!c.relinked[r.ID] || !r.TeamsSent) {
+		r := &c.changed[i].Normalized
+		if stored[r.ID].Deleted && (!c.relinked[r.ID] || !r.TeamsSent) {
 			ids = append(ids, r.ID)
 		}
 	}
@@ -198,25 +199,25 @@ func (p *userPage) rollback(ctx context.Context) {
 // readStored reads what the warehouse holds of the rows' ids: hashes and
 // state of each, and the fill (see storedFill) of those that left something
 // unsent.
-func (s *Store) readStored(ctx context.Context, tx pgx.Tx, t tableSQL, rows []normalize.Row) (map[int64]storedUser, error) {
+func (s *Store) readStored(ctx context.Context, tx pgx.Tx, t pgrow.Table, rows []normalize.Row) (map[int64]pgrow.Stored, error) {
 	ids := make([]int64, len(rows))
 	var fill []int64
 	for i := range rows {
 		ids[i] = rows[i].ID
-		if needsFill(&rows[i], s.links, t.hashed) {
+		if pgrow.NeedsFill(&rows[i], s.links, t.Hashed) {
 			fill = append(fill, rows[i].ID)
 		}
 	}
-	out := make(map[int64]storedUser, len(ids))
-	err := scanEach(ctx, tx, t.current, ids, func(r pgx.Rows) error {
+	out := make(map[int64]pgrow.Stored, len(ids))
+	err := pgrow.ScanEach(ctx, tx, t.Current, ids, func(r pgx.Rows) error {
 		var id int64
-		var u storedUser
+		var u pgrow.Stored
 		var other *string
-		if err := r.Scan(&id, &u.hash, &u.linkage, &u.deleted, &other, &u.updatedAt); err != nil {
+		if err := r.Scan(&id, &u.Hash, &u.Linkage, &u.Deleted, &other, &u.UpdatedAt); err != nil {
 			return err
 		}
 		if other != nil {
-			u.other = []byte(*other)
+			u.Other = []byte(*other)
 		}
 		out[id] = u
 		return nil
@@ -224,73 +225,27 @@ func (s *Store) readStored(ctx context.Context, tx pgx.Tx, t tableSQL, rows []no
 	if err != nil {
 		return nil, fmt.Errorf("reading the page's users from the warehouse: %w", err)
 	}
-	fills, err := s.readFill(ctx, tx, t, fill)
+	fills, err := t.ReadFill(ctx, tx, fill)
 	if err != nil {
 		return nil, err
 	}
 	for id, f := range fills {
 		if u, ok := out[id]; ok {
-			u.fill = f
+			u.Fill = f
 			out[id] = u
 		}
 	}
 	return out, nil
 }
 
-// readFill reads the stored values of what rows may leave unsent, for ids.
-func (s *Store) readFill(ctx context.Context, tx pgx.Tx, t tableSQL, ids []int64) (map[int64]*storedFill, error) {
-	if len(ids) == 0 || t.currentFill == "" {
-		return nil, nil
-	}
-	out := make(map[int64]*storedFill, len(ids))
-	arrays := len(t.res.ArrayLinks())
-	err := scanEach(ctx, tx, t.currentFill, ids, func(r pgx.Rows) error {
-		f := &storedFill{toOne: make([]*int64, t.toOnes)}
-		if t.hashed {
-			f.arrays = make([][]int64, arrays)
-		}
-		var id int64
-		dest := []any{&id}
-		for _, c := range t.cols {
-			if c.fill != nil {
-				dest = append(dest, c.fill(f))
-			}
-		}
-		if err := r.Scan(dest...); err != nil {
-			return err
-		}
-		out[id] = f
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading stored relationships: %w", err)
-	}
-	return out, nil
-}
-
-// scanEach runs a query over a set of ids and calls scan for each row.
-func scanEach(ctx context.Context, tx pgx.Tx, sql string, ids []int64, scan func(pgx.Rows) error) error {
-	rows, err := tx.Query(ctx, sql, ids)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
 // copyNewTeams writes the teams of users new to the warehouse with COPY:
 // they have no user_teams rows to diff against (user_teams only holds rows
 // of users in users: see ReplaceTeamMembers and migration 0004). (Their
 // other linkage is in their users row.)
-func (s *Store) copyNewTeams(ctx context.Context, tx pgx.Tx, fresh []loadRow) error {
+func (s *Store) copyNewTeams(ctx context.Context, tx pgx.Tx, fresh []pgrow.Row) error {
 	var teams [][2]int64
 	for i := range fresh {
-		if r := &fresh[i].row; r.TeamsSent {
+		if r := &fresh[i].Normalized; r.TeamsSent {
 			for _, t := range r.Teams {
 				teams = append(teams, [2]int64{r.ID, t})
 			}
@@ -326,10 +281,10 @@ func dedupePairs(pairs [][2]int64) [][2]int64 {
 // queueTeamDiff diffs the teams of the relinked users against what the
 // warehouse holds: rows that differ are deleted or inserted, the rest stay.
 // (Their other linkage is in their users row, written by the upsert.)
-func (s *Store) queueTeamDiff(b *pgx.Batch, changed []loadRow, relinked map[int64]bool) {
+func (s *Store) queueTeamDiff(b *pgx.Batch, changed []pgrow.Row, relinked map[int64]bool) {
 	var teamUsers, tu, tt []int64
 	for i := range changed {
-		r := &changed[i].row
+		r := &changed[i].Normalized
 		if !relinked[r.ID] || !r.TeamsSent {
 			continue
 		}
@@ -346,7 +301,7 @@ func (s *Store) queueTeamDiff(b *pgx.Batch, changed []loadRow, relinked map[int6
 	}
 }
 
-func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, bad []Quarantined, w writer) {
+func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, bad []Quarantined, w pgrow.Writer) {
 	if len(rows) > 0 {
 		ids := make([]string, len(rows))
 		for i, r := range rows {
@@ -356,7 +311,7 @@ func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, 
 	}
 	for _, q := range bad {
 		q = storable(q)
-		b.Queue(s.sql.insertQuarantine, nullID(w.run), q.Type, q.ID, q.Field, q.Error, q.Raw, nullID(w.policy))
+		b.Queue(s.sql.insertQuarantine, nullID(w.Run), q.Type, q.ID, q.Field, q.Error, q.Raw, nullID(w.Policy))
 	}
 }
 

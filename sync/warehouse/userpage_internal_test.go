@@ -8,6 +8,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
 // userRows types one user per id of titles (ids 1 to 9, in order), each
@@ -34,7 +35,7 @@ func TestWriteAllNew(t *testing.T) {
 	ctx := context.Background()
 	write := func(titles map[int]string, tryAllNew bool) (Counts, bool) {
 		t.Helper()
-		p, err := s.prepareUsers(ctx, userRows(t, titles), nil, writer{}, tryAllNew)
+		p, err := s.prepareUsers(ctx, userRows(t, titles), nil, pgrow.Writer{}, tryAllNew)
 		if err != nil {
 			t.Fatal(err)
 		}

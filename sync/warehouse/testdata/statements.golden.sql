@@ -84,16 +84,16 @@ ANALYZE "usersync".user_teams, "usersync".teams, "usersync".roles, "usersync".pr
 "usersync".user_version_history (user_id, valid_from), "usersync".user_team_history, "usersync".team_history,
 "usersync".role_history, "usersync".profile_history;
 
--- users.copyTable
+-- users.CopyTable
 COPY "usersync"."users" ("id", "accounts_view_id", "calls_view_id", "coach_recordings_view_id", "opportunities_view_id", "prospects_view_id", "reports_team_perf_view_id", "reports_view_id", "tasks_view_id", "teams_view_id", "users_view_id", "default_ruleset_id", "activity_notifications_disabled", "bounce_warning_email_enabled", "daily_digest_email_enabled", "weekly_digest_email_enabled", "enable_voice_recordings", "engagement_emails_enabled", "keep_bridge_phone_connected", "locked", "mailbox_error_email_enabled", "meeting_engagement_notification_enabled", "notifications_enabled", "oce_click_to_dial_everywhere", "oce_mail_toolbar", "oce_crm_email_decorating", "oce_crm_phone_decorating", "oce_universal_task_flow", "oce_window_mode", "plugin_alert_notification_enabled", "prefers_local_presence", "sender_notifications_excluded", "texting_email_notifications", "unknown_reply_email_enabled", "voicemail_notification_enabled", "bridge_phone", "bridge_phone_extension", "inbound_bridge_phone", "inbound_bridge_phone_extension", "controlled_tab_default", "custom1", "custom2", "custom3", "custom4", "custom5", "email", "first_name", "last_name", "name", "inbound_call_behavior", "inbound_phone_type", "inbound_voicemail_custom_message_text", "inbound_voicemail_message_text_voice", "inbound_voicemail_prompt_type", "job_role_by_name", "oce_mail_tracking_state", "phone_country_code", "phone_number", "phone_type", "preferred_voice_region", "primary_timezone", "secondary_timezone", "tertiary_timezone", "scim_external_id", "scim_source", "title", "user_guid", "username", "created_at", "current_sign_in_at", "last_sign_in_at", "password_expires_at", "updated_at", "duties", "role_id", "profile_id", "creator_id", "updater_id", "mailbox_id", "raw", "content_hash", "linkage_hash", "data_connections", "version_run_id", "content_category_ids", "content_category_ownership_ids", "direct_assigned_team_ids", "role_assigned_team_ids", "mailbox_ids", "recipient_ids", "outbound_voicemail_ids", "voicemail_prompt_ids", "other_relationships", "pii_policy_id") FROM STDIN (FORMAT binary);
 
--- users.copyStage
+-- users.CopyStage
 COPY "usersync_stage_usersync_users" ("id", "accounts_view_id", "calls_view_id", "coach_recordings_view_id", "opportunities_view_id", "prospects_view_id", "reports_team_perf_view_id", "reports_view_id", "tasks_view_id", "teams_view_id", "users_view_id", "default_ruleset_id", "activity_notifications_disabled", "bounce_warning_email_enabled", "daily_digest_email_enabled", "weekly_digest_email_enabled", "enable_voice_recordings", "engagement_emails_enabled", "keep_bridge_phone_connected", "locked", "mailbox_error_email_enabled", "meeting_engagement_notification_enabled", "notifications_enabled", "oce_click_to_dial_everywhere", "oce_mail_toolbar", "oce_crm_email_decorating", "oce_crm_phone_decorating", "oce_universal_task_flow", "oce_window_mode", "plugin_alert_notification_enabled", "prefers_local_presence", "sender_notifications_excluded", "texting_email_notifications", "unknown_reply_email_enabled", "voicemail_notification_enabled", "bridge_phone", "bridge_phone_extension", "inbound_bridge_phone", "inbound_bridge_phone_extension", "controlled_tab_default", "custom1", "custom2", "custom3", "custom4", "custom5", "email", "first_name", "last_name", "name", "inbound_call_behavior", "inbound_phone_type", "inbound_voicemail_custom_message_text", "inbound_voicemail_message_text_voice", "inbound_voicemail_prompt_type", "job_role_by_name", "oce_mail_tracking_state", "phone_country_code", "phone_number", "phone_type", "preferred_voice_region", "primary_timezone", "secondary_timezone", "tertiary_timezone", "scim_external_id", "scim_source", "title", "user_guid", "username", "created_at", "current_sign_in_at", "last_sign_in_at", "password_expires_at", "updated_at", "duties", "role_id", "profile_id", "creator_id", "updater_id", "mailbox_id", "raw", "content_hash", "linkage_hash", "data_connections", "version_run_id", "content_category_ids", "content_category_ownership_ids", "direct_assigned_team_ids", "role_assigned_team_ids", "mailbox_ids", "recipient_ids", "outbound_voicemail_ids", "voicemail_prompt_ids", "other_relationships", "pii_policy_id") FROM STDIN (FORMAT binary);
 
--- users.createStage
+-- users.CreateStage
 CREATE TEMP TABLE IF NOT EXISTS "usersync_stage_usersync_users" (LIKE "usersync"."users" INCLUDING DEFAULTS) ON COMMIT DELETE ROWS;
 
--- users.upsert
+-- users.Upsert
 WITH up AS (
 	INSERT INTO "usersync"."users" AS t ("id", "accounts_view_id", "calls_view_id", "coach_recordings_view_id", "opportunities_view_id", "prospects_view_id", "reports_team_perf_view_id", "reports_view_id", "tasks_view_id", "teams_view_id", "users_view_id", "default_ruleset_id", "activity_notifications_disabled", "bounce_warning_email_enabled", "daily_digest_email_enabled", "weekly_digest_email_enabled", "enable_voice_recordings", "engagement_emails_enabled", "keep_bridge_phone_connected", "locked", "mailbox_error_email_enabled", "meeting_engagement_notification_enabled", "notifications_enabled", "oce_click_to_dial_everywhere", "oce_mail_toolbar", "oce_crm_email_decorating", "oce_crm_phone_decorating", "oce_universal_task_flow", "oce_window_mode", "plugin_alert_notification_enabled", "prefers_local_presence", "sender_notifications_excluded", "texting_email_notifications", "unknown_reply_email_enabled", "voicemail_notification_enabled", "bridge_phone", "bridge_phone_extension", "inbound_bridge_phone", "inbound_bridge_phone_extension", "controlled_tab_default", "custom1", "custom2", "custom3", "custom4", "custom5", "email", "first_name", "last_name", "name", "inbound_call_behavior", "inbound_phone_type", "inbound_voicemail_custom_message_text", "inbound_voicemail_message_text_voice", "inbound_voicemail_prompt_type", "job_role_by_name", "oce_mail_tracking_state", "phone_country_code", "phone_number", "phone_type", "preferred_voice_region", "primary_timezone", "secondary_timezone", "tertiary_timezone", "scim_external_id", "scim_source", "title", "user_guid", "username", "created_at", "current_sign_in_at", "last_sign_in_at", "password_expires_at", "updated_at", "duties", "role_id", "profile_id", "creator_id", "updater_id", "mailbox_id", "raw", "content_hash", "linkage_hash", "data_connections", "version_run_id", "content_category_ids", "content_category_ownership_ids", "direct_assigned_team_ids", "role_assigned_team_ids", "mailbox_ids", "recipient_ids", "outbound_voicemail_ids", "voicemail_prompt_ids", "other_relationships", "pii_policy_id") SELECT "id", "accounts_view_id", "calls_view_id", "coach_recordings_view_id", "opportunities_view_id", "prospects_view_id", "reports_team_perf_view_id", "reports_view_id", "tasks_view_id", "teams_view_id", "users_view_id", "default_ruleset_id", "activity_notifications_disabled", "bounce_warning_email_enabled", "daily_digest_email_enabled", "weekly_digest_email_enabled", "enable_voice_recordings", "engagement_emails_enabled", "keep_bridge_phone_connected", "locked", "mailbox_error_email_enabled", "meeting_engagement_notification_enabled", "notifications_enabled", "oce_click_to_dial_everywhere", "oce_mail_toolbar", "oce_crm_email_decorating", "oce_crm_phone_decorating", "oce_universal_task_flow", "oce_window_mode", "plugin_alert_notification_enabled", "prefers_local_presence", "sender_notifications_excluded", "texting_email_notifications", "unknown_reply_email_enabled", "voicemail_notification_enabled", "bridge_phone", "bridge_phone_extension", "inbound_bridge_phone", "inbound_bridge_phone_extension", "controlled_tab_default", "custom1", "custom2", "custom3", "custom4", "custom5", "email", "first_name", "last_name", "name", "inbound_call_behavior", "inbound_phone_type", "inbound_voicemail_custom_message_text", "inbound_voicemail_message_text_voice", "inbound_voicemail_prompt_type", "job_role_by_name", "oce_mail_tracking_state", "phone_country_code", "phone_number", "phone_type", "preferred_voice_region", "primary_timezone", "secondary_timezone", "tertiary_timezone", "scim_external_id", "scim_source", "title", "user_guid", "username", "created_at", "current_sign_in_at", "last_sign_in_at", "password_expires_at", "updated_at", "duties", "role_id", "profile_id", "creator_id", "updater_id", "mailbox_id", "raw", "content_hash", "linkage_hash", "data_connections", "version_run_id", "content_category_ids", "content_category_ownership_ids", "direct_assigned_team_ids", "role_assigned_team_ids", "mailbox_ids", "recipient_ids", "outbound_voicemail_ids", "voicemail_prompt_ids", "other_relationships", "pii_policy_id" FROM "usersync_stage_usersync_users"
 	ON CONFLICT (id) DO UPDATE SET "accounts_view_id" = EXCLUDED."accounts_view_id", "calls_view_id" = EXCLUDED."calls_view_id", "coach_recordings_view_id" = EXCLUDED."coach_recordings_view_id", "opportunities_view_id" = EXCLUDED."opportunities_view_id", "prospects_view_id" = EXCLUDED."prospects_view_id", "reports_team_perf_view_id" = EXCLUDED."reports_team_perf_view_id", "reports_view_id" = EXCLUDED."reports_view_id", "tasks_view_id" = EXCLUDED."tasks_view_id", "teams_view_id" = EXCLUDED."teams_view_id", "users_view_id" = EXCLUDED."users_view_id", "default_ruleset_id" = EXCLUDED."default_ruleset_id", "activity_notifications_disabled" = EXCLUDED."activity_notifications_disabled", "bounce_warning_email_enabled" = EXCLUDED."bounce_warning_email_enabled", "daily_digest_email_enabled" = EXCLUDED."daily_digest_email_enabled", "weekly_digest_email_enabled" = EXCLUDED."weekly_digest_email_enabled", "enable_voice_recordings" = EXCLUDED."enable_voice_recordings", "engagement_emails_enabled" = EXCLUDED."engagement_emails_enabled", "keep_bridge_phone_connected" = EXCLUDED."keep_bridge_phone_connected", "locked" = EXCLUDED."locked", "mailbox_error_email_enabled" = EXCLUDED."mailbox_error_email_enabled", "meeting_engagement_notification_enabled" = EXCLUDED."meeting_engagement_notification_enabled", "notifications_enabled" = EXCLUDED."notifications_enabled", "oce_click_to_dial_everywhere" = EXCLUDED."oce_click_to_dial_everywhere", "oce_mail_toolbar" = EXCLUDED."oce_mail_toolbar", "oce_crm_email_decorating" = EXCLUDED."oce_crm_email_decorating", "oce_crm_phone_decorating" = EXCLUDED."oce_crm_phone_decorating", "oce_universal_task_flow" = EXCLUDED."oce_universal_task_flow", "oce_window_mode" = EXCLUDED."oce_window_mode", "plugin_alert_notification_enabled" = EXCLUDED."plugin_alert_notification_enabled", "prefers_local_presence" = EXCLUDED."prefers_local_presence", "sender_notifications_excluded" = EXCLUDED."sender_notifications_excluded", "texting_email_notifications" = EXCLUDED."texting_email_notifications", "unknown_reply_email_enabled" = EXCLUDED."unknown_reply_email_enabled", "voicemail_notification_enabled" = EXCLUDED."voicemail_notification_enabled", "bridge_phone" = EXCLUDED."bridge_phone", "bridge_phone_extension" = EXCLUDED."bridge_phone_extension", "inbound_bridge_phone" = EXCLUDED."inbound_bridge_phone", "inbound_bridge_phone_extension" = EXCLUDED."inbound_bridge_phone_extension", "controlled_tab_default" = EXCLUDED."controlled_tab_default", "custom1" = EXCLUDED."custom1", "custom2" = EXCLUDED."custom2", "custom3" = EXCLUDED."custom3", "custom4" = EXCLUDED."custom4", "custom5" = EXCLUDED."custom5", "email" = EXCLUDED."email", "first_name" = EXCLUDED."first_name", "last_name" = EXCLUDED."last_name", "name" = EXCLUDED."name", "inbound_call_behavior" = EXCLUDED."inbound_call_behavior", "inbound_phone_type" = EXCLUDED."inbound_phone_type", "inbound_voicemail_custom_message_text" = EXCLUDED."inbound_voicemail_custom_message_text", "inbound_voicemail_message_text_voice" = EXCLUDED."inbound_voicemail_message_text_voice", "inbound_voicemail_prompt_type" = EXCLUDED."inbound_voicemail_prompt_type", "job_role_by_name" = EXCLUDED."job_role_by_name", "oce_mail_tracking_state" = EXCLUDED."oce_mail_tracking_state", "phone_country_code" = EXCLUDED."phone_country_code", "phone_number" = EXCLUDED."phone_number", "phone_type" = EXCLUDED."phone_type", "preferred_voice_region" = EXCLUDED."preferred_voice_region", "primary_timezone" = EXCLUDED."primary_timezone", "secondary_timezone" = EXCLUDED."secondary_timezone", "tertiary_timezone" = EXCLUDED."tertiary_timezone", "scim_external_id" = EXCLUDED."scim_external_id", "scim_source" = EXCLUDED."scim_source", "title" = EXCLUDED."title", "user_guid" = EXCLUDED."user_guid", "username" = EXCLUDED."username", "created_at" = EXCLUDED."created_at", "current_sign_in_at" = EXCLUDED."current_sign_in_at", "last_sign_in_at" = EXCLUDED."last_sign_in_at", "password_expires_at" = EXCLUDED."password_expires_at", "updated_at" = EXCLUDED."updated_at", "duties" = EXCLUDED."duties", "role_id" = EXCLUDED."role_id", "profile_id" = EXCLUDED."profile_id", "creator_id" = EXCLUDED."creator_id", "updater_id" = EXCLUDED."updater_id", "mailbox_id" = EXCLUDED."mailbox_id", "raw" = EXCLUDED."raw", "content_hash" = EXCLUDED."content_hash", "linkage_hash" = EXCLUDED."linkage_hash", "data_connections" = EXCLUDED."data_connections", "content_category_ids" = EXCLUDED."content_category_ids", "content_category_ownership_ids" = EXCLUDED."content_category_ownership_ids", "direct_assigned_team_ids" = EXCLUDED."direct_assigned_team_ids", "role_assigned_team_ids" = EXCLUDED."role_assigned_team_ids", "mailbox_ids" = EXCLUDED."mailbox_ids", "recipient_ids" = EXCLUDED."recipient_ids", "outbound_voicemail_ids" = EXCLUDED."outbound_voicemail_ids", "voicemail_prompt_ids" = EXCLUDED."voicemail_prompt_ids", "other_relationships" = EXCLUDED."other_relationships", "pii_policy_id" = EXCLUDED."pii_policy_id", version_id = CASE WHEN t.content_hash <> EXCLUDED.content_hash THEN EXCLUDED.version_id ELSE t.version_id END, version_valid_from = CASE WHEN t.content_hash <> EXCLUDED.content_hash THEN EXCLUDED.version_valid_from ELSE t.version_valid_from END, version_run_id = CASE WHEN t.content_hash <> EXCLUDED.content_hash THEN EXCLUDED.version_run_id ELSE t.version_run_id END, synced_at = now(), deleted_at = NULL
@@ -101,25 +101,25 @@ WITH up AS (
 	RETURNING (xmax = 0) AS inserted)
 SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up;
 
--- users.current
+-- users.Current
 SELECT id, content_hash, linkage_hash, deleted_at IS NOT NULL, other_relationships::text, updated_at FROM "usersync"."users" WHERE id = ANY($1::bigint[]);
 
--- users.currentFill
+-- users.CurrentFill
 SELECT id, "role_id", "profile_id", "creator_id", "updater_id", "mailbox_id", data_connections::text, "content_category_ids", "content_category_ownership_ids", "direct_assigned_team_ids", "role_assigned_team_ids", "mailbox_ids", "recipient_ids", "outbound_voicemail_ids", "voicemail_prompt_ids" FROM "usersync"."users" WHERE id = ANY($1::bigint[]);
 
--- users.liveCount
+-- users.LiveCount
 SELECT count(*) FROM "usersync"."users" WHERE deleted_at IS NULL;
 
--- teams.copyTable
+-- teams.CopyTable
 COPY "usersync"."teams" ("id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw") FROM STDIN (FORMAT binary);
 
--- teams.copyStage
+-- teams.CopyStage
 COPY "usersync_stage_usersync_teams" ("id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw") FROM STDIN (FORMAT binary);
 
--- teams.createStage
+-- teams.CreateStage
 CREATE TEMP TABLE IF NOT EXISTS "usersync_stage_usersync_teams" (LIKE "usersync"."teams" INCLUDING DEFAULTS) ON COMMIT DELETE ROWS;
 
--- teams.upsert
+-- teams.Upsert
 WITH up AS (
 	INSERT INTO "usersync"."teams" AS t ("id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw") SELECT "id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw" FROM "usersync_stage_usersync_teams"
 	ON CONFLICT (id) DO UPDATE SET "name" = EXCLUDED."name", "color" = EXCLUDED."color", "scim_external_id" = EXCLUDED."scim_external_id", "scim_source" = EXCLUDED."scim_source", "created_at" = EXCLUDED."created_at", "updated_at" = EXCLUDED."updated_at", "raw" = EXCLUDED."raw", version_valid_from = now(), synced_at = now(), deleted_at = NULL
@@ -127,7 +127,7 @@ WITH up AS (
 	RETURNING (xmax = 0) AS inserted)
 SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up;
 
--- teams.liveCount
+-- teams.LiveCount
 SELECT count(*) FROM "usersync"."teams" WHERE deleted_at IS NULL;
 
 -- teams list.copyRows
@@ -177,16 +177,16 @@ WITH gone AS (
 INSERT INTO "usersync".user_team_history (user_id, team_id, valid_from, valid_to, ended_by)
 SELECT user_id, team_id, valid_from, now(), 'team_deleted' FROM gone;
 
--- roles.copyTable
+-- roles.CopyTable
 COPY "usersync"."roles" ("id", "name", "created_at", "updated_at", "parent_role_id", "raw") FROM STDIN (FORMAT binary);
 
--- roles.copyStage
+-- roles.CopyStage
 COPY "usersync_stage_usersync_roles" ("id", "name", "created_at", "updated_at", "parent_role_id", "raw") FROM STDIN (FORMAT binary);
 
--- roles.createStage
+-- roles.CreateStage
 CREATE TEMP TABLE IF NOT EXISTS "usersync_stage_usersync_roles" (LIKE "usersync"."roles" INCLUDING DEFAULTS) ON COMMIT DELETE ROWS;
 
--- roles.upsert
+-- roles.Upsert
 WITH up AS (
 	INSERT INTO "usersync"."roles" AS t ("id", "name", "created_at", "updated_at", "parent_role_id", "raw") SELECT "id", "name", "created_at", "updated_at", "parent_role_id", "raw" FROM "usersync_stage_usersync_roles"
 	ON CONFLICT (id) DO UPDATE SET "name" = EXCLUDED."name", "created_at" = EXCLUDED."created_at", "updated_at" = EXCLUDED."updated_at", "parent_role_id" = EXCLUDED."parent_role_id", "raw" = EXCLUDED."raw", version_valid_from = now(), synced_at = now(), deleted_at = NULL
@@ -194,10 +194,10 @@ WITH up AS (
 	RETURNING (xmax = 0) AS inserted)
 SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up;
 
--- roles.currentFill
+-- roles.CurrentFill
 SELECT id, "parent_role_id" FROM "usersync"."roles" WHERE id = ANY($1::bigint[]);
 
--- roles.liveCount
+-- roles.LiveCount
 SELECT count(*) FROM "usersync"."roles" WHERE deleted_at IS NULL;
 
 -- roles list.copyRows
@@ -234,16 +234,16 @@ SELECT t.id, t."name", t."created_at", t."updated_at", t."parent_role_id", t."ra
 FROM "usersync"."roles" t JOIN "usersync_stage_usersync_roles" st ON st.id = t.id
 WHERE t.deleted_at IS NOT NULL OR (t."name", t."created_at", t."updated_at", t."parent_role_id", t."raw") IS DISTINCT FROM (st."name", st."created_at", st."updated_at", st."parent_role_id", st."raw");
 
--- profiles.copyTable
+-- profiles.CopyTable
 COPY "usersync"."profiles" ("id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw") FROM STDIN (FORMAT binary);
 
--- profiles.copyStage
+-- profiles.CopyStage
 COPY "usersync_stage_usersync_profiles" ("id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw") FROM STDIN (FORMAT binary);
 
--- profiles.createStage
+-- profiles.CreateStage
 CREATE TEMP TABLE IF NOT EXISTS "usersync_stage_usersync_profiles" (LIKE "usersync"."profiles" INCLUDING DEFAULTS) ON COMMIT DELETE ROWS;
 
--- profiles.upsert
+-- profiles.Upsert
 WITH up AS (
 	INSERT INTO "usersync"."profiles" AS t ("id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw") SELECT "id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw" FROM "usersync_stage_usersync_profiles"
 	ON CONFLICT (id) DO UPDATE SET "name" = EXCLUDED."name", "is_admin" = EXCLUDED."is_admin", "special_id" = EXCLUDED."special_id", "created_at" = EXCLUDED."created_at", "updated_at" = EXCLUDED."updated_at", "raw" = EXCLUDED."raw", version_valid_from = now(), synced_at = now(), deleted_at = NULL
@@ -251,7 +251,7 @@ WITH up AS (
 	RETURNING (xmax = 0) AS inserted)
 SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up;
 
--- profiles.liveCount
+-- profiles.LiveCount
 SELECT count(*) FROM "usersync"."profiles" WHERE deleted_at IS NULL;
 
 -- profiles list.copyRows

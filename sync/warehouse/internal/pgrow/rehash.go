@@ -1,4 +1,4 @@
-package warehouse
+package pgrow
 
 import (
 	"bytes"
@@ -19,20 +19,20 @@ import (
 // 0008) rewrites per transaction.
 const rehashBatch = 5000
 
-// hashedTable is one table holding a content_hash: its statements to read
+// HashedTable is one table holding a content_hash: its statements to read
 // rows (after a key, or of given keys) and to save new hashes.
-type hashedTable struct {
+type HashedTable struct {
 	After, Of, Save string
 }
 
-// rehashSQL are the statements that compute content_hash again from what a
+// Rehash are the statements that compute content_hash again from what a
 // row stores (sql/rehash.sql).
-type rehashSQL struct {
-	users, versions       hashedTable
+type Rehash struct {
+	Users, Versions       HashedTable
 	Pending, SaveProgress string
 }
 
-func newRehashSQL(schemaName string) (rehashSQL, error) {
+func NewRehash(schemaName string) (Rehash, error) {
 	u := schema.User()
 	var cols []string
 	for _, a := range u.Attributes {
@@ -50,29 +50,29 @@ func newRehashSQL(schemaName string) (rehashSQL, error) {
 		"schema": schema.QuoteIdentifier(schemaName), "content_columns": strings.Join(cols, ", "),
 	})
 	if err != nil {
-		return rehashSQL{}, err
+		return Rehash{}, err
 	}
-	var q rehashSQL
+	var q Rehash
 	err = sqlfile.Assign("rehash", st, map[string]*string{
-		"usersAfter": &q.users.After, "usersOf": &q.users.Of, "usersSave": &q.users.Save,
-		"versionsAfter": &q.versions.After, "versionsOf": &q.versions.Of, "versionsSave": &q.versions.Save,
+		"usersAfter": &q.Users.After, "usersOf": &q.Users.Of, "usersSave": &q.Users.Save,
+		"versionsAfter": &q.Versions.After, "versionsOf": &q.Versions.Of, "versionsSave": &q.Versions.Save,
 		"pending": &q.Pending, "saveProgress": &q.SaveProgress,
 	})
 	return q, err
 }
 
-// table returns the statements of the table named name.
-func (q rehashSQL) table(name string) hashedTable {
+// Table returns the statements of the Table named name.
+func (q Rehash) Table(name string) HashedTable {
 	if name == "users" {
-		return q.users
+		return q.Users
 	}
-	return q.versions
+	return q.Versions
 }
 
-// rehashKeys computes content_hash again for the rows of t with the given
+// RehashKeys computes content_hash again for the rows of t with the given
 // keys (ids of users, version ids of user_version_history) and saves those
 // that differ.
-func rehashKeys(ctx context.Context, tx pgx.Tx, t hashedTable, keys []int64) error {
+func RehashKeys(ctx context.Context, tx pgx.Tx, t HashedTable, keys []int64) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -84,12 +84,12 @@ func rehashKeys(ctx context.Context, tx pgx.Tx, t hashedTable, keys []int64) err
 	if err != nil {
 		return err
 	}
-	return saveHashes(ctx, tx, t, changed)
+	return SaveHashes(ctx, tx, t, changed)
 }
 
 // rehashAfter does rehashKeys for the next batch of rows after key last; it
 // returns the last key read and how many rows it read.
-func rehashAfter(ctx context.Context, tx pgx.Tx, t hashedTable, last int64, batch int) (int64, int, error) {
+func rehashAfter(ctx context.Context, tx pgx.Tx, t HashedTable, last int64, batch int) (int64, int, error) {
 	rows, err := tx.Query(ctx, t.After, last, batch)
 	if err != nil {
 		return last, 0, fmt.Errorf("reading rows to hash: %w", err)
@@ -101,28 +101,28 @@ func rehashAfter(ctx context.Context, tx pgx.Tx, t hashedTable, last int64, batc
 	if n == 0 {
 		lastRead = last
 	}
-	return lastRead, n, saveHashes(ctx, tx, t, changed)
+	return lastRead, n, SaveHashes(ctx, tx, t, changed)
 }
 
-// storedContent is what a stored row's content hash covers, as the
+// Content is what a stored row's content hash covers, as the
 // normalizer types it.
-type storedContent struct {
-	key     int64 // id, or version_id
-	values  []any
-	raw, dc []byte
+type Content struct {
+	Key     int64 // id, or version_id
+	Values  []any
+	Raw, dc []byte
 	toOne   []normalize.ToOne
 	hash    []byte // the content_hash stored
-	erased  bool   // hash is normalize.ErasedHash
+	Erased  bool   // hash is normalize.ErasedHash
 }
 
 // Hash is normalize.ContentHash of the content.
-func (c *storedContent) Hash() []byte {
-	return normalize.ContentHash(c.values, c.raw, c.toOne, c.dc)
+func (c *Content) Hash() []byte {
+	return normalize.ContentHash(c.Values, c.Raw, c.toOne, c.dc)
 }
 
-// scanContent reads rows of (key, content columns..., content_hash), as
+// ScanContent reads rows of (key, content columns..., content_hash), as
 // rehash.sql selects them, calling fn for each.
-func scanContent(rows pgx.Rows, fn func(c *storedContent)) error {
+func ScanContent(rows pgx.Rows, fn func(c *Content)) error {
 	defer rows.Close()
 	u := schema.User()
 	attrs, toOnes := len(u.Attributes), len(u.ToOne())
@@ -131,18 +131,18 @@ func scanContent(rows pgx.Rows, fn func(c *storedContent)) error {
 		if err != nil {
 			return fmt.Errorf("reading stored rows: %w", err)
 		}
-		c := storedContent{key: v[0].(int64), values: make([]any, attrs), toOne: make([]normalize.ToOne, toOnes)}
+		c := Content{Key: v[0].(int64), Values: make([]any, attrs), toOne: make([]normalize.ToOne, toOnes)}
 		for i, a := range u.Attributes {
-			c.values[i] = storedValue(a.Type, v[1+i])
+			c.Values[i] = storedValue(a.Type, v[1+i])
 		}
-		c.raw, c.dc = jsonText(v[1+attrs]), jsonText(v[2+attrs])
+		c.Raw, c.dc = jsonText(v[1+attrs]), jsonText(v[2+attrs])
 		for j := range c.toOne {
 			if id, ok := v[3+attrs+j].(int64); ok {
 				c.toOne[j] = normalize.ToOne{ID: id, Valid: true, Sent: true}
 			}
 		}
 		c.hash, _ = v[3+attrs+toOnes].([]byte)
-		_, c.erased = normalize.ErasedAt(c.hash)
+		_, c.Erased = normalize.ErasedAt(c.hash)
 		fn(&c)
 	}
 	if err := rows.Err(); err != nil {
@@ -158,10 +158,10 @@ func scanContent(rows pgx.Rows, fn func(c *storedContent)) error {
 func storedHashes(rows pgx.Rows) (map[int64][]byte, int, int64, error) {
 	changed := map[int64][]byte{}
 	n, last := 0, int64(0)
-	err := scanContent(rows, func(c *storedContent) {
-		n, last = n+1, c.key
-		if h := c.Hash(); !c.erased && !bytes.Equal(h, c.hash) {
-			changed[c.key] = h
+	err := ScanContent(rows, func(c *Content) {
+		n, last = n+1, c.Key
+		if h := c.Hash(); !c.Erased && !bytes.Equal(h, c.hash) {
+			changed[c.Key] = h
 		}
 	})
 	return changed, n, last, err
@@ -189,8 +189,8 @@ func jsonText(v any) []byte {
 	return nil
 }
 
-// saveHashes writes the content hashes of t's rows by key.
-func saveHashes(ctx context.Context, tx pgx.Tx, t hashedTable, changed map[int64][]byte) error {
+// SaveHashes writes the content hashes of t's rows by key.
+func SaveHashes(ctx context.Context, tx pgx.Tx, t HashedTable, changed map[int64][]byte) error {
 	if len(changed) == 0 {
 		return nil
 	}
@@ -205,12 +205,12 @@ func saveHashes(ctx context.Context, tx pgx.Tx, t hashedTable, changed map[int64
 	return nil
 }
 
-// finishRehash completes the upgrade of content hashes that migration 0008
+// FinishRehash completes the upgrade of content hashes that migration 0008
 // started: every table still listed as pending in content_rehash is
 // rewritten after its last key done, rehashBatch rows a transaction, each
 // saving its progress, so a stopped migrate resumes where it stopped.
-func finishRehash(ctx context.Context, db *pgxpool.Pool, schemaName string) error {
-	q, err := newRehashSQL(schemaName)
+func FinishRehash(ctx context.Context, db *pgxpool.Pool, schemaName string) error {
+	q, err := NewRehash(schemaName)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func finishRehash(ctx context.Context, db *pgxpool.Pool, schemaName string) erro
 	for _, p := range todo {
 		for done := false; !done; {
 			err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-				last, n, err := rehashAfter(ctx, tx, q.table(p.table), p.last, rehashBatch)
+				last, n, err := rehashAfter(ctx, tx, q.Table(p.table), p.last, rehashBatch)
 				if err != nil {
 					return err
 				}

@@ -1,4 +1,4 @@
-package warehouse
+package pgrow
 
 import (
 	"encoding/json"
@@ -9,16 +9,16 @@ import (
 	"github.com/usersync/usersync/sync/normalize"
 )
 
-// userLinks maps a user's to-many linkage (besides teams) to the columns of
+// Links maps a user's to-many linkage (besides teams) to the columns of
 // its users row: one bigint[] per relationship of the catalog
 // (schema.Resource.ArrayLinks) and other_relationships for the rest.
-type userLinks struct {
+type Links struct {
 	index map[string]int // relationship name → array column
 	types []string       // the catalog's related type of each array column
 }
 
-func newUserLinks(res schema.Resource) userLinks {
-	l := userLinks{index: map[string]int{}}
+func NewLinks(res schema.Resource) Links {
+	l := Links{index: map[string]int{}}
 	for i, rel := range res.ArrayLinks() {
 		l.index[rel.Name] = i
 		l.types = append(l.types, rel.RelatedType)
@@ -32,19 +32,19 @@ type otherLink struct {
 	ID   int64  `json:"id"`
 }
 
-// linkValues is a row's linkage as COPY writes it.
-type linkValues struct {
-	arrays [][]int64 // ids per array column, nil (NULL) when not sent
-	other  []byte    // other_relationships JSON, nil (NULL) when none
+// LinkValues is a row's linkage as COPY writes it.
+type LinkValues struct {
+	Arrays [][]int64 // ids per array column, nil (NULL) when not sent
+	Other  []byte    // other_relationships JSON, nil (NULL) when none
 }
 
-// values returns the linkage columns of row: for each relationship sent, its
+// Values returns the linkage columns of row: for each relationship sent, its
 // ids of the catalog's type without repeats, in the order sent; identifiers of
 // another type, and relationships the catalog does not know, in
 // other_relationships.
-func (l userLinks) values(row *normalize.Row) linkValues {
-	v := linkValues{arrays: make([][]int64, len(l.types))}
-	ids := v.arrays
+func (l Links) Values(row *normalize.Row) LinkValues {
+	v := LinkValues{Arrays: make([][]int64, len(l.types))}
+	ids := v.Arrays
 	var other map[string][]otherLink
 	for _, name := range row.LinksSent {
 		if i, ok := l.index[name]; ok {
@@ -74,18 +74,18 @@ func (l userLinks) values(row *normalize.Row) linkValues {
 	if len(other) > 0 {
 		b, err := json.Marshal(other) // map keys sorted: the same linkage, the same text
 		if err == nil {
-			v.other = b
+			v.Other = b
 		}
 	}
 	return v
 }
 
-// keepUnsent returns row with the stored linkage of the relationships it did
+// KeepUnsent returns row with the stored linkage of the relationships it did
 // not send added, so that "not sent" keeps what the warehouse holds: arrays
 // (one per column, nil when the column is NULL) and other_relationships as
 // stored. The returned row's LinksSent and Links are new slices when they
 // change.
-func (l userLinks) keepUnsent(row normalize.Row, arrays [][]int64, other []byte) normalize.Row {
+func (l Links) KeepUnsent(row normalize.Row, arrays [][]int64, other []byte) normalize.Row {
 	sent := map[string]bool{}
 	for _, name := range row.LinksSent {
 		sent[name] = true
@@ -129,9 +129,9 @@ func (l userLinks) keepUnsent(row normalize.Row, arrays [][]int64, other []byte)
 	return row
 }
 
-// sentAll reports whether row sent every relationship that has an array
+// SentAll reports whether row sent every relationship that has an array
 // column.
-func (l userLinks) sentAll(row *normalize.Row) bool {
+func (l Links) SentAll(row *normalize.Row) bool {
 	n := 0
 	for _, name := range row.LinksSent {
 		if _, ok := l.index[name]; ok {

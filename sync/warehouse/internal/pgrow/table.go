@@ -1,0 +1,102 @@
+package pgrow
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
+)
+
+// Table holds the statements of one resource table, built once from the
+// catalog for a schema, so the hot path only binds parameters.
+type Table struct {
+	Res     schema.Resource
+	Name    string   // qualified table name
+	Stage   string   // per-connection temp staging table name (unqualified: pg_temp)
+	Cols    []Column // what COPY writes, in order (see rowColumns)
+	Columns []string // their names
+	ToOnes  int      // to-one id columns
+	Hashed  bool     // the table has content_hash (users)
+
+	CopyTable   string // binary COPY of columns into table
+	CopyStage   string // the same into stage
+	CreateStage string
+	Upsert      string // returns (inserted, updated)
+	Current     string // users only: (id, content_hash, linkage_hash, deleted, other_relationships, updated_at) of a set of ids
+	CurrentFill string // (id, the stored value of each fill column) of a set of ids
+	LiveCount   string
+}
+
+func NewTable(schemaName string, res schema.Resource) Table {
+	s := schema.QuoteIdentifier(schemaName)
+	t := Table{Res: res, Name: s + "." + schema.QuoteIdentifier(res.Table), Hashed: res.Type == "user",
+		Cols: ColumnsOf(res), ToOnes: len(res.ToOne())}
+	t.Stage = schema.QuoteIdentifier("usersync_stage_" + schemaName + "_" + res.Table)
+	fill := []string{"id"}
+	for _, c := range t.Cols {
+		t.Columns = append(t.Columns, c.name)
+		if c.fill != nil {
+			fill = append(fill, c.read)
+		}
+	}
+	t.CopyTable, t.CopyStage = pgcopy.Statement(t.Name, t.Columns), pgcopy.Statement(t.Stage, t.Columns)
+	quoted := QuoteAll(t.Columns)
+	t.CreateStage = fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`, t.Stage, t.Name)
+
+	var set []string
+	for _, c := range quoted[1:] {
+		if c == `"version_run_id"` {
+			continue // set below, with the other version columns
+		}
+		set = append(set, c+" = EXCLUDED."+c)
+	}
+	if t.Hashed {
+		// A row whose content changed starts a new version: a fresh id (the
+		// column's default, evaluated for the proposed row), now, this run.
+		for _, c := range []string{"version_id", "version_valid_from", "version_run_id"} {
+			set = append(set, fmt.Sprintf("%[1]s = CASE WHEN t.content_hash <> EXCLUDED.content_hash THEN EXCLUDED.%[1]s ELSE t.%[1]s END", c))
+		}
+	}
+	changed := "t.content_hash <> EXCLUDED.content_hash OR t.linkage_hash IS DISTINCT FROM EXCLUDED.linkage_hash"
+	if !t.Hashed {
+		// A dimension row is written only when it changed or came back:
+		// either way a new version starts (the old one is archived first:
+		// see sql/history.sql).
+		set = append(set, "version_valid_from = now()")
+		// A dimension row changed when any column did: attributes, to-one
+		// ids or raw.
+		changed = fmt.Sprintf("(%s) IS DISTINCT FROM (%s)", PrefixAll("t.", quoted[1:]), PrefixAll("EXCLUDED.", quoted[1:]))
+	}
+	t.Upsert = fmt.Sprintf(`WITH up AS (
+	INSERT INTO %[1]s AS t (%[2]s) SELECT %[2]s FROM %[3]s
+	ON CONFLICT (id) DO UPDATE SET %[4]s, synced_at = now(), deleted_at = NULL
+	WHERE %[5]s OR t.deleted_at IS NOT NULL
+	RETURNING (xmax = 0) AS inserted)
+SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`,
+		t.Name, strings.Join(quoted, ", "), t.Stage, strings.Join(set, ", "), changed)
+	if t.Hashed {
+		t.Current = fmt.Sprintf(`SELECT id, content_hash, linkage_hash, deleted_at IS NOT NULL, other_relationships::text, updated_at FROM %s WHERE id = ANY($1::bigint[])`, t.Name)
+	}
+	if len(fill) > 1 {
+		t.CurrentFill = fmt.Sprintf(`SELECT %s FROM %s WHERE id = ANY($1::bigint[])`, strings.Join(fill, ", "), t.Name)
+	}
+	t.LiveCount = fmt.Sprintf(`SELECT count(*) FROM %s WHERE deleted_at IS NULL`, t.Name)
+	return t
+}
+
+func QuoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = schema.QuoteIdentifier(n)
+	}
+	return out
+}
+
+func PrefixAll(prefix string, names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return strings.Join(out, ", ")
+}
