@@ -8,6 +8,7 @@ import (
 
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/reconcile"
 )
 
 // Defaults of a ReconcileRequest.
@@ -176,17 +177,21 @@ func (r *reconciler) execute(ctx context.Context) (ReconcileSummary, error) {
 	if err := r.start(ctx); err != nil {
 		return r.sum, err
 	}
-	if err := r.s.store.EnsureTeamIndex(ctx, r.s.cfg.Logger); err != nil { // the membership pass needs it
+	err := r.s.store.EnsureTeamIndex(ctx, r.s.cfg.Logger) // the membership pass needs it
+	if err != nil {
 		return r.summary(), err
 	}
-	if err := r.syncDimensions(ctx); err != nil {
-		return r.summary(), err
+	if r.sum.Dimensions, err = r.s.syncDimensions(ctx, r.runID); err != nil {
+		return r.summary(), fmt.Errorf("syncing dimensions: %w", err)
 	}
-	work, err := r.s.store.BeginReconciliation(ctx)
+	work, err := reconcile.Begin(ctx, r.s.store)
 	if err != nil {
 		return r.summary(), err
 	}
 	defer work.Close()
+	if err := r.noteDimensionChanges(ctx, work); err != nil {
+		return r.summary(), err
+	}
 	cmp, err := r.scanAndCompare(ctx, work)
 	if err != nil {
 		return r.summary(), err
@@ -245,19 +250,16 @@ func (r *reconciler) start(ctx context.Context) error {
 	return nil
 }
 
-// syncDimensions runs the dimension pass of every sync, then notes the
-// teams, roles and profiles marked deleted, and those that came back since
-// the last reconcile that succeeded, whichever run brought them back (its
-// own dimension pass, a sync's, or a reconcile that failed after its own).
-func (r *reconciler) syncDimensions(ctx context.Context) error {
+// noteDimensionChanges notes, after the dimension pass, the teams, roles
+// and profiles marked deleted, and those that came back since the last
+// reconcile that succeeded, whichever run brought them back (its own
+// dimension pass, a sync's, or a reconcile that failed after its own).
+func (r *reconciler) noteDimensionChanges(ctx context.Context, work *reconcile.Reconciliation) error {
 	var err error
-	if r.sum.Dimensions, err = r.s.syncDimensions(ctx, r.runID); err != nil {
-		return fmt.Errorf("syncing dimensions: %w", err)
-	}
-	if r.deletedDims, err = r.s.store.DeletedDimensionIDs(ctx); err != nil {
+	if r.deletedDims, err = work.DeletedDimensionIDs(ctx); err != nil {
 		return err
 	}
-	restored, err := r.s.store.RestoredDimensionIDs(ctx)
+	restored, err := work.RestoredDimensionIDs(ctx)
 	if err != nil {
 		return err
 	}
@@ -270,7 +272,7 @@ func (r *reconciler) syncDimensions(ctx context.Context) error {
 
 // checkValve refuses a scan that would mark more than the allowed share of
 // the live users deleted, and an empty scan of a non-empty warehouse.
-func (r *reconciler) checkValve(c warehouse.ReconcileComparison) error {
+func (r *reconciler) checkValve(c reconcile.Comparison) error {
 	if c.Gone == 0 {
 		return nil
 	}
@@ -284,7 +286,7 @@ func (r *reconciler) checkValve(c warehouse.ReconcileComparison) error {
 // queue fills the fetch queue: missing and stale ids, users linked to
 // deleted dimensions or otherwise than the scan showed, and live users the
 // scan did not list.
-func (r *reconciler) queue(ctx context.Context, work *warehouse.Reconciliation) error {
+func (r *reconciler) queue(ctx context.Context, work *reconcile.Reconciliation) error {
 	q, err := work.QueueChanged(ctx)
 	if err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/jsondoc"
-	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/reconcile"
 )
 
 // reconcilePageSize is the page[size] of a reconcile's requests (the API's
@@ -47,14 +47,14 @@ func (s *Syncer) fetchQuery(ids []int64) jsonapi.Query {
 // scannedUsers appends the id, updatedAt and linkage to teams, roles and
 // profiles of each resource to dst, counting in unreadable the resources
 // without a usable id.
-func scannedUsers(dst []warehouse.ScannedUser, data []jsondoc.Resource, unreadable *int64) []warehouse.ScannedUser {
+func scannedUsers(dst []reconcile.ScannedUser, data []jsondoc.Resource, unreadable *int64) []reconcile.ScannedUser {
 	rels := schema.DimensionLinks()
 	for i := range data {
 		if !data[i].ID.Valid() {
 			*unreadable++
 			continue
 		}
-		u := warehouse.ScannedUser{ID: int64(data[i].ID), Links: scannedLinks(&data[i], rels)}
+		u := reconcile.ScannedUser{ID: int64(data[i].ID), Links: scannedLinks(&data[i], rels)}
 		if v := gjson.GetBytes(data[i].Attributes, "updatedAt"); v.Type == gjson.String {
 			u.UpdatedText = v.Str
 			if t, err := time.Parse(time.RFC3339Nano, v.Str); err == nil {
@@ -68,7 +68,7 @@ func scannedUsers(dst []warehouse.ScannedUser, data []jsondoc.Resource, unreadab
 }
 
 // scannedLinks returns the resource's linkage to teams, roles and profiles
-// as warehouse.ScannedUser.Links holds it: for each relationship of rels
+// as reconcile.ScannedUser.Links holds it: for each relationship of rels
 // (schema.DimensionLinks()) sent with data, the valid ids of the catalog's
 // type (a null to-one: none); nil for one sent without data. Nil when none
 // was sent with data.
@@ -97,7 +97,7 @@ func scannedLinks(res *jsondoc.Resource, rels []schema.Relationship) [][]int64 {
 // warehouse in id order and split to fit the request-line budget, and loads
 // each page through the sync's page transaction (history, linkage,
 // quarantine, checkpoint).
-func (r *reconciler) fetchQueued(ctx context.Context, work *warehouse.Reconciliation) error {
+func (r *reconciler) fetchQueued(ctx context.Context, work *reconcile.Reconciliation) error {
 	after := int64(math.MinInt64)
 	for {
 		ids, err := work.FetchBatch(ctx, after, reconcilePageSize)
@@ -122,13 +122,13 @@ func (r *reconciler) fetchQueued(ctx context.Context, work *warehouse.Reconcilia
 
 // fetchIDs fetches one batch and loads it. The ids returned join the scan,
 // so a live user the scan missed is not marked deleted.
-func (r *reconciler) fetchIDs(ctx context.Context, work *warehouse.Reconciliation, ids []int64) error {
+func (r *reconciler) fetchIDs(ctx context.Context, work *reconcile.Reconciliation, ids []int64) error {
 	asked := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		asked[id] = true
 	}
 	pages := r.s.client.Collection("users", r.s.fetchQuery(ids))
-	var seen []warehouse.ScannedUser
+	var seen []reconcile.ScannedUser
 	var unreadable int64 // quarantined by LoadUsers; counted as not returned
 	for {
 		page, err := pages.Next(ctx)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/sync/jsonapi"
-	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/reconcile"
 )
 
 // heartbeatEvery is how many scan pages pass between two heartbeats.
@@ -16,9 +16,9 @@ const heartbeatEvery = 100
 // scanAndCompare brings the scan up to date and checks it against the
 // safety valve. A refused scan is not resumed: the next attempt lists every
 // id again rather than trust a list that looked truncated.
-func (r *reconciler) scanAndCompare(ctx context.Context, work *warehouse.Reconciliation) (warehouse.ReconcileComparison, error) {
+func (r *reconciler) scanAndCompare(ctx context.Context, work *reconcile.Reconciliation) (reconcile.Comparison, error) {
 	if err := r.scan(ctx, work); err != nil {
-		return warehouse.ReconcileComparison{}, fmt.Errorf("scanning user ids: %w", err)
+		return reconcile.Comparison{}, fmt.Errorf("scanning user ids: %w", err)
 	}
 	cmp, err := work.Compare(ctx)
 	if err != nil {
@@ -34,9 +34,9 @@ func (r *reconciler) scanAndCompare(ctx context.Context, work *warehouse.Reconci
 
 // refuseWalk ends the walk when err refuses what it listed (the safety
 // valve, or more deletions than it allowed), and returns err.
-func (r *reconciler) refuseWalk(ctx context.Context, work *warehouse.Reconciliation, err error) error {
+func (r *reconciler) refuseWalk(ctx context.Context, work *reconcile.Reconciliation, err error) error {
 	var valve *SafetyValveError
-	var tooMany *warehouse.TooManyDeletionsError
+	var tooMany *reconcile.TooManyDeletionsError
 	if !errors.As(err, &valve) && !errors.As(err, &tooMany) {
 		return err
 	}
@@ -55,7 +55,7 @@ func (r *reconciler) refuseWalk(ctx context.Context, work *warehouse.Reconciliat
 // one created there reaches the warehouse with the next sync). An API that
 // refuses include=teams refuses the first request, and the scan starts
 // again without it.
-func (r *reconciler) scan(ctx context.Context, work *warehouse.Reconciliation) error {
+func (r *reconciler) scan(ctx context.Context, work *reconcile.Reconciliation) error {
 	origin, err := r.s.client.CollectionURL("users", jsonapi.Query{})
 	if err != nil {
 		return fmt.Errorf("building the users URL: %w", err)
@@ -86,7 +86,7 @@ func (r *reconciler) scan(ctx context.Context, work *warehouse.Reconciliation) e
 // when it was complete). It returns false, having recorded nothing, when the
 // stored link does not parse or the API refuses it at once (a cursor it no
 // longer accepts): the caller then walks from the first id.
-func (r *reconciler) resume(ctx context.Context, work *warehouse.Reconciliation, walk *warehouse.Walk) (bool, error) {
+func (r *reconciler) resume(ctx context.Context, work *reconcile.Reconciliation, walk *reconcile.Walk) (bool, error) {
 	r.log.InfoContext(ctx, "resuming the interrupted reconcile's id walk", "walk_run_id", walk.RunID,
 		"pages_recorded", walk.Pages, "complete", walk.Complete, "age", walk.Age.Round(time.Second).String())
 	r.sum.ScanResumed, r.sum.Unreadable = walk.Pages, walk.Unreadable
@@ -107,8 +107,8 @@ func (r *reconciler) resume(ctx context.Context, work *warehouse.Reconciliation,
 
 // scanPages walks pages, recording each page as it arrives with the link to
 // the next one.
-func (r *reconciler) scanPages(ctx context.Context, work *warehouse.Reconciliation, pages *jsonapi.Pages) error {
-	buf := make([]warehouse.ScannedUser, 0, reconcilePageSize)
+func (r *reconciler) scanPages(ctx context.Context, work *reconcile.Reconciliation, pages *jsonapi.Pages) error {
+	buf := make([]reconcile.ScannedUser, 0, reconcilePageSize)
 	for page, err := range jsonapi.Prefetch(ctx, pages, r.s.cfg.Prefetch).Pages() {
 		if err != nil {
 			return err // the client names the page and request; a cut walk says so

@@ -11,6 +11,7 @@ import (
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 )
 
 func teamJSON(id int, name, updated string) string {
@@ -19,7 +20,7 @@ func teamJSON(id int, name, updated string) string {
 
 func teamRows(t *testing.T, items ...string) []normalize.Row {
 	t.Helper()
-	return rows(t, schema.Team(), `{"data": [`+strings.Join(items, ",")+`]}`)
+	return warehousetest.Rows(t, schema.Team(), `{"data": [`+strings.Join(items, ",")+`]}`)
 }
 
 // stream loads pages of teams through one DimensionLoad.
@@ -56,7 +57,7 @@ func streamTeams(t *testing.T, s *warehouse.Store, runID int64, pages ...teamPag
 // when they come back.
 func TestDimensionLoadPages(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	runID, err := s.StartRun(ctx, warehouse.KindFull, nil, nil, nil)
 	if err != nil {
@@ -72,10 +73,10 @@ func TestDimensionLoadPages(t *testing.T) {
 	if want := (warehouse.Counts{Inserted: 5, Quarantined: 1}); c != want {
 		t.Errorf("first list: %+v, want %+v", c, want)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.teams WHERE (id = 3 AND name = 'c-new') OR (id = 6 AND name = 'f2')`); n != 2 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE (id = 3 AND name = 'c-new') OR (id = 6 AND name = 'f2')`); n != 2 {
 		t.Error("duplicates across pages: the greatest updatedAt, then the last one, must win")
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_type = 'team' AND resource_id = '5' AND field = 'name' AND run_id = $1 AND resolved_at IS NULL`, runID); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_type = 'team' AND resource_id = '5' AND field = 'name' AND run_id = $1 AND resolved_at IS NULL`, runID); n != 1 {
 		t.Error("quarantine record of team 5 missing")
 	}
 
@@ -89,16 +90,16 @@ func TestDimensionLoadPages(t *testing.T) {
 	if want := (warehouse.Counts{Inserted: 1, Updated: 1, Unchanged: 3, Deleted: 1}); c != want {
 		t.Errorf("second list: %+v, want %+v", c, want)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.teams WHERE id = 6 AND deleted_at IS NOT NULL`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE id = 6 AND deleted_at IS NOT NULL`); n != 1 {
 		t.Error("team 6 not marked deleted")
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_id = '5' AND resolved_at IS NOT NULL`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_id = '5' AND resolved_at IS NOT NULL`); n != 1 {
 		t.Error("quarantine record of team 5 not resolved")
 	}
 
 	// Team 6 comes back; team 5 cannot be typed this time but was listed:
 	// it stays live.
-	synced := count(t, s, `SELECT count(*) FROM %s.teams WHERE id IN (1, 2, 3) AND synced_at = (SELECT min(synced_at) FROM %[1]s.teams)`)
+	synced := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE id IN (1, 2, 3) AND synced_at = (SELECT min(synced_at) FROM %[1]s.teams)`)
 	c = streamTeams(t, s, 0,
 		teamPage{rows: teamRows(t, teamJSON(1, "a", day1), teamJSON(2, "b", day1), teamJSON(3, "c-new", day2)), present: []int64{1, 2, 3}},
 		teamPage{rows: teamRows(t, team4, teamJSON(6, "f2", day1)), bad: bad, present: []int64{4, 5, 6}},
@@ -106,13 +107,13 @@ func TestDimensionLoadPages(t *testing.T) {
 	if want := (warehouse.Counts{Updated: 1, Unchanged: 4, Quarantined: 1}); c != want {
 		t.Errorf("third list: %+v, want %+v", c, want)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NULL`); n != 6 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NULL`); n != 6 {
 		t.Errorf("%d live teams, want 6", n)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.teams WHERE id IN (1, 2, 3) AND synced_at = (SELECT min(synced_at) FROM %[1]s.teams)`); n != synced {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE id IN (1, 2, 3) AND synced_at = (SELECT min(synced_at) FROM %[1]s.teams)`); n != synced {
 		t.Error("unchanged rows were rewritten")
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_id = '5' AND resolved_at IS NULL AND run_id IS NULL`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_id = '5' AND resolved_at IS NULL AND run_id IS NULL`); n != 1 {
 		t.Error("second quarantine record of team 5 missing")
 	}
 }
@@ -122,15 +123,15 @@ func TestDimensionLoadPages(t *testing.T) {
 // applies nothing, and its connection goes back to the pool.
 func TestDimensionLoadNothingUntilFinish(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	const day1, day2 = "2024-01-01T00:00:00Z", "2024-01-02T00:00:00Z"
 	streamTeams(t, s, 0, teamPage{rows: teamRows(t, teamJSON(1, "a", day1), teamJSON(2, "b", day1)), present: []int64{1, 2}})
 	state := func() string {
 		t.Helper()
-		return fmt.Sprint(count(t, s, `SELECT count(*) FROM %s.teams WHERE id = 1 AND name = 'a' AND deleted_at IS NULL`),
-			count(t, s, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NULL`),
-			count(t, s, `SELECT count(*) FROM %s.teams`),
-			count(t, s, `SELECT count(*) FROM %s.quarantine`))
+		return fmt.Sprint(warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE id = 1 AND name = 'a' AND deleted_at IS NULL`),
+			warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NULL`),
+			warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams`),
+			warehousetest.Count(t, s, `SELECT count(*) FROM %s.quarantine`))
 	}
 	before := state()
 	bad := []warehouse.Quarantined{{Type: "team", ID: "9", Error: "x", Raw: []byte(`{}`)}}
@@ -196,7 +197,7 @@ func TestDimensionLoadNothingUntilFinish(t *testing.T) {
 // changes nothing.
 func TestDimensionLoadEmptyList(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	streamTeams(t, s, 0, teamPage{rows: teamRows(t, teamJSON(1, "a", "2024-01-01T00:00:00Z")), present: []int64{1}})
 	for _, pages := range [][]teamPage{nil, {{}, {}}} {
@@ -216,7 +217,7 @@ func TestDimensionLoadEmptyList(t *testing.T) {
 			t.Errorf("empty list of %d pages: %v", len(pages), err)
 		}
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NULL`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NULL`); n != 1 {
 		t.Error("an empty list marked teams deleted")
 	}
 	// An empty list of an empty table is no refusal.

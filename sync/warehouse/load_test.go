@@ -11,80 +11,37 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/jsondoc"
-	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 )
-
-func newStore(t *testing.T) *warehouse.Store {
-	t.Helper()
-	pool, name := migrated(t, "")
-	s, err := warehouse.NewStore(pool, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func rows(t *testing.T, res schema.Resource, body string) []normalize.Row {
-	t.Helper()
-	doc, err := jsondoc.Decode([]byte(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := normalize.New(res)
-	var out []normalize.Row
-	for _, r := range doc.Data {
-		row, err := n.Row(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, row)
-	}
-	return out
-}
-
-func user(id int, title string, teams string, role string) string {
-	return fmt.Sprintf(`{"id": %d, "type": "user", "attributes": {"title": %q, "updatedAt": "2024-01-0%dT00:00:00.000Z", "locked": false},
-		"relationships": {"role": %s, "teams": %s, "mailboxes": {"data": [{"id": %d, "type": "mailbox"}]}}}`, id, title, id, role, teams, 100+id)
-}
-
-func count(t *testing.T, s *warehouse.Store, sql string, args ...any) int64 {
-	t.Helper()
-	var n int64
-	if err := s.Pool().QueryRow(context.Background(), fmt.Sprintf(sql, `"`+s.Schema()+`"`), args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
-}
 
 func TestLoadUsers(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	runID, err := s.StartRun(ctx, warehouse.KindFull, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cp := &warehouse.Checkpoint{RunID: runID, NextURL: "http://x/next"}
-	page := `{"data": [` + user(1, "CEO", `{"data": [{"id": 10, "type": "team"}, {"id": 11, "type": "team"}]}`, `{"data": {"id": 5, "type": "role"}}`) + `,` +
-		user(2, "CTO", `{"data": []}`, `{"data": null}`) + `]}`
-	c, err := s.LoadUsers(ctx, rows(t, schema.User(), page), nil, cp)
+	page := `{"data": [` + warehousetest.User(1, "CEO", `{"data": [{"id": 10, "type": "team"}, {"id": 11, "type": "team"}]}`, `{"data": {"id": 5, "type": "role"}}`) + `,` +
+		warehousetest.User(2, "CTO", `{"data": []}`, `{"data": null}`) + `]}`
+	c, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), page), nil, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Inserted != 2 || c.Updated != 0 || c.Versions != 2 {
 		t.Errorf("first load: %+v", c)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.user_teams`); n != 2 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.user_teams`); n != 2 {
 		t.Errorf("user_teams = %d", n)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE next_url = 'http://x/next' AND pages = 1 AND fetched = 2 AND max_updated_at = '2024-01-02T00:00:00Z'`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE next_url = 'http://x/next' AND pages = 1 AND fetched = 2 AND max_updated_at = '2024-01-02T00:00:00Z'`); n != 1 {
 		t.Error("checkpoint not written")
 	}
 
 	// The same page again: nothing written, no version.
-	c, err = s.LoadUsers(ctx, rows(t, schema.User(), page), nil, nil)
+	c, err = s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,74 +50,74 @@ func TestLoadUsers(t *testing.T) {
 	}
 
 	// User 1 changes title and teams; its role linkage is not sent this time.
-	page2 := `{"data": [` + user(1, "Chair", `{"data": [{"id": 11, "type": "team"}, {"id": 12, "type": "team"}]}`, `{"links": {"related": "x"}}`) + `]}`
-	c, err = s.LoadUsers(ctx, rows(t, schema.User(), page2), nil, nil)
+	page2 := `{"data": [` + warehousetest.User(1, "Chair", `{"data": [{"id": 11, "type": "team"}, {"id": 12, "type": "team"}]}`, `{"links": {"related": "x"}}`) + `]}`
+	c, err = s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), page2), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Updated != 1 || c.Versions != 1 {
 		t.Errorf("changed load: %+v", c)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.users WHERE id = 1 AND title = 'Chair' AND role_id = 5`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users WHERE id = 1 AND title = 'Chair' AND role_id = 5`); n != 1 {
 		t.Error("title not updated or role_id not kept when the linkage was not sent")
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.user_teams WHERE user_id = 1 AND team_id IN (11, 12)`); n != 2 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.user_teams WHERE user_id = 1 AND team_id IN (11, 12)`); n != 2 {
 		t.Error("teams not replaced")
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.user_teams WHERE user_id = 1`); n != 2 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.user_teams WHERE user_id = 1`); n != 2 {
 		t.Error("old team kept")
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.user_versions WHERE user_id = 1`); n != 2 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.user_versions WHERE user_id = 1`); n != 2 {
 		t.Errorf("versions of user 1 = %d", n)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.user_versions WHERE user_id = 1 AND valid_to IS NULL AND title = 'Chair'`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.user_versions WHERE user_id = 1 AND valid_to IS NULL AND title = 'Chair'`); n != 1 {
 		t.Error("current version wrong")
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.user_versions a JOIN %[1]s.user_versions b ON a.user_id = b.user_id AND a.version_id < b.version_id AND a.valid_to > b.valid_from`); n != 0 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.user_versions a JOIN %[1]s.user_versions b ON a.user_id = b.user_id AND a.version_id < b.version_id AND a.valid_to > b.valid_from`); n != 0 {
 		t.Error("overlapping versions")
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.user_relationships WHERE relationship = 'mailboxes'`); n != 2 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.user_relationships WHERE relationship = 'mailboxes'`); n != 2 {
 		t.Errorf("mailbox links = %d", n)
 	}
 	teams := `{"data": [{"id": 11, "type": "team", "attributes": {"name": "b"}}, {"id": 12, "type": "team", "attributes": {"name": "a"}}]}`
-	if _, err := s.LoadDimension(ctx, "team", rows(t, schema.Team(), teams), nil, []int64{11, 12}, 0); err != nil {
+	if _, err := warehousetest.LoadDimension(ctx, s, "team", warehousetest.Rows(t, schema.Team(), teams), nil, []int64{11, 12}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.users_current WHERE id = 1 AND team_ids = '{12,11}' AND team_names = '{a,b}'`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users_current WHERE id = 1 AND team_ids = '{12,11}' AND team_names = '{a,b}'`); n != 1 {
 		t.Error("users_current team_ids wrong")
 	}
 }
 
 func TestLoadUsersQuarantine(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	bad := []warehouse.Quarantined{{Type: "user", ID: "abc", Field: "id", Error: "id is not an integer", Raw: []byte(`{"id": "abc", "x": "\u0000"}`)}}
-	c, err := s.LoadUsers(ctx, rows(t, schema.User(), `{"data": [`+user(3, "x", `{"data": []}`, `{"data": null}`)+`]}`), bad, nil)
+	c, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(3, "x", `{"data": []}`, `{"data": null}`)+`]}`), bad, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Quarantined != 1 || c.Inserted != 1 {
 		t.Errorf("counts %+v", c)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_id = 'abc' AND field = 'id' AND resolved_at IS NULL`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_id = 'abc' AND field = 'id' AND resolved_at IS NULL`); n != 1 {
 		t.Error("quarantine row missing")
 	}
 	// A later successful load of the same id resolves its quarantine record.
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO "`+s.Schema()+`".quarantine (resource_type, resource_id, error, raw) VALUES ('user', '3', 'x', '{}')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.LoadUsers(ctx, rows(t, schema.User(), `{"data": [`+user(3, "y", `{"data": []}`, `{"data": null}`)+`]}`), nil, nil); err != nil {
+	if _, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(3, "y", `{"data": []}`, `{"data": null}`)+`]}`), nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_id = '3' AND resolved_at IS NOT NULL`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_id = '3' AND resolved_at IS NOT NULL`); n != 1 {
 		t.Error("quarantine not resolved")
 	}
 }
 
 func TestLoadDimension(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	team := func(id int, name string) string {
 		return fmt.Sprintf(`{"id": %d, "type": "team", "attributes": {"name": %q, "updatedAt": "2024-01-01T00:00:00Z"}}`, id, name)
@@ -174,7 +131,7 @@ func TestLoadDimension(t *testing.T) {
 			}
 			body += it
 		}
-		c, err := s.LoadDimension(ctx, "team", rows(t, schema.Team(), body+`]}`), nil, present, 0)
+		c, err := warehousetest.LoadDimension(ctx, s, "team", warehousetest.Rows(t, schema.Team(), body+`]}`), nil, present, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,16 +143,16 @@ func TestLoadDimension(t *testing.T) {
 	if c := load([]int64{1}, team(1, "a")); c.Deleted != 1 || c.Unchanged != 1 {
 		t.Errorf("delete %+v", c)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.teams WHERE id = 2 AND deleted_at IS NOT NULL`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE id = 2 AND deleted_at IS NOT NULL`); n != 1 {
 		t.Error("team 2 not marked deleted")
 	}
 	if c := load([]int64{1, 2}, team(1, "a"), team(2, "b")); c.Updated != 1 || c.Deleted != 0 {
 		t.Errorf("undelete %+v", c)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NULL`); n != 2 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NULL`); n != 2 {
 		t.Error("team 2 not undeleted")
 	}
-	_, err := s.LoadDimension(ctx, "team", nil, nil, nil, 0)
+	_, err := warehousetest.LoadDimension(ctx, s, "team", nil, nil, nil, 0)
 	var empty *warehouse.EmptyListError
 	if !errors.As(err, &empty) || empty.Live != 2 {
 		t.Errorf("empty list: %v", err)
@@ -204,14 +161,14 @@ func TestLoadDimension(t *testing.T) {
 
 func TestRunsAndWatermark(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	if w, err := s.Watermark(ctx); err != nil || !w.IsZero() {
 		t.Fatalf("fresh watermark %v %v", w, err)
 	}
 	id, _ := s.StartRun(ctx, warehouse.KindIncremental, nil, nil, nil)
 	cp := &warehouse.Checkpoint{RunID: id, NextURL: "n"}
-	if _, err := s.LoadUsers(ctx, rows(t, schema.User(), `{"data": [`+user(4, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp); err != nil {
+	if _, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(4, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp); err != nil {
 		t.Fatal(err)
 	}
 	// The run dies: the watermark has not moved, the run is resumable.
@@ -232,7 +189,7 @@ func TestRunsAndWatermark(t *testing.T) {
 	// A later run with older data never moves it back.
 	id2, _ := s.StartRun(ctx, warehouse.KindBackfill, nil, nil, nil)
 	cp2 := &warehouse.Checkpoint{RunID: id2}
-	if _, err := s.LoadUsers(ctx, rows(t, schema.User(), `{"data": [`+user(1, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp2); err != nil {
+	if _, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(1, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp2); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FinishRun(ctx, id2, nil, nil, true); err != nil {
@@ -245,7 +202,7 @@ func TestRunsAndWatermark(t *testing.T) {
 
 func TestSyncLock(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	l1, err := s.Lock(ctx, false)
 	if err != nil {
@@ -272,14 +229,14 @@ func TestSyncLock(t *testing.T) {
 // is a new version; a page without them leaves the stored value.
 func TestDataConnectionsVersioned(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	page := func(meta string) string {
 		return `{"data": [{"id": 9, "type": "user", "attributes": {"title": "x", "updatedAt": "2024-01-01T00:00:00Z"}` + meta + `}]}`
 	}
 	load := func(body string) warehouse.Counts {
 		t.Helper()
-		c, err := s.LoadUsers(ctx, rows(t, schema.User(), body), nil, nil)
+		c, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), body), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,13 +252,13 @@ func TestDataConnectionsVersioned(t *testing.T) {
 	if c := load(page(``)); c.Versions != 0 || c.Updated != 0 {
 		t.Errorf("connections not sent: %+v", c)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.users WHERE data_connections @> '[{"connected": false}]'`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users WHERE data_connections @> '[{"connected": false}]'`); n != 1 {
 		t.Error("stored connections nulled or wrong")
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.user_versions WHERE user_id = 9`); n != 2 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.user_versions WHERE user_id = 9`); n != 2 {
 		t.Errorf("versions = %d, want 2", n)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.users_current WHERE data_connections IS NOT NULL`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users_current WHERE data_connections IS NOT NULL`); n != 1 {
 		t.Error("users_current lacks data_connections")
 	}
 }
@@ -313,12 +270,12 @@ func TestDataConnectionsVersioned(t *testing.T) {
 // user_relationships shows all of it as rows.
 func TestLoadUsersLinkage(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	load := func(rels string) warehouse.Counts {
 		t.Helper()
 		page := `{"data": [{"id": 1, "type": "user", "attributes": {"title": "x", "updatedAt": "2024-01-01T00:00:00.000Z"}, "relationships": {` + rels + `}}]}`
-		c, err := s.LoadUsers(ctx, rows(t, schema.User(), page), nil, nil)
+		c, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,7 +300,7 @@ func TestLoadUsersLinkage(t *testing.T) {
 	if got := links(); got != want {
 		t.Errorf("first load:\n got %s\nwant %s", got, want)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.users WHERE mailbox_ids = '{11,10}' AND recipient_ids = '{7}' AND content_category_ids IS NULL`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users WHERE mailbox_ids = '{11,10}' AND recipient_ids = '{7}' AND content_category_ids IS NULL`); n != 1 {
 		t.Error("array columns wrong: repeats kept, order changed or an unsent relationship not null")
 	}
 	// Nothing sent: everything stays, and nothing is rewritten.
@@ -359,10 +316,10 @@ func TestLoadUsersLinkage(t *testing.T) {
 	if got := links(); got != want {
 		t.Errorf("after a partial load:\n got %s\nwant %s", got, want)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.users WHERE recipient_ids = '{}' AND other_relationships = '{"jobRoles": [{"id": 4, "type": "jobRole"}]}'`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users WHERE recipient_ids = '{}' AND other_relationships = '{"jobRoles": [{"id": 4, "type": "jobRole"}]}'`); n != 1 {
 		t.Error("recipients not cleared, or the mismatched mailbox not dropped from other_relationships")
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.user_versions WHERE user_id = 1`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.user_versions WHERE user_id = 1`); n != 1 {
 		t.Errorf("linkage changes made %d versions, want 1", n)
 	}
 }
@@ -373,7 +330,7 @@ func TestLoadUsersLinkage(t *testing.T) {
 // checkpoint is the last page's.
 func TestUsersLoad(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	runID, err := s.StartRun(ctx, warehouse.KindFull, nil, nil, nil)
 	if err != nil {
@@ -398,12 +355,12 @@ func TestUsersLoad(t *testing.T) {
 		if i == 2 || i == 3 {
 			id = 1
 		}
-		page := fmt.Sprintf(`{"data": [%s]}`, user(id, fmt.Sprint("title ", i), `{"data": [{"id": 1, "type": "team"}]}`, `{"data": null}`))
+		page := fmt.Sprintf(`{"data": [%s]}`, warehousetest.User(id, fmt.Sprint("title ", i), `{"data": [{"id": 1, "type": "team"}]}`, `{"data": null}`))
 		next := fmt.Sprintf("http://x/next/%d", i+1)
 		if i == len(released)-1 {
 			next = ""
 		}
-		if err := l.Add(ctx, warehouse.UsersPage{Rows: rows(t, schema.User(), page), NextURL: next,
+		if err := l.Add(ctx, warehouse.UsersPage{Rows: warehousetest.Rows(t, schema.User(), page), NextURL: next,
 			Release: func() { released[i] = true }}); err != nil {
 			t.Fatal(err)
 		}
@@ -421,10 +378,10 @@ func TestUsersLoad(t *testing.T) {
 	if cp.Progress.Pages != 6 || cp.Progress.Fetched != 6 || cp.Progress.Inserted != 4 || cp.Progress.Updated != 2 || cp.NextURL != "" || cp.Progress.Requests != 6 {
 		t.Errorf("checkpoint after the load: %+v", cp)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE next_url IS NULL AND pages = 6 AND requests = 6 AND updated = 2`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE next_url IS NULL AND pages = 6 AND requests = 6 AND updated = 2`); n != 1 {
 		t.Error("stored checkpoint is not the last page's")
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.users WHERE id = 1 AND title = 'title 3'`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users WHERE id = 1 AND title = 'title 3'`); n != 1 {
 		t.Error("user 1 does not hold the last page's title")
 	}
 }
@@ -434,7 +391,7 @@ func TestUsersLoad(t *testing.T) {
 // a failed page is not released.
 func TestUsersLoadStopsAtFailure(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	runID, err := s.StartRun(ctx, warehouse.KindFull, nil, nil, nil)
 	if err != nil {
@@ -447,7 +404,7 @@ func TestUsersLoadStopsAtFailure(t *testing.T) {
 	released := make([]bool, 3)
 	var addErr error
 	for i := range released {
-		r := rows(t, schema.User(), fmt.Sprintf(`{"data": [%s]}`, user(1+i, "x", `{"data": []}`, `{"data": null}`)))
+		r := warehousetest.Rows(t, schema.User(), fmt.Sprintf(`{"data": [%s]}`, warehousetest.User(1+i, "x", `{"data": []}`, `{"data": null}`)))
 		if i == 1 {
 			r[0].Values = r[0].Values[:1] // cannot be encoded
 		}
@@ -468,10 +425,10 @@ func TestUsersLoadStopsAtFailure(t *testing.T) {
 	if released[1] || released[2] || !released[0] {
 		t.Errorf("released %v, want only page 1", released)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.users`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users`); n != 1 {
 		t.Errorf("%d users written, want page 1's only", n)
 	}
-	if n := count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE pages = 1 AND next_url = 'http://x/0'`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE pages = 1 AND next_url = 'http://x/0'`); n != 1 {
 		t.Error("stored checkpoint is not page 1's")
 	}
 }

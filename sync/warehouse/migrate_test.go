@@ -17,29 +17,15 @@ import (
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 )
-
-func migrated(t *testing.T, role string) (*pgxpool.Pool, string) {
-	t.Helper()
-	pool := schematest.NewPool(t, 8)
-	name := schematest.NewSchemaName(t, pool)
-	ctx := context.Background()
-	err := warehouse.WithMigrationLock(ctx, pool, func(ctx context.Context) error {
-		_, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name, ReaderRole: role})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("migrating: %v", err)
-	}
-	return pool, name
-}
 
 // TestMigratedColumnsMatchCatalog holds every table and view of the migrated
 // schema against schema.Tables(): same tables, same columns in the same order,
 // same types and nullability, and a comment on each.
 func TestMigratedColumnsMatchCatalog(t *testing.T) {
 	t.Parallel()
-	pool, name := migrated(t, "")
+	pool, name := warehousetest.Migrated(t, "")
 	ctx := context.Background()
 	rows, err := pool.Query(ctx, `
 		SELECT c.table_name, c.column_name,
@@ -117,7 +103,7 @@ func TestMigratedColumnsMatchCatalog(t *testing.T) {
 
 func TestMigrateTwiceIsANoOp(t *testing.T) {
 	t.Parallel()
-	pool, name := migrated(t, "")
+	pool, name := warehousetest.Migrated(t, "")
 	res, err := warehouse.Migrate(context.Background(), pool, warehouse.MigrateOptions{Schema: name})
 	if err != nil {
 		t.Fatal(err)
@@ -408,7 +394,7 @@ func TestReaderRoleIsMigrator(t *testing.T) {
 // rewrites that column's comments only, and going back restores them.
 func TestCommentColumnsWritesOnlyWhatDiffers(t *testing.T) {
 	t.Parallel()
-	pool, name := migrated(t, "")
+	pool, name := warehousetest.Migrated(t, "")
 	ctx := context.Background()
 	store, err := warehouse.NewStore(pool, name)
 	if err != nil {

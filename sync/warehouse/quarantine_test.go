@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 )
 
 // TestQuarantineStoresAnything: a quarantine record holding what PostgreSQL
@@ -18,7 +19,7 @@ import (
 // in a dimension list.
 func TestQuarantineStoresAnything(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	deep := strings.Repeat(`{"a":[`, 50_000) + "1" + strings.Repeat("]}", 50_000)
 	tests := []struct {
@@ -84,7 +85,7 @@ func TestQuarantineStoresAnything(t *testing.T) {
 			}
 		})
 	}
-	if n := count(t, s, `SELECT count(DISTINCT resource_id) FROM %s.quarantine WHERE resource_id LIKE '999%%'`); n != 1 {
+	if n := warehousetest.Count(t, s, `SELECT count(DISTINCT resource_id) FROM %s.quarantine WHERE resource_id LIKE '999%%'`); n != 1 {
 		t.Errorf("%d long ids", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 )
 
 func TestCleanText(t *testing.T) {
@@ -45,7 +46,7 @@ func TestCleanText(t *testing.T) {
 // and 5 MB still marks the run failed, with clean text of at most 2 KB.
 func TestFailRunHostileError(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	hostile := "fetching page 3: 422: \x1b[31mbad\x1b[0m detail\x00 " + strings.Repeat("A", 5<<20)
 	runID, err := s.StartRun(ctx, warehouse.KindIncremental, nil, nil, nil)
@@ -81,7 +82,7 @@ func quoted(s *warehouse.Store) string { return `"` + s.Schema() + `"` }
 // the earlier runs of that kind; a failed run of another kind keeps its own.
 func TestCheckpointsNoRunResumes(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	start := func(kind string) int64 {
 		t.Helper()

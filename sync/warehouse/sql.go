@@ -70,7 +70,7 @@ type runSQL struct {
 	startRun, unfinishedRuns, abandonRuns, finishRun, advanceWatermark, endRun string
 	failedRunToResume, watermark, reopenRun, runOfJob, touchRun                string
 	status, credentialsRefused, lastRuns, lastSyncListedMembership             string
-	liveTeamIDs, deletedDimensionIDs, restoredDimensionIDs, replaceTeamMembers string
+	liveTeamIDs, replaceTeamMembers string
 }
 
 func newRunSQL(schemaName string) (runSQL, error) {
@@ -85,7 +85,7 @@ func newRunSQL(schemaName string) (runSQL, error) {
 		"failedRunToResume": &q.failedRunToResume, "watermark": &q.watermark, "reopenRun": &q.reopenRun,
 		"runOfJob": &q.runOfJob, "touchRun": &q.touchRun, "status": &q.status, "credentialsRefused": &q.credentialsRefused, "lastRuns": &q.lastRuns,
 		"lastSyncListedMembership": &q.lastSyncListedMembership, "liveTeamIDs": &q.liveTeamIDs,
-		"deletedDimensionIDs": &q.deletedDimensionIDs, "restoredDimensionIDs": &q.restoredDimensionIDs, "replaceTeamMembers": &q.replaceTeamMembers,
+		"replaceTeamMembers": &q.replaceTeamMembers,
 	})
 	return q, err
 }

@@ -20,7 +20,6 @@ type Store struct {
 	q         string // the quoted schema name, for statements
 	tables    map[string]pgrow.Table
 	sql       userSQL
-	reconcile reconcileSQL
 	runs      runSQL
 	history   map[string]historySQL // by dimension type
 	rehash    pgrow.Rehash
@@ -43,9 +42,6 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	}
 	var err error
 	if s.sql, err = newUserSQL(schemaName, s.tables["user"], pageLockTimeout); err != nil {
-		return nil, err
-	}
-	if s.reconcile, err = newReconcileSQL(schemaName, s.tables["user"]); err != nil {
 		return nil, err
 	}
 	if s.runs, err = newRunSQL(schemaName); err != nil {

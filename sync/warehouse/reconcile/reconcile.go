@@ -1,18 +1,6 @@
-package warehouse
-
-import (
-	"context"
-	"fmt"
-	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
-)
-
-// A reconcile compares every user id the API lists with the warehouse. The
-// ids stream, page by page, into tables (COPY, so a million ids cost the Go
-// process nothing), and the comparisons run in SQL:
+// Package reconcile compares every user id the API lists with the
+// warehouse. The ids stream, page by page, into tables (COPY, so a million
+// ids cost the Go process nothing), and the comparisons run in SQL:
 //
 //	scan    every (id, updatedAt, linkage to teams, roles and profiles) the
 //	        API listed, and every id it returned when asked by id later in
@@ -27,13 +15,28 @@ import (
 //
 // Nothing is ever deleted: users the API no longer returns get deleted_at,
 // users that come back lose it.
+//
+// Its statements are in sql/reconcile.sql, rendered once per reconcile
+// (testdata/statements.golden.sql holds them).
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
+)
 
 // Why an id is queued for fetching.
 const (
-	FetchMissing  = "missing"
-	FetchStale    = "stale"
-	FetchRelinked = "relinked"
-	FetchGone     = "gone"
+	fetchMissing  = "missing"
+	fetchStale    = "stale"
+	fetchRelinked = "relinked"
+	fetchGone     = "gone"
 )
 
 // ScannedUser is one user as a reconcile's scan (or a fetch by id) saw it.
@@ -53,15 +56,15 @@ type ScannedUser struct {
 	Links [][]int64
 }
 
-// ReconcileComparison is what a scan found, before anything is written.
-type ReconcileComparison struct {
+// Comparison is what a scan found, before anything is written.
+type Comparison struct {
 	Scanned int64 // distinct ids the API listed
 	Live    int64 // users not marked deleted in the warehouse
 	Gone    int64 // live users the API did not list
 }
 
-// ReconcileQueued counts the ids queued by QueueChanged.
-type ReconcileQueued struct {
+// Queued counts the ids queued by QueueChanged.
+type Queued struct {
 	Missing int64 // listed by the API, absent from users
 	Stale   int64 // stored with an older updated_at than the API's
 	// QuarantineSkipped counts missing or stale ids left alone because an
@@ -73,21 +76,24 @@ type ReconcileQueued struct {
 // Reconciliation is one reconcile's working set in the warehouse. It holds a
 // pool connection until Close; it is not safe for concurrent use.
 type Reconciliation struct {
-	s    *Store
 	conn *pgxpool.Conn
-	sql  reconcileSQL
+	sql  statements
 }
 
-// BeginReconciliation acquires a dedicated connection, creates the fetch
+// Begin acquires a dedicated connection of st's pool, creates the fetch
 // queue on it (emptied if a previous reconcile left it behind) and the walk's
 // tables if they are missing. The caller holds the sync lock, continues the
 // walk (ResumableWalk) or starts one (StartWalk), and must Close it.
-func (s *Store) BeginReconciliation(ctx context.Context) (*Reconciliation, error) {
-	conn, err := s.pool.Acquire(ctx)
+func Begin(ctx context.Context, st *warehouse.Store) (*Reconciliation, error) {
+	q, err := newStatements(st.Schema())
+	if err != nil {
+		return nil, err
+	}
+	conn, err := st.Pool().Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquiring a connection for the reconcile: %w", err)
 	}
-	r := &Reconciliation{s: s, conn: conn, sql: s.reconcile}
+	r := &Reconciliation{conn: conn, sql: q}
 	if _, err := conn.Exec(ctx, r.sql.create); err != nil {
 		conn.Release()
 		return nil, fmt.Errorf("creating the reconcile tables: %w", err)
@@ -157,8 +163,8 @@ func (r *Reconciliation) copyScanned(ctx context.Context, tx pgx.Tx, users []Sca
 // Compare indexes the scan and counts what it would change: the distinct ids
 // listed, the live users, and the live users the API did not list. It writes
 // nothing, so the caller can refuse a suspicious scan first.
-func (r *Reconciliation) Compare(ctx context.Context) (ReconcileComparison, error) {
-	var c ReconcileComparison
+func (r *Reconciliation) Compare(ctx context.Context) (Comparison, error) {
+	var c Comparison
 	if _, err := r.conn.Exec(ctx, r.sql.index); err != nil {
 		return c, fmt.Errorf("indexing the scan: %w", err)
 	}
@@ -180,8 +186,8 @@ func (r *Reconciliation) Undelete(ctx context.Context, runID int64) (int64, erro
 
 // QueueChanged queues the ids the warehouse lacks and those it holds with an
 // older updated_at than the API's.
-func (r *Reconciliation) QueueChanged(ctx context.Context) (ReconcileQueued, error) {
-	var q ReconcileQueued
+func (r *Reconciliation) QueueChanged(ctx context.Context) (Queued, error) {
+	var q Queued
 	if err := r.conn.QueryRow(ctx, r.sql.queueChanged).Scan(&q.Missing, &q.Stale, &q.QuarantineSkipped); err != nil {
 		return q, fmt.Errorf("queueing missing and stale users: %w", err)
 	}
@@ -252,7 +258,7 @@ func (r *Reconciliation) FetchBatch(ctx context.Context, after int64, limit int)
 }
 
 // Queued counts the queued ids by reason.
-func (r *Reconciliation) Queued(ctx context.Context) (map[string]int64, error) {
+func (r *Reconciliation) queued(ctx context.Context) (map[string]int64, error) {
 	rows, err := r.conn.Query(ctx, r.sql.queued)
 	if err != nil {
 		return nil, fmt.Errorf("counting queued ids: %w", err)
@@ -300,19 +306,19 @@ func (e *TooManyDeletionsError) Error() string {
 
 // DeletedDimensionIDs returns the ids of the teams, roles and profiles
 // marked deleted, by type ("team", "role", "profile").
-func (s *Store) DeletedDimensionIDs(ctx context.Context) (map[string][]int64, error) {
-	return s.dimensionIDs(ctx, s.runs.deletedDimensionIDs, "deleted")
+func (r *Reconciliation) DeletedDimensionIDs(ctx context.Context) (map[string][]int64, error) {
+	return r.dimensionIDs(ctx, r.sql.deletedDimensionIDs, "deleted")
 }
 
 // RestoredDimensionIDs returns, by type, the ids of the live teams, roles
 // and profiles that came back from a deletion, in any sync, since the last
 // reconcile that succeeded (their version history has a gap).
-func (s *Store) RestoredDimensionIDs(ctx context.Context) (map[string][]int64, error) {
-	return s.dimensionIDs(ctx, s.runs.restoredDimensionIDs, "restored")
+func (r *Reconciliation) RestoredDimensionIDs(ctx context.Context) (map[string][]int64, error) {
+	return r.dimensionIDs(ctx, r.sql.restoredDimensionIDs, "restored")
 }
 
-func (s *Store) dimensionIDs(ctx context.Context, sql, which string) (map[string][]int64, error) {
-	rows, err := s.pool.Query(ctx, sql)
+func (r *Reconciliation) dimensionIDs(ctx context.Context, sql, which string) (map[string][]int64, error) {
+	rows, err := r.conn.Query(ctx, sql)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s teams, roles and profiles: %w", which, err)
 	}

@@ -1,4 +1,4 @@
-package warehouse_test
+package reconcile_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
+	"github.com/usersync/usersync/sync/warehouse/reconcile"
 )
 
 // reconUser is a user resource with an updatedAt and the given
@@ -21,20 +23,20 @@ func reconUser(id int64, updatedAt, rels string) string {
 		id, id, updatedAt, rels)
 }
 
-func scanned(t *testing.T, id int64, updatedAt string) warehouse.ScannedUser {
+func scanned(t *testing.T, id int64, updatedAt string) reconcile.ScannedUser {
 	t.Helper()
 	at, err := time.Parse(time.RFC3339Nano, updatedAt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return warehouse.ScannedUser{ID: id, UpdatedAt: &at, UpdatedText: updatedAt}
+	return reconcile.ScannedUser{ID: id, UpdatedAt: &at, UpdatedText: updatedAt}
 }
 
 // seedReconcile loads users 1-4 (2024-01-0N) and 5 (marked deleted), and a
 // quarantined user 7, and returns the store and a reconcile run.
 func seedReconcile(t *testing.T) (*warehouse.Store, int64) {
 	t.Helper()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	var docs []string
 	for id := int64(1); id <= 5; id++ {
@@ -42,7 +44,7 @@ func seedReconcile(t *testing.T) (*warehouse.Store, int64) {
 	}
 	bad := []warehouse.Quarantined{{Type: "user", ID: "7", Field: "locked", Error: "wrong type",
 		Raw: []byte(`{"id": 7, "type": "user", "attributes": {"locked": "yes", "updatedAt": "2024-01-07T00:00:00.000Z"}}`)}}
-	if _, err := s.LoadUsers(ctx, rows(t, schema.User(), `{"data": [`+strings.Join(docs, ",")+`]}`), bad, nil); err != nil {
+	if _, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+strings.Join(docs, ",")+`]}`), bad, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Pool().Exec(ctx, fmt.Sprintf(`UPDATE %q.users SET deleted_at = now() WHERE id = 5`, s.Schema())); err != nil {
@@ -76,7 +78,7 @@ func TestReconciliation(t *testing.T) {
 			t.Parallel()
 			s, runID := seedReconcile(t)
 			ctx := context.Background()
-			work, err := s.BeginReconciliation(ctx)
+			work, err := reconcile.Begin(ctx, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,13 +88,13 @@ func TestReconciliation(t *testing.T) {
 			}
 			// 1 unchanged, 2 newer (and listed twice), 3 older, 4 not listed,
 			// 5 back, 6 new, 7 new but quarantined unchanged.
-			scan := []warehouse.ScannedUser{
+			scan := []reconcile.ScannedUser{
 				scanned(t, 1, "2024-01-01T00:00:00.000Z"), scanned(t, 2, "2024-02-02T00:00:00.000Z"),
 				scanned(t, 2, "2024-02-02T00:00:00.000Z"), scanned(t, 3, "2023-01-03T00:00:00.000Z"),
 				scanned(t, 5, "2024-01-05T00:00:00.000Z"), scanned(t, 6, "2024-01-06T00:00:00.000Z"),
 				scanned(t, 7, "2024-01-07T00:00:00.000Z"),
 			}
-			for i, page := range [][]warehouse.ScannedUser{scan[:3], scan[3:]} {
+			for i, page := range [][]reconcile.ScannedUser{scan[:3], scan[3:]} {
 				if err := work.RecordPage(ctx, page, 0, []string{"https://api.example/api/v2/users?page%5Bafter%5D=x", ""}[i]); err != nil {
 					t.Fatal(err)
 				}
@@ -101,7 +103,7 @@ func TestReconciliation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := (warehouse.ReconcileComparison{Scanned: 6, Live: 4, Gone: 1}); cmp != want {
+			if want := (reconcile.Comparison{Scanned: 6, Live: 4, Gone: 1}); cmp != want {
 				t.Errorf("comparison = %+v, want %+v", cmp, want)
 			}
 			if n, err := work.Undelete(ctx, runID); err != nil || n != 1 {
@@ -111,7 +113,7 @@ func TestReconciliation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := (warehouse.ReconcileQueued{Missing: 1, Stale: 1, QuarantineSkipped: 1}); q != want {
+			if want := (reconcile.Queued{Missing: 1, Stale: 1, QuarantineSkipped: 1}); q != want {
 				t.Errorf("queued = %+v, want %+v", q, want)
 			}
 			if n, err := work.QueueGone(ctx); err != nil || n != 1 {
@@ -131,30 +133,30 @@ func TestReconciliation(t *testing.T) {
 			if want := [][]int64{{2, 4}, {6}}; !reflect.DeepEqual(batches, want) {
 				t.Errorf("fetch batches = %v, want %v", batches, want)
 			}
-			byReason, err := work.Queued(ctx)
+			byReason, err := work.QueuedByReason(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := map[string]int64{warehouse.FetchMissing: 1, warehouse.FetchStale: 1, warehouse.FetchGone: 1}; !reflect.DeepEqual(byReason, want) {
+			if want := map[string]int64{"missing": 1, "stale": 1, "gone": 1}; !reflect.DeepEqual(byReason, want) {
 				t.Errorf("queued by reason = %v, want %v", byReason, want)
 			}
 			for _, id := range tt.confirmed {
-				if err := work.AddScanned(ctx, []warehouse.ScannedUser{{ID: id}}); err != nil {
+				if err := work.AddScanned(ctx, []reconcile.ScannedUser{{ID: id}}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			n, err := work.MarkDeleted(ctx, runID, tt.limit)
-			var tooMany *warehouse.TooManyDeletionsError
+			var tooMany *reconcile.TooManyDeletionsError
 			if tt.wantErr != errors.As(err, &tooMany) {
 				t.Fatalf("MarkDeleted: %v", err)
 			}
 			if n != tt.deleted {
 				t.Errorf("marked %d deleted, want %d", n, tt.deleted)
 			}
-			if got := count(t, s, `SELECT count(*) FROM %s.users WHERE deleted_at IS NOT NULL`); got != tt.deleted {
+			if got := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users WHERE deleted_at IS NOT NULL`); got != tt.deleted {
 				t.Errorf("%d users marked deleted, want %d", got, tt.deleted)
 			}
-			if got := count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE run_id = $1 AND deleted = $2 AND undeleted = 1`, runID, tt.deleted); got != 1 {
+			if got := warehousetest.Count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE run_id = $1 AND deleted = $2 AND undeleted = 1`, runID, tt.deleted); got != 1 {
 				t.Error("sync_runs deleted/undeleted counters not recorded")
 			}
 		})
@@ -166,7 +168,7 @@ func TestReconciliation(t *testing.T) {
 // relationships the scan carried.
 func TestReconcileLinks(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	const at = "2024-01-01T00:00:00.000Z"
 	page := `{"data": [` +
@@ -176,7 +178,7 @@ func TestReconcileLinks(t *testing.T) {
 		reconUser(4, at, `"role": {"data": {"id": 6, "type": "role"}}, "teams": {"data": [{"id": 10, "type": "team"}, {"id": 11, "type": "team"}]}`) + `,` +
 		reconUser(5, at, `"profile": {"data": {"id": 2, "type": "profile"}}`) + `,` +
 		reconUser(7, at, `"role": {"data": {"id": 8, "type": "role"}}`) + `]}`
-	if _, err := s.LoadUsers(ctx, rows(t, schema.User(), page), nil, nil); err != nil {
+	if _, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	// User 7 as the API sends it now cannot be typed: fetching it again
@@ -186,7 +188,7 @@ func TestReconcileLinks(t *testing.T) {
 	if _, err := s.LoadUsers(ctx, nil, bad, nil); err != nil {
 		t.Fatal(err)
 	}
-	listed := func(id int64, links map[string][]int64) warehouse.ScannedUser {
+	listed := func(id int64, links map[string][]int64) reconcile.ScannedUser {
 		u := scanned(t, id, at)
 		if links != nil {
 			u.Links = make([][]int64, len(schema.DimensionLinks()))
@@ -199,20 +201,20 @@ func TestReconcileLinks(t *testing.T) {
 	tests := []struct {
 		name    string
 		deleted map[string][]int64
-		scan    []warehouse.ScannedUser
+		scan    []reconcile.ScannedUser
 		wantIDs []int64
 	}{
 		{name: "nothing deleted", deleted: map[string][]int64{}},
 		{name: "deleted role", deleted: map[string][]int64{"role": {5}}, wantIDs: []int64{1}},
 		{name: "deleted team", deleted: map[string][]int64{"team": {10}, "profile": {1}}, wantIDs: []int64{3}},
-		{name: "linkage as stored", scan: []warehouse.ScannedUser{
+		{name: "linkage as stored", scan: []reconcile.ScannedUser{
 			listed(1, map[string][]int64{"role": {5}, "profile": {}}),
 			listed(2, map[string][]int64{"role": {}, "teams": {}}),
 			listed(3, map[string][]int64{"directAssignedTeams": {10}, "roleAssignedTeams": {}}),
 			listed(4, map[string][]int64{"role": {6}, "teams": {11, 10}}),
 			listed(5, nil), // nothing carried: nothing compared
 		}},
-		{name: "linkage changed", scan: []warehouse.ScannedUser{
+		{name: "linkage changed", scan: []reconcile.ScannedUser{
 			listed(1, map[string][]int64{"role": {}}),                      // role gone
 			listed(2, map[string][]int64{"role": {7}}),                     // role back
 			listed(3, map[string][]int64{"directAssignedTeams": {10, 12}}), // one more team
@@ -224,7 +226,7 @@ func TestReconcileLinks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			work, err := s.BeginReconciliation(ctx)
+			work, err := reconcile.Begin(ctx, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,18 +265,23 @@ func TestReconcileLinks(t *testing.T) {
 // TestDeletedDimensionIDs lists the deleted teams, roles and profiles.
 func TestDeletedDimensionIDs(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	for _, res := range []schema.Resource{schema.Team(), schema.Role(), schema.Profile()} {
 		body := fmt.Sprintf(`{"data": [{"id": 1, "type": %q, "attributes": {"name": "a"}}, {"id": 2, "type": %q, "attributes": {"name": "b"}}]}`, res.Type, res.Type)
-		if _, err := s.LoadDimension(ctx, res.Type, rows(t, res, body), nil, []int64{1, 2}, 0); err != nil {
+		if _, err := warehousetest.LoadDimension(ctx, s, res.Type, warehousetest.Rows(t, res, body), nil, []int64{1, 2}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.LoadDimension(ctx, "role", nil, nil, []int64{1}, 0); err != nil {
+	if _, err := warehousetest.LoadDimension(ctx, s, "role", nil, nil, []int64{1}, 0); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.DeletedDimensionIDs(ctx)
+	work, err := reconcile.Begin(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer work.Close()
+	got, err := work.DeletedDimensionIDs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-package warehouse
+package reconcile
 
 import (
+	"embed"
 	"fmt"
 	"strings"
 
@@ -11,6 +12,9 @@ import (
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
 // Tables of a reconcile: the fetch queue in pg_temp of its dedicated
 // connection, the id walk in the warehouse's schema (it outlives an attempt).
 const (
@@ -19,33 +23,35 @@ const (
 	reconcileFetchTable = "usersync_reconcile_fetch"
 )
 
-// reconcileSQL holds a reconcile's statements, built from the catalog for
+// statements holds a reconcile's statements, built from the catalog for
 // one schema.
-type reconcileSQL struct {
-	dims              []string // dimension types, in the order of queueDeletedLinks' parameters
-	linkColumns       []string // the scan's columns of schema.DimensionLinks(), in order
-	scanTable         pgx.Identifier
-	create, drop      string
-	startWalk         string
-	beginWalk         string
-	readWalk          string
-	recordPage        string
-	addRows           string
-	endWalk           string
-	index             string
-	compare           string
-	undelete          string
-	queueChanged      string
-	queueDeletedLinks string
-	queueLinkage      string
-	queueGone         string
-	fetchBatch        string
-	queued            string
-	markDeleted       string
+type statements struct {
+	dims                                      []string // dimension types, in the order of queueDeletedLinks' parameters
+	linkColumns                               []string // the scan's columns of schema.DimensionLinks(), in order
+	scanTable                                 pgx.Identifier
+	create, drop                              string
+	startWalk                                 string
+	beginWalk                                 string
+	readWalk                                  string
+	recordPage                                string
+	addRows                                   string
+	endWalk                                   string
+	index                                     string
+	compare                                   string
+	undelete                                  string
+	queueChanged                              string
+	queueDeletedLinks                         string
+	queueLinkage                              string
+	queueGone                                 string
+	fetchBatch                                string
+	queued                                    string
+	markDeleted                               string
+	deletedDimensionIDs, restoredDimensionIDs string
 }
 
-func newReconcileSQL(schemaName string, users pgrow.Table) (reconcileSQL, error) {
-	q := reconcileSQL{dims: schema.DimensionTypes(), scanTable: pgx.Identifier{schemaName, reconcileScanTable}}
+func newStatements(schemaName string) (statements, error) {
+	users := pgrow.NewTable(schemaName, schema.User())
+	q := statements{dims: schema.DimensionTypes(), scanTable: pgx.Identifier{schemaName, reconcileScanTable}}
 	qs := schema.QuoteIdentifier(schemaName)
 	var defs []string
 	for _, r := range schema.DimensionLinks() {
@@ -57,7 +63,7 @@ func newReconcileSQL(schemaName string, users pgrow.Table) (reconcileSQL, error)
 		"schema": qs, "users": users.Name,
 		"scan": qs + "." + reconcileScanTable, "walk": qs + "." + reconcileWalkTable,
 		"fetch": "pg_temp." + reconcileFetchTable, "fetch_table": reconcileFetchTable,
-		"missing": FetchMissing, "stale": FetchStale, "gone": FetchGone, "relinked": FetchRelinked,
+		"missing": fetchMissing, "stale": fetchStale, "gone": fetchGone, "relinked": fetchRelinked,
 		"hit_conditions": linkConditions(q.dims), "linkage_diff": linkageDiff(), "link_columns": strings.Join(defs, ""),
 	})
 	if err != nil {
@@ -69,6 +75,7 @@ func newReconcileSQL(schemaName string, users pgrow.Table) (reconcileSQL, error)
 		"queueGone": &q.queueGone, "fetchBatch": &q.fetchBatch, "queued": &q.queued, "markDeleted": &q.markDeleted,
 		"startWalk": &q.startWalk, "beginWalk": &q.beginWalk, "readWalk": &q.readWalk, "recordPage": &q.recordPage,
 		"addRows": &q.addRows, "endWalk": &q.endWalk,
+		"deletedDimensionIDs": &q.deletedDimensionIDs, "restoredDimensionIDs": &q.restoredDimensionIDs,
 	})
 	return q, err
 }

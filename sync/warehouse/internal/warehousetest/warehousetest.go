@@ -1,0 +1,100 @@
+// Package warehousetest sets up what the warehouse packages' tests share: a
+// migrated schema of a test's own on the test PostgreSQL, and resources
+// normalized from JSON:API text.
+package warehousetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/jsondoc"
+	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// Migrated returns a pool and a schema of the test's own, migrated (with
+// role as its reader role, when not empty); the schema is dropped when the
+// test ends.
+func Migrated(t testing.TB, role string) (*pgxpool.Pool, string) {
+	t.Helper()
+	pool := schematest.NewPool(t, 8)
+	name := schematest.NewSchemaName(t, pool)
+	ctx := context.Background()
+	err := warehouse.WithMigrationLock(ctx, pool, func(ctx context.Context) error {
+		_, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name, ReaderRole: role})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	return pool, name
+}
+
+// NewStore is a Store on a migrated schema of the test's own.
+func NewStore(t testing.TB) *warehouse.Store {
+	t.Helper()
+	pool, name := Migrated(t, "")
+	s, err := warehouse.NewStore(pool, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Rows normalizes the resources of a JSON:API document's data as res.
+func Rows(t testing.TB, res schema.Resource, body string) []normalize.Row {
+	t.Helper()
+	doc, err := jsondoc.Decode([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := normalize.New(res)
+	var out []normalize.Row
+	for _, r := range doc.Data {
+		row, err := n.Row(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// User is a user resource: its title, teams and role relationships (JSON
+// values of "data"), a mailbox 100+id and an updatedAt in January 2024 that
+// grows with id.
+func User(id int, title string, teams string, role string) string {
+	return fmt.Sprintf(`{"id": %d, "type": "user", "attributes": {"title": %q, "updatedAt": "2024-01-0%dT00:00:00.000Z", "locked": false},
+		"relationships": {"role": %s, "teams": %s, "mailboxes": {"data": [{"id": %d, "type": "mailbox"}]}}}`, id, title, id, role, teams, 100+id)
+}
+
+// Count runs sql, a count with %s for the quoted schema, in s's schema.
+func Count(t testing.TB, s *warehouse.Store, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := s.Pool().QueryRow(context.Background(), fmt.Sprintf(sql, `"`+s.Schema()+`"`), args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// LoadDimension writes the full list of one dimension (team, role or
+// profile), held whole in memory, in one transaction: a DimensionLoad of
+// one page. present holds every id the API returned, quarantined ones
+// included.
+func LoadDimension(ctx context.Context, s *warehouse.Store, typ string, rows []normalize.Row, bad []warehouse.Quarantined, present []int64, runID int64) (warehouse.Counts, error) {
+	d, err := s.BeginDimension(ctx, typ, runID)
+	if err != nil {
+		return warehouse.Counts{}, err
+	}
+	defer d.Close()
+	if err := d.Page(ctx, rows, bad, present); err != nil {
+		return warehouse.Counts{}, err
+	}
+	return d.Finish(ctx)
+}
