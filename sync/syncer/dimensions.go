@@ -54,10 +54,10 @@ func (s *Syncer) syncDimensions(ctx context.Context, runID int64) (map[string]wa
 // syncDimension streams one dimension's list into the warehouse: each page
 // is typed and staged as it arrives, and the whole list is applied in one
 // transaction once the last page has been staged (see
-// warehouse.DimensionLoad), so memory holds a page and the one fetched
+// dimensions.Load), so memory holds a page and the one fetched
 // ahead however long the list. A list that fails part way applies nothing.
 func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, list *jsonapi.Prefetched, runID int64) (warehouse.Counts, error) {
-	load, err := s.store.BeginDimension(ctx, res.Type, runID)
+	load, err := s.dims.Begin(ctx, res.Type, runID)
 	if err != nil {
 		return warehouse.Counts{}, err
 	}

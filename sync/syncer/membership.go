@@ -32,7 +32,7 @@ type MembershipSummary struct {
 // with filter[teams][id] and no attributes (fields[user]=), ids only.
 func (s *Syncer) syncMembership(ctx context.Context) (MembershipSummary, error) {
 	var sum MembershipSummary
-	teams, err := s.store.LiveTeamIDs(ctx)
+	teams, err := s.dims.LiveTeamIDs(ctx)
 	if err != nil {
 		return sum, err
 	}
@@ -51,13 +51,13 @@ func (s *Syncer) syncMembership(ctx context.Context) (MembershipSummary, error) 
 }
 
 // listTeamMembers lists the members of one team and makes user_teams hold
-// them (see warehouse.Store.ReplaceTeamMembers); n is how many were listed.
+// them (see dimensions.Store.ReplaceTeamMembers); n is how many were listed.
 func (s *Syncer) listTeamMembers(ctx context.Context, team int64) (n, added, removed, absent int64, err error) {
 	members, err := s.teamMembers(ctx, team)
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
-	added, removed, absent, err = s.store.ReplaceTeamMembers(ctx, team, members)
+	added, removed, absent, err = s.dims.ReplaceTeamMembers(ctx, team, members)
 	return int64(len(members)), added, removed, absent, err
 }
 

@@ -8,8 +8,8 @@ import (
 // and pii apply know which policies the warehouse holds rows of; it returns
 // the policy's id, which the run writes on each user (Checkpoint.PolicyID).
 func (s *Syncer) notePolicy(ctx context.Context) (int64, error) {
-	if s.personalErr != nil {
-		return 0, s.personalErr
+	if s.storesErr != nil {
+		return 0, s.storesErr
 	}
 	return s.personal.NotePolicy(ctx)
 }
@@ -21,8 +21,8 @@ func (r *reconciler) purge(ctx context.Context) error {
 	if r.s.cfg.DeletedRetention <= 0 {
 		return nil
 	}
-	if r.s.personalErr != nil {
-		return r.s.personalErr
+	if r.s.storesErr != nil {
+		return r.s.storesErr
 	}
 	cutoff := r.s.cfg.Now().Add(-r.s.cfg.DeletedRetention)
 	var err error

@@ -370,5 +370,5 @@ func (r *reconciler) membershipNeeded(ctx context.Context) (bool, error) {
 	case MembershipNever:
 		return false, nil
 	}
-	return r.s.store.LastSyncListedMembership(ctx)
+	return r.s.dims.LastSyncListedMembership(ctx)
 }

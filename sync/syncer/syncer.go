@@ -17,6 +17,7 @@ import (
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/dimensions"
 )
 
 // Config configures a Syncer.
@@ -79,10 +80,12 @@ type Syncer struct {
 	cfg     Config
 	norm    map[string]*normalize.Normalizer
 	linkage teamLinkage
-	// personal is the store's personal-data side under Config.Policy,
-	// rendered once (nil, with personalErr, if that failed).
-	personal    *warehouse.Personal
-	personalErr error
+	// personal is the store's personal-data side under Config.Policy and
+	// dims its dimensions, rendered once (nil, with storesErr, if that
+	// failed: every run fails with it).
+	personal  *warehouse.Personal
+	dims      *dimensions.Store
+	storesErr error
 }
 
 // New returns a Syncer.
@@ -117,9 +120,10 @@ func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
 	}
 	s.norm["user"].SetPolicy(cfg.Policy)
 	if store != nil {
-		s.personal, s.personalErr = store.Personal(cfg.Policy)
-		if s.personalErr == nil {
+		s.personal, s.storesErr = store.Personal(cfg.Policy)
+		if s.storesErr == nil {
 			store.WriteUnder(s.personal)
+			s.dims, s.storesErr = dimensions.New(store)
 		}
 	}
 	return s

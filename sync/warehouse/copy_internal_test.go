@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -171,12 +170,6 @@ func TestCopyWrongGoType(t *testing.T) {
 	if _, err = s.LoadUsers(ctx, rows, nil, nil); err == nil || !strings.Contains(err.Error(), "encoding user 1: 3 attributes") {
 		t.Errorf("missing values: %v", err)
 	}
-	teams := normalized(t, schema.Team(), `{"data": [{"id": 1, "type": "team", "attributes": {"name": "a"}}]}`)
-	teams[0].Values[0] = time.Time{}
-	if _, err := s.loadDimensionPage(ctx, "team", teams); err == nil ||
-		!strings.Contains(err.Error(), "copying rows: encoding team 1, column name: a Go time.Time cannot be written as text") {
-		t.Errorf("wrong Go type in a dimension: %v", err)
-	}
 	c, err := s.LoadUsers(ctx, normalized(t, schema.User(), fullUsers), nil, nil)
 	if err != nil || c.Inserted != 3 {
 		t.Errorf("load after the failures: %+v, %v", c, err)
@@ -189,21 +182,4 @@ func TestDedupePairs(t *testing.T) {
 	if want := [][2]int64{{1, 10}, {1, 11}, {2, 10}}; !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-}
-
-// loadDimensionPage writes rows as the whole list of their dimension.
-func (s *Store) loadDimensionPage(ctx context.Context, typ string, rows []normalize.Row) (Counts, error) {
-	d, err := s.BeginDimension(ctx, typ, 0)
-	if err != nil {
-		return Counts{}, err
-	}
-	defer d.Close()
-	ids := make([]int64, len(rows))
-	for i := range rows {
-		ids[i] = rows[i].ID
-	}
-	if err := d.Page(ctx, rows, nil, ids); err != nil {
-		return Counts{}, err
-	}
-	return d.Finish(ctx)
 }

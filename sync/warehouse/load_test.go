@@ -115,50 +115,6 @@ func TestLoadUsersQuarantine(t *testing.T) {
 	}
 }
 
-func TestLoadDimension(t *testing.T) {
-	t.Parallel()
-	s := warehousetest.NewStore(t)
-	ctx := context.Background()
-	team := func(id int, name string) string {
-		return fmt.Sprintf(`{"id": %d, "type": "team", "attributes": {"name": %q, "updatedAt": "2024-01-01T00:00:00Z"}}`, id, name)
-	}
-	load := func(present []int64, items ...string) warehouse.Counts {
-		t.Helper()
-		body := `{"data": [`
-		for i, it := range items {
-			if i > 0 {
-				body += ","
-			}
-			body += it
-		}
-		c, err := warehousetest.LoadDimension(ctx, s, "team", warehousetest.Rows(t, schema.Team(), body+`]}`), nil, present, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	if c := load([]int64{1, 2}, team(1, "a"), team(2, "b")); c.Inserted != 2 {
-		t.Errorf("insert %+v", c)
-	}
-	if c := load([]int64{1}, team(1, "a")); c.Deleted != 1 || c.Unchanged != 1 {
-		t.Errorf("delete %+v", c)
-	}
-	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE id = 2 AND deleted_at IS NOT NULL`); n != 1 {
-		t.Error("team 2 not marked deleted")
-	}
-	if c := load([]int64{1, 2}, team(1, "a"), team(2, "b")); c.Updated != 1 || c.Deleted != 0 {
-		t.Errorf("undelete %+v", c)
-	}
-	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NULL`); n != 2 {
-		t.Error("team 2 not undeleted")
-	}
-	_, err := warehousetest.LoadDimension(ctx, s, "team", nil, nil, nil, 0)
-	var empty *warehouse.EmptyListError
-	if !errors.As(err, &empty) || empty.Live != 2 {
-		t.Errorf("empty list: %v", err)
-	}
-}
-
 func TestRunsAndWatermark(t *testing.T) {
 	t.Parallel()
 	s := warehousetest.NewStore(t)

@@ -48,7 +48,7 @@ func TestQuarantineStoresAnything(t *testing.T) {
 				t.Fatalf("LoadUsers: %v, %+v", err, c)
 			}
 			q.Type = "team"
-			load, err := s.BeginDimension(ctx, "team", 0)
+			load, err := warehousetest.Dimensions(t, s).Begin(ctx, "team", 0)
 			if err != nil {
 				t.Fatal(err)
 			}

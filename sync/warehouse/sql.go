@@ -69,8 +69,7 @@ func newUserSQL(schemaName string, users pgrow.Table, lockTimeout string) (userS
 type runSQL struct {
 	startRun, unfinishedRuns, abandonRuns, finishRun, advanceWatermark, endRun string
 	failedRunToResume, watermark, reopenRun, runOfJob, touchRun                string
-	status, credentialsRefused, lastRuns, lastSyncListedMembership             string
-	liveTeamIDs, replaceTeamMembers string
+	status, credentialsRefused, lastRuns                                       string
 }
 
 func newRunSQL(schemaName string) (runSQL, error) {
@@ -84,8 +83,6 @@ func newRunSQL(schemaName string) (runSQL, error) {
 		"finishRun": &q.finishRun, "advanceWatermark": &q.advanceWatermark, "endRun": &q.endRun,
 		"failedRunToResume": &q.failedRunToResume, "watermark": &q.watermark, "reopenRun": &q.reopenRun,
 		"runOfJob": &q.runOfJob, "touchRun": &q.touchRun, "status": &q.status, "credentialsRefused": &q.credentialsRefused, "lastRuns": &q.lastRuns,
-		"lastSyncListedMembership": &q.lastSyncListedMembership, "liveTeamIDs": &q.liveTeamIDs,
-		"replaceTeamMembers": &q.replaceTeamMembers,
 	})
 	return q, err
 }

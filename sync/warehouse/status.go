@@ -106,14 +106,3 @@ func (s *Store) credentialsRefused(ctx context.Context) (*CredentialsRefused, er
 	}
 	return &c, nil
 }
-
-// LastSyncListedMembership reports whether the newest successful sync had
-// to list team membership per team (the API sent users' teams without data).
-func (s *Store) LastSyncListedMembership(ctx context.Context) (bool, error) {
-	var listed bool
-	err := s.pool.QueryRow(ctx, s.runs.lastSyncListedMembership).Scan(&listed)
-	if err != nil {
-		return false, fmt.Errorf("reading the last sync: %w", err)
-	}
-	return listed, nil
-}

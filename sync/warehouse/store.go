@@ -15,14 +15,13 @@ const pageLockTimeout = "1min"
 
 // Store reads and writes one warehouse schema.
 type Store struct {
-	pool      *pgxpool.Pool
-	schema    string
-	q         string // the quoted schema name, for statements
-	tables    map[string]pgrow.Table
-	sql       userSQL
-	runs      runSQL
-	history   map[string]historySQL // by dimension type
-	rehash    pgrow.Rehash
+	pool   *pgxpool.Pool
+	schema string
+	q      string // the quoted schema name, for statements
+	tables map[string]pgrow.Table
+	sql    userSQL
+	runs   runSQL
+	rehash pgrow.Rehash
 	// under is the personal-data side users are written under (WriteUnder).
 	under atomic.Pointer[Personal]
 	links pgrow.Links
@@ -45,9 +44,6 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 		return nil, err
 	}
 	if s.runs, err = newRunSQL(schemaName); err != nil {
-		return nil, err
-	}
-	if s.history, err = s.newHistorySQL(schemaName); err != nil {
 		return nil, err
 	}
 	if s.rehash, err = pgrow.NewRehash(schemaName); err != nil {

@@ -310,8 +310,8 @@ func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, 
 		b.Queue(s.sql.resolveQuarantine, typ, ids)
 	}
 	for _, q := range bad {
-		q = storable(q)
-		b.Queue(s.sql.insertQuarantine, nullID(w.Run), q.Type, q.ID, q.Field, q.Error, q.Raw, nullID(w.Policy))
+		q = q.Storable()
+		b.Queue(s.sql.insertQuarantine, pgrow.NullID(w.Run), q.Type, q.ID, q.Field, q.Error, q.Raw, pgrow.NullID(w.Policy))
 	}
 }
 
@@ -330,11 +330,4 @@ func (s *Store) queueCheckpoint(b *pgx.Batch, cp *Checkpoint) {
 	}
 	b.Queue(s.sql.checkpoint, cp.RunID, next, maxAt, p.Pages, p.Fetched, p.Inserted, p.Updated, p.Unchanged,
 		p.Quarantined, p.Requests, p.RateLimited, p.Retries, unknown, p.Versions)
-}
-
-func nullID(id int64) any {
-	if id == 0 {
-		return nil
-	}
-	return id
 }

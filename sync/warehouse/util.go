@@ -20,12 +20,12 @@ const maxQuarantineID = 64
 // levels. A resource nested deeper is kept as a JSON string.
 const maxRawNesting = 1000
 
-// storable returns q as PostgreSQL can store it and a terminal can show it:
+// Storable returns q as PostgreSQL can store it and a terminal can show it:
 // its text without NUL and in UTF-8, its field and error also without
 // control characters and at most MaxErrorText bytes, its resource_id
 // bounded, its raw valid jsonb. The quarantine is
 // where resources that cannot be stored go: it must hold any of them.
-func storable(q Quarantined) Quarantined {
+func (q Quarantined) Storable() Quarantined {
 	q.Type = storableText(q.Type)
 	q.ID = storableID(q.ID)
 	q.Field = CleanText(storableText(q.Field))

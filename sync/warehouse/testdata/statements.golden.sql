@@ -130,53 +130,6 @@ SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FR
 -- teams.LiveCount
 SELECT count(*) FROM "usersync"."teams" WHERE deleted_at IS NULL;
 
--- teams list.copyRows
-COPY "pg_temp"."usersync_dim_teams_rows" ("id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw", "usersync_seq", "usersync_updated_at") FROM STDIN (FORMAT binary);
-
--- teams list.create
-DROP TABLE IF EXISTS "pg_temp"."usersync_dim_teams_rows", "pg_temp"."usersync_dim_teams_seen", "pg_temp"."usersync_dim_teams_bad";
-CREATE TEMP TABLE "pg_temp"."usersync_dim_teams_rows" AS SELECT "id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw", 0::bigint AS usersync_seq, NULL::timestamptz AS usersync_updated_at FROM "usersync"."teams" WITH NO DATA;
-CREATE TEMP TABLE "pg_temp"."usersync_dim_teams_seen" (id bigint NOT NULL);
-CREATE TEMP TABLE "pg_temp"."usersync_dim_teams_bad" (seq bigint NOT NULL, resource_type text NOT NULL, resource_id text, field text, error text NOT NULL, raw jsonb NOT NULL);
-
--- teams list.drop
-DROP TABLE IF EXISTS "pg_temp"."usersync_dim_teams_rows", "pg_temp"."usersync_dim_teams_seen", "pg_temp"."usersync_dim_teams_bad";
-
--- teams list.stage
-INSERT INTO "usersync_stage_usersync_teams" ("id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw") SELECT DISTINCT ON (id) "id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw" FROM "pg_temp"."usersync_dim_teams_rows"
-ORDER BY id, usersync_updated_at DESC NULLS LAST, usersync_seq DESC;
-
--- teams list.delete
-UPDATE "usersync"."teams" AS t SET deleted_at = now()
-WHERE t.deleted_at IS NULL AND NOT EXISTS (SELECT FROM "pg_temp"."usersync_dim_teams_seen" AS seen WHERE seen.id = t.id);
-
--- teams list.resolve
-UPDATE "usersync".quarantine SET resolved_at = now()
-WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id IN (SELECT id::text FROM "pg_temp"."usersync_dim_teams_rows");
-
--- teams list.insert
-INSERT INTO "usersync".quarantine (run_id, resource_type, resource_id, field, error, raw)
-SELECT $1::bigint, resource_type, resource_id, field, error, raw FROM "pg_temp"."usersync_dim_teams_bad" ORDER BY seq;
-
--- teams history.archive
-INSERT INTO "usersync"."team_history" ("team_id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw", valid_from, valid_to)
-SELECT t.id, t."name", t."color", t."scim_external_id", t."scim_source", t."created_at", t."updated_at", t."raw", t.version_valid_from, coalesce(t.deleted_at, now())
-FROM "usersync"."teams" t JOIN "usersync_stage_usersync_teams" st ON st.id = t.id
-WHERE t.deleted_at IS NOT NULL OR (t."name", t."color", t."scim_external_id", t."scim_source", t."created_at", t."updated_at", t."raw") IS DISTINCT FROM (st."name", st."color", st."scim_external_id", st."scim_source", st."created_at", st."updated_at", st."raw");
-
--- teams history.returningTeams
-SELECT DISTINCT r.id FROM "pg_temp"."usersync_dim_teams_rows" r JOIN "usersync".teams t ON t.id = r.id
-WHERE t.deleted_at IS NOT NULL ORDER BY r.id;
-
--- teams history.closeTeamMembers
-WITH gone AS (
-	DELETE FROM "usersync".user_teams ut USING "usersync".teams t
-	WHERE t.id = ut.team_id AND t.deleted_at = now()
-	RETURNING ut.user_id, ut.team_id, ut.valid_from
-)
-INSERT INTO "usersync".user_team_history (user_id, team_id, valid_from, valid_to, ended_by)
-SELECT user_id, team_id, valid_from, now(), 'team_deleted' FROM gone;
-
 -- roles.CopyTable
 COPY "usersync"."roles" ("id", "name", "created_at", "updated_at", "parent_role_id", "raw") FROM STDIN (FORMAT binary);
 
@@ -200,40 +153,6 @@ SELECT id, "parent_role_id" FROM "usersync"."roles" WHERE id = ANY($1::bigint[])
 -- roles.LiveCount
 SELECT count(*) FROM "usersync"."roles" WHERE deleted_at IS NULL;
 
--- roles list.copyRows
-COPY "pg_temp"."usersync_dim_roles_rows" ("id", "name", "created_at", "updated_at", "parent_role_id", "raw", "usersync_seq", "usersync_updated_at") FROM STDIN (FORMAT binary);
-
--- roles list.create
-DROP TABLE IF EXISTS "pg_temp"."usersync_dim_roles_rows", "pg_temp"."usersync_dim_roles_seen", "pg_temp"."usersync_dim_roles_bad";
-CREATE TEMP TABLE "pg_temp"."usersync_dim_roles_rows" AS SELECT "id", "name", "created_at", "updated_at", "parent_role_id", "raw", 0::bigint AS usersync_seq, NULL::timestamptz AS usersync_updated_at FROM "usersync"."roles" WITH NO DATA;
-CREATE TEMP TABLE "pg_temp"."usersync_dim_roles_seen" (id bigint NOT NULL);
-CREATE TEMP TABLE "pg_temp"."usersync_dim_roles_bad" (seq bigint NOT NULL, resource_type text NOT NULL, resource_id text, field text, error text NOT NULL, raw jsonb NOT NULL);
-
--- roles list.drop
-DROP TABLE IF EXISTS "pg_temp"."usersync_dim_roles_rows", "pg_temp"."usersync_dim_roles_seen", "pg_temp"."usersync_dim_roles_bad";
-
--- roles list.stage
-INSERT INTO "usersync_stage_usersync_roles" ("id", "name", "created_at", "updated_at", "parent_role_id", "raw") SELECT DISTINCT ON (id) "id", "name", "created_at", "updated_at", "parent_role_id", "raw" FROM "pg_temp"."usersync_dim_roles_rows"
-ORDER BY id, usersync_updated_at DESC NULLS LAST, usersync_seq DESC;
-
--- roles list.delete
-UPDATE "usersync"."roles" AS t SET deleted_at = now()
-WHERE t.deleted_at IS NULL AND NOT EXISTS (SELECT FROM "pg_temp"."usersync_dim_roles_seen" AS seen WHERE seen.id = t.id);
-
--- roles list.resolve
-UPDATE "usersync".quarantine SET resolved_at = now()
-WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id IN (SELECT id::text FROM "pg_temp"."usersync_dim_roles_rows");
-
--- roles list.insert
-INSERT INTO "usersync".quarantine (run_id, resource_type, resource_id, field, error, raw)
-SELECT $1::bigint, resource_type, resource_id, field, error, raw FROM "pg_temp"."usersync_dim_roles_bad" ORDER BY seq;
-
--- roles history.archive
-INSERT INTO "usersync"."role_history" ("role_id", "name", "created_at", "updated_at", "parent_role_id", "raw", valid_from, valid_to)
-SELECT t.id, t."name", t."created_at", t."updated_at", t."parent_role_id", t."raw", t.version_valid_from, coalesce(t.deleted_at, now())
-FROM "usersync"."roles" t JOIN "usersync_stage_usersync_roles" st ON st.id = t.id
-WHERE t.deleted_at IS NOT NULL OR (t."name", t."created_at", t."updated_at", t."parent_role_id", t."raw") IS DISTINCT FROM (st."name", st."created_at", st."updated_at", st."parent_role_id", st."raw");
-
 -- profiles.CopyTable
 COPY "usersync"."profiles" ("id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw") FROM STDIN (FORMAT binary);
 
@@ -253,40 +172,6 @@ SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FR
 
 -- profiles.LiveCount
 SELECT count(*) FROM "usersync"."profiles" WHERE deleted_at IS NULL;
-
--- profiles list.copyRows
-COPY "pg_temp"."usersync_dim_profiles_rows" ("id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw", "usersync_seq", "usersync_updated_at") FROM STDIN (FORMAT binary);
-
--- profiles list.create
-DROP TABLE IF EXISTS "pg_temp"."usersync_dim_profiles_rows", "pg_temp"."usersync_dim_profiles_seen", "pg_temp"."usersync_dim_profiles_bad";
-CREATE TEMP TABLE "pg_temp"."usersync_dim_profiles_rows" AS SELECT "id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw", 0::bigint AS usersync_seq, NULL::timestamptz AS usersync_updated_at FROM "usersync"."profiles" WITH NO DATA;
-CREATE TEMP TABLE "pg_temp"."usersync_dim_profiles_seen" (id bigint NOT NULL);
-CREATE TEMP TABLE "pg_temp"."usersync_dim_profiles_bad" (seq bigint NOT NULL, resource_type text NOT NULL, resource_id text, field text, error text NOT NULL, raw jsonb NOT NULL);
-
--- profiles list.drop
-DROP TABLE IF EXISTS "pg_temp"."usersync_dim_profiles_rows", "pg_temp"."usersync_dim_profiles_seen", "pg_temp"."usersync_dim_profiles_bad";
-
--- profiles list.stage
-INSERT INTO "usersync_stage_usersync_profiles" ("id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw") SELECT DISTINCT ON (id) "id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw" FROM "pg_temp"."usersync_dim_profiles_rows"
-ORDER BY id, usersync_updated_at DESC NULLS LAST, usersync_seq DESC;
-
--- profiles list.delete
-UPDATE "usersync"."profiles" AS t SET deleted_at = now()
-WHERE t.deleted_at IS NULL AND NOT EXISTS (SELECT FROM "pg_temp"."usersync_dim_profiles_seen" AS seen WHERE seen.id = t.id);
-
--- profiles list.resolve
-UPDATE "usersync".quarantine SET resolved_at = now()
-WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id IN (SELECT id::text FROM "pg_temp"."usersync_dim_profiles_rows");
-
--- profiles list.insert
-INSERT INTO "usersync".quarantine (run_id, resource_type, resource_id, field, error, raw)
-SELECT $1::bigint, resource_type, resource_id, field, error, raw FROM "pg_temp"."usersync_dim_profiles_bad" ORDER BY seq;
-
--- profiles history.archive
-INSERT INTO "usersync"."profile_history" ("profile_id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw", valid_from, valid_to)
-SELECT t.id, t."name", t."is_admin", t."special_id", t."created_at", t."updated_at", t."raw", t.version_valid_from, coalesce(t.deleted_at, now())
-FROM "usersync"."profiles" t JOIN "usersync_stage_usersync_profiles" st ON st.id = t.id
-WHERE t.deleted_at IS NOT NULL OR (t."name", t."is_admin", t."special_id", t."created_at", t."updated_at", t."raw") IS DISTINCT FROM (st."name", st."is_admin", st."special_id", st."created_at", st."updated_at", st."raw");
 
 -- runs.startRun
 INSERT INTO "usersync".sync_runs (kind, range_from, range_until, job_id)
@@ -370,32 +255,6 @@ ORDER BY run_id DESC LIMIT 1;
 SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
 	coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
 	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary, versions FROM "usersync".sync_runs ORDER BY run_id DESC LIMIT $1;
-
--- runs.lastSyncListedMembership
-SELECT coalesce((SELECT summary ? 'membership' FROM "usersync".sync_runs
-	WHERE status = 'succeeded' AND kind IN ('incremental', 'full', 'backfill') ORDER BY run_id DESC LIMIT 1), false);
-
--- runs.liveTeamIDs
-SELECT id FROM "usersync".teams WHERE deleted_at IS NULL ORDER BY id;
-
--- runs.replaceTeamMembers
-WITH known AS (
-	SELECT u.id FROM "usersync".users u WHERE u.id = ANY($2::bigint[]) AND u.deleted_at IS NULL
-), gone AS (
-	DELETE FROM "usersync".user_teams WHERE team_id = $1 AND NOT (user_id = ANY($2::bigint[]))
-	RETURNING user_id, team_id, valid_from
-), ended AS (
-	INSERT INTO "usersync".user_team_history (user_id, team_id, valid_from, valid_to, ended_by)
-	SELECT user_id, team_id, valid_from, now(), 'removed' FROM gone
-), added AS (
-	INSERT INTO "usersync".user_teams (user_id, team_id) SELECT id, $1 FROM known
-	ON CONFLICT DO NOTHING RETURNING user_id
-), touched AS (
-	UPDATE "usersync".users SET linkage_hash = NULL
-	WHERE id IN (SELECT user_id FROM gone UNION SELECT user_id FROM added) AND linkage_hash IS NOT NULL
-)
-SELECT (SELECT count(*) FROM added), (SELECT count(*) FROM gone),
-	(SELECT count(DISTINCT m) FROM unnest($2::bigint[]) AS m) - (SELECT count(*) FROM known);
 
 -- rehash users.After
 SELECT id, "accounts_view_id", "calls_view_id", "coach_recordings_view_id", "opportunities_view_id", "prospects_view_id", "reports_team_perf_view_id", "reports_view_id", "tasks_view_id", "teams_view_id", "users_view_id", "default_ruleset_id", "activity_notifications_disabled", "bounce_warning_email_enabled", "daily_digest_email_enabled", "weekly_digest_email_enabled", "enable_voice_recordings", "engagement_emails_enabled", "keep_bridge_phone_connected", "locked", "mailbox_error_email_enabled", "meeting_engagement_notification_enabled", "notifications_enabled", "oce_click_to_dial_everywhere", "oce_mail_toolbar", "oce_crm_email_decorating", "oce_crm_phone_decorating", "oce_universal_task_flow", "oce_window_mode", "plugin_alert_notification_enabled", "prefers_local_presence", "sender_notifications_excluded", "texting_email_notifications", "unknown_reply_email_enabled", "voicemail_notification_enabled", "bridge_phone", "bridge_phone_extension", "inbound_bridge_phone", "inbound_bridge_phone_extension", "controlled_tab_default", "custom1", "custom2", "custom3", "custom4", "custom5", "email", "first_name", "last_name", "name", "inbound_call_behavior", "inbound_phone_type", "inbound_voicemail_custom_message_text", "inbound_voicemail_message_text_voice", "inbound_voicemail_prompt_type", "job_role_by_name", "oce_mail_tracking_state", "phone_country_code", "phone_number", "phone_type", "preferred_voice_region", "primary_timezone", "secondary_timezone", "tertiary_timezone", "scim_external_id", "scim_source", "title", "user_guid", "username", "created_at", "current_sign_in_at", "last_sign_in_at", "password_expires_at", "updated_at", "duties"::text, raw::text, data_connections::text, "role_id", "profile_id", "creator_id", "updater_id", "mailbox_id", content_hash FROM "usersync".users WHERE id > $1 ORDER BY id LIMIT $2;

@@ -52,3 +52,11 @@ func ScanEach(ctx context.Context, tx pgx.Tx, sql string, ids []int64, scan func
 	}
 	return rows.Err()
 }
+
+// NullID is id as a statement parameter: NULL for 0 (none).
+func NullID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}

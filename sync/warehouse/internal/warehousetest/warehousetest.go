@@ -15,6 +15,7 @@ import (
 	"github.com/usersync/usersync/sync/jsondoc"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/dimensions"
 )
 
 // Migrated returns a pool and a schema of the test's own, migrated (with
@@ -30,6 +31,17 @@ func Migrated(t testing.TB, role string) (*pgxpool.Pool, string) {
 		return err
 	})
 	if err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	return pool, name
+}
+
+// MigratedOn is Migrated on pool, without the migration lock (which holds a
+// connection of its own): pool may have one connection.
+func MigratedOn(t testing.TB, pool *pgxpool.Pool, role string) (*pgxpool.Pool, string) {
+	t.Helper()
+	name := schematest.NewSchemaName(t, pool)
+	if _, err := warehouse.Migrate(context.Background(), pool, warehouse.MigrateOptions{Schema: name, ReaderRole: role}); err != nil {
 		t.Fatalf("migrating: %v", err)
 	}
 	return pool, name
@@ -83,12 +95,26 @@ func Count(t testing.TB, s *warehouse.Store, sql string, args ...any) int64 {
 	return n
 }
 
+// Dimensions is the dimensions Store of s.
+func Dimensions(t testing.TB, s *warehouse.Store) *dimensions.Store {
+	t.Helper()
+	d, err := dimensions.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // LoadDimension writes the full list of one dimension (team, role or
 // profile), held whole in memory, in one transaction: a DimensionLoad of
 // one page. present holds every id the API returned, quarantined ones
 // included.
 func LoadDimension(ctx context.Context, s *warehouse.Store, typ string, rows []normalize.Row, bad []warehouse.Quarantined, present []int64, runID int64) (warehouse.Counts, error) {
-	d, err := s.BeginDimension(ctx, typ, runID)
+	dims, err := dimensions.New(s)
+	if err != nil {
+		return warehouse.Counts{}, err
+	}
+	d, err := dims.Begin(ctx, typ, runID)
 	if err != nil {
 		return warehouse.Counts{}, err
 	}

@@ -1,4 +1,4 @@
-package warehouse
+package dimensions
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
-// dimensionSQL holds the statements of a streamed dimension load (see
-// DimensionLoad) of one table. Its three staging tables are session
+// listSQL holds the statements of a streamed dimension load (see
+// Load) of one table. Its three staging tables are session
 // temporary tables of the load's dedicated connection, named after the
 // table so that statements cached on a pooled connection for one dimension
 // never meet another dimension's columns:
@@ -20,7 +20,7 @@ import (
 //     exactly as dedupe does for one slice;
 //   - seen: every id the API returned, quarantined ones included;
 //   - bad: the quarantined resources, in the order they arrived.
-type dimensionSQL struct {
+type listSQL struct {
 	rows, seen, bad       string         // pg_temp-qualified names, for statements
 	rowsID, seenID, badID pgx.Identifier // the same, for COPY
 	rowColumns            []string       // COPY columns of rows: the table's, then seq and updatedAt
@@ -34,9 +34,9 @@ type dimensionSQL struct {
 	insert  string // $1 run id: the quarantined resources of the list
 }
 
-func (s *Store) dimensionSQL(t pgrow.Table) dimensionSQL {
+func (s *Store) listSQL(t pgrow.Table) listSQL {
 	base := "usersync_dim_" + t.Res.Table
-	d := dimensionSQL{
+	d := listSQL{
 		rowsID: pgx.Identifier{"pg_temp", base + "_rows"},
 		seenID: pgx.Identifier{"pg_temp", base + "_seen"},
 		badID:  pgx.Identifier{"pg_temp", base + "_bad"},

@@ -1,4 +1,4 @@
-package warehouse_test
+package dimensions_test
 
 import (
 	"context"
@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/dimensions"
 	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 )
 
@@ -33,7 +35,7 @@ type teamPage struct {
 func streamTeams(t *testing.T, s *warehouse.Store, runID int64, pages ...teamPage) warehouse.Counts {
 	t.Helper()
 	ctx := context.Background()
-	d, err := s.BeginDimension(ctx, "team", runID)
+	d, err := warehousetest.Dimensions(t, s).Begin(ctx, "team", runID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,7 @@ func TestDimensionLoadNothingUntilFinish(t *testing.T) {
 
 	// Closed before Finish: team 1 changed, team 2 gone, team 3 new.
 	ctx := context.Background()
-	d, err := s.BeginDimension(ctx, "team", 0)
+	d, err := warehousetest.Dimensions(t, s).Begin(ctx, "team", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,7 @@ func TestDimensionLoadNothingUntilFinish(t *testing.T) {
 
 	// Cancelled after the first page.
 	cctx, cancel := context.WithCancel(ctx)
-	d, err = s.BeginDimension(cctx, "team", 0)
+	d, err = warehousetest.Dimensions(t, s).Begin(cctx, "team", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +203,7 @@ func TestDimensionLoadEmptyList(t *testing.T) {
 	ctx := context.Background()
 	streamTeams(t, s, 0, teamPage{rows: teamRows(t, teamJSON(1, "a", "2024-01-01T00:00:00Z")), present: []int64{1}})
 	for _, pages := range [][]teamPage{nil, {{}, {}}} {
-		d, err := s.BeginDimension(ctx, "team", 0)
+		d, err := warehousetest.Dimensions(t, s).Begin(ctx, "team", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +214,7 @@ func TestDimensionLoadEmptyList(t *testing.T) {
 		}
 		_, err = d.Finish(ctx)
 		d.Close()
-		var empty *warehouse.EmptyListError
+		var empty *dimensions.EmptyListError
 		if !errors.As(err, &empty) || empty.Live != 1 || empty.Table != "teams" || !strings.HasPrefix(err.Error(), "loading teams: ") {
 			t.Errorf("empty list of %d pages: %v", len(pages), err)
 		}
@@ -221,7 +223,7 @@ func TestDimensionLoadEmptyList(t *testing.T) {
 		t.Error("an empty list marked teams deleted")
 	}
 	// An empty list of an empty table is no refusal.
-	d, err := s.BeginDimension(ctx, "role", 0)
+	d, err := warehousetest.Dimensions(t, s).Begin(ctx, "role", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +231,7 @@ func TestDimensionLoadEmptyList(t *testing.T) {
 	if c, err := d.Finish(ctx); err != nil || c != (warehouse.Counts{}) {
 		t.Errorf("empty list of an empty table: %+v, %v", c, err)
 	}
-	if _, err := s.BeginDimension(ctx, "user", 0); err == nil {
+	if _, err := warehousetest.Dimensions(t, s).Begin(ctx, "user", 0); err == nil {
 		t.Error("users accepted as a dimension")
 	}
 }
@@ -239,7 +241,7 @@ func TestDimensionLoadEmptyList(t *testing.T) {
 // that connection works.
 func TestDimensionLoadDropsStaging(t *testing.T) {
 	t.Parallel()
-	pool, name := migratedWithPool(t, schematest.NewPool(t, 1), "")
+	pool, name := warehousetest.MigratedOn(t, schematest.NewPool(t, 1), "")
 	s, err := warehouse.NewStore(pool, name)
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +261,7 @@ func TestDimensionLoadDropsStaging(t *testing.T) {
 	if n := leftovers(); n != 0 {
 		t.Errorf("%d staging tables left after Finish", n)
 	}
-	d, err := s.BeginDimension(ctx, "profile", 0)
+	d, err := warehousetest.Dimensions(t, s).Begin(ctx, "profile", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,5 +280,63 @@ func TestDimensionLoadDropsStaging(t *testing.T) {
 	}
 	if n := leftovers(); n != 0 {
 		t.Errorf("%d staging tables left after the second Finish", n)
+	}
+}
+
+// TestWrongGoType: a row holding a value of a Go type normalize never gives
+// fails the list with an error naming the column.
+func TestWrongGoType(t *testing.T) {
+	t.Parallel()
+	s := warehousetest.NewStore(t)
+	ctx := context.Background()
+	teams := warehousetest.Rows(t, schema.Team(), `{"data": [{"id": 1, "type": "team", "attributes": {"name": "a"}}]}`)
+	teams[0].Values[0] = time.Time{}
+	if _, err := warehousetest.LoadDimension(ctx, s, "team", teams, nil, []int64{1}, 0); err == nil ||
+		!strings.Contains(err.Error(), "copying rows: encoding team 1, column name: a Go time.Time cannot be written as text") {
+		t.Errorf("wrong Go type in a dimension: %v", err)
+	}
+}
+
+func TestLoadDimension(t *testing.T) {
+	t.Parallel()
+	s := warehousetest.NewStore(t)
+	ctx := context.Background()
+	team := func(id int, name string) string {
+		return fmt.Sprintf(`{"id": %d, "type": "team", "attributes": {"name": %q, "updatedAt": "2024-01-01T00:00:00Z"}}`, id, name)
+	}
+	load := func(present []int64, items ...string) warehouse.Counts {
+		t.Helper()
+		body := `{"data": [`
+		for i, it := range items {
+			if i > 0 {
+				body += ","
+			}
+			body += it
+		}
+		c, err := warehousetest.LoadDimension(ctx, s, "team", warehousetest.Rows(t, schema.Team(), body+`]}`), nil, present, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := load([]int64{1, 2}, team(1, "a"), team(2, "b")); c.Inserted != 2 {
+		t.Errorf("insert %+v", c)
+	}
+	if c := load([]int64{1}, team(1, "a")); c.Deleted != 1 || c.Unchanged != 1 {
+		t.Errorf("delete %+v", c)
+	}
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE id = 2 AND deleted_at IS NOT NULL`); n != 1 {
+		t.Error("team 2 not marked deleted")
+	}
+	if c := load([]int64{1, 2}, team(1, "a"), team(2, "b")); c.Updated != 1 || c.Deleted != 0 {
+		t.Errorf("undelete %+v", c)
+	}
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NULL`); n != 2 {
+		t.Error("team 2 not undeleted")
+	}
+	_, err := warehousetest.LoadDimension(ctx, s, "team", nil, nil, nil, 0)
+	var empty *dimensions.EmptyListError
+	if !errors.As(err, &empty) || empty.Live != 2 {
+		t.Errorf("empty list: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package warehouse
+package dimensions
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 // LiveTeamIDs returns the ids of the teams not marked deleted.
 func (s *Store) LiveTeamIDs(ctx context.Context) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, s.runs.liveTeamIDs)
+	rows, err := s.pool.Query(ctx, s.teams.liveTeamIDs)
 	if err != nil {
 		return nil, fmt.Errorf("listing live teams: %w", err)
 	}
@@ -32,7 +32,7 @@ func (s *Store) ReplaceTeamMembers(ctx context.Context, team int64, members []in
 		members = []int64{}
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		row := tx.QueryRow(ctx, s.runs.replaceTeamMembers, team, members)
+		row := tx.QueryRow(ctx, s.teams.replaceTeamMembers, team, members)
 		return row.Scan(&added, &removed, &absent)
 	})
 	if err != nil {

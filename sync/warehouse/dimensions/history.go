@@ -1,4 +1,4 @@
-package warehouse
+package dimensions
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func (s *Store) newHistorySQL(schemaName string) (map[string]historySQL, error) 
 			return nil, err
 		}
 		if typ == "team" {
-			st, err := sqlfile.Load(sqlFiles, "membership", map[string]string{"schema": q, "teams_rows": s.dimensionSQL(t).rows})
+			st, err := sqlfile.Load(sqlFiles, "membership", map[string]string{"schema": q, "teams_rows": s.listSQL(t).rows})
 			if err != nil {
 				return nil, err
 			}
@@ -61,7 +61,7 @@ func (s *Store) newHistorySQL(schemaName string) (map[string]historySQL, error) 
 
 // archive closes the versions the staged list replaces (see
 // sql/history.sql).
-func (d *DimensionLoad) archive(ctx context.Context, tx pgx.Tx) error {
+func (d *Load) archive(ctx context.Context, tx pgx.Tx) error {
 	if _, err := tx.Exec(ctx, d.s.history[d.typ].archive); err != nil {
 		return fmt.Errorf("closing replaced versions: %w", err)
 	}
@@ -73,7 +73,7 @@ func (d *DimensionLoad) archive(ctx context.Context, tx pgx.Tx) error {
 // with their deletion, and users may have joined or left them meanwhile:
 // the caller lists their members and hands them to Members, so that Finish
 // applies the return and the membership in one transaction.
-func (d *DimensionLoad) Returning(ctx context.Context) ([]int64, error) {
+func (d *Load) Returning(ctx context.Context) ([]int64, error) {
 	h := d.s.history[d.typ]
 	if h.returningTeams == "" || d.rows == 0 {
 		return nil, nil
@@ -94,7 +94,7 @@ func (d *DimensionLoad) Returning(ctx context.Context) ([]int64, error) {
 
 // Members sets the members of a returning team (see Returning), which
 // Finish writes to user_teams as ReplaceTeamMembers does.
-func (d *DimensionLoad) Members(team int64, members []int64) {
+func (d *Load) Members(team int64, members []int64) {
 	if d.members == nil {
 		d.members = map[int64][]int64{}
 	}
@@ -105,10 +105,10 @@ func (d *DimensionLoad) Members(team int64, members []int64) {
 }
 
 // replaceMembers writes the members of the returning teams.
-func (d *DimensionLoad) replaceMembers(ctx context.Context, tx pgx.Tx) error {
+func (d *Load) replaceMembers(ctx context.Context, tx pgx.Tx) error {
 	for team, members := range d.members {
 		var added, removed, absent int64
-		if err := tx.QueryRow(ctx, d.s.runs.replaceTeamMembers, team, members).Scan(&added, &removed, &absent); err != nil {
+		if err := tx.QueryRow(ctx, d.s.teams.replaceTeamMembers, team, members).Scan(&added, &removed, &absent); err != nil {
 			return fmt.Errorf("replacing members of team %d: %w", team, err)
 		}
 	}
@@ -116,7 +116,7 @@ func (d *DimensionLoad) replaceMembers(ctx context.Context, tx pgx.Tx) error {
 }
 
 // closeMembers ends the memberships of the teams the list marked deleted.
-func (d *DimensionLoad) closeMembers(ctx context.Context, tx pgx.Tx, deleted int64) error {
+func (d *Load) closeMembers(ctx context.Context, tx pgx.Tx, deleted int64) error {
 	h := d.s.history[d.typ]
 	if deleted == 0 || h.closeTeamMembers == "" {
 		return nil

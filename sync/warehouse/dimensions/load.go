@@ -1,4 +1,4 @@
-package warehouse
+package dimensions
 
 import (
 	"context"
@@ -9,11 +9,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
-// DimensionLoad writes the full list of one dimension (team, role or
+// Load writes the full list of one dimension (team, role or
 // profile) as it is listed, page by page, so the memory it needs is that of
 // one page whatever the length of the list.
 //
@@ -38,14 +39,14 @@ import (
 // is a second write of each row, into a temporary table (never WAL-logged),
 // small next to the HTTP round trip of its page.
 //
-// A DimensionLoad is not safe for concurrent use. Close must be called
+// A Load is not safe for concurrent use. Close must be called
 // (defer it after BeginDimension); after an error from Page or Finish the
 // load can only be closed.
-type DimensionLoad struct {
+type Load struct {
 	s      *Store
 	typ    string
 	t      pgrow.Table
-	sql    dimensionSQL
+	sql    listSQL
 	runID  int64
 	conn   *pgxpool.Conn
 	listed int64 // ids the API returned, quarantined ones included
@@ -56,15 +57,15 @@ type DimensionLoad struct {
 	members map[int64][]int64
 }
 
-// BeginDimension starts the load of one dimension's full list: it takes a
+// Begin starts the load of one dimension's full list: it takes a
 // connection from the pool for the load's lifetime and creates its staging
 // tables. runID is written on the quarantine records (0 for none).
-func (s *Store) BeginDimension(ctx context.Context, typ string, runID int64) (*DimensionLoad, error) {
+func (s *Store) Begin(ctx context.Context, typ string, runID int64) (*Load, error) {
 	t, ok := s.tables[typ]
 	if !ok || typ == "user" {
 		return nil, fmt.Errorf("loading dimension: %q is not a dimension", typ)
 	}
-	d := &DimensionLoad{s: s, typ: typ, t: t, sql: s.dimensionSQL(t), runID: runID}
+	d := &Load{s: s, typ: typ, t: t, sql: s.listSQL(t), runID: runID}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: acquiring a connection: %w", t.Res.Table, err)
@@ -81,7 +82,7 @@ func (s *Store) BeginDimension(ctx context.Context, typ string, runID int64) (*D
 // quarantined ones, present the id of every resource it returned. Rows whose
 // to-one linkage was not sent are given the values the warehouse holds, as
 // LoadUsers does.
-func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Quarantined, present []int64) error {
+func (d *Load) Page(ctx context.Context, rows []normalize.Row, bad []warehouse.Quarantined, present []int64) error {
 	if d.done || d.conn == nil {
 		return fmt.Errorf("staging %s: the load has failed, finished or been closed", d.t.Res.Table)
 	}
@@ -119,7 +120,7 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 		if len(bad) > 0 {
 			cols := []string{"seq", "resource_type", "resource_id", "field", "error", "raw"}
 			src := pgx.CopyFromSlice(len(bad), func(i int) ([]any, error) {
-				q := storable(bad[i])
+				q := bad[i].Storable()
 				return []any{d.bad + int64(i), q.Type, q.ID, q.Field, q.Error, q.Raw}, nil
 			})
 			if err := pgcopy.From(ctx, tx, d.sql.badID, cols, src); err != nil {
@@ -142,20 +143,20 @@ func (d *DimensionLoad) Page(ctx context.Context, rows []normalize.Row, bad []Qu
 // did. An empty list never deletes everything: when no page returned any
 // id while the warehouse has live rows it fails with EmptyListError and
 // changes nothing.
-func (d *DimensionLoad) Finish(ctx context.Context) (Counts, error) {
+func (d *Load) Finish(ctx context.Context) (warehouse.Counts, error) {
 	if d.done || d.conn == nil {
-		return Counts{}, fmt.Errorf("loading %s: the load has failed, finished or been closed", d.t.Res.Table)
+		return warehouse.Counts{}, fmt.Errorf("loading %s: the load has failed, finished or been closed", d.t.Res.Table)
 	}
 	d.done = true // whatever happens, no more pages
 	c, err := d.apply(ctx)
 	if err != nil {
-		return Counts{}, fmt.Errorf("loading %s: %w", d.t.Res.Table, err)
+		return warehouse.Counts{}, fmt.Errorf("loading %s: %w", d.t.Res.Table, err)
 	}
 	return c, nil
 }
 
-func (d *DimensionLoad) apply(ctx context.Context) (Counts, error) {
-	var c Counts
+func (d *Load) apply(ctx context.Context) (warehouse.Counts, error) {
+	var c warehouse.Counts
 	t := d.t
 	err := pgx.BeginFunc(ctx, d.conn, func(tx pgx.Tx) error {
 		if d.listed == 0 {
@@ -194,7 +195,7 @@ func (d *DimensionLoad) apply(ctx context.Context) (Counts, error) {
 		return nil
 	})
 	if err != nil {
-		return Counts{}, err
+		return warehouse.Counts{}, err
 	}
 	d.release()
 	return c, nil
@@ -202,7 +203,7 @@ func (d *DimensionLoad) apply(ctx context.Context) (Counts, error) {
 
 // upsert writes the staged list, deduplicated, closing the versions it
 // replaces into the history first.
-func (d *DimensionLoad) upsert(ctx context.Context, tx pgx.Tx, c *Counts) error {
+func (d *Load) upsert(ctx context.Context, tx pgx.Tx, c *warehouse.Counts) error {
 	t := d.t
 	if _, err := tx.Exec(ctx, t.CreateStage); err != nil {
 		return fmt.Errorf("creating staging table: %w", err)
@@ -223,14 +224,14 @@ func (d *DimensionLoad) upsert(ctx context.Context, tx pgx.Tx, c *Counts) error 
 
 // quarantine resolves the quarantine records of the ids typed this time and
 // writes the list's quarantined resources.
-func (d *DimensionLoad) quarantine(ctx context.Context, tx pgx.Tx) error {
+func (d *Load) quarantine(ctx context.Context, tx pgx.Tx) error {
 	if d.rows > 0 {
 		if _, err := tx.Exec(ctx, d.sql.resolve, d.typ); err != nil {
 			return fmt.Errorf("resolving quarantine records: %w", err)
 		}
 	}
 	if d.bad > 0 {
-		if _, err := tx.Exec(ctx, d.sql.insert, nullID(d.runID)); err != nil {
+		if _, err := tx.Exec(ctx, d.sql.insert, pgrow.NullID(d.runID)); err != nil {
 			return fmt.Errorf("writing quarantine records: %w", err)
 		}
 	}
@@ -240,7 +241,7 @@ func (d *DimensionLoad) quarantine(ctx context.Context, tx pgx.Tx) error {
 // Close ends the load. Before a successful Finish it drops the staged pages
 // (nothing of them was applied); if that fails the connection is closed, which
 // drops them as well. It is safe to call more than once.
-func (d *DimensionLoad) Close() {
+func (d *Load) Close() {
 	if d == nil || d.conn == nil {
 		return
 	}
@@ -254,7 +255,7 @@ func (d *DimensionLoad) Close() {
 	d.release()
 }
 
-func (d *DimensionLoad) release() {
+func (d *Load) release() {
 	d.done = true
 	d.conn.Release()
 	d.conn = nil

@@ -1,0 +1,75 @@
+// Package dimensions writes the teams, roles and profiles: each full list
+// as it is listed, page by page (Load), their history of versions, and team
+// membership (user_teams and its history). Its statements are in sql/*.sql
+// and, where the catalog gives their columns, built from it (list_sql.go);
+// testdata/statements.golden.sql holds every one, rendered for schema
+// usersync.
+package dimensions
+
+import (
+	"context"
+	"embed"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile"
+)
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// Store writes the dimensions of one warehouse schema.
+type Store struct {
+	pool    *pgxpool.Pool
+	q       string // the quoted schema name
+	tables  map[string]pgrow.Table
+	history map[string]historySQL // by dimension type
+	teams   teamSQL
+}
+
+// teamSQL holds the membership statements of sql/teams.sql.
+type teamSQL struct {
+	lastSyncListedMembership, liveTeamIDs, replaceTeamMembers string
+}
+
+// New returns the dimensions Store of st's schema.
+func New(st *warehouse.Store) (*Store, error) {
+	return newStore(st.Pool(), st.Schema())
+}
+
+func newStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
+	s := &Store{pool: pool, q: schema.QuoteIdentifier(schemaName), tables: map[string]pgrow.Table{}}
+	for _, res := range schema.Resources() {
+		if res.Type != "user" {
+			s.tables[res.Type] = pgrow.NewTable(schemaName, res)
+		}
+	}
+	var err error
+	if s.history, err = s.newHistorySQL(schemaName); err != nil {
+		return nil, err
+	}
+	st, err := sqlfile.Load(sqlFiles, "teams", map[string]string{"schema": s.q})
+	if err != nil {
+		return nil, err
+	}
+	err = sqlfile.Assign("teams", st, map[string]*string{"lastSyncListedMembership": &s.teams.lastSyncListedMembership,
+		"liveTeamIDs": &s.teams.liveTeamIDs, "replaceTeamMembers": &s.teams.replaceTeamMembers})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// LastSyncListedMembership reports whether the newest successful sync had
+// to list team membership per team (the API sent users' teams without data).
+func (s *Store) LastSyncListedMembership(ctx context.Context) (bool, error) {
+	var listed bool
+	if err := s.pool.QueryRow(ctx, s.teams.lastSyncListedMembership).Scan(&listed); err != nil {
+		return false, fmt.Errorf("reading the last sync: %w", err)
+	}
+	return listed, nil
+}
