@@ -12,6 +12,7 @@ import (
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/users"
 )
 
 // rawCopyApp is the application_name of the raw COPY's connection.
@@ -63,7 +64,7 @@ func (b *bench) limits(ctx context.Context, r *result, base, name string) (float
 
 // rawCopyStore opens the raw COPY's connection (one, named rawCopyApp)
 // and a store of schema name on it.
-func (b *bench) rawCopyStore(ctx context.Context, name string) (*pgxpool.Pool, *warehouse.Store, error) {
+func (b *bench) rawCopyStore(ctx context.Context, name string) (*pgxpool.Pool, *users.Store, error) {
 	cfg, err := pgxpool.ParseConfig(b.pgURL)
 	if err != nil {
 		return nil, nil, err
@@ -78,12 +79,17 @@ func (b *bench) rawCopyStore(ctx context.Context, name string) (*pgxpool.Pool, *
 		pool.Close()
 		return nil, nil, err
 	}
-	return pool, store, nil
+	u, err := users.New(store)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return pool, u, nil
 }
 
 // walkAndCopy fetches every users page from base, decodes it and copies
 // its rows into users_raw, adding to w.
-func (b *bench) walkAndCopy(ctx context.Context, base string, store *warehouse.Store, w *rawWalk) error {
+func (b *bench) walkAndCopy(ctx context.Context, base string, store *users.Store, w *rawWalk) error {
 	client, err := jsonapi.NewClient(jsonapi.Options{BaseURL: base, Auth: jsonapi.StaticToken("bench")})
 	if err != nil {
 		return err
@@ -120,7 +126,7 @@ func (b *bench) walkAndCopy(ctx context.Context, base string, store *warehouse.S
 // its COPY starts, so the same hashing is measured on its own first and
 // taken off. What stays is the COPY's client: encoding the rows (the
 // sync's own encoder), the protocol, and the garbage it leaves.
-func (b *bench) copyPage(ctx context.Context, store *warehouse.Store, rows []normalize.Row, w *rawWalk) error {
+func (b *bench) copyPage(ctx context.Context, store *users.Store, rows []normalize.Row, w *rawWalk) error {
 	h0, err := benchCPU()
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/users"
 )
 
 // benchUsers is the dataset size of the backfill benchmarks:
@@ -180,8 +181,12 @@ func BenchmarkRawCopy(b *testing.B) {
 			b.Fatal(err)
 		}
 		store, _ := warehouse.NewStore(pool, name)
+		u, err := users.New(store)
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
-		took, err := store.CopyUsersRaw(ctx, "users_raw", rows, 1000) // times the COPY alone
+		took, err := u.CopyUsersRaw(ctx, "users_raw", rows, 1000) // times the COPY alone
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -203,10 +208,14 @@ func BenchmarkLoadPages(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		store, _ := freshSync(b, pool, srv.URL)
+		u, err := users.New(store)
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 		start, n := time.Now(), 0
 		for _, rows := range pages {
-			if _, err := store.LoadUsers(ctx, rows, nil, nil); err != nil {
+			if _, err := u.Write(ctx, rows, nil, nil); err != nil {
 				b.Fatal(err)
 			}
 			n += len(rows)

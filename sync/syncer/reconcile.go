@@ -177,7 +177,7 @@ func (r *reconciler) execute(ctx context.Context) (ReconcileSummary, error) {
 	if err := r.start(ctx); err != nil {
 		return r.sum, err
 	}
-	err := r.s.store.EnsureTeamIndex(ctx, r.s.cfg.Logger) // the membership pass needs it
+	err := r.s.users.EnsureTeamIndex(ctx, r.s.cfg.Logger) // the membership pass needs it
 	if err != nil {
 		return r.summary(), err
 	}

@@ -141,7 +141,7 @@ func (r *reconciler) fetchIDs(ctx context.Context, work *reconcile.Reconciliatio
 		r.sum.FetchPages++
 		rows, bad, _ := r.s.normalizeAll("user", page.Data)
 		r.fillRequestCounters()
-		if _, err := r.s.store.LoadUsers(ctx, rows, bad, &r.cp); err != nil {
+		if _, err := r.s.users.Write(ctx, rows, bad, &r.cp); err != nil {
 			return fmt.Errorf("writing fetched page %d: %w", r.cp.Progress.Pages+1, err)
 		}
 		seen = scannedUsers(seen[:0], page.Data, &unreadable)

@@ -77,7 +77,7 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 	}
 	// Fresh statistics before anything (a snapshot, an analyst) plans a
 	// query over the rows just written. Not worth failing the run for.
-	if err := r.s.store.Analyze(ctx, sum.Inserted+sum.Updated); err != nil {
+	if err := r.s.users.Analyze(ctx, sum.Inserted+sum.Updated); err != nil {
 		log.WarnContext(ctx, "refreshing statistics failed", "error", err)
 	}
 	if sum.FutureUpdatedAt > 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/dimensions"
+	"github.com/usersync/usersync/sync/warehouse/users"
 )
 
 // Config configures a Syncer.
@@ -26,7 +27,7 @@ type Config struct {
 	Lookback time.Duration // how far before the watermark incremental runs start (default 10m)
 	Prefetch int           // pages fetched ahead of the one being handed to the writers (default 1)
 	// Writers is how many users pages are written at once, each on its own
-	// connection (default 2; see warehouse.UsersLoad). With Prefetch 1, at
+	// connection (default 2; see users.Load). With Prefetch 1, at
 	// most Writers+2 pages are in memory: one fetched ahead, one waiting for
 	// a writer, and the ones being written.
 	Writers int
@@ -84,6 +85,7 @@ type Syncer struct {
 	// dims its dimensions, rendered once (nil, with storesErr, if that
 	// failed: every run fails with it).
 	personal  *warehouse.Personal
+	users     *users.Store
 	dims      *dimensions.Store
 	storesErr error
 }
@@ -120,11 +122,7 @@ func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
 	}
 	s.norm["user"].SetPolicy(cfg.Policy)
 	if store != nil {
-		s.personal, s.storesErr = store.Personal(cfg.Policy)
-		if s.storesErr == nil {
-			store.WriteUnder(s.personal)
-			s.dims, s.storesErr = dimensions.New(store)
-		}
+		s.storesErr = s.openStores(store, cfg.Policy)
 	}
 	return s
 }
@@ -281,4 +279,19 @@ func (s *Syncer) lock(ctx context.Context, req Request) (*warehouse.SyncLock, er
 		return nil, warehouse.ErrLocked
 	}
 	return lock, err
+}
+
+// openStores renders the statements of the warehouse's users, dimensions
+// and personal data for store's schema, once.
+func (s *Syncer) openStores(store *warehouse.Store, policy *normalize.Policy) error {
+	var err error
+	if s.personal, err = store.Personal(policy); err != nil {
+		return err
+	}
+	if s.users, err = users.New(store); err != nil {
+		return err
+	}
+	s.users.WriteUnder(s.personal)
+	s.dims, err = dimensions.New(store)
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/usersync/usersync/sync/jsondoc"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/users"
 )
 
 // usersQuery is the first request of a users walk over [from, until]:
@@ -85,14 +86,14 @@ func (r *run) prefetch(ctx context.Context, pages *jsonapi.Pages) *jsonapi.Prefe
 }
 
 // syncUsers hands each page of the walk started by startUsers to a
-// warehouse.UsersLoad, which writes it in one transaction with the
+// users.Load, which writes it in one transaction with the
 // checkpoint; a walk refused at its first request is walked again as
 // it can be.
 func (r *run) syncUsers(ctx context.Context, first *usersWalk) error {
 	if first == nil {
 		return nil
 	}
-	load, err := r.s.store.BeginUsersLoad(ctx, r.cp, r.loadOptions(ctx))
+	load, err := r.s.users.Begin(ctx, r.cp, r.loadOptions(ctx))
 	if err != nil {
 		return err
 	}
@@ -128,10 +129,10 @@ func (r *run) syncUsers(ctx context.Context, first *usersWalk) error {
 	return err
 }
 
-// loadOptions configures the run's warehouse.UsersLoad: its writers, the
+// loadOptions configures the run's users.Load: its writers, the
 // request counters each checkpoint stores, and progress after each page.
-func (r *run) loadOptions(ctx context.Context) warehouse.UsersLoadOptions {
-	return warehouse.UsersLoadOptions{
+func (r *run) loadOptions(ctx context.Context) users.Options {
+	return users.Options{
 		Writers:  r.s.cfg.Writers,
 		Logger:   r.s.cfg.Logger,
 		Requests: r.fillRequests,
@@ -150,7 +151,7 @@ func (r *run) draining() bool { return closed(r.req.Drain) }
 // walk reads the pages of a prefetched walk and hands them to load. It
 // returns once every page it handed over has been written or has failed,
 // and the walk has stopped.
-func (r *run) walk(ctx context.Context, load *warehouse.UsersLoad, pages *jsonapi.Prefetched) error {
+func (r *run) walk(ctx context.Context, load *users.Load, pages *jsonapi.Prefetched) error {
 	defer func() { _ = load.Wait() }()
 	for p, err := range pages.Pages() {
 		if failed := load.Failed(); failed != nil {
@@ -169,7 +170,7 @@ func (r *run) walk(ctx context.Context, load *warehouse.UsersLoad, pages *jsonap
 			p.Release()
 			return fmt.Errorf("checkpointing users page %d: %w", p.Number, err)
 		}
-		page := warehouse.UsersPage{Rows: rows, Bad: bad, NextURL: next, Release: p.Release}
+		page := users.Page{Rows: rows, Bad: bad, NextURL: next, Release: p.Release}
 		if err := load.Add(ctx, page); err != nil {
 			return err
 		}

@@ -43,7 +43,7 @@ func TestQuarantineStoresAnything(t *testing.T) {
 			if q.Error == "" {
 				q.Error = "x"
 			}
-			c, err := s.LoadUsers(ctx, nil, []warehouse.Quarantined{q}, nil)
+			c, err := warehousetest.Users(t, s).Write(ctx, nil, []warehouse.Quarantined{q}, nil)
 			if err != nil || c.Quarantined != 1 {
 				t.Fatalf("LoadUsers: %v, %+v", err, c)
 			}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 )
@@ -125,5 +127,71 @@ func TestCheckpointsNoRunResumes(t *testing.T) {
 	}
 	if err := s.Pool().QueryRow(ctx, `SELECT run_id FROM `+quoted(s)+`.sync_runs WHERE next_url IS NOT NULL`).Scan(&keptRun); err != nil || keptRun != other {
 		t.Errorf("kept run %d (%v), want %d", keptRun, err, other)
+	}
+}
+
+func TestRunsAndWatermark(t *testing.T) {
+	t.Parallel()
+	s := warehousetest.NewStore(t)
+	ctx := context.Background()
+	if w, err := s.Watermark(ctx); err != nil || !w.IsZero() {
+		t.Fatalf("fresh watermark %v %v", w, err)
+	}
+	id, _ := s.StartRun(ctx, warehouse.KindIncremental, nil, nil, nil)
+	cp := &warehouse.Checkpoint{RunID: id, NextURL: "n"}
+	if _, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(4, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp); err != nil {
+		t.Fatal(err)
+	}
+	// The run dies: the watermark has not moved, the run is resumable.
+	if w, _ := s.Watermark(ctx); !w.IsZero() {
+		t.Error("watermark moved before the run finished")
+	}
+	r, err := s.UnfinishedRun(ctx, warehouse.KindIncremental)
+	if err != nil || r == nil || r.ID != id || r.NextURL != "n" || r.Progress.Pages != 1 {
+		t.Fatalf("unfinished run %+v %v", r, err)
+	}
+	if err := s.FinishRun(ctx, id, map[string]int{"pages": 1}, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := s.Watermark(ctx)
+	if !w.Equal(time.Date(2024, 1, 4, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("watermark %v", w)
+	}
+	// A later run with older data never moves it back.
+	id2, _ := s.StartRun(ctx, warehouse.KindBackfill, nil, nil, nil)
+	cp2 := &warehouse.Checkpoint{RunID: id2}
+	if _, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(1, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRun(ctx, id2, nil, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if w2, _ := s.Watermark(ctx); !w2.Equal(w) {
+		t.Errorf("watermark moved back to %v", w2)
+	}
+}
+
+func TestSyncLock(t *testing.T) {
+	t.Parallel()
+	s := warehousetest.NewStore(t)
+	ctx := context.Background()
+	l1, err := s.Lock(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lock(ctx, false); !errors.Is(err, warehouse.ErrLocked) {
+		t.Errorf("second lock: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		l, err := s.Lock(ctx, true)
+		if err == nil {
+			l.Release()
+		}
+		done <- err
+	}()
+	l1.Release()
+	if err := <-done; err != nil {
+		t.Errorf("waiting lock: %v", err)
 	}
 }

@@ -1,68 +1,9 @@
 package warehouse
 
 import (
-	"strings"
-
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
-
-// userSQL holds the statements of a users page besides its table's (see
-// sql/users.sql), rendered for one schema.
-type userSQL struct {
-	beginPage          string // a page's transaction, its lock waits bounded
-	usersEmpty         string
-	allNewSavepoint    string
-	allNewRollback     string
-	archiveVersions    string // superseded versions of the staged users, into user_version_history
-	copyTeams          string // binary COPY of (user_id, team_id) into user_teams
-	deleteTeams        string
-	reopenTeams        string // $1 ids: memberships that users coming back had when marked deleted
-	insertTeams        string
-	resolveQuarantine  string
-	insertQuarantine   string
-	checkpoint         string
-	lockTeams          string
-	teamIndexDroppable string
-	dropTeamIndex      string
-	teamIndexMissing   string
-	createTeamIndex    string
-	analyzeDue         string // $1 users written: whether the run's ANALYZE is due
-	analyze            string
-}
-
-func newUserSQL(schemaName string, users pgrow.Table, lockTimeout string) (userSQL, error) {
-	// A version's columns: the content, not the keys, hashes or linkage.
-	u := schema.User()
-	versionCols := []string{}
-	for _, a := range u.Attributes {
-		versionCols = append(versionCols, schema.QuoteIdentifier(a.Column()))
-	}
-	for _, rel := range u.ToOne() {
-		versionCols = append(versionCols, schema.QuoteIdentifier(rel.Column()))
-	}
-	versionCols = append(versionCols, "raw", "data_connections")
-	st, err := sqlfile.Load(sqlFiles, "users", map[string]string{
-		"schema": schema.QuoteIdentifier(schemaName), "lock_timeout": lockTimeout, "users_stage": users.Stage,
-		"version_columns": strings.Join(versionCols, ", "), "u.version_columns": pgrow.PrefixAll("u.", versionCols),
-	})
-	if err != nil {
-		return userSQL{}, err
-	}
-	var q userSQL
-	err = sqlfile.Assign("users", st, map[string]*string{
-		"beginPage": &q.beginPage, "usersEmpty": &q.usersEmpty, "archiveVersions": &q.archiveVersions,
-		"allNewSavepoint": &q.allNewSavepoint, "allNewRollback": &q.allNewRollback,
-		"copyTeams": &q.copyTeams, "deleteTeams": &q.deleteTeams, "insertTeams": &q.insertTeams,
-		"reopenTeams":       &q.reopenTeams,
-		"resolveQuarantine": &q.resolveQuarantine, "insertQuarantine": &q.insertQuarantine, "checkpoint": &q.checkpoint,
-		"lockTeams": &q.lockTeams, "teamIndexDroppable": &q.teamIndexDroppable, "dropTeamIndex": &q.dropTeamIndex,
-		"teamIndexMissing": &q.teamIndexMissing, "createTeamIndex": &q.createTeamIndex, "analyze": &q.analyze,
-		"analyzeDue": &q.analyzeDue,
-	})
-	return q, err
-}
 
 // runSQL holds the run bookkeeping, status and membership statements (see
 // sql/runs.sql), rendered for one schema.

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse/internal/golden"
 )
 
@@ -21,11 +20,6 @@ func TestStatementsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := golden.New("./sync/warehouse")
-	g.Add("users", s.sql)
-	for _, r := range schema.Resources() {
-		t := s.tables[r.Type]
-		g.Add(r.Table, t)
-	}
 	g.Add("runs", s.runs)
 	g.Add("rehash users", s.rehash.Users)
 	g.Add("rehash user_version_history", s.rehash.Versions)

@@ -44,7 +44,7 @@ func seedReconcile(t *testing.T) (*warehouse.Store, int64) {
 	}
 	bad := []warehouse.Quarantined{{Type: "user", ID: "7", Field: "locked", Error: "wrong type",
 		Raw: []byte(`{"id": 7, "type": "user", "attributes": {"locked": "yes", "updatedAt": "2024-01-07T00:00:00.000Z"}}`)}}
-	if _, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+strings.Join(docs, ",")+`]}`), bad, nil); err != nil {
+	if _, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+strings.Join(docs, ",")+`]}`), bad, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Pool().Exec(ctx, fmt.Sprintf(`UPDATE %q.users SET deleted_at = now() WHERE id = 5`, s.Schema())); err != nil {
@@ -178,14 +178,14 @@ func TestReconcileLinks(t *testing.T) {
 		reconUser(4, at, `"role": {"data": {"id": 6, "type": "role"}}, "teams": {"data": [{"id": 10, "type": "team"}, {"id": 11, "type": "team"}]}`) + `,` +
 		reconUser(5, at, `"profile": {"data": {"id": 2, "type": "profile"}}`) + `,` +
 		reconUser(7, at, `"role": {"data": {"id": 8, "type": "role"}}`) + `]}`
-	if _, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil); err != nil {
+	if _, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	// User 7 as the API sends it now cannot be typed: fetching it again
 	// would only quarantine it again.
 	bad := []warehouse.Quarantined{{Type: "user", ID: "7", Field: "locked", Error: "wrong type",
 		Raw: []byte(`{"id": 7, "type": "user", "attributes": {"locked": "yes", "updatedAt": "` + at + `"}}`)}}
-	if _, err := s.LoadUsers(ctx, nil, bad, nil); err != nil {
+	if _, err := warehousetest.Users(t, s).Write(ctx, nil, bad, nil); err != nil {
 		t.Fatal(err)
 	}
 	listed := func(id int64, links map[string][]int64) reconcile.ScannedUser {

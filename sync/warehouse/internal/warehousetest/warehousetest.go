@@ -16,6 +16,7 @@ import (
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/dimensions"
+	"github.com/usersync/usersync/sync/warehouse/users"
 )
 
 // Migrated returns a pool and a schema of the test's own, migrated (with
@@ -93,6 +94,16 @@ func Count(t testing.TB, s *warehouse.Store, sql string, args ...any) int64 {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n
+}
+
+// Users is the users Store of s.
+func Users(t testing.TB, s *warehouse.Store) *users.Store {
+	t.Helper()
+	u, err := users.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 // Dimensions is the dimensions Store of s.

@@ -1,4 +1,4 @@
-package warehouse
+package users
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func teamIndexExists(t *testing.T, s *Store) bool {
 // once.
 func TestDeferTeamIndex(t *testing.T) {
 	t.Parallel()
-	s, pool := copyStore(t)
+	s, pool, _ := copyStore(t)
 	s.ddlLockTimeout = "200ms"
 	ctx := context.Background()
 

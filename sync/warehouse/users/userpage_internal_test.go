@@ -1,4 +1,4 @@
-package warehouse
+package users
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
@@ -31,9 +32,9 @@ func userRows(t *testing.T, titles map[int]string) []normalize.Row {
 // as a page written the usual way.
 func TestWriteAllNew(t *testing.T) {
 	t.Parallel()
-	s, pool := copyStore(t)
+	s, pool, _ := copyStore(t)
 	ctx := context.Background()
-	write := func(titles map[int]string, tryAllNew bool) (Counts, bool) {
+	write := func(titles map[int]string, tryAllNew bool) (warehouse.Counts, bool) {
 		t.Helper()
 		p, err := s.prepareUsers(ctx, userRows(t, titles), nil, pgrow.Writer{}, tryAllNew)
 		if err != nil {

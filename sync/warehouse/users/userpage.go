@@ -1,4 +1,4 @@
-package warehouse
+package users
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
@@ -19,14 +20,14 @@ import (
 // quarantine and checkpoint). Two pages with no user in common touch no
 // common row until their checkpoints, so a page may be prepared on one
 // connection while the page before it is being committed on another, as
-// long as it commits after it (UsersLoad keeps that order).
+// long as it commits after it (Load keeps that order).
 type userPage struct {
 	s    *Store
 	tx   pgx.Tx
 	rows []normalize.Row
-	bad  []Quarantined
+	bad  []warehouse.Quarantined
 	w    pgrow.Writer
-	c    Counts
+	c    warehouse.Counts
 	b    *pgx.Batch // the linkage diff, sent with the checkpoint
 	// allNew, once written: whether every user of the page was new to the
 	// warehouse (a page without users keeps what it was tried as).
@@ -36,7 +37,7 @@ type userPage struct {
 // prepareUsers begins a page's transaction and writes its heavy part; with
 // tryAllNew, the page is first written as all new (see writeAllNew). The
 // page must then be committed or rolled back.
-func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []Quarantined, w pgrow.Writer, tryAllNew bool) (*userPage, error) {
+func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []warehouse.Quarantined, w pgrow.Writer, tryAllNew bool) (*userPage, error) {
 	rows = dedupe(rows)
 	p := &userPage{s: s, rows: rows, bad: bad, w: w, b: &pgx.Batch{}}
 	// Pages written at once must never wait for each other's locks (the
@@ -70,7 +71,7 @@ func (p *userPage) write(ctx context.Context, tryAllNew bool) error {
 			return err
 		}
 	}
-	s, t := p.s, p.s.tables["user"]
+	s, t := p.s, p.s.table
 	stored, err := s.readStored(ctx, p.tx, t, p.rows)
 	if err != nil {
 		return err
@@ -113,8 +114,8 @@ func (p *userPage) writeAllNew(ctx context.Context) (bool, error) {
 // their superseded version into user_version_history, and the guarded
 // upsert; unchanged users cost nothing more.
 func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]pgrow.Stored) error {
-	s, t := p.s, p.s.tables["user"]
-	p.c = Counts{Inserted: int64(len(c.fresh)), Updated: c.updated, Unchanged: c.unchanged}
+	s, t := p.s, p.s.table
+	p.c = warehouse.Counts{Inserted: int64(len(c.fresh)), Updated: c.updated, Unchanged: c.unchanged}
 	if len(c.fresh) > 0 {
 		// A new user's row is its first version: nothing else to write.
 		if _, err := pgrow.Copy(ctx, p.tx, t.CopyTable, &t, c.fresh, p.w); err != nil {
@@ -155,11 +156,11 @@ func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]pgro
 // commit writes the page's linkage diff, quarantine and checkpoint (cp
 // advanced by the page; nil: none) and commits. It returns the page's counts
 // and the checkpoint after it. On error the transaction is rolled back.
-func (p *userPage) commit(ctx context.Context, cp *Checkpoint) (Counts, Checkpoint, error) {
+func (p *userPage) commit(ctx context.Context, cp *warehouse.Checkpoint) (warehouse.Counts, warehouse.Checkpoint, error) {
 	p.s.queueQuarantine(p.b, "user", p.rows, p.bad, p.w)
 	c := p.c
 	c.Quarantined = int64(len(p.bad))
-	var next Checkpoint // cp as it is once this page commits
+	var next warehouse.Checkpoint // cp as it is once this page commits
 	if cp != nil {
 		next = advance(*cp, p.rows, c)
 		p.s.queueCheckpoint(p.b, &next)
@@ -170,7 +171,7 @@ func (p *userPage) commit(ctx context.Context, cp *Checkpoint) (Counts, Checkpoi
 	}
 	if err != nil {
 		p.rollback(ctx)
-		return Counts{}, Checkpoint{}, fmt.Errorf("loading %d users: %w", len(p.rows), err)
+		return warehouse.Counts{}, warehouse.Checkpoint{}, fmt.Errorf("loading %d users: %w", len(p.rows), err)
 	}
 	return c, next, nil
 }
@@ -301,7 +302,7 @@ func (s *Store) queueTeamDiff(b *pgx.Batch, changed []pgrow.Row, relinked map[in
 	}
 }
 
-func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, bad []Quarantined, w pgrow.Writer) {
+func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, bad []warehouse.Quarantined, w pgrow.Writer) {
 	if len(rows) > 0 {
 		ids := make([]string, len(rows))
 		for i, r := range rows {
@@ -315,7 +316,7 @@ func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, 
 	}
 }
 
-func (s *Store) queueCheckpoint(b *pgx.Batch, cp *Checkpoint) {
+func (s *Store) queueCheckpoint(b *pgx.Batch, cp *warehouse.Checkpoint) {
 	p := cp.Progress
 	unknown := p.Unknown
 	if unknown == nil {

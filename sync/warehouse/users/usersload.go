@@ -1,4 +1,4 @@
-package warehouse
+package users
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse"
 )
 
-// UsersPage is one page of a users walk, typed, as a UsersLoad writes it.
-type UsersPage struct {
+// Page is one page of a users walk, typed, as a Load writes it.
+type Page struct {
 	Rows []normalize.Row
-	Bad  []Quarantined // resources that could not be typed
+	Bad  []warehouse.Quarantined // resources that could not be typed
 	// NextURL is the walk's next link as the checkpoint stores it ("" on
 	// the last page): a resumed run continues from it.
 	NextURL string
@@ -24,21 +25,21 @@ type UsersPage struct {
 	Release func()
 }
 
-// UsersLoadOptions configures a UsersLoad.
-type UsersLoadOptions struct {
+// Options configures a Load.
+type Options struct {
 	// Writers is how many pages are written at once, each in its own
 	// transaction on its own connection (at least 1).
 	Writers int
 	// Requests, when set, fills the run's request counters into a
 	// checkpoint's progress just before the checkpoint is written.
-	Requests func(*Progress)
+	Requests func(*warehouse.Progress)
 	// Committed, when set, is called after each page commits, in page
 	// order, with the checkpoint after it.
-	Committed func(cp Checkpoint, rows int, took time.Duration)
+	Committed func(cp warehouse.Checkpoint, rows int, took time.Duration)
 	Logger    *slog.Logger
 }
 
-// UsersLoad writes the pages of one users walk, in order, with the run's
+// Load writes the pages of one users walk, in order, with the run's
 // checkpoint. It owns the write protocol:
 //
 //   - Pages commit in the order they were added, each in one transaction
@@ -59,12 +60,12 @@ type UsersLoadOptions struct {
 //     (see writeAllNew).
 //
 // Add hands it pages; Finish waits for them and returns the checkpoint.
-// A UsersLoad is used from one goroutine.
-type UsersLoad struct {
+// A Load is used from one goroutine.
+type Load struct {
 	s         *Store
-	o         UsersLoadOptions
-	cp        Checkpoint // after the last page that left the pipeline
-	number    int64      // pages added, counted from cp's at Begin
+	o         Options
+	cp        warehouse.Checkpoint // after the last page that left the pipeline
+	number    int64                // pages added, counted from cp's at Begin
 	inflight  []*pageWrite
 	err       error // the first error, in page order
 	deferred  bool  // the team index was dropped and is built by Finish
@@ -73,23 +74,23 @@ type UsersLoad struct {
 
 // pageWrite is one page in flight.
 type pageWrite struct {
-	ids    map[int64]bool // the page's user ids, quarantined ones included
-	done   chan struct{}  // closed when the page committed or failed
-	cp     Checkpoint     // after the page, once done (when err is nil)
-	allNew bool           // every user of the page was new, once done
-	err    error          // set before done is closed
+	ids    map[int64]bool       // the page's user ids, quarantined ones included
+	done   chan struct{}        // closed when the page committed or failed
+	cp     warehouse.Checkpoint // after the page, once done (when err is nil)
+	allNew bool                 // every user of the page was new, once done
+	err    error                // set before done is closed
 }
 
-// BeginUsersLoad starts a load continuing from cp (a new run's, or the one a
+// BeginLoad starts a load continuing from cp (a new run's, or the one a
 // resumed run stored). On a warehouse with no user it defers user_teams'
 // team_id index to Finish; otherwise it builds the index if a load that
 // died left it missing.
-func (s *Store) BeginUsersLoad(ctx context.Context, cp Checkpoint, o UsersLoadOptions) (*UsersLoad, error) {
+func (s *Store) Begin(ctx context.Context, cp warehouse.Checkpoint, o Options) (*Load, error) {
 	o.Writers = max(o.Writers, 1)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	l := &UsersLoad{s: s, o: o, cp: cp, number: cp.Progress.Pages}
+	l := &Load{s: s, o: o, cp: cp, number: cp.Progress.Pages}
 	empty, err := s.usersEmpty(ctx)
 	if err != nil {
 		return nil, err
@@ -110,7 +111,7 @@ func (s *Store) BeginUsersLoad(ctx context.Context, cp Checkpoint, o UsersLoadOp
 
 // Add hands the load the next page. It returns the error of a page that
 // failed meanwhile (the first, in page order), and then does not take p.
-func (l *UsersLoad) Add(ctx context.Context, p UsersPage) error {
+func (l *Load) Add(ctx context.Context, p Page) error {
 	pw := &pageWrite{ids: pageIDs(p), done: make(chan struct{})}
 	for len(l.inflight) > 0 && (len(l.inflight) >= l.o.Writers || l.overlaps(pw)) {
 		l.pop()
@@ -143,21 +144,21 @@ var errEarlierPage = errors.New("an earlier page failed")
 // tryAllNew), committed after prev (the page before it, nil when none in
 // flight, base then being the checkpoint it follows) has committed. It
 // returns the checkpoint after the page and whether its users were all new.
-func (l *UsersLoad) write(ctx context.Context, p UsersPage, number int64, prev *pageWrite, base Checkpoint, tryAllNew bool) (Checkpoint, bool, error) {
+func (l *Load) write(ctx context.Context, p Page, number int64, prev *pageWrite, base warehouse.Checkpoint, tryAllNew bool) (warehouse.Checkpoint, bool, error) {
 	start := time.Now()
-	page, err := l.s.prepareUsers(ctx, p.Rows, p.Bad, base.writer(), tryAllNew)
+	page, err := l.s.prepareUsers(ctx, p.Rows, p.Bad, base.Writer(), tryAllNew)
 	if prev != nil {
 		<-prev.done
 		if prev.err != nil {
 			if page != nil {
 				page.rollback(ctx)
 			}
-			return Checkpoint{}, false, errEarlierPage
+			return warehouse.Checkpoint{}, false, errEarlierPage
 		}
 		base = prev.cp
 	}
 	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("writing page %d: %w", number, err)
+		return warehouse.Checkpoint{}, false, fmt.Errorf("writing page %d: %w", number, err)
 	}
 	base.NextURL = p.NextURL
 	if l.o.Requests != nil {
@@ -165,7 +166,7 @@ func (l *UsersLoad) write(ctx context.Context, p UsersPage, number int64, prev *
 	}
 	_, next, err := page.commit(ctx, &base)
 	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("writing page %d: %w", number, err)
+		return warehouse.Checkpoint{}, false, fmt.Errorf("writing page %d: %w", number, err)
 	}
 	if l.o.Committed != nil {
 		l.o.Committed(next, len(p.Rows)+len(p.Bad), time.Since(start))
@@ -174,7 +175,7 @@ func (l *UsersLoad) write(ctx context.Context, p UsersPage, number int64, prev *
 }
 
 // pop waits for the oldest page in flight.
-func (l *UsersLoad) pop() {
+func (l *Load) pop() {
 	pw := l.inflight[0]
 	<-pw.done
 	l.inflight = l.inflight[1:]
@@ -187,7 +188,7 @@ func (l *UsersLoad) pop() {
 }
 
 // overlaps reports whether pw shares a user with a page in flight.
-func (l *UsersLoad) overlaps(pw *pageWrite) bool {
+func (l *Load) overlaps(pw *pageWrite) bool {
 	for _, o := range l.inflight {
 		for id := range pw.ids {
 			if o.ids[id] {
@@ -200,7 +201,7 @@ func (l *UsersLoad) overlaps(pw *pageWrite) bool {
 
 // Failed returns the first error of the pages written so far, without
 // waiting for those in flight.
-func (l *UsersLoad) Failed() error {
+func (l *Load) Failed() error {
 	for len(l.inflight) > 0 && l.err == nil {
 		select {
 		case <-l.inflight[0].done:
@@ -214,7 +215,7 @@ func (l *UsersLoad) Failed() error {
 
 // Wait waits for every page in flight and returns the first error, in page
 // order. The load takes more pages after it only if there was none.
-func (l *UsersLoad) Wait() error {
+func (l *Load) Wait() error {
 	for len(l.inflight) > 0 {
 		l.pop()
 	}
@@ -223,13 +224,13 @@ func (l *UsersLoad) Wait() error {
 
 // Checkpoint returns the checkpoint after the last page that committed
 // and left the pipeline: after Wait, the last page committed.
-func (l *UsersLoad) Checkpoint() Checkpoint { return l.cp }
+func (l *Load) Checkpoint() warehouse.Checkpoint { return l.cp }
 
 // Finish waits for the pages in flight, builds the team index if the load
 // deferred it (even when a page failed: the warehouse is queried meanwhile,
 // and a failed load may not be resumed soon), and returns the checkpoint
 // after the last page committed and the first error.
-func (l *UsersLoad) Finish(ctx context.Context) (Checkpoint, error) {
+func (l *Load) Finish(ctx context.Context) (warehouse.Checkpoint, error) {
 	err := l.Wait()
 	if l.deferred {
 		l.deferred = false
@@ -238,7 +239,7 @@ func (l *UsersLoad) Finish(ctx context.Context) (Checkpoint, error) {
 	return l.cp, err
 }
 
-func pageIDs(p UsersPage) map[int64]bool {
+func pageIDs(p Page) map[int64]bool {
 	ids := make(map[int64]bool, len(p.Rows)+len(p.Bad))
 	for i := range p.Rows {
 		ids[p.Rows[i].ID] = true

@@ -1,4 +1,4 @@
-package warehouse
+package users
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/jsondoc"
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
@@ -21,8 +22,8 @@ func copyPool(t *testing.T) (*pgxpool.Pool, string) {
 	t.Helper()
 	pool := schematest.NewPool(t, 4)
 	name := schematest.NewSchemaName(t, pool)
-	err := WithMigrationLock(context.Background(), pool, func(ctx context.Context) error {
-		_, err := Migrate(ctx, pool, MigrateOptions{Schema: name})
+	err := warehouse.WithMigrationLock(context.Background(), pool, func(ctx context.Context) error {
+		_, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name})
 		return err
 	})
 	if err != nil {
@@ -32,14 +33,14 @@ func copyPool(t *testing.T) (*pgxpool.Pool, string) {
 }
 
 // copyStore is a Store on a migrated schema of its own (see copyPool).
-func copyStore(t *testing.T) (*Store, *pgxpool.Pool) {
+func copyStore(t *testing.T) (*Store, *pgxpool.Pool, string) {
 	t.Helper()
 	pool, name := copyPool(t)
-	s, err := NewStore(pool, name)
+	s, err := newStore(pool, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, pool
+	return s, pool, name
 }
 
 const fullUsers = `{"data": [
@@ -80,7 +81,7 @@ func normalized(t *testing.T, res schema.Resource, body string) []normalize.Row 
 // finds the two tables equal in every copied column.
 func TestCopyUsersMatchesPgx(t *testing.T) {
 	t.Parallel()
-	s, pool := copyStore(t)
+	s, pool, name := copyStore(t)
 	ctx := context.Background()
 	for _, table := range []string{"users_binary", "users_pgx"} {
 		if _, err := pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %[1]s.%[2]s (LIKE %[1]s.users INCLUDING DEFAULTS)`, s.q, table)); err != nil {
@@ -91,7 +92,7 @@ func TestCopyUsersMatchesPgx(t *testing.T) {
 	if _, err := s.CopyUsersRaw(ctx, "users_binary", rows, 2); err != nil {
 		t.Fatal(err)
 	}
-	users := s.tables["user"]
+	users := s.table
 	// The values by column name, from the catalog: not in the encoder's order.
 	src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 		r := &rows[i]
@@ -119,7 +120,7 @@ func TestCopyUsersMatchesPgx(t *testing.T) {
 		}
 		return v, nil
 	})
-	if _, err := pool.CopyFrom(ctx, pgx.Identifier{s.schema, "users_pgx"}, users.Columns, src); err != nil {
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{name, "users_pgx"}, users.Columns, src); err != nil {
 		t.Fatal(err)
 	}
 	cols := strings.Join(pgrow.QuoteAll(users.Columns), ", ")
@@ -151,7 +152,7 @@ func TestCopyUsersMatchesPgx(t *testing.T) {
 // usable.
 func TestCopyWrongGoType(t *testing.T) {
 	t.Parallel()
-	s, _ := copyStore(t)
+	s, _, _ := copyStore(t)
 	ctx := context.Background()
 	title := -1
 	for i, a := range schema.User().Attributes {
@@ -161,16 +162,16 @@ func TestCopyWrongGoType(t *testing.T) {
 	}
 	rows := normalized(t, schema.User(), fullUsers)
 	rows[1].Values[title] = 42
-	_, err := s.LoadUsers(ctx, rows, nil, nil)
+	_, err := s.Write(ctx, rows, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "copying new users: encoding user 2, column title: a Go int cannot be written as text") {
 		t.Errorf("wrong Go type: %v", err)
 	}
 	rows = normalized(t, schema.User(), fullUsers)
 	rows[0].Values = rows[0].Values[:3]
-	if _, err = s.LoadUsers(ctx, rows, nil, nil); err == nil || !strings.Contains(err.Error(), "encoding user 1: 3 attributes") {
+	if _, err = s.Write(ctx, rows, nil, nil); err == nil || !strings.Contains(err.Error(), "encoding user 1: 3 attributes") {
 		t.Errorf("missing values: %v", err)
 	}
-	c, err := s.LoadUsers(ctx, normalized(t, schema.User(), fullUsers), nil, nil)
+	c, err := s.Write(ctx, normalized(t, schema.User(), fullUsers), nil, nil)
 	if err != nil || c.Inserted != 3 {
 		t.Errorf("load after the failures: %+v, %v", c, err)
 	}

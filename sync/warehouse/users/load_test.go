@@ -1,8 +1,7 @@
-package warehouse_test
+package users_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
+	"github.com/usersync/usersync/sync/warehouse/users"
 )
 
 func TestLoadUsers(t *testing.T) {
@@ -26,7 +26,7 @@ func TestLoadUsers(t *testing.T) {
 	cp := &warehouse.Checkpoint{RunID: runID, NextURL: "http://x/next"}
 	page := `{"data": [` + warehousetest.User(1, "CEO", `{"data": [{"id": 10, "type": "team"}, {"id": 11, "type": "team"}]}`, `{"data": {"id": 5, "type": "role"}}`) + `,` +
 		warehousetest.User(2, "CTO", `{"data": []}`, `{"data": null}`) + `]}`
-	c, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), page), nil, cp)
+	c, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestLoadUsers(t *testing.T) {
 	}
 
 	// The same page again: nothing written, no version.
-	c, err = s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil)
+	c, err = warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestLoadUsers(t *testing.T) {
 
 	// User 1 changes title and teams; its role linkage is not sent this time.
 	page2 := `{"data": [` + warehousetest.User(1, "Chair", `{"data": [{"id": 11, "type": "team"}, {"id": 12, "type": "team"}]}`, `{"links": {"related": "x"}}`) + `]}`
-	c, err = s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), page2), nil, nil)
+	c, err = warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page2), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestLoadUsersQuarantine(t *testing.T) {
 	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	bad := []warehouse.Quarantined{{Type: "user", ID: "abc", Field: "id", Error: "id is not an integer", Raw: []byte(`{"id": "abc", "x": "\u0000"}`)}}
-	c, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(3, "x", `{"data": []}`, `{"data": null}`)+`]}`), bad, nil)
+	c, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(3, "x", `{"data": []}`, `{"data": null}`)+`]}`), bad, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,77 +107,11 @@ func TestLoadUsersQuarantine(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO "`+s.Schema()+`".quarantine (resource_type, resource_id, error, raw) VALUES ('user', '3', 'x', '{}')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(3, "y", `{"data": []}`, `{"data": null}`)+`]}`), nil, nil); err != nil {
+	if _, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(3, "y", `{"data": []}`, `{"data": null}`)+`]}`), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_id = '3' AND resolved_at IS NOT NULL`); n != 1 {
 		t.Error("quarantine not resolved")
-	}
-}
-
-func TestRunsAndWatermark(t *testing.T) {
-	t.Parallel()
-	s := warehousetest.NewStore(t)
-	ctx := context.Background()
-	if w, err := s.Watermark(ctx); err != nil || !w.IsZero() {
-		t.Fatalf("fresh watermark %v %v", w, err)
-	}
-	id, _ := s.StartRun(ctx, warehouse.KindIncremental, nil, nil, nil)
-	cp := &warehouse.Checkpoint{RunID: id, NextURL: "n"}
-	if _, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(4, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp); err != nil {
-		t.Fatal(err)
-	}
-	// The run dies: the watermark has not moved, the run is resumable.
-	if w, _ := s.Watermark(ctx); !w.IsZero() {
-		t.Error("watermark moved before the run finished")
-	}
-	r, err := s.UnfinishedRun(ctx, warehouse.KindIncremental)
-	if err != nil || r == nil || r.ID != id || r.NextURL != "n" || r.Progress.Pages != 1 {
-		t.Fatalf("unfinished run %+v %v", r, err)
-	}
-	if err := s.FinishRun(ctx, id, map[string]int{"pages": 1}, nil, true); err != nil {
-		t.Fatal(err)
-	}
-	w, _ := s.Watermark(ctx)
-	if !w.Equal(time.Date(2024, 1, 4, 0, 0, 0, 0, time.UTC)) {
-		t.Errorf("watermark %v", w)
-	}
-	// A later run with older data never moves it back.
-	id2, _ := s.StartRun(ctx, warehouse.KindBackfill, nil, nil, nil)
-	cp2 := &warehouse.Checkpoint{RunID: id2}
-	if _, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(1, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp2); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FinishRun(ctx, id2, nil, nil, true); err != nil {
-		t.Fatal(err)
-	}
-	if w2, _ := s.Watermark(ctx); !w2.Equal(w) {
-		t.Errorf("watermark moved back to %v", w2)
-	}
-}
-
-func TestSyncLock(t *testing.T) {
-	t.Parallel()
-	s := warehousetest.NewStore(t)
-	ctx := context.Background()
-	l1, err := s.Lock(ctx, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Lock(ctx, false); !errors.Is(err, warehouse.ErrLocked) {
-		t.Errorf("second lock: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		l, err := s.Lock(ctx, true)
-		if err == nil {
-			l.Release()
-		}
-		done <- err
-	}()
-	l1.Release()
-	if err := <-done; err != nil {
-		t.Errorf("waiting lock: %v", err)
 	}
 }
 
@@ -192,7 +126,7 @@ func TestDataConnectionsVersioned(t *testing.T) {
 	}
 	load := func(body string) warehouse.Counts {
 		t.Helper()
-		c, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), body), nil, nil)
+		c, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), body), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +165,7 @@ func TestLoadUsersLinkage(t *testing.T) {
 	load := func(rels string) warehouse.Counts {
 		t.Helper()
 		page := `{"data": [{"id": 1, "type": "user", "attributes": {"title": "x", "updatedAt": "2024-01-01T00:00:00.000Z"}, "relationships": {` + rels + `}}]}`
-		c, err := s.LoadUsers(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil)
+		c, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,7 +228,7 @@ func TestUsersLoad(t *testing.T) {
 	}
 	var committed []int64
 	var mu sync.Mutex
-	l, err := s.BeginUsersLoad(ctx, warehouse.Checkpoint{RunID: runID}, warehouse.UsersLoadOptions{Writers: 2,
+	l, err := warehousetest.Users(t, s).Begin(ctx, warehouse.Checkpoint{RunID: runID}, users.Options{Writers: 2,
 		Requests: func(p *warehouse.Progress) { p.Requests = p.Pages + 1 },
 		Committed: func(cp warehouse.Checkpoint, _ int, _ time.Duration) {
 			mu.Lock()
@@ -316,7 +250,7 @@ func TestUsersLoad(t *testing.T) {
 		if i == len(released)-1 {
 			next = ""
 		}
-		if err := l.Add(ctx, warehouse.UsersPage{Rows: warehousetest.Rows(t, schema.User(), page), NextURL: next,
+		if err := l.Add(ctx, users.Page{Rows: warehousetest.Rows(t, schema.User(), page), NextURL: next,
 			Release: func() { released[i] = true }}); err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +287,7 @@ func TestUsersLoadStopsAtFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.BeginUsersLoad(ctx, warehouse.Checkpoint{RunID: runID}, warehouse.UsersLoadOptions{Writers: 2})
+	l, err := warehousetest.Users(t, s).Begin(ctx, warehouse.Checkpoint{RunID: runID}, users.Options{Writers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +298,7 @@ func TestUsersLoadStopsAtFailure(t *testing.T) {
 		if i == 1 {
 			r[0].Values = r[0].Values[:1] // cannot be encoded
 		}
-		if addErr = l.Add(ctx, warehouse.UsersPage{Rows: r, NextURL: fmt.Sprint("http://x/", i), Release: func() { released[i] = true }}); addErr != nil {
+		if addErr = l.Add(ctx, users.Page{Rows: r, NextURL: fmt.Sprint("http://x/", i), Release: func() { released[i] = true }}); addErr != nil {
 			break
 		}
 	}

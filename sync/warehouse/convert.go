@@ -7,40 +7,27 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
-// convertPolicyOnly converts in place, as usersync pii apply does, the
-// stored users of the classified page c whose content differs from the
-// page's row only by the personal-data policy the Store writes under
-// (WriteUnder): their updatedAt is the stored one, and the stored row with
-// the policy applied has the row's content hash. Their stored hash is
-// updated in stored, and it returns how many it converted: the page is then
-// classified again, and finds them unchanged, so no version is made of a
-// policy change. Only rows whose hash differs while their updatedAt does
-// not are read.
-func (p *userPage) convertPolicyOnly(ctx context.Context, c pageClass, stored map[int64]pgrow.Stored) (int, error) {
-	pd := p.s.under.Load()
-	if pd == nil || pd.p == nil {
-		return 0, nil
-	}
-	want := map[int64][]byte{}
-	incoming := map[int64][]any{}
-	for _, lr := range c.changed {
-		cur := stored[lr.Normalized.ID]
-		if cur.Deleted || cur.UpdatedAt == nil || !cur.UpdatedAt.Equal(lr.Normalized.UpdatedAt) || bytes.Equal(lr.Content, cur.Hash) {
-			continue
-		}
-		want[lr.Normalized.ID], incoming[lr.Normalized.ID] = lr.Content, lr.Normalized.Values
-	}
-	if len(want) == 0 {
-		return 0, nil
-	}
-	rows, err := p.tx.Query(ctx, p.s.rehash.Users.Of, mapKeys(want))
+// HasPolicy reports whether pd follows a policy (not none).
+func (pd *Personal) HasPolicy() bool { return pd.p != nil }
+
+// ConvertStored converts, in tx, the stored users of want (id: the content
+// hash of the page's row) whose content, with pd's policy applied as pii
+// apply would, hashes to it: their personal attributes are rewritten in
+// place and their content_hash saved, so the page finds them unchanged and
+// makes no version of a policy change. incoming holds each row's values,
+// whose hashes are taken for a value hashed under another key. It returns
+// the saved hashes by id.
+func (pd *Personal) ConvertStored(ctx context.Context, tx pgx.Tx, w pgrow.Writer, want map[int64][]byte, incoming map[int64][]any) (map[int64][]byte, error) {
+	rows, err := tx.Query(ctx, pd.s.rehash.Users.Of, mapKeys(want))
 	if err != nil {
-		return 0, fmt.Errorf("reading users written under another policy: %w", err)
+		return nil, fmt.Errorf("reading users written under another policy: %w", err)
 	}
 	hashed := attributeIndexes(pd.p.Hashed())
 	var ids []int64
@@ -59,24 +46,19 @@ func (p *userPage) convertPolicyOnly(ctx context.Context, c pageClass, stored ma
 		hashes[c.Key] = want[c.Key]
 	})
 	if err != nil || len(ids) == 0 {
-		return 0, err
+		return nil, err
 	}
 	var policy *int64 // null when the page's writer names none
-	if p.w.Policy != 0 {
-		policy = &p.w.Policy
+	if w.Policy != 0 {
+		policy = &w.Policy
 	}
-	if _, err := p.tx.Exec(ctx, pd.sql.usersRewrite, ids, vals, pd.p.DropUnknown(), policy); err != nil {
-		return 0, fmt.Errorf("converting %d users to the personal-data policy: %w", len(ids), err)
+	if _, err := tx.Exec(ctx, pd.sql.usersRewrite, ids, vals, pd.p.DropUnknown(), policy); err != nil {
+		return nil, fmt.Errorf("converting %d users to the personal-data policy: %w", len(ids), err)
 	}
-	if err := pgrow.SaveHashes(ctx, p.tx, p.s.rehash.Users, hashes); err != nil {
-		return 0, err
+	if err := pgrow.SaveHashes(ctx, tx, pd.s.rehash.Users, hashes); err != nil {
+		return nil, err
 	}
-	for id, h := range hashes {
-		u := stored[id]
-		u.Hash = h
-		stored[id] = u
-	}
-	return len(ids), nil
+	return hashes, nil
 }
 
 // convert applies the policy to a stored row's content, as pii apply does

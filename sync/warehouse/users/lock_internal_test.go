@@ -1,4 +1,4 @@
-package warehouse
+package users
 
 import (
 	"context"
@@ -16,14 +16,14 @@ import (
 // writer waits for one of them).
 func TestPageLockWaitIsBounded(t *testing.T) {
 	t.Parallel()
-	s, pool := copyStore(t)
+	s, pool, name := copyStore(t)
 	var err error
-	if s.sql, err = newUserSQL(s.schema, s.tables["user"], "200ms"); err != nil {
+	if s.sql, err = newUserSQL(name, s.table, "200ms"); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	page := `{"data": [{"id": 1, "type": "user", "attributes": {"title": "a"}}]}`
-	if _, err := s.LoadUsers(ctx, normalized(t, schema.User(), page), nil, nil); err != nil {
+	if _, err := s.Write(ctx, normalized(t, schema.User(), page), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	holder, err := pool.Begin(ctx)
@@ -35,7 +35,7 @@ func TestPageLockWaitIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := `{"data": [{"id": 1, "type": "user", "attributes": {"title": "b"}}]}`
-	_, err = s.LoadUsers(ctx, normalized(t, schema.User(), changed), nil, nil)
+	_, err = s.Write(ctx, normalized(t, schema.User(), changed), nil, nil)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
 		t.Fatalf("err = %v, want a lock timeout (55P03)", err)
