@@ -66,4 +66,3 @@ type Progress struct {
 	Retries     int64          `json:"retries"`
 	Unknown     map[string]int `json:"unknown_attributes"`
 }
-
