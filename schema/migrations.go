@@ -76,3 +76,9 @@ func ValidateIdentifier(name string) error {
 func QuoteIdentifier(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
+
+// QuoteLiteral quotes s as an SQL string literal, for the statements that
+// take no parameters (COMMENT ON).
+func QuoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

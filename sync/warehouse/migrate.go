@@ -164,7 +164,7 @@ func applyComments(ctx context.Context, pool *pgxpool.Pool, schemaName string) e
 	s := schema.QuoteIdentifier(schemaName)
 	var b strings.Builder
 	comment := func(kind, target, text string) {
-		fmt.Fprintf(&b, "COMMENT ON %s %s IS %s;\n", kind, target, quoteLiteral(text))
+		fmt.Fprintf(&b, "COMMENT ON %s %s IS %s;\n", kind, target, schema.QuoteLiteral(text))
 	}
 	comment("SCHEMA", s, "usersync warehouse: users, teams, roles and profiles mirrored from the sales-engagement API.")
 	comment("TABLE", s+".schema_migrations", "Versions of usersync's migrations applied to this schema.")
@@ -250,8 +250,4 @@ func grantReader(ctx context.Context, pool *pgxpool.Pool, schemaName, role strin
 		return "", fmt.Errorf("granting %s read access: %w", role, err)
 	}
 	return "", nil
-}
-
-func quoteLiteral(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
+	"github.com/usersync/usersync/sync/warehouse/personal"
 )
 
 // TestMigratedColumnsMatchCatalog holds every table and view of the migrated
@@ -427,7 +428,7 @@ func TestCommentColumnsWritesOnlyWhatDiffers(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		pd, err := store.Personal(p)
+		pd, err := personal.New(store, p)
 		if err != nil {
 			t.Fatal(err)
 		}

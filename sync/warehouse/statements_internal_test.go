@@ -21,8 +21,5 @@ func TestStatementsGolden(t *testing.T) {
 	}
 	g := golden.New("./sync/warehouse")
 	g.Add("runs", s.runs)
-	g.Add("rehash users", s.rehash.Users)
-	g.Add("rehash user_version_history", s.rehash.Versions)
-	g.Add("rehash", s.rehash)
 	g.Check(t, *update)
 }

@@ -4,7 +4,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 )
 
 // Store reads and writes one warehouse schema.
@@ -13,7 +12,6 @@ type Store struct {
 	schema string
 	q      string // the quoted schema name, for statements
 	runs   runSQL
-	rehash pgrow.Rehash
 }
 
 // NewStore returns a Store for the warehouse in schemaName.
@@ -24,9 +22,6 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName)}
 	var err error
 	if s.runs, err = newRunSQL(schemaName); err != nil {
-		return nil, err
-	}
-	if s.rehash, err = pgrow.NewRehash(schemaName); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -1,4 +1,4 @@
-package warehouse
+package personal
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 )
 
 // HasPolicy reports whether pd follows a policy (not none).
-func (pd *Personal) HasPolicy() bool { return pd.p != nil }
+func (pd *Store) HasPolicy() bool { return pd.p != nil }
 
 // ConvertStored converts, in tx, the stored users of want (id: the content
 // hash of the page's row) whose content, with pd's policy applied as pii
@@ -24,8 +24,8 @@ func (pd *Personal) HasPolicy() bool { return pd.p != nil }
 // makes no version of a policy change. incoming holds each row's values,
 // whose hashes are taken for a value hashed under another key. It returns
 // the saved hashes by id.
-func (pd *Personal) ConvertStored(ctx context.Context, tx pgx.Tx, w pgrow.Writer, want map[int64][]byte, incoming map[int64][]any) (map[int64][]byte, error) {
-	rows, err := tx.Query(ctx, pd.s.rehash.Users.Of, mapKeys(want))
+func (pd *Store) ConvertStored(ctx context.Context, tx pgx.Tx, w pgrow.Writer, want map[int64][]byte, incoming map[int64][]any) (map[int64][]byte, error) {
+	rows, err := tx.Query(ctx, pd.rehash.Users.Of, mapKeys(want))
 	if err != nil {
 		return nil, fmt.Errorf("reading users written under another policy: %w", err)
 	}
@@ -55,7 +55,7 @@ func (pd *Personal) ConvertStored(ctx context.Context, tx pgx.Tx, w pgrow.Writer
 	if _, err := tx.Exec(ctx, pd.sql.usersRewrite, ids, vals, pd.p.DropUnknown(), policy); err != nil {
 		return nil, fmt.Errorf("converting %d users to the personal-data policy: %w", len(ids), err)
 	}
-	if err := pgrow.SaveHashes(ctx, tx, pd.s.rehash.Users, hashes); err != nil {
+	if err := pgrow.SaveHashes(ctx, tx, pd.rehash.Users, hashes); err != nil {
 		return nil, err
 	}
 	return hashes, nil
@@ -68,7 +68,7 @@ func (pd *Personal) ConvertStored(ctx context.Context, tx pgx.Tx, w pgrow.Writer
 // taken for a hash by its shape: a clear value of that shape makes a content
 // that is not the row's, and the row is then written as a new version, as
 // any change is; the shape never decides what is stored.
-func (pd *Personal) convert(c *pgrow.Content, hashed []int, row []any) bool {
+func (pd *Store) convert(c *pgrow.Content, hashed []int, row []any) bool {
 	changed := false
 	for _, i := range hashed {
 		s, ok := c.Values[i].(string)

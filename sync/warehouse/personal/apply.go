@@ -1,4 +1,4 @@
-package warehouse
+package personal
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ type ApplyProgress struct {
 // dropped columns say so once it is done. Each row rewritten gets the
 // content hash of what it now holds (rehashKeys), so the next sync finds an
 // unchanged user unchanged and adds no version.
-func (pd *Personal) Apply(ctx context.Context, batch int, progress func(ApplyProgress)) (ApplyProgress, error) {
+func (pd *Store) Apply(ctx context.Context, batch int, progress func(ApplyProgress)) (ApplyProgress, error) {
 	id, err := pd.NotePolicy(ctx)
 	if err != nil {
 		return ApplyProgress{}, err
@@ -73,11 +73,11 @@ func (pd *Personal) Apply(ctx context.Context, batch int, progress func(ApplyPro
 }
 
 // startApply resumes the apply of this policy that stopped, or starts one.
-func (pd *Personal) startApply(ctx context.Context) (ApplyProgress, error) {
+func (pd *Store) startApply(ctx context.Context) (ApplyProgress, error) {
 	fp := pd.p.Fingerprint()
 	var pr ApplyProgress
 	var finished bool
-	err := pd.s.pool.QueryRow(ctx, pd.sql.applyProgress, fp).Scan(&pr.Phase, &pr.LastID, &pr.Rewritten, &pr.KeptOtherKey, &finished)
+	err := pd.pool.QueryRow(ctx, pd.sql.applyProgress, fp).Scan(&pr.Phase, &pr.LastID, &pr.Rewritten, &pr.KeptOtherKey, &finished)
 	if err == nil && !finished {
 		pr.Resumed = true
 		return pr, nil
@@ -85,7 +85,7 @@ func (pd *Personal) startApply(ctx context.Context) (ApplyProgress, error) {
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return pr, fmt.Errorf("reading pii apply's progress: %w", err)
 	}
-	if _, err := pd.s.pool.Exec(ctx, pd.sql.applyStart, fp); err != nil {
+	if _, err := pd.pool.Exec(ctx, pd.sql.applyStart, fp); err != nil {
 		return pr, fmt.Errorf("starting pii apply: %w", err)
 	}
 	return ApplyProgress{Phase: phaseUsers}, nil
@@ -93,10 +93,10 @@ func (pd *Personal) startApply(ctx context.Context) (ApplyProgress, error) {
 
 // applyBatch rewrites the next batch of the current phase and saves the
 // progress with it; it returns how many rows it read.
-func (pd *Personal) applyBatch(ctx context.Context, rp *rowPolicies, pr *ApplyProgress, batch int) (int, error) {
+func (pd *Store) applyBatch(ctx context.Context, rp *rowPolicies, pr *ApplyProgress, batch int) (int, error) {
 	next := *pr
 	var b applied
-	err := pgx.BeginFunc(ctx, pd.s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, pd.pool, func(tx pgx.Tx) error {
 		var err error
 		switch pr.Phase {
 		case phaseUsers:
@@ -105,7 +105,7 @@ func (pd *Personal) applyBatch(ctx context.Context, rp *rowPolicies, pr *ApplyPr
 				_, err = tx.Exec(ctx, pd.sql.usersRewrite, b.ids, b.vals, pd.p.DropUnknown(), rp.current)
 			}
 			if err == nil {
-				err = pgrow.RehashKeys(ctx, tx, pd.s.rehash.Users, b.ids)
+				err = pgrow.RehashKeys(ctx, tx, pd.rehash.Users, b.ids)
 			}
 		case phaseVersions:
 			b, err = pd.columnsBatch(ctx, tx, rp, pd.sql.versionsBatch, pr.LastID, batch)
@@ -113,7 +113,7 @@ func (pd *Personal) applyBatch(ctx context.Context, rp *rowPolicies, pr *ApplyPr
 				_, err = tx.Exec(ctx, pd.sql.versionsRewrite, b.ids, b.vals, pd.p.DropUnknown(), rp.current)
 			}
 			if err == nil {
-				err = pgrow.RehashKeys(ctx, tx, pd.s.rehash.Versions, b.ids)
+				err = pgrow.RehashKeys(ctx, tx, pd.rehash.Versions, b.ids)
 			}
 		case phaseQuarantine:
 			b, err = pd.quarantineBatch(ctx, tx, rp, pr.LastID, batch)
@@ -165,7 +165,7 @@ func nextPhase(phase string) string {
 // need rewriting with, for each, the JSON array of its hashed columns' new
 // values: a value is hashed when the row's policy did not hash it (see
 // rowPolicies.held).
-func (pd *Personal) columnsBatch(ctx context.Context, tx pgx.Tx, rp *rowPolicies, query string, after int64, batch int) (applied, error) {
+func (pd *Store) columnsBatch(ctx context.Context, tx pgx.Tx, rp *rowPolicies, query string, after int64, batch int) (applied, error) {
 	b := applied{last: after}
 	rows, err := tx.Query(ctx, query, after, batch)
 	if err != nil {
@@ -206,7 +206,7 @@ func (pd *Personal) columnsBatch(ctx context.Context, tx pgx.Tx, rp *rowPolicies
 // quarantineBatch reads a batch of users' quarantine records and returns
 // those whose redaction changes them, redacted: an attribute the record's
 // policy hashed is kept as it is (see rowPolicies.held).
-func (pd *Personal) quarantineBatch(ctx context.Context, tx pgx.Tx, rp *rowPolicies, after int64, batch int) (applied, error) {
+func (pd *Store) quarantineBatch(ctx context.Context, tx pgx.Tx, rp *rowPolicies, after int64, batch int) (applied, error) {
 	b := applied{last: after}
 	rows, err := tx.Query(ctx, pd.sql.quarantineBatch, after, batch)
 	if err != nil {
@@ -241,10 +241,10 @@ func (pd *Personal) quarantineBatch(ctx context.Context, tx pgx.Tx, rp *rowPolic
 // restores the catalog's comments of the others). It writes only the
 // comments that differ: on a warehouse whose comments are right (a new one
 // under no policy) it writes none.
-func (pd *Personal) CommentColumns(ctx context.Context) error {
+func (pd *Store) CommentColumns(ctx context.Context) error {
 	type column struct{ table, name string }
 	current := map[column]string{}
-	rows, err := pd.s.pool.Query(ctx, pd.sql.columnComments, pd.s.schema)
+	rows, err := pd.pool.Query(ctx, pd.sql.columnComments, pd.schema)
 	if err != nil {
 		return fmt.Errorf("reading the column comments: %w", err)
 	}
@@ -281,14 +281,14 @@ func (pd *Personal) CommentColumns(ctx context.Context) error {
 			if current[column{table, a.Column()}] == want {
 				continue
 			}
-			b.Queue(fmt.Sprintf("COMMENT ON COLUMN %s.%s.%s IS %s", pd.s.q, schema.QuoteIdentifier(table),
-				schema.QuoteIdentifier(a.Column()), quoteLiteral(want)))
+			b.Queue(fmt.Sprintf("COMMENT ON COLUMN %s.%s.%s IS %s", pd.q, schema.QuoteIdentifier(table),
+				schema.QuoteIdentifier(a.Column()), schema.QuoteLiteral(want)))
 		}
 	}
 	if b.Len() == 0 {
 		return nil
 	}
-	if err := pd.s.pool.SendBatch(ctx, b).Close(); err != nil {
+	if err := pd.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("commenting the policy's columns: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package warehouse
+package personal
 
 import (
 	"context"
@@ -26,9 +26,9 @@ type Erasure struct {
 // dropped ones), the attributes kept in raw and their data connections are
 // cleared, and its content hash becomes normalize.ErasedHash. Each erasure is recorded in erasures, users unknown to the
 // warehouse included (Found false).
-func (pd *Personal) Forget(ctx context.Context, ids []int64) ([]Erasure, error) {
+func (pd *Store) Forget(ctx context.Context, ids []int64) ([]Erasure, error) {
 	out := make([]Erasure, 0, len(ids))
-	err := pgx.BeginFunc(ctx, pd.s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, pd.pool, func(tx pgx.Tx) error {
 		for _, id := range ids {
 			e, err := pd.forgetOne(ctx, tx, id)
 			if err != nil {
@@ -44,7 +44,7 @@ func (pd *Personal) Forget(ctx context.Context, ids []int64) ([]Erasure, error) 
 	return out, nil
 }
 
-func (pd *Personal) forgetOne(ctx context.Context, tx pgx.Tx, id int64) (Erasure, error) {
+func (pd *Store) forgetOne(ctx context.Context, tx pgx.Tx, id int64) (Erasure, error) {
 	e := Erasure{UserID: id}
 	var updatedAt time.Time // the epoch when null (forgetCurrent)
 	err := tx.QueryRow(ctx, pd.sql.forgetCurrent, id).Scan(&e.ColumnsCleared, &updatedAt)

@@ -1,7 +1,15 @@
-package warehouse
+// Package personal keeps the personal data of a warehouse under its policy
+// (USERSYNC_PII_*): the policies rows were written under (pii_policies),
+// usersync pii apply's rewrite of stored rows, usersync forget's erasures,
+// the purge of users deleted longer ago than the retention, and the
+// conversion in place of a stored user written under another policy
+// (convert.go). Its statements are in sql/personal.sql;
+// testdata/statements.golden.sql holds them, rendered for schema usersync.
+package personal
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,12 +17,17 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
 
 // personalSQL holds the statements of sql/personal.sql, rendered for one
 // schema and one personal-data policy.
@@ -69,30 +82,38 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 	return q, err
 }
 
-// Personal is the personal-data side of a Store under one policy: forget
-// and pii apply. Its statements are rendered once, for the policy.
-type Personal struct {
-	s   *Store
-	p   *normalize.Policy
-	sql personalSQL
+// Store is the personal data of one warehouse schema under one policy:
+// the policies its rows were written under, forget and pii apply. Its
+// statements are rendered once, for the policy.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string
+	q      string // the quoted schema name
+	rehash pgrow.Rehash
+	p      *normalize.Policy
+	sql    personalSQL
 }
 
-// Personal returns the Store's personal-data side under policy p (nil for
+// New returns the personal data of st's schema under policy p (nil for
 // none).
-func (s *Store) Personal(p *normalize.Policy) (*Personal, error) {
-	q, err := newPersonalSQL(s.schema, p)
+func New(st *warehouse.Store, p *normalize.Policy) (*Store, error) {
+	q, err := newPersonalSQL(st.Schema(), p)
 	if err != nil {
 		return nil, err
 	}
-	return &Personal{s: s, p: p, sql: q}, nil
+	rehash, err := pgrow.NewRehash(st.Schema())
+	if err != nil {
+		return nil, err
+	}
+	return &Store{pool: st.Pool(), schema: st.Schema(), q: schema.QuoteIdentifier(st.Schema()), rehash: rehash, p: p, sql: q}, nil
 }
 
 // NotePolicy records that rows are being written under the policy (names
 // and key id only) and brings the column comments in line with it (see
 // CommentColumns), also when a warehouse goes back to a policy it was
 // written under before. It returns the policy's id, which every row written
-// under it holds (pii_policy_id: see Checkpoint.PolicyID).
-func (pd *Personal) NotePolicy(ctx context.Context) (int64, error) {
+// under it holds (pii_policy_id: see warehouse.Checkpoint.PolicyID).
+func (pd *Store) NotePolicy(ctx context.Context) (int64, error) {
 	p := pd.p
 	hashed, dropped := p.Hashed(), p.Dropped()
 	if hashed == nil {
@@ -106,7 +127,7 @@ func (pd *Personal) NotePolicy(ctx context.Context) (int64, error) {
 		keyID = &id
 	}
 	var id int64
-	if err := pd.s.pool.QueryRow(ctx, pd.sql.notePolicy, p.Fingerprint(), hashed, dropped, p.DropUnknown(), keyID).Scan(&id); err != nil {
+	if err := pd.pool.QueryRow(ctx, pd.sql.notePolicy, p.Fingerprint(), hashed, dropped, p.DropUnknown(), keyID).Scan(&id); err != nil {
 		return 0, fmt.Errorf("recording the personal-data policy: %w", err)
 	}
 	return id, pd.CommentColumns(ctx)
@@ -127,9 +148,9 @@ type PolicyState struct {
 }
 
 // PolicyState reads the policies rows were written under.
-func (pd *Personal) PolicyState(ctx context.Context) (PolicyState, error) {
+func (pd *Store) PolicyState(ctx context.Context) (PolicyState, error) {
 	var st PolicyState
-	rows, err := pd.s.pool.Query(ctx, pd.sql.policies)
+	rows, err := pd.pool.Query(ctx, pd.sql.policies)
 	if err != nil {
 		return st, fmt.Errorf("reading personal-data policies: %w", err)
 	}
@@ -140,7 +161,7 @@ func (pd *Personal) PolicyState(ctx context.Context) (PolicyState, error) {
 	if err != nil {
 		return st, fmt.Errorf("reading personal-data policies: %w", err)
 	}
-	err = pd.s.pool.QueryRow(ctx, pd.sql.applied, pd.p.Fingerprint()).Scan(&st.Applied)
+	err = pd.pool.QueryRow(ctx, pd.sql.applied, pd.p.Fingerprint()).Scan(&st.Applied)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return st, fmt.Errorf("reading pii apply's progress: %w", err)
 	}
@@ -150,7 +171,7 @@ func (pd *Personal) PolicyState(ctx context.Context) (PolicyState, error) {
 // PurgeDeleted removes the users marked deleted before cutoff with their
 // history, memberships and quarantine records, in one statement; it returns
 // how many users and versions it removed.
-func (pd *Personal) PurgeDeleted(ctx context.Context, db DBTX, cutoff time.Time) (users, versions int64, err error) {
+func (pd *Store) PurgeDeleted(ctx context.Context, db warehouse.DBTX, cutoff time.Time) (users, versions int64, err error) {
 	if err := db.QueryRow(ctx, pd.sql.purgeDeleted, cutoff).Scan(&users, &versions); err != nil {
 		return 0, 0, fmt.Errorf("purging users deleted before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
 	}

@@ -1,4 +1,4 @@
-package warehouse
+package personal
 
 import (
 	"context"
@@ -37,9 +37,9 @@ type rowPolicies struct {
 
 // loadRowPolicies reads every policy rows were written under; current is
 // the id of the one being applied.
-func (pd *Personal) loadRowPolicies(ctx context.Context, current int64) (*rowPolicies, error) {
+func (pd *Store) loadRowPolicies(ctx context.Context, current int64) (*rowPolicies, error) {
 	rp := &rowPolicies{current: current, keyID: pd.p.KeyID(), byID: map[int64]rowPolicy{}}
-	rows, err := pd.s.pool.Query(ctx, pd.sql.policyKeys)
+	rows, err := pd.pool.Query(ctx, pd.sql.policyKeys)
 	if err != nil {
 		return nil, fmt.Errorf("reading the personal-data policies: %w", err)
 	}
