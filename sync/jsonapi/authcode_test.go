@@ -85,15 +85,27 @@ type grantStore struct {
 	mu      sync.Mutex
 	access  string
 	expires time.Time
+	scope   string
 	grants  int
+	failure string // code: message
 }
 
-func (g *grantStore) SaveGrant(ctx context.Context, refresh, access string, expires time.Time) error {
+func (g *grantStore) SaveGrant(ctx context.Context, refresh, access string, expires time.Time, scope string) error {
 	g.mu.Lock()
-	g.access, g.expires = access, expires
+	g.access, g.expires, g.failure = access, expires, ""
+	if scope != "" {
+		g.scope = scope
+	}
 	g.grants++
 	g.mu.Unlock()
 	return g.Save(ctx, refresh)
+}
+
+func (g *grantStore) SaveRefreshFailure(_ context.Context, code, message string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.failure = code + ": " + message
+	return nil
 }
 
 // authorizeAt follows the simulator's authorize endpoint by hand, as a
