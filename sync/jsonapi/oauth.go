@@ -25,10 +25,10 @@ type OAuthConfig struct {
 	// preferred; this one is the fallback when the store is empty or the
 	// endpoint refuses the stored one.
 	RefreshToken string
-	// TokenURLSetting names what holds TokenURL, such as
+	// URLSetting names what holds TokenURL, such as
 	// USERSYNC_OAUTH_TOKEN_URL, in the error of an endpoint that never
 	// answers. Default: "its URL".
-	TokenURLSetting string
+	URLSetting string
 	// Store keeps the rotated refresh token. Default: a MemoryTokenStore.
 	Store TokenStore
 	// HTTPClient posts to the token endpoint (golang.org/x/oauth2 is given

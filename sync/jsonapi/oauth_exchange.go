@@ -68,7 +68,7 @@ func (o *OAuth) retrieve(ctx context.Context, grantType string, call func(contex
 		answered = answered || rt.answered
 		if attempt >= o.cfg.MaxAttempts {
 			if !answered {
-				return token{}, unreachable("the token endpoint", http.MethodPost, o.cfg.TokenURL, o.cfg.TokenURLSetting,
+				return token{}, unreachable("the token endpoint", http.MethodPost, o.cfg.TokenURL, o.cfg.URLSetting,
 					attempt, o.cfg.Clock.Now().Sub(start), rt.err)
 			}
 			return token{}, fmt.Errorf("giving up after %d attempts: %w", attempt, rt.err)

@@ -71,7 +71,7 @@ func TestUnreachableTokenEndpoint(t *testing.T) {
 	t.Parallel()
 	addr := closedAddr(t)
 	var logs levelCounter
-	o, err := NewOAuth(OAuthConfig{TokenURL: "http://" + addr + "/oauth/token", TokenURLSetting: "USERSYNC_OAUTH_TOKEN_URL",
+	o, err := NewOAuth(OAuthConfig{TokenURL: "http://" + addr + "/oauth/token", URLSetting: "USERSYNC_OAUTH_TOKEN_URL",
 		ClientID: "c", ClientSecret: secretClient, RefreshToken: secretRefresh, Clock: newFakeClock(t), Logger: logs.logger()})
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func newAPIClient(ctx context.Context, e *env, store *warehouse.Store) (*jsonapi
 			}
 		}
 		o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{
-			TokenURL: e.cfg.OAuthTokenURL, TokenURLSetting: "USERSYNC_OAUTH_TOKEN_URL", ClientID: e.cfg.OAuthClientID,
+			TokenURL: e.cfg.OAuthTokenURL, URLSetting: "USERSYNC_OAUTH_TOKEN_URL", ClientID: e.cfg.OAuthClientID,
 			ClientSecret: e.cfg.OAuthClientSecret, RefreshToken: e.cfg.OAuthRefreshToken, Store: tokens,
 			UserAgent: UserAgent(), Logger: e.logger,
 		})

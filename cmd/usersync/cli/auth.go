@@ -158,7 +158,7 @@ func exchangeAndStore(ctx context.Context, e *env, store *warehouse.Store, code,
 	if err != nil {
 		return err
 	}
-	o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{TokenURL: e.cfg.OAuthTokenURL, TokenURLSetting: "USERSYNC_OAUTH_TOKEN_URL", ClientID: e.cfg.OAuthClientID,
+	o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{TokenURL: e.cfg.OAuthTokenURL, URLSetting: "USERSYNC_OAUTH_TOKEN_URL", ClientID: e.cfg.OAuthClientID,
 		ClientSecret: e.cfg.OAuthClientSecret, Store: tokens, UserAgent: UserAgent(), Logger: e.logger})
 	if err != nil {
 		return usageError{fmt.Errorf("configuring OAuth: %w", err)}
