@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -18,6 +19,7 @@ type authCode struct {
 	clientID    string
 	redirectURI string
 	challenge   string // S256 code_challenge, or "" without PKCE
+	scope       string // as requested; "" for the default grant
 	expires     int64  // Unix ms
 }
 
@@ -74,12 +76,12 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, endpoint
 		back(url.Values{"error": {"access_denied"}, "error_description": {"The resource owner denied the request."}})
 		return
 	}
-	back(url.Values{"code": {s.issueCode(clientID, q.Get("redirect_uri"), challenge)}})
+	back(url.Values{"code": {s.issueCode(clientID, q.Get("redirect_uri"), challenge, q.Get("scope"))}})
 }
 
 // issueCode drops the expired codes and returns a new one bound to the
-// client, its redirect URI and its PKCE challenge.
-func (s *Server) issueCode(clientID, redirectURI, challenge string) string {
+// client, its redirect URI and its PKCE challenge, granting scope.
+func (s *Server) issueCode(clientID, redirectURI, challenge, scope string) string {
 	a := &s.auth
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -91,12 +93,13 @@ func (s *Server) issueCode(clientID, redirectURI, challenge string) string {
 	}
 	code := a.newToken("sim-code-")
 	a.codes[code] = authCode{clientID: clientID, redirectURI: redirectURI, challenge: challenge,
-		expires: now + codeTTL.Milliseconds()}
+		scope: strings.Join(strings.Fields(scope), " "), expires: now + codeTTL.Milliseconds()}
 	return code
 }
 
-// redeemCode checks and consumes the code of an authorization_code grant;
-// a.mu is held. It returns why the grant is refused, or "".
+// redeemCode checks and consumes the code of an authorization_code grant,
+// whose scope the grant then holds; a.mu is held. It returns why the grant
+// is refused, or "".
 func (a *authState) redeemCode(form url.Values, clientID string, now int64) string {
 	code := form.Get("code")
 	c, ok := a.codes[code]
@@ -115,6 +118,7 @@ func (a *authState) redeemCode(form url.Values, clientID string, now int64) stri
 			return "The code_verifier does not match the code_challenge."
 		}
 	}
+	a.scope = c.scope
 	return ""
 }
 

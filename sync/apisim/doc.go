@@ -39,7 +39,10 @@
 // Authentication: a bearer token is required (401 otherwise). Options.Token
 // sets a static token; Options.RefreshToken turns on OAuth, where POST
 // /oauth/token (grant_type=refresh_token) issues access tokens that expire
-// after TokenTTL on the injected clock and rotates the refresh token.
+// after TokenTTL on the injected clock and rotates the refresh token. Each
+// token response's scope is the one the authorization asked for
+// (GET /oauth/authorize?scope=...), or users.read teams.read roles.read
+// profiles.read.
 //
 // # Knobs
 //

@@ -21,8 +21,13 @@ type authState struct {
 	grants     int64
 	failNext   int
 	failStatus int
-	revoked    bool // RevokeTokens: every token refused until a code is exchanged
+	revoked    bool   // RevokeTokens: every token refused until a code is exchanged
+	scope      string // the grant's, as its authorization code asked; "" for defaultScope
 }
+
+// defaultScope is the scope of a grant whose authorization asked for none,
+// or that began with Options.RefreshToken.
+const defaultScope = "users.read teams.read roles.read profiles.read"
 
 func (a *authState) init(r rng, refresh string) {
 	a.rng, a.refresh, a.issued, a.codes = r, refresh, map[string]int64{}, map[string]authCode{}
@@ -150,7 +155,13 @@ func (s *Server) grant(w http.ResponseWriter, endpoint string) {
 	body = appendInt(body, int64(s.opts.TokenTTL/time.Second))
 	body = append(body, `,"refresh_token":`...)
 	body = appendString(body, a.refresh)
-	body = append(body, `,"scope":"users.read teams.read roles.read profiles.read","created_at":`...)
+	scope := a.scope
+	if scope == "" {
+		scope = defaultScope
+	}
+	body = append(body, `,"scope":`...)
+	body = appendString(body, scope)
+	body = append(body, `,"created_at":`...)
 	body = appendInt(body, now/1000)
 	body = append(body, '}')
 	h := http.Header{"Cache-Control": {"no-store"}}

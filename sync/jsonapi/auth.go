@@ -48,14 +48,24 @@ type TokenStore interface {
 	Save(ctx context.Context, refreshToken string) error
 }
 
-// GrantStore is a TokenStore that also keeps the current access token and
-// when it expires. OAuth saves through SaveGrant when its Store has it: after
-// every refresh, rotated or not, and after an authorization-code exchange.
+// GrantStore is a TokenStore that also keeps the current access token,
+// when it expires, the scope the grant holds and the last refresh that
+// failed. OAuth saves through it when its Store has it: after every refresh,
+// rotated or not, and after an authorization-code exchange (SaveGrant), and
+// after a refresh that failed (SaveRefreshFailure).
 type GrantStore interface {
 	TokenStore
-	// SaveGrant replaces the stored refresh token, access token and expiry
-	// (zero when the token endpoint did not say).
-	SaveGrant(ctx context.Context, refreshToken, accessToken string, expiresAt time.Time) error
+	// SaveGrant replaces the stored refresh token, access token, its
+	// expiry (zero when the token endpoint did not say) and the scope the
+	// grant holds as the endpoint sent it (RFC 6749 §5.1; "" when it did
+	// not say, which keeps the stored one), and forgets the last refresh
+	// failure: the grant works.
+	SaveGrant(ctx context.Context, refreshToken, accessToken string, expiresAt time.Time, scope string) error
+	// SaveRefreshFailure records a refresh that failed: code is the OAuth
+	// error code of a refusal ("invalid_grant"; the HTTP status when the
+	// endpoint sent none), "" when no answer came (network, 5xx); message
+	// is the error on one line, without secrets.
+	SaveRefreshFailure(ctx context.Context, code, message string) error
 }
 
 // MemoryTokenStore is a TokenStore in memory, for tests and one-off runs.

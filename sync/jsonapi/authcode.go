@@ -2,15 +2,14 @@ package jsonapi
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
+
+	"golang.org/x/oauth2"
 
 	"github.com/usersync/usersync/sync/jsondoc"
 )
@@ -54,41 +53,19 @@ func (e *AuthorizeError) Error() string {
 }
 
 // NewAuthorizationRequest builds an authorization request for the client:
-// fresh state and PKCE verifier from crypto/rand, and the authorize URL.
+// a fresh state and PKCE verifier (32 random bytes each, from
+// golang.org/x/oauth2's GenerateVerifier) and the authorize URL with the S256
+// challenge. scope is space-separated; "" sends none.
 func NewAuthorizationRequest(authorizeURL, clientID, redirectURI, scope string) (AuthorizationRequest, error) {
 	u, err := url.Parse(authorizeURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return AuthorizationRequest{}, errors.New("the authorize URL must be an absolute http or https URL")
 	}
-	state, err := randomToken()
-	if err != nil {
-		return AuthorizationRequest{}, err
-	}
-	verifier, err := randomToken()
-	if err != nil {
-		return AuthorizationRequest{}, err
-	}
-	sum := sha256.Sum256([]byte(verifier))
-	q := u.Query()
-	q.Set("response_type", "code")
-	q.Set("client_id", clientID)
-	q.Set("redirect_uri", redirectURI)
-	if scope != "" {
-		q.Set("scope", scope)
-	}
-	q.Set("state", state)
-	q.Set("code_challenge", base64.RawURLEncoding.EncodeToString(sum[:]))
-	q.Set("code_challenge_method", "S256")
-	u.RawQuery = q.Encode()
-	return AuthorizationRequest{URL: u.String(), RedirectURI: redirectURI, State: state, Verifier: verifier}, nil
-}
-
-func randomToken() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("reading random bytes: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+	state, verifier := oauth2.GenerateVerifier(), oauth2.GenerateVerifier()
+	cfg := oauth2.Config{ClientID: clientID, RedirectURL: redirectURI, Scopes: strings.Fields(scope),
+		Endpoint: oauth2.Endpoint{AuthURL: authorizeURL}}
+	return AuthorizationRequest{URL: cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier)),
+		RedirectURI: redirectURI, State: state, Verifier: verifier}, nil
 }
 
 // Callback checks the query the authorization server redirected with and
@@ -136,28 +113,30 @@ type Grant struct {
 // are. A response without a refresh token is an error: the worker could not
 // go on without one.
 func (o *OAuth) ExchangeCode(ctx context.Context, code, redirectURI, verifier string) (Grant, error) {
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirectURI}}
+	var opts []oauth2.AuthCodeOption
 	if verifier != "" {
-		form.Set("code_verifier", verifier)
+		opts = append(opts, oauth2.VerifierOption(verifier))
 	}
 	started := o.cfg.Clock.Now()
-	tr, err := o.exchangeForm(ctx, form, code, verifier)
+	tr, err := o.retrieve(ctx, "authorization_code", func(ctx context.Context) (*oauth2.Token, error) {
+		return o.config(redirectURI).Exchange(ctx, code, opts...)
+	}, code, verifier)
 	if err != nil {
 		return Grant{}, fmt.Errorf("exchanging the authorization code: %w", err)
 	}
-	if tr.RefreshToken == "" {
+	if tr.refresh == "" {
 		return Grant{}, errors.New("exchanging the authorization code: the token endpoint issued no refresh token (does the application ask for offline access?)")
 	}
 	o.mu.Lock()
 	o.loaded = true
 	o.mu.Unlock()
 	o.publish(tr, started)
-	if err := o.save(ctx, tr.RefreshToken); err != nil {
+	if err := o.save(ctx, tr.refresh); err != nil {
 		return Grant{}, err
 	}
 	o.mu.Lock()
-	g := Grant{ExpiresAt: o.expiresAt, Scope: jsondoc.OneLine(strings.TrimSpace(tr.Scope))}
+	g := Grant{ExpiresAt: o.expiresAt, Scope: o.scope}
 	o.mu.Unlock()
-	o.cfg.Logger.DebugContext(ctx, "oauth authorization code exchanged", "expires_in_s", int64(tr.ExpiresIn))
+	o.cfg.Logger.DebugContext(ctx, "oauth authorization code exchanged", "expires_in_s", tr.expiresIn)
 	return g, nil
 }

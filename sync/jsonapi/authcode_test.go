@@ -85,15 +85,27 @@ type grantStore struct {
 	mu      sync.Mutex
 	access  string
 	expires time.Time
+	scope   string
 	grants  int
+	failure string // code: message
 }
 
-func (g *grantStore) SaveGrant(ctx context.Context, refresh, access string, expires time.Time) error {
+func (g *grantStore) SaveGrant(ctx context.Context, refresh, access string, expires time.Time, scope string) error {
 	g.mu.Lock()
-	g.access, g.expires = access, expires
+	g.access, g.expires, g.failure = access, expires, ""
+	if scope != "" {
+		g.scope = scope
+	}
 	g.grants++
 	g.mu.Unlock()
 	return g.Save(ctx, refresh)
+}
+
+func (g *grantStore) SaveRefreshFailure(_ context.Context, code, message string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.failure = code + ": " + message
+	return nil
 }
 
 // authorizeAt follows the simulator's authorize endpoint by hand, as a
@@ -169,13 +181,24 @@ func TestExchangeCodeWithSimulator(t *testing.T) {
 	if now, _ := store.Load(context.Background()); now == stored || now != sim.RefreshToken() || store.grants != 2 {
 		t.Errorf("after a refresh: stored %q, simulator's %q, grants %d", now, sim.RefreshToken(), store.grants)
 	}
+	// A revoked grant: the refusal is recorded, without a secret.
+	sim.RevokeTokens()
+	if _, err := client.Get(context.Background(), "users", Query{}); err == nil {
+		t.Fatal("API after the grant was revoked: no error")
+	}
+	store.mu.Lock()
+	failure := store.failure
+	store.mu.Unlock()
+	if !strings.HasPrefix(failure, "invalid_grant: refreshing OAuth token: authentication failed: 400 Bad Request: invalid_grant") {
+		t.Errorf("recorded failure %q", failure)
+	}
 	// The code is single-use.
 	_, err = o.ExchangeCode(context.Background(), code, redirect, r.Verifier)
 	var ae *AuthError
 	if !errors.As(err, &ae) || ae.Code != "invalid_grant" {
 		t.Fatalf("reused code: %v", err)
 	}
-	all := err.Error() + logs.String()
+	all := err.Error() + logs.String() + failure
 	for _, secret := range []string{code, r.Verifier, r.State, secretClient, stored, store.access} {
 		if strings.Contains(all, secret) {
 			t.Errorf("a secret appears in the error or logs: %s", all)

@@ -58,6 +58,9 @@ type Options struct {
 	// optionally with a path prefix; requests go to BaseURL + "/api/v2/...".
 	// Next links must stay on its scheme and host.
 	BaseURL string
+	// BaseURLSetting names what holds BaseURL, such as USERSYNC_API_URL,
+	// in the error of an API that never answers. Default: "its URL".
+	BaseURLSetting string
 	// Auth supplies the bearer token (StaticToken or an *OAuth).
 	Auth Authenticator
 	// UserAgent is sent as User-Agent. Default "usersync-jsonapi".

@@ -5,13 +5,16 @@
 // errors into Resource values that keep their attributes as raw JSON, so
 // nothing the API adds is lost); it walks collections by following links.next verbatim; it
 // authenticates with a static bearer token or the OAuth refresh-token grant
-// (persisting each rotated refresh token through a TokenStore); it retries
-// 5xx, network errors and bad bodies with jittered exponential backoff,
-// halving page[size] on 502 and 504; it waits out 429s and slows down when
-// the rate-limit budget runs low; and it turns every other failure into a
-// typed error: *ResponseError, *RateLimitError, *AuthError, *jsondoc.DecodeError,
-// *NextLinkError, *QueryError, *TransportError. URLs in errors are sanitized
-// and tokens never appear in errors or logs.
+// (golang.org/x/oauth2 speaks to the token endpoint, through this package's
+// HTTP client and retries; each rotated refresh token is persisted through a
+// TokenStore); it retries 5xx, network errors and bad bodies with jittered
+// exponential backoff (logged at DEBUG), halving page[size] on 502 and 504;
+// it waits out 429s and slows down when the rate-limit budget runs low; and
+// it turns every other failure into a typed error: *ResponseError,
+// *RateLimitError, *AuthError, *jsondoc.DecodeError, *NextLinkError,
+// *QueryError, *TransportError, and *UnreachableError when no attempt got an
+// answer. URLs in errors are sanitized and tokens never appear in errors or
+// logs.
 //
 // # Usage
 //

@@ -1,8 +1,10 @@
 package jsonapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -165,6 +167,58 @@ func (e *TransportError) Error() string {
 
 // Unwrap returns the cause.
 func (e *TransportError) Unwrap() error { return e.Err }
+
+// UnreachableError reports a server that never answered: every attempt
+// failed before a response came (connection refused, DNS, a proxy, TLS, a
+// timeout). It names the host in clear, what was tried and what to check.
+type UnreachableError struct {
+	// What names the server: "the API" or "the token endpoint".
+	What string
+	// Host is the server's host, with its port when the URL has one.
+	Host string
+	// Method and Path are the request's, without its query.
+	Method, Path string
+	// Setting names what holds the server's URL, such as
+	// USERSYNC_API_URL (Options.BaseURLSetting); "" says "its URL".
+	Setting string
+	// Attempts and Elapsed are what was tried.
+	Attempts int
+	Elapsed  time.Duration
+	// Err is the last attempt's error (a *TransportError).
+	Err error
+}
+
+// Error implements error, on one line.
+func (e *UnreachableError) Error() string {
+	cause := e.Err
+	if te := (*TransportError)(nil); errors.As(e.Err, &te) {
+		cause = te.Err // the request's URL is said already, and without its query
+	}
+	setting := e.Setting
+	if setting == "" {
+		setting = "its URL"
+	}
+	return fmt.Sprintf("%s at %s did not answer: %d attempts of %s %s over %s failed, the last with: %v; check %s and the network (DNS, proxy: HTTPS_PROXY, firewall)",
+		e.What, e.Host, e.Attempts, e.Method, e.Path, e.Elapsed.Round(100*time.Millisecond), cause, setting)
+}
+
+// Unwrap returns the last attempt's error.
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// unreachable builds the *UnreachableError of rawURL.
+func unreachable(what, method, rawURL, setting string, attempts int, elapsed time.Duration, err error) *UnreachableError {
+	e := &UnreachableError{What: what, Method: method, Setting: setting, Attempts: attempts, Elapsed: elapsed, Err: err}
+	if u, perr := url.Parse(rawURL); perr == nil {
+		e.Host, e.Path = u.Host, u.EscapedPath()
+	}
+	return e
+}
+
+// isURLError reports an error of the HTTP client's: no response came.
+func isURLError(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue)
+}
 
 func statusLine(code int) string {
 	if text := http.StatusText(code); text != "" {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/usersync/usersync/sync/jsondoc"
 )
 
 // OAuthConfig configures an OAuth refresh-token Authenticator. TokenURL,
@@ -23,11 +25,15 @@ type OAuthConfig struct {
 	// preferred; this one is the fallback when the store is empty or the
 	// endpoint refuses the stored one.
 	RefreshToken string
-	// RedirectURI is sent as redirect_uri when set (some servers ask for it).
-	RedirectURI string
+	// URLSetting names what holds TokenURL, such as
+	// USERSYNC_OAUTH_TOKEN_URL, in the error of an endpoint that never
+	// answers. Default: "its URL".
+	URLSetting string
 	// Store keeps the rotated refresh token. Default: a MemoryTokenStore.
 	Store TokenStore
-	// HTTPClient posts to the token endpoint. Default: a new http.Client.
+	// HTTPClient posts to the token endpoint (golang.org/x/oauth2 is given
+	// it): redirects to another origin are refused whatever its policy.
+	// Default: a new http.Client.
 	HTTPClient *http.Client
 	// UserAgent is sent as User-Agent. Default "usersync-jsonapi".
 	UserAgent string
@@ -46,7 +52,8 @@ type OAuthConfig struct {
 	RequestTimeout time.Duration
 }
 
-// OAuth is an Authenticator using the OAuth 2 refresh-token grant. It
+// OAuth is an Authenticator using the OAuth 2 refresh-token grant, which
+// golang.org/x/oauth2 runs; the policy is this package's. It
 // refreshes the access token shortly before it expires (10% of its
 // lifetime, at most 60s, ahead) and when the API answers 401, saves every
 // rotated refresh token to the store, and never runs two refreshes at once:
@@ -54,6 +61,7 @@ type OAuthConfig struct {
 // expires_in is refreshed on 401 only. It is safe for concurrent use.
 type OAuth struct {
 	cfg       OAuthConfig
+	client    *http.Client // cfg.HTTPClient, redirects refused, headers set
 	refreshes atomic.Int64
 
 	mu        sync.Mutex
@@ -61,6 +69,7 @@ type OAuth struct {
 	expiresAt time.Time // of access; zero when the endpoint did not say
 	refreshAt time.Time // zero: refresh only on 401
 	refresh   string    // current refresh token
+	scope     string    // of the grant, as the endpoint last said; "" unknown
 	loaded    bool      // the store was read
 	unsaved   bool      // refresh is newer than the store
 	inflight  *refreshCall
@@ -94,7 +103,6 @@ func NewOAuth(cfg OAuthConfig) (*OAuth, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}
 	}
-	cfg.HTTPClient = sameOriginRedirects(cfg.HTTPClient)
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "usersync-jsonapi"
 	}
@@ -108,7 +116,7 @@ func NewOAuth(cfg OAuthConfig) (*OAuth, error) {
 	setDefault(&cfg.BackoffBase, time.Second)
 	setDefault(&cfg.BackoffMax, 60*time.Second)
 	setDefault(&cfg.RequestTimeout, 30*time.Second)
-	return &OAuth{cfg: cfg}, nil
+	return &OAuth{cfg: cfg, client: tokenClient(cfg.HTTPClient, cfg.UserAgent)}, nil
 }
 
 // Refreshes returns how many refreshes succeeded.
@@ -186,6 +194,32 @@ func (o *OAuth) lead(ctx context.Context) (string, error) {
 		return access, o.save(ctx, refresh)
 	}
 	started := o.cfg.Clock.Now()
+	tr, refresh, err := o.refreshAny(ctx, refresh)
+	if err != nil {
+		err = fmt.Errorf("refreshing OAuth token: %w", err)
+		o.recordFailure(ctx, err)
+		return "", err
+	}
+	o.refreshes.Add(1)
+	o.publish(tr, started)
+	rotated := tr.refresh != "" && tr.refresh != refresh
+	o.cfg.Logger.DebugContext(ctx, "oauth token refreshed", "expires_in_s", tr.expiresIn, "rotated", rotated)
+	if rotated {
+		return tr.access, o.save(ctx, tr.refresh)
+	}
+	if gs, ok := o.cfg.Store.(GrantStore); ok {
+		// Not rotated: the access token, its expiry and the scope are news.
+		if err := o.saveGrant(ctx, gs, refresh); err != nil {
+			o.cfg.Logger.WarnContext(ctx, "recording the access token's expiry failed", "err", err.Error())
+		}
+	}
+	return tr.access, nil
+}
+
+// refreshAny refreshes with refresh, or when the endpoint refuses it, with
+// the one another process stored, then the configured one. It returns the
+// token and the refresh token that got it.
+func (o *OAuth) refreshAny(ctx context.Context, refresh string) (token, string, error) {
 	tr, err := o.exchange(ctx, refresh)
 	if err != nil && isRefused(err) {
 		// Another process sharing the store (a replica) may have rotated the
@@ -204,26 +238,35 @@ func (o *OAuth) lead(ctx context.Context) (string, error) {
 		o.mu.Unlock()
 		tr, err = o.exchange(ctx, refresh)
 	}
-	if err != nil {
-		return "", fmt.Errorf("refreshing OAuth token: %w", err)
+	return tr, refresh, err
+}
+
+// recordFailure tells a GrantStore that the refresh failed, for auth
+// status; a refresh that died of ctx says nothing about the grant.
+func (o *OAuth) recordFailure(ctx context.Context, err error) {
+	gs, ok := o.cfg.Store.(GrantStore)
+	if !ok || ctx.Err() != nil {
+		return
 	}
-	o.refreshes.Add(1)
-	o.publish(tr, started)
-	o.cfg.Logger.DebugContext(ctx, "oauth token refreshed", "expires_in_s", int64(tr.ExpiresIn),
-		"rotated", tr.RefreshToken != "" && tr.RefreshToken != refresh)
-	if tr.RefreshToken != "" && tr.RefreshToken != refresh {
-		return tr.AccessToken, o.save(ctx, tr.RefreshToken)
-	}
-	if gs, ok := o.cfg.Store.(GrantStore); ok {
-		// Not rotated: only the access token's expiry is news, for status.
-		o.mu.Lock()
-		expires := o.expiresAt
-		o.mu.Unlock()
-		if err := gs.SaveGrant(ctx, refresh, tr.AccessToken, expires); err != nil {
-			o.cfg.Logger.WarnContext(ctx, "recording the access token's expiry failed", "err", err.Error())
+	code := ""
+	if ae := (*AuthError)(nil); errors.As(err, &ae) {
+		code = ae.Code
+		if code == "" {
+			code = statusLine(ae.StatusCode)
 		}
 	}
-	return tr.AccessToken, nil
+	if serr := gs.SaveRefreshFailure(ctx, code, jsondoc.OneLine(err.Error())); serr != nil {
+		o.cfg.Logger.WarnContext(ctx, "recording the failed refresh failed", "err", serr.Error())
+	}
+}
+
+// saveGrant saves refresh and the current access token, its expiry and the
+// scope to gs.
+func (o *OAuth) saveGrant(ctx context.Context, gs GrantStore, refresh string) error {
+	o.mu.Lock()
+	access, expires, scope := o.access, o.expiresAt, o.scope
+	o.mu.Unlock()
+	return gs.SaveGrant(ctx, refresh, access, expires, scope)
 }
 
 // loadOnce reads the store on the first refresh: a stored refresh token
@@ -250,19 +293,22 @@ func (o *OAuth) loadOnce(ctx context.Context) error {
 }
 
 // publish stores a new access token and, if rotated, refresh token.
-func (o *OAuth) publish(tr tokenResponse, started time.Time) {
+func (o *OAuth) publish(tr token, started time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.access = tr.AccessToken
+	o.access = tr.access
+	if tr.scope != "" {
+		o.scope = tr.scope
+	}
 	o.refreshAt, o.expiresAt = time.Time{}, time.Time{}
 	// A year bounds expires_in, whose seconds would overflow a Duration.
-	if life := time.Duration(min(int64(tr.ExpiresIn), 366*24*3600)) * time.Second; life > 0 {
+	if life := time.Duration(min(tr.expiresIn, 366*24*3600)) * time.Second; life > 0 {
 		margin := min(life/10, 60*time.Second)
 		o.refreshAt = started.Add(life - margin)
 		o.expiresAt = started.Add(life)
 	}
-	if tr.RefreshToken != "" && tr.RefreshToken != o.refresh {
-		o.refresh, o.unsaved = tr.RefreshToken, true
+	if tr.refresh != "" && tr.refresh != o.refresh {
+		o.refresh, o.unsaved = tr.refresh, true
 	}
 }
 
@@ -271,10 +317,7 @@ func (o *OAuth) publish(tr tokenResponse, started time.Time) {
 func (o *OAuth) save(ctx context.Context, refresh string) error {
 	var err error
 	if gs, ok := o.cfg.Store.(GrantStore); ok {
-		o.mu.Lock()
-		access, expires := o.access, o.expiresAt
-		o.mu.Unlock()
-		err = gs.SaveGrant(ctx, refresh, access, expires)
+		err = o.saveGrant(ctx, gs, refresh)
 	} else {
 		err = o.cfg.Store.Save(ctx, refresh)
 	}

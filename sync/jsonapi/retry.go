@@ -45,12 +45,13 @@ func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDe
 	}
 	start := c.clock.Now()
 	var failures, waits int
-	reauthed := false
+	reauthed, answered := false, false
 	for try := 0; ; try++ {
 		if try > 0 {
 			c.stats.retries.Add(1)
 		}
 		a := c.attempt(ctx, reqURL, endpoint, try, decode)
+		answered = answered || a.status != 0
 		var err error
 		switch a.verdict {
 		case verdictDone:
@@ -66,7 +67,7 @@ func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDe
 			err = c.waitRateLimit(ctx, reqURL, a, waits)
 		case verdictRetry:
 			failures++
-			reqURL, err = c.backoff(ctx, reqURL, a, failures, start)
+			reqURL, err = c.backoff(ctx, reqURL, a, failures, start, answered)
 		}
 		if err != nil {
 			return nil, nil, reqURL, err
@@ -167,20 +168,26 @@ func (c *Client) waitRateLimit(ctx context.Context, reqURL string, a attempt, wa
 }
 
 // backoff sleeps before retrying a failed attempt, or returns the attempt's
-// error once the attempts or the retry time are used up. On 502 and 504 it
+// error once the attempts or the retry time are used up: an
+// *UnreachableError when no attempt got an answer. On 502 and 504 it
 // returns the URL with page[size] halved, as big pages time out upstream.
-func (c *Client) backoff(ctx context.Context, reqURL string, a attempt, failures int, start time.Time) (string, error) {
-	if failures >= c.opts.MaxAttempts {
-		return reqURL, fmt.Errorf("giving up after %d attempts: %w", failures, a.err)
-	}
+// Retries log at DEBUG: the error that ends them says what was tried.
+func (c *Client) backoff(ctx context.Context, reqURL string, a attempt, failures int, start time.Time, answered bool) (string, error) {
 	delay := c.backoffDelay(failures)
-	if elapsed := c.clock.Now().Sub(start); elapsed+delay > c.opts.MaxRetryTime {
+	elapsed := c.clock.Now().Sub(start)
+	if failures >= c.opts.MaxAttempts || elapsed+delay > c.opts.MaxRetryTime {
+		if !answered {
+			return reqURL, unreachable("the API", http.MethodGet, reqURL, c.opts.BaseURLSetting, failures, elapsed, a.err)
+		}
+		if failures >= c.opts.MaxAttempts {
+			return reqURL, fmt.Errorf("giving up after %d attempts: %w", failures, a.err)
+		}
 		return reqURL, fmt.Errorf("giving up after %d attempts in %s: %w", failures, elapsed.Round(time.Millisecond), a.err)
 	}
 	if a.status == http.StatusBadGateway || a.status == http.StatusGatewayTimeout {
 		reqURL = halvePageSize(reqURL, c.opts.PageSizeFloor)
 	}
-	c.log.InfoContext(ctx, "retrying request", "path", pathOf(reqURL), "status", a.status,
+	c.log.DebugContext(ctx, "retrying request", "path", pathOf(reqURL), "status", a.status,
 		"attempt", failures+1, "delay_ms", delay.Milliseconds(), "reason", a.err.Error())
 	if err := c.clock.Sleep(ctx, delay); err != nil {
 		return reqURL, fmt.Errorf("waiting to retry: %w", err)

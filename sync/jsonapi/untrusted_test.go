@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -82,24 +83,38 @@ func FuzzDecodeTokenResponse(f *testing.F) {
 			f.Add(status, []byte(seed))
 		}
 	}
-	o, err := NewOAuth(OAuthConfig{TokenURL: "https://auth.example.com/oauth/token", ClientID: "c", ClientSecret: secretClient,
-		RefreshToken: secretRefresh, Clock: SystemClock{}})
-	if err != nil {
-		f.Fatal(err)
+	var mu sync.Mutex
+	var answer struct {
+		status int
+		body   []byte
 	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "9223372036854775807")
+		w.WriteHeader(answer.status)
+		_, _ = w.Write(answer.body)
+	}))
+	f.Cleanup(srv.Close)
 	f.Fuzz(func(t *testing.T, status int, body []byte) {
-		resp := &http.Response{StatusCode: status, Header: http.Header{"Retry-After": {"9223372036854775807"}}}
-		tr, wait, err := o.parseTokenResponse(resp, body, secretRefresh)
-		if wait < 0 || wait > MaxWait {
-			t.Errorf("wait %s", wait)
+		if status < 200 || status > 599 {
+			status = 200 + (status%400+400)%400
 		}
-		if err == nil {
-			if tr.AccessToken == "" {
-				t.Error("no error and no token")
-			}
-			o.publish(tr, time.Now())
-			return
+		mu.Lock()
+		answer.status, answer.body = status, body
+		mu.Unlock()
+		o, err := NewOAuth(OAuthConfig{TokenURL: srv.URL + "/oauth/token", ClientID: "c", ClientSecret: secretClient,
+			RefreshToken: secretRefresh, MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
 		}
-		checkMessage(t, "token response", err.Error(), secretRefresh, secretClient)
+		tok, err := o.Token(context.Background())
+		if err == nil && tok == "" {
+			t.Error("no error and no token")
+		}
+		if err != nil {
+			checkMessage(t, "token response", err.Error(), secretRefresh, secretClient)
+		}
 	})
 }

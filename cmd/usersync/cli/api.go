@@ -42,8 +42,8 @@ func newAPIClient(ctx context.Context, e *env, store *warehouse.Store) (*jsonapi
 			}
 		}
 		o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{
-			TokenURL: e.cfg.OAuthTokenURL, ClientID: e.cfg.OAuthClientID, ClientSecret: e.cfg.OAuthClientSecret,
-			RefreshToken: e.cfg.OAuthRefreshToken, Store: tokens,
+			TokenURL: e.cfg.OAuthTokenURL, URLSetting: "USERSYNC_OAUTH_TOKEN_URL", ClientID: e.cfg.OAuthClientID,
+			ClientSecret: e.cfg.OAuthClientSecret, RefreshToken: e.cfg.OAuthRefreshToken, Store: tokens,
 			UserAgent: UserAgent(), Logger: e.logger,
 		})
 		if err != nil {
@@ -52,7 +52,7 @@ func newAPIClient(ctx context.Context, e *env, store *warehouse.Store) (*jsonapi
 		auth = o
 	}
 	c, err := jsonapi.NewClient(jsonapi.Options{
-		BaseURL: e.cfg.APIURL, Auth: auth, UserAgent: UserAgent(), Logger: e.logger, MaxBodyBytes: e.cfg.MaxResponseBytes, MaxBodyBytesInFlight: e.cfg.MaxResponseMemory, Budget: e.cfg.APIBudget,
+		BaseURL: e.cfg.APIURL, BaseURLSetting: "USERSYNC_API_URL", Auth: auth, UserAgent: UserAgent(), Logger: e.logger, MaxBodyBytes: e.cfg.MaxResponseBytes, MaxBodyBytesInFlight: e.cfg.MaxResponseMemory, Budget: e.cfg.APIBudget,
 	})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("configuring the API client: %w", err)}

@@ -158,7 +158,7 @@ func exchangeAndStore(ctx context.Context, e *env, store *warehouse.Store, code,
 	if err != nil {
 		return err
 	}
-	o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{TokenURL: e.cfg.OAuthTokenURL, ClientID: e.cfg.OAuthClientID,
+	o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{TokenURL: e.cfg.OAuthTokenURL, URLSetting: "USERSYNC_OAUTH_TOKEN_URL", ClientID: e.cfg.OAuthClientID,
 		ClientSecret: e.cfg.OAuthClientSecret, Store: tokens, UserAgent: UserAgent(), Logger: e.logger})
 	if err != nil {
 		return usageError{fmt.Errorf("configuring OAuth: %w", err)}
@@ -173,8 +173,8 @@ func exchangeAndStore(ctx context.Context, e *env, store *warehouse.Store, code,
 		fmt.Fprintf(e.stdout, "The access token expires %s; the worker refreshes it and stores each rotated refresh token.\n",
 			grant.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	if grant.Scope != "" {
-		fmt.Fprintf(e.stdout, "Scope granted: %s\n", grant.Scope)
+	if line := scopeLine(grant.Scope); line != "" {
+		fmt.Fprintf(e.stdout, "Scope granted: %s\n", line)
 	}
 	fmt.Fprintln(e.stdout, "Next: usersync worker (USERSYNC_OAUTH_REFRESH_TOKEN is not needed).")
 	return nil

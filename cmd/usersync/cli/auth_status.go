@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/usersync/usersync/sync/warehouse/tokens"
@@ -15,9 +16,12 @@ import (
 func authStatusCommand() command {
 	return command{
 		name:    "auth status",
-		summary: "show whether an OAuth token is stored, when its access token expires and when its refresh token was last rotated",
+		summary: "show whether an OAuth token is stored, its scope, when its access token expires, when its refresh token was last rotated and the last refresh that failed",
 		details: `Reads the oauth_tokens row of USERSYNC_OAUTH_TOKEN_URL and
-USERSYNC_OAUTH_CLIENT_ID. Never prints a token.`,
+USERSYNC_OAUTH_CLIENT_ID. The scope is the one the token endpoint said the
+grant holds. A refresh the token endpoint refused (invalid_grant: revoked or
+expired) shows until a refresh or usersync auth login succeeds. Never prints
+a token.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			asJSON := fs.Bool("json", false, "print as JSON")
 			return func(ctx context.Context, e *env, _ []string) error {
@@ -61,18 +65,16 @@ func printAuthStatus(w io.Writer, cfg Config, schemaName string, info tokens.Inf
 		fmt.Fprintf(w, "stored token   none in %s.oauth_tokens: run usersync auth login\n", schemaName)
 	} else {
 		fmt.Fprintf(w, "stored token   yes, in %s.oauth_tokens\n", schemaName)
-		if info.AccessExpiresAt != nil {
-			verb := "expires"
-			if info.AccessExpiresAt.Before(now) {
-				verb = "expired"
-			}
-			fmt.Fprintf(w, "access token   %s %s (%s)\n", verb, info.AccessExpiresAt.UTC().Format(time.RFC3339), relative(*info.AccessExpiresAt, now))
-		} else {
-			fmt.Fprintln(w, "access token   expiry unknown")
+		if f := info.RefreshFailure; f != nil {
+			fmt.Fprintf(w, "last refresh   %s\n", refreshFailureLine(*f, now))
 		}
+		printAccessExpiry(w, info, now)
 		if info.RotatedAt != nil {
 			ago := max(now.Sub(*info.RotatedAt), 0).Round(time.Second) // the database's clock may be ahead
 			fmt.Fprintf(w, "refresh token  last rotated %s (%s ago)\n", info.RotatedAt.UTC().Format(time.RFC3339), ago)
+		}
+		if line := scopeLine(info.Scope); line != "" {
+			fmt.Fprintf(w, "scope          %s\n", line)
 		}
 	}
 	fallback := "USERSYNC_OAUTH_REFRESH_TOKEN not set"
@@ -80,6 +82,61 @@ func printAuthStatus(w io.Writer, cfg Config, schemaName string, info tokens.Inf
 		fallback = "USERSYNC_OAUTH_REFRESH_TOKEN set (used when the stored token is refused)"
 	}
 	fmt.Fprintf(w, "fallback       %s\n", fallback)
+}
+
+// refreshFailureLine says when the last refresh failed, why and what to do.
+func refreshFailureLine(f tokens.RefreshFailure, now time.Time) string {
+	ago := max(now.Sub(f.At), 0).Round(time.Second)
+	remedy := "run usersync auth login (the grant was revoked or expired; a running worker picks up the new one)"
+	if f.Code == "" {
+		remedy = "the worker retries; check USERSYNC_OAUTH_TOKEN_URL and the network if it goes on"
+	}
+	return fmt.Sprintf("FAILED %s (%s ago): %s; %s", f.At.UTC().Format(time.RFC3339), ago, f.Error, remedy)
+}
+
+// printAccessExpiry prints the stored access token's expiry; after a
+// refused refresh, the grant it came from is gone, and so is it, likely.
+func printAccessExpiry(w io.Writer, info tokens.Info, now time.Time) {
+	if info.AccessExpiresAt == nil {
+		fmt.Fprintln(w, "access token   expiry unknown")
+		return
+	}
+	verb := "expires"
+	if info.AccessExpiresAt.Before(now) {
+		verb = "expired"
+	}
+	refused := ""
+	if f := info.RefreshFailure; f != nil && f.Code != "" {
+		refused = "; its grant was refused since, so the API likely refuses it too"
+	}
+	fmt.Fprintf(w, "access token   %s %s (%s)%s\n", verb, info.AccessExpiresAt.UTC().Format(time.RFC3339), relative(*info.AccessExpiresAt, now), refused)
+}
+
+// scopeLine words the scope a grant holds: "" when the token endpoint did
+// not say. usersync only reads, so a scope that writes is worth a warning.
+func scopeLine(scope string) string {
+	if scope == "" {
+		return ""
+	}
+	if w := writeScopes(scope); len(w) > 0 {
+		return fmt.Sprintf("%s: WARNING %s can change the API's data, which usersync never does; set USERSYNC_OAUTH_SCOPES to read scopes and run usersync auth login",
+			scope, strings.Join(w, ", "))
+	}
+	return scope + " (read-only)"
+}
+
+// writeScopes returns the scopes whose action (the part after the last dot
+// or colon, as in users.write) writes: write, delete or all.
+func writeScopes(scope string) []string {
+	var out []string
+	for _, s := range strings.Fields(scope) {
+		action := s[strings.LastIndexAny(s, ".:")+1:]
+		switch strings.ToLower(action) {
+		case "write", "delete", "all":
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // relative says how far t is from now: "in 1h59m" or "3m ago".

@@ -49,6 +49,7 @@ type statusReport struct {
 	snap      jobs.SnapshotOutcome
 	snapAt    time.Time
 	policy    policyStatus
+	scope     string // the OAuth grant's, as its token endpoint said; "" unknown or no OAuth
 }
 
 func readStatusReport(ctx context.Context, e *env, runs int) (statusReport, error) {
@@ -71,8 +72,25 @@ func readStatusReport(ctx context.Context, e *env, runs int) (statusReport, erro
 	if r.snap, r.snapAt, err = jobs.LastSnapshot(ctx, pool, jobs.RiverSchema(e.cfg.Schema)); err != nil {
 		return r, err
 	}
+	if r.scope, err = grantedScope(ctx, e, store); err != nil {
+		return r, err
+	}
 	r.policy, err = readPolicyStatus(ctx, e, store)
 	return r, err
+}
+
+// grantedScope is the scope the stored OAuth grant holds, "" when OAuth is
+// off or its token endpoint never said.
+func grantedScope(ctx context.Context, e *env, store *warehouse.Store) (string, error) {
+	if e.cfg.OAuthTokenURL == "" || e.cfg.OAuthClientID == "" {
+		return "", nil
+	}
+	ts, err := tokenStore(e, store)
+	if err != nil {
+		return "", err
+	}
+	info, err := ts.Info(ctx)
+	return info.Scope, err
 }
 
 func (r statusReport) writeJSON(w io.Writer) error {
@@ -86,7 +104,8 @@ func (r statusReport) writeJSON(w io.Writer) error {
 		Jobs                []jobs.JobCount `json:"jobs"`
 		LastSnapshot        *lastSnapshot   `json:"last_snapshot_job"`
 		PersonalData        policyStatus    `json:"personal_data"`
-	}{Status: r.st, Jobs: r.jobCounts, PersonalData: r.policy}
+		OAuthScope          string          `json:"oauth_scope,omitempty"`
+	}{Status: r.st, Jobs: r.jobCounts, PersonalData: r.policy, OAuthScope: r.scope}
 	if r.snap.ID != "" || r.snap.Skipped {
 		out.LastSnapshot = &lastSnapshot{r.snap, r.snapAt}
 	}
@@ -100,7 +119,7 @@ func (r statusReport) writeJSON(w io.Writer) error {
 }
 
 func (r statusReport) print(w io.Writer, budget float64) {
-	printStatus(w, r.st, budget, time.Now())
+	printStatus(w, r.st, r.scope, budget, time.Now())
 	printPolicy(w, r.policy)
 	if r.snap.ID != "" || r.snap.Skipped {
 		what := "wrote snapshot " + r.snap.ID
@@ -132,9 +151,9 @@ func cleanStatus(st *warehouse.Status) {
 	st.Drift = drift
 }
 
-// printStatus prints st; budget is USERSYNC_API_BUDGET, the share of the
-// rate limit usersync may use.
-func printStatus(w io.Writer, st warehouse.Status, budget float64, now time.Time) {
+// printStatus prints st and the scope of the OAuth grant; budget is
+// USERSYNC_API_BUDGET, the share of the rate limit usersync may use.
+func printStatus(w io.Writer, st warehouse.Status, scope string, budget float64, now time.Time) {
 	fmt.Fprintf(w, "schema       %s (%d live users)\n", st.Schema, st.Users)
 	if st.Watermark == nil {
 		fmt.Fprintln(w, "watermark    none yet (no sync has finished)")
@@ -142,7 +161,11 @@ func printStatus(w io.Writer, st warehouse.Status, budget float64, now time.Time
 		fmt.Fprintf(w, "watermark    %s (%s behind now)\n", st.Watermark.UTC().Format(time.RFC3339Nano), now.Sub(*st.Watermark).Round(time.Second))
 	}
 	fmt.Fprintf(w, "quarantine   %d unresolved\n", st.Quarantined)
-	fmt.Fprintf(w, "api access   %s\n", writeAccess(st.CanWrite))
+	// The grant's scope, not the API user's rights (meta.canWrite), which a
+	// read-only grant does not narrow; with a static token nothing says.
+	if line := scopeLine(scope); line != "" {
+		fmt.Fprintf(w, "api scope    %s\n", line)
+	}
 	if c := st.CredentialsRefused; c != nil {
 		fmt.Fprintf(w, "credentials  REFUSED: %s; no run succeeded since %s run %d was refused at %s; %s\n",
 			refusedWhat(*c), c.Kind, c.RunID, c.At.UTC().Format(time.RFC3339), c.Remedy)
@@ -218,17 +241,6 @@ func printJobs(w io.Writer, counts []jobs.JobCount) {
 	}
 	if len(given) > 0 {
 		fmt.Fprintf(w, "gave up      %s (they run again only when retried; their errors are in the runs above and the job UI)\n", strings.Join(given, ", "))
-	}
-}
-
-func writeAccess(canWrite *bool) string {
-	switch {
-	case canWrite == nil:
-		return "write access unknown (not reported yet)"
-	case *canWrite:
-		return "the token can write users (read access is all usersync needs)"
-	default:
-		return "read-only token"
 	}
 }
 

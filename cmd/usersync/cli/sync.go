@@ -183,7 +183,7 @@ func printSummary(w io.Writer, s syncer.Summary) {
 	if s.FutureUpdatedAt > 0 {
 		fmt.Fprintf(w, "  future       %d users updated further ahead than the allowance; stored, the watermark ignores them\n", s.FutureUpdatedAt)
 	}
-	fmt.Fprintf(w, "  api          %d requests, %d rate-limited, %d retried; %s\n", s.Requests, s.RateLimited, s.Retries, writeAccess(s.CanWrite))
+	fmt.Fprintf(w, "  api          %d requests, %d rate-limited, %d retried\n", s.Requests, s.RateLimited, s.Retries)
 	if s.Watermark != nil {
 		fmt.Fprintf(w, "  watermark    %s\n", s.Watermark.UTC().Format(time.RFC3339Nano))
 	}

@@ -25,7 +25,7 @@ var sqlFiles embed.FS
 
 // statements are the statements of sql/tokens.sql, rendered for a schema.
 type statements struct {
-	load, save, saveGrant, info string
+	load, save, saveGrant, saveFailure, info string
 }
 
 func newStatements(schemaName string) (statements, error) {
@@ -35,7 +35,7 @@ func newStatements(schemaName string) (statements, error) {
 		return q, err
 	}
 	return q, sqlfile.Assign("tokens", st, map[string]*string{"load": &q.load, "save": &q.save,
-		"saveGrant": &q.saveGrant, "info": &q.info})
+		"saveGrant": &q.saveGrant, "saveFailure": &q.saveFailure, "info": &q.info})
 }
 
 // Store keeps one credential: the key is a digest of the token URL and the
@@ -81,21 +81,35 @@ func (t *Store) Save(ctx context.Context, refreshToken string) error {
 	return nil
 }
 
-// SaveGrant stores the refresh token, the access token and when it expires
-// (zero: unknown).
-func (t *Store) SaveGrant(ctx context.Context, refreshToken, accessToken string, expiresAt time.Time) error {
+// SaveGrant stores the refresh token, the access token, when it expires
+// (zero: unknown) and the scope the grant holds ("": keep the stored one),
+// and clears the last refresh failure.
+func (t *Store) SaveGrant(ctx context.Context, refreshToken, accessToken string, expiresAt time.Time, scope string) error {
 	var exp *time.Time
 	if !expiresAt.IsZero() {
 		exp = &expiresAt
 	}
-	var access *string
-	if accessToken != "" {
-		access = &accessToken
-	}
-	if _, err := t.pool.Exec(ctx, t.sql.saveGrant, t.key, refreshToken, access, exp); err != nil {
+	if _, err := t.pool.Exec(ctx, t.sql.saveGrant, t.key, refreshToken, nullable(accessToken), exp, nullable(scope)); err != nil {
 		return fmt.Errorf("saving the OAuth tokens: %w", err)
 	}
 	return nil
+}
+
+// SaveRefreshFailure records a refresh that failed: the OAuth error code of
+// a refusal ("" when the token endpoint did not answer) and the error, which
+// holds no secret. A credential that is not stored gets no record.
+func (t *Store) SaveRefreshFailure(ctx context.Context, code, message string) error {
+	if _, err := t.pool.Exec(ctx, t.sql.saveFailure, t.key, code, message); err != nil {
+		return fmt.Errorf("recording the failed OAuth refresh: %w", err)
+	}
+	return nil
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // Info describes a stored OAuth credential without its tokens.
@@ -107,13 +121,33 @@ type Info struct {
 	AccessExpiresAt *time.Time `json:"access_token_expires_at"`
 	// RotatedAt is when the refresh token was stored or last rotated.
 	RotatedAt *time.Time `json:"refresh_token_rotated_at"`
+	// Scope is the scope the grant holds as the token endpoint last said;
+	// "" when it never said.
+	Scope string `json:"scope"`
+	// RefreshFailure is the last refresh that failed since the last one
+	// (or login) that succeeded; nil when there is none.
+	RefreshFailure *RefreshFailure `json:"last_refresh_failure"`
+}
+
+// RefreshFailure is a refresh that failed.
+type RefreshFailure struct {
+	// At is when it failed.
+	At time.Time `json:"at"`
+	// Code is the OAuth error code of a refusal ("invalid_grant"); "" when
+	// the token endpoint did not answer.
+	Code string `json:"code"`
+	// Error is the error, on one line, without secrets.
+	Error string `json:"error"`
 }
 
 // Info describes the stored credential; it never reads the tokens.
 func (t *Store) Info(ctx context.Context) (Info, error) {
 	var info Info
 	var rotated time.Time
-	err := t.pool.QueryRow(ctx, t.sql.info, t.key).Scan(&info.AccessExpiresAt, &rotated)
+	var scope *string
+	var failedAt *time.Time
+	var f RefreshFailure
+	err := t.pool.QueryRow(ctx, t.sql.info, t.key).Scan(&info.AccessExpiresAt, &rotated, &scope, &failedAt, &f.Code, &f.Error)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Info{}, nil
 	}
@@ -121,5 +155,12 @@ func (t *Store) Info(ctx context.Context) (Info, error) {
 		return Info{}, fmt.Errorf("reading the stored OAuth credential: %w", err)
 	}
 	info.Stored, info.RotatedAt = true, &rotated
+	if scope != nil {
+		info.Scope = *scope
+	}
+	if failedAt != nil {
+		f.At = *failedAt
+		info.RefreshFailure = &f
+	}
 	return info, nil
 }

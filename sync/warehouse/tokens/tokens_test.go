@@ -11,9 +11,11 @@ import (
 	"github.com/usersync/usersync/sync/warehouse/internal/golden"
 )
 
-// TestTokenStoreGrant: SaveGrant keeps the refresh token, access token and
-// expiry; Info reports the expiry and when the refresh token last changed
-// (not when only the access token did), and nothing for another credential.
+// TestTokenStoreGrant: SaveGrant keeps the refresh token, access token,
+// expiry and scope; Info reports the expiry, the scope, when the refresh
+// token last changed (not when only the access token did) and the last
+// refresh failure until a grant is saved again, and nothing for another
+// credential.
 func TestTokenStoreGrant(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -33,7 +35,7 @@ func TestTokenStoreGrant(t *testing.T) {
 		t.Fatalf("empty store: %+v %v", info, err)
 	}
 	exp := time.Now().Add(time.Hour).Truncate(time.Microsecond)
-	if err := ts.SaveGrant(ctx, "rt-1", "at-1", exp); err != nil {
+	if err := ts.SaveGrant(ctx, "rt-1", "at-1", exp, "users.read teams.read"); err != nil {
 		t.Fatal(err)
 	}
 	info, err := ts.Info(ctx)
@@ -49,26 +51,37 @@ func TestTokenStoreGrant(t *testing.T) {
 	}
 	// A refresh that did not rotate: the expiry moves, the rotation time not.
 	exp2 := exp.Add(time.Hour)
-	if err := ts.SaveGrant(ctx, "rt-1", "at-2", exp2); err != nil {
+	if err := ts.SaveGrant(ctx, "rt-1", "at-2", exp2, ""); err != nil {
 		t.Fatal(err)
 	}
 	info2, _ := ts.Info(ctx)
-	if !info2.RotatedAt.Equal(*info.RotatedAt) || !info2.AccessExpiresAt.Equal(exp2) {
-		t.Errorf("unrotated refresh: %+v, before %+v", info2, info)
+	if !info2.RotatedAt.Equal(*info.RotatedAt) || !info2.AccessExpiresAt.Equal(exp2) || info2.Scope != "users.read teams.read" {
+		t.Errorf("unrotated refresh (no scope said: the stored one stays): %+v, before %+v", info2, info)
+	}
+	// A refusal is kept, with when, until a grant works again.
+	if err := ts.SaveRefreshFailure(ctx, "invalid_grant", "refreshing OAuth token: invalid_grant"); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := ts.Info(ctx); f.RefreshFailure == nil || f.RefreshFailure.Code != "invalid_grant" || time.Since(f.RefreshFailure.At) > time.Minute ||
+		f.RefreshFailure.Error != "refreshing OAuth token: invalid_grant" || !f.Stored {
+		t.Errorf("after a refusal: %+v", f)
 	}
 	// A rotation moves it; an unknown expiry is stored as unknown.
-	if err := ts.SaveGrant(ctx, "rt-2", "at-3", time.Time{}); err != nil {
+	if err := ts.SaveGrant(ctx, "rt-2", "at-3", time.Time{}, "users.read"); err != nil {
 		t.Fatal(err)
 	}
 	info3, _ := ts.Info(ctx)
-	if !info3.RotatedAt.After(*info.RotatedAt) || info3.AccessExpiresAt != nil {
+	if !info3.RotatedAt.After(*info.RotatedAt) || info3.AccessExpiresAt != nil || info3.RefreshFailure != nil || info3.Scope != "users.read" {
 		t.Errorf("rotation: %+v, before %+v", info3, info)
 	}
 	other, err := New(pool, name, "https://api.example.com/oauth/token", "other")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if other, err := other.Info(ctx); err != nil || other.Stored {
+	if err := other.SaveRefreshFailure(ctx, "", "no answer"); err != nil {
+		t.Fatal(err)
+	}
+	if other, err := other.Info(ctx); err != nil || other.Stored || other.RefreshFailure != nil {
 		t.Errorf("another client's credential: %+v %v", other, err)
 	}
 }

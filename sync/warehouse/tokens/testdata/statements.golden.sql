@@ -9,11 +9,17 @@ INSERT INTO "usersync".oauth_tokens (token_key, refresh_token) VALUES ($1, $2)
 ON CONFLICT (token_key) DO UPDATE SET refresh_token = EXCLUDED.refresh_token, updated_at = now();
 
 -- tokens.saveGrant
-INSERT INTO "usersync".oauth_tokens AS o (token_key, refresh_token, access_token, expires_at)
-VALUES ($1, $2, $3, $4)
+INSERT INTO "usersync".oauth_tokens AS o (token_key, refresh_token, access_token, expires_at, scope)
+VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (token_key) DO UPDATE SET refresh_token = EXCLUDED.refresh_token, access_token = EXCLUDED.access_token,
-	expires_at = EXCLUDED.expires_at,
+	expires_at = EXCLUDED.expires_at, scope = coalesce(EXCLUDED.scope, o.scope),
+	refresh_failed_at = NULL, refresh_error_code = NULL, refresh_error = NULL,
 	updated_at = CASE WHEN o.refresh_token = EXCLUDED.refresh_token THEN o.updated_at ELSE now() END;
 
+-- tokens.saveFailure
+UPDATE "usersync".oauth_tokens SET refresh_failed_at = now(), refresh_error_code = $2, refresh_error = $3
+WHERE token_key = $1;
+
 -- tokens.info
-SELECT expires_at, updated_at FROM "usersync".oauth_tokens WHERE token_key = $1;
+SELECT expires_at, updated_at, scope, refresh_failed_at, coalesce(refresh_error_code, ''), coalesce(refresh_error, '')
+FROM "usersync".oauth_tokens WHERE token_key = $1;
