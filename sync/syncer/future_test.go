@@ -42,7 +42,7 @@ func TestFutureUpdatedAt(t *testing.T) {
 			if n := e.count(t, `SELECT count(*) FROM %s.users WHERE id = 900001`); n != 1 {
 				t.Error("the future-dated user was not stored")
 			}
-			wm, err := e.store.Watermark(context.Background())
+			wm, err := e.store.Runs().Watermark(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -231,16 +231,16 @@ func (r *reconciler) execute(ctx context.Context) (ReconcileSummary, error) {
 // resumes its id walk (see scan).
 func (r *reconciler) start(ctx context.Context) error {
 	store := r.s.store
-	prev, err := store.UnfinishedRun(ctx, warehouse.KindReconcile)
+	prev, err := store.Runs().Unfinished(ctx, warehouse.KindReconcile)
 	if err != nil {
 		return err
 	}
 	if prev != nil {
-		if err := store.Abandon(ctx, prev.ID); err != nil {
+		if err := store.Runs().Abandon(ctx, prev.ID); err != nil {
 			return err
 		}
 	}
-	if r.runID, err = store.StartRun(ctx, warehouse.KindReconcile, nil, nil, r.req.JobID); err != nil {
+	if r.runID, err = store.Runs().Start(ctx, warehouse.KindReconcile, nil, nil, r.req.JobID); err != nil {
 		return err
 	}
 	r.sum.RunID = r.runID
@@ -313,10 +313,10 @@ func (r *reconciler) finish(ctx context.Context) (ReconcileSummary, error) {
 		return r.summary(), err
 	}
 	sum := r.summary()
-	if err := r.s.store.TouchRun(ctx, r.runID, r.cp.Progress); err != nil {
+	if err := r.s.store.Runs().Touch(ctx, r.runID, r.cp.Progress); err != nil {
 		return sum, err
 	}
-	if err := r.s.store.FinishRun(ctx, r.runID, sum, nil, false); err != nil {
+	if err := r.s.store.Runs().Finish(ctx, r.runID, sum, nil, false); err != nil {
 		return sum, err
 	}
 	r.log.InfoContext(ctx, "reconcile finished", "scanned", sum.Scanned, "missing", sum.Missing, "stale", sum.Stale,

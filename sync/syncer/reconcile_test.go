@@ -59,7 +59,7 @@ func TestReconcileFindsSkippedUsers(t *testing.T) {
 	if len(missing) == 0 {
 		t.Fatal("the full sync skipped no user: the scenario does not exercise reconcile")
 	}
-	watermark, err := e.store.Watermark(context.Background())
+	watermark, err := e.store.Runs().Watermark(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestReconcileFindsSkippedUsers(t *testing.T) {
 		t.Errorf("summary: %+v", sum)
 	}
 	e.assertMirrors(t)
-	if after, _ := e.store.Watermark(context.Background()); !after.Equal(watermark) {
+	if after, _ := e.store.Runs().Watermark(context.Background()); !after.Equal(watermark) {
 		t.Errorf("reconcile moved the watermark from %v to %v", watermark, after)
 	}
 	again := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})

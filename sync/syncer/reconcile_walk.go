@@ -127,7 +127,7 @@ func (r *reconciler) scanPages(ctx context.Context, work *reconcile.Reconciliati
 		r.progress(len(page.Data))
 		if r.sum.ScanPages%heartbeatEvery == 0 {
 			r.fillRequestCounters()
-			if err := r.s.store.TouchRun(ctx, r.runID, r.cp.Progress); err != nil {
+			if err := r.s.store.Runs().Touch(ctx, r.runID, r.cp.Progress); err != nil {
 				return err
 			}
 		}

@@ -69,10 +69,10 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		r.membership = &m
 	}
 	sum := r.summary()
-	if err := r.s.store.FinishRun(ctx, r.runID, sum, r.canWrite, r.advancesWatermark()); err != nil {
+	if err := r.s.store.Runs().Finish(ctx, r.runID, sum, r.canWrite, r.advancesWatermark()); err != nil {
 		return sum, err
 	}
-	if wm, err := r.s.store.Watermark(ctx); err == nil && !wm.IsZero() {
+	if wm, err := r.s.store.Runs().Watermark(ctx); err == nil && !wm.IsZero() {
 		sum.Watermark = &wm
 	}
 	// Fresh statistics before anything (a snapshot, an analyst) plans a
@@ -100,7 +100,7 @@ func (r *run) advancesWatermark() bool {
 // new one with its range.
 func (r *run) plan(ctx context.Context) error {
 	store := r.s.store
-	wm, err := store.Watermark(ctx)
+	wm, err := store.Runs().Watermark(ctx)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (r *run) plan(ctx context.Context) error {
 		return err
 	}
 	if prev != nil && r.sameRange(prev) {
-		if err := store.Reopen(ctx, prev.ID, r.req.JobID); err != nil {
+		if err := store.Runs().Reopen(ctx, prev.ID, r.req.JobID); err != nil {
 			return err
 		}
 		r.req.Kind = prev.Kind
@@ -123,7 +123,7 @@ func (r *run) plan(ctx context.Context) error {
 		return nil
 	}
 	if prev != nil {
-		if err := store.Abandon(ctx, prev.ID); err != nil {
+		if err := store.Runs().Abandon(ctx, prev.ID); err != nil {
 			return err
 		}
 	}
@@ -142,7 +142,7 @@ func (r *run) plan(ctx context.Context) error {
 	case warehouse.KindBackfill:
 		r.from, r.until = r.req.Since, r.req.Until
 	}
-	if r.runID, err = store.StartRun(ctx, r.req.Kind, r.from, r.until, r.req.JobID); err != nil {
+	if r.runID, err = store.Runs().Start(ctx, r.req.Kind, r.from, r.until, r.req.JobID); err != nil {
 		return err
 	}
 	r.cp = warehouse.Checkpoint{RunID: r.runID, PolicyID: r.policyID}
@@ -159,9 +159,9 @@ func (r *run) runToResume(ctx context.Context, watermark time.Time) (*warehouse.
 		kinds = append(kinds, warehouse.KindFull)
 	}
 	for _, kind := range kinds {
-		prev, err := r.s.store.UnfinishedRun(ctx, kind)
+		prev, err := r.s.store.Runs().Unfinished(ctx, kind)
 		if err == nil && prev == nil {
-			prev, err = r.s.store.FailedRunToResume(ctx, kind)
+			prev, err = r.s.store.Runs().FailedToResume(ctx, kind)
 		}
 		if err != nil || prev != nil {
 			return prev, err

@@ -203,7 +203,7 @@ func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 // It returns the run's error, marked ErrInterrupted when it was.
 func (s *Syncer) endRun(ctx context.Context, runID int64, err error, p warehouse.Progress) error {
 	err = interrupted(ctx, err)
-	ferr := s.store.EndRun(context.WithoutCancel(ctx), runID, warehouse.RunEnding{End: runEnd(err), Err: err,
+	ferr := s.store.Runs().End(context.WithoutCancel(ctx), runID, warehouse.RunEnding{End: runEnd(err), Err: err,
 		Requests: p, Summary: s.endSummary(err)})
 	return errors.Join(err, ferr)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Run kinds recorded in sync_runs.
@@ -38,21 +39,28 @@ type Run struct {
 	Summary      []byte // the summary JSON of a finished run
 }
 
-// StartRun records a new run and returns its id.
-func (s *Store) StartRun(ctx context.Context, kind string, from, until *time.Time, jobID *int64) (int64, error) {
+// Runs records the runs of one schema in sync_runs: each run's start, its
+// checkpoint's progress, its end, and the watermark incremental syncs read.
+type Runs struct {
+	pool *pgxpool.Pool
+	sql  runSQL
+}
+
+// Start records a new run and returns its id.
+func (r *Runs) Start(ctx context.Context, kind string, from, until *time.Time, jobID *int64) (int64, error) {
 	var id int64
-	err := s.pool.QueryRow(ctx, s.runs.startRun, kind, from, until, jobID).Scan(&id)
+	err := r.pool.QueryRow(ctx, r.sql.startRun, kind, from, until, jobID).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("recording the run: %w", err)
 	}
 	return id, nil
 }
 
-// UnfinishedRun returns the newest run of kind still marked running (its
+// Unfinished returns the newest run of kind still marked running (its
 // process died: the caller holds the sync lock, so no live process owns it),
 // or nil. Older unfinished runs are marked abandoned.
-func (s *Store) UnfinishedRun(ctx context.Context, kind string) (*Run, error) {
-	rows, err := s.pool.Query(ctx, s.runs.unfinishedRuns, kind)
+func (r *Runs) Unfinished(ctx context.Context, kind string) (*Run, error) {
+	rows, err := r.pool.Query(ctx, r.sql.unfinishedRuns, kind)
 	if err != nil {
 		return nil, fmt.Errorf("finding unfinished runs: %w", err)
 	}
@@ -68,7 +76,7 @@ func (s *Store) UnfinishedRun(ctx context.Context, kind string) (*Run, error) {
 		for _, r := range runs[1:] {
 			old = append(old, r.ID)
 		}
-		if _, err := s.pool.Exec(ctx, s.runs.abandonRuns, old); err != nil {
+		if _, err := r.pool.Exec(ctx, r.sql.abandonRuns, old); err != nil {
 			return nil, fmt.Errorf("abandoning old runs: %w", err)
 		}
 	}
@@ -99,33 +107,33 @@ func scanRun(row pgx.CollectableRow) (Run, error) {
 }
 
 // Abandon marks a run abandoned (a resumed or superseded run).
-func (s *Store) Abandon(ctx context.Context, runID int64) error {
-	_, err := s.pool.Exec(ctx, s.runs.abandonRuns, []int64{runID})
+func (r *Runs) Abandon(ctx context.Context, runID int64) error {
+	_, err := r.pool.Exec(ctx, r.sql.abandonRuns, []int64{runID})
 	if err != nil {
 		return fmt.Errorf("abandoning run %d: %w", runID, err)
 	}
 	return nil
 }
 
-// FinishRun marks the run succeeded with its summary and, when advance is
+// Finish marks the run succeeded with its summary and, when advance is
 // set and the run committed any updatedAt, moves the users watermark to the
 // greatest updatedAt committed, never backwards. One transaction: the
 // watermark moves only with the run's success.
-func (s *Store) FinishRun(ctx context.Context, runID int64, summary any, canWrite *bool, advance bool) error {
+func (r *Runs) Finish(ctx context.Context, runID int64, summary any, canWrite *bool, advance bool) error {
 	sum, err := json.Marshal(summary)
 	if err != nil {
 		return fmt.Errorf("encoding the run summary: %w", err)
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		var maxAt *time.Time
-		err := tx.QueryRow(ctx, s.runs.finishRun, runID, sum, canWrite).Scan(&maxAt)
+		err := tx.QueryRow(ctx, r.sql.finishRun, runID, sum, canWrite).Scan(&maxAt)
 		if err != nil {
 			return fmt.Errorf("finishing run %d: %w", runID, err)
 		}
 		if !advance || maxAt == nil {
 			return nil
 		}
-		_, err = tx.Exec(ctx, s.runs.advanceWatermark, UsersStream, *maxAt, runID)
+		_, err = tx.Exec(ctx, r.sql.advanceWatermark, UsersStream, *maxAt, runID)
 		if err != nil {
 			return fmt.Errorf("advancing the watermark: %w", err)
 		}
@@ -160,12 +168,12 @@ type RunEnding struct {
 	Summary json.RawMessage
 }
 
-// EndRun marks the run failed, paused or interrupted with its error, cleaned
+// End marks the run failed, paused or interrupted with its error, cleaned
 // by CleanText (the error may quote a hostile server, and a NUL alone would
 // make the update fail and leave the run marked running), its request
 // counters (never lowered) and e.Summary as its summary. The checkpoint
 // stays, so the next run of its kind resumes from it.
-func (s *Store) EndRun(ctx context.Context, runID int64, e RunEnding) error {
+func (r *Runs) End(ctx context.Context, runID int64, e RunEnding) error {
 	msg := "unknown error"
 	if e.Err != nil {
 		msg = CleanText(e.Err.Error())
@@ -176,18 +184,18 @@ func (s *Store) EndRun(ctx context.Context, runID int64, e RunEnding) error {
 		sum = &v
 	}
 	p := e.Requests
-	_, err := s.pool.Exec(ctx, s.runs.endRun, runID, msg, string(e.End), sum, p.Requests, p.RateLimited, p.Retries)
+	_, err := r.pool.Exec(ctx, r.sql.endRun, runID, msg, string(e.End), sum, p.Requests, p.RateLimited, p.Retries)
 	if err != nil {
 		return fmt.Errorf("recording the end of run %d: %w", runID, err)
 	}
 	return nil
 }
 
-// FailedRunToResume returns the newest failed, paused or interrupted run of kind that
+// FailedToResume returns the newest failed, paused or interrupted run of kind that
 // stopped with a checkpoint and was not followed by a success, or nil: such a
 // run resumes like a crashed one.
-func (s *Store) FailedRunToResume(ctx context.Context, kind string) (*Run, error) {
-	rows, err := s.pool.Query(ctx, s.runs.failedRunToResume, kind)
+func (r *Runs) FailedToResume(ctx context.Context, kind string) (*Run, error) {
+	rows, err := r.pool.Query(ctx, r.sql.failedRunToResume, kind)
 	if err != nil {
 		return nil, fmt.Errorf("finding a failed run to resume: %w", err)
 	}
@@ -199,9 +207,9 @@ func (s *Store) FailedRunToResume(ctx context.Context, kind string) (*Run, error
 }
 
 // Watermark returns the users watermark, or the zero time when none.
-func (s *Store) Watermark(ctx context.Context) (time.Time, error) {
+func (r *Runs) Watermark(ctx context.Context) (time.Time, error) {
 	var w *time.Time
-	err := s.pool.QueryRow(ctx, s.runs.watermark, UsersStream).Scan(&w)
+	err := r.pool.QueryRow(ctx, r.sql.watermark, UsersStream).Scan(&w)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && w == nil) {
 		return time.Time{}, nil
 	}
@@ -214,17 +222,17 @@ func (s *Store) Watermark(ctx context.Context) (time.Time, error) {
 // Reopen marks a failed or unfinished run running again (a resumed run keeps
 // its id, counters and checkpoint). A run resumed by another job takes that
 // job's id.
-func (s *Store) Reopen(ctx context.Context, runID int64, jobID *int64) error {
-	_, err := s.pool.Exec(ctx, s.runs.reopenRun, runID, jobID)
+func (r *Runs) Reopen(ctx context.Context, runID int64, jobID *int64) error {
+	_, err := r.pool.Exec(ctx, r.sql.reopenRun, runID, jobID)
 	if err != nil {
 		return fmt.Errorf("reopening run %d: %w", runID, err)
 	}
 	return nil
 }
 
-// RunOfJob returns the newest run started by the River job id, or nil.
-func (s *Store) RunOfJob(ctx context.Context, jobID int64) (*Run, error) {
-	rows, err := s.pool.Query(ctx, s.runs.runOfJob, jobID)
+// OfJob returns the newest run started by the River job id, or nil.
+func (r *Runs) OfJob(ctx context.Context, jobID int64) (*Run, error) {
+	rows, err := r.pool.Query(ctx, r.sql.runOfJob, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the run of job %d: %w", jobID, err)
 	}
@@ -238,10 +246,10 @@ func (s *Store) RunOfJob(ctx context.Context, jobID int64) (*Run, error) {
 	return &runs[0], nil
 }
 
-// TouchRun records a run's request counters and heartbeat, for a run that
+// Touch records a run's request counters and heartbeat, for a run that
 // works between page commits (a reconcile's scan) and before it finishes.
-func (s *Store) TouchRun(ctx context.Context, runID int64, p Progress) error {
-	_, err := s.pool.Exec(ctx, s.runs.touchRun, runID, p.Requests, p.RateLimited, p.Retries)
+func (r *Runs) Touch(ctx context.Context, runID int64, p Progress) error {
+	_, err := r.pool.Exec(ctx, r.sql.touchRun, runID, p.Requests, p.RateLimited, p.Retries)
 	if err != nil {
 		return fmt.Errorf("recording the progress of run %d: %w", runID, err)
 	}

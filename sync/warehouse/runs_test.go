@@ -51,11 +51,11 @@ func TestFailRunHostileError(t *testing.T) {
 	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	hostile := "fetching page 3: 422: \x1b[31mbad\x1b[0m detail\x00 " + strings.Repeat("A", 5<<20)
-	runID, err := s.StartRun(ctx, warehouse.KindIncremental, nil, nil, nil)
+	runID, err := s.Runs().Start(ctx, warehouse.KindIncremental, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndRun(ctx, runID, warehouse.RunEnding{End: warehouse.RunFailed, Err: errors.New(hostile)}); err != nil {
+	if err := s.Runs().End(ctx, runID, warehouse.RunEnding{End: warehouse.RunFailed, Err: errors.New(hostile)}); err != nil {
 		t.Fatalf("FailRun: %v", err)
 	}
 	var status, stored string
@@ -88,7 +88,7 @@ func TestCheckpointsNoRunResumes(t *testing.T) {
 	ctx := context.Background()
 	start := func(kind string) int64 {
 		t.Helper()
-		id, err := s.StartRun(ctx, kind, nil, nil, nil)
+		id, err := s.Runs().Start(ctx, kind, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,11 +100,11 @@ func TestCheckpointsNoRunResumes(t *testing.T) {
 	}
 	failed, abandoned, other := start(warehouse.KindIncremental), start(warehouse.KindIncremental), start(warehouse.KindFull)
 	for _, id := range []int64{failed, other} {
-		if err := s.EndRun(ctx, id, warehouse.RunEnding{End: warehouse.RunFailed, Err: errors.New("fetching page 2: EOF")}); err != nil {
+		if err := s.Runs().End(ctx, id, warehouse.RunEnding{End: warehouse.RunFailed, Err: errors.New("fetching page 2: EOF")}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Abandon(ctx, abandoned); err != nil {
+	if err := s.Runs().Abandon(ctx, abandoned); err != nil {
 		t.Fatal(err)
 	}
 	kept := func() (n int) {
@@ -118,7 +118,7 @@ func TestCheckpointsNoRunResumes(t *testing.T) {
 		t.Fatalf("%d checkpoints kept after an abandon, want the 2 failed runs'", n)
 	}
 	next := start(warehouse.KindIncremental)
-	if err := s.FinishRun(ctx, next, map[string]int{}, nil, false); err != nil {
+	if err := s.Runs().Finish(ctx, next, map[string]int{}, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	var keptRun int64
@@ -134,39 +134,39 @@ func TestRunsAndWatermark(t *testing.T) {
 	t.Parallel()
 	s := warehousetest.NewStore(t)
 	ctx := context.Background()
-	if w, err := s.Watermark(ctx); err != nil || !w.IsZero() {
+	if w, err := s.Runs().Watermark(ctx); err != nil || !w.IsZero() {
 		t.Fatalf("fresh watermark %v %v", w, err)
 	}
-	id, _ := s.StartRun(ctx, warehouse.KindIncremental, nil, nil, nil)
+	id, _ := s.Runs().Start(ctx, warehouse.KindIncremental, nil, nil, nil)
 	cp := &warehouse.Checkpoint{RunID: id, NextURL: "n"}
 	if _, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(4, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp); err != nil {
 		t.Fatal(err)
 	}
 	// The run dies: the watermark has not moved, the run is resumable.
-	if w, _ := s.Watermark(ctx); !w.IsZero() {
+	if w, _ := s.Runs().Watermark(ctx); !w.IsZero() {
 		t.Error("watermark moved before the run finished")
 	}
-	r, err := s.UnfinishedRun(ctx, warehouse.KindIncremental)
+	r, err := s.Runs().Unfinished(ctx, warehouse.KindIncremental)
 	if err != nil || r == nil || r.ID != id || r.NextURL != "n" || r.Progress.Pages != 1 {
 		t.Fatalf("unfinished run %+v %v", r, err)
 	}
-	if err := s.FinishRun(ctx, id, map[string]int{"pages": 1}, nil, true); err != nil {
+	if err := s.Runs().Finish(ctx, id, map[string]int{"pages": 1}, nil, true); err != nil {
 		t.Fatal(err)
 	}
-	w, _ := s.Watermark(ctx)
+	w, _ := s.Runs().Watermark(ctx)
 	if !w.Equal(time.Date(2024, 1, 4, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("watermark %v", w)
 	}
 	// A later run with older data never moves it back.
-	id2, _ := s.StartRun(ctx, warehouse.KindBackfill, nil, nil, nil)
+	id2, _ := s.Runs().Start(ctx, warehouse.KindBackfill, nil, nil, nil)
 	cp2 := &warehouse.Checkpoint{RunID: id2}
 	if _, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(1, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp2); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishRun(ctx, id2, nil, nil, true); err != nil {
+	if err := s.Runs().Finish(ctx, id2, nil, nil, true); err != nil {
 		t.Fatal(err)
 	}
-	if w2, _ := s.Watermark(ctx); !w2.Equal(w) {
+	if w2, _ := s.Runs().Watermark(ctx); !w2.Equal(w) {
 		t.Errorf("watermark moved back to %v", w2)
 	}
 }

@@ -20,6 +20,6 @@ func TestStatementsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := golden.New("./sync/warehouse")
-	g.Add("runs", s.runs)
+	g.Add("runs", s.runs.sql)
 	g.Check(t, *update)
 }

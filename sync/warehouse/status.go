@@ -60,7 +60,7 @@ type CredentialsRefused struct {
 func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 	st := Status{Schema: s.schema, Drift: map[string]int{}}
 	var err error
-	wm, err := s.Watermark(ctx)
+	wm, err := s.runs.Watermark(ctx)
 	if err != nil {
 		return st, err
 	}
@@ -68,7 +68,7 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 		st.Watermark = &wm
 	}
 	var drift []byte
-	err = s.pool.QueryRow(ctx, s.runs.status).Scan(&st.Quarantined, &st.Users, &drift, &st.CanWrite, &st.FutureUpdatedAt, &st.RateLimit)
+	err = s.pool.QueryRow(ctx, s.runs.sql.status).Scan(&st.Quarantined, &st.Users, &drift, &st.CanWrite, &st.FutureUpdatedAt, &st.RateLimit)
 	if err != nil {
 		return st, fmt.Errorf("reading status: %w", err)
 	}
@@ -80,7 +80,7 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 	if st.CredentialsRefused, err = s.credentialsRefused(ctx); err != nil {
 		return st, err
 	}
-	rows, err := s.pool.Query(ctx, s.runs.lastRuns, lastRuns)
+	rows, err := s.pool.Query(ctx, s.runs.sql.lastRuns, lastRuns)
 	if err != nil {
 		return st, fmt.Errorf("reading runs: %w", err)
 	}
@@ -97,7 +97,7 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 
 func (s *Store) credentialsRefused(ctx context.Context) (*CredentialsRefused, error) {
 	var c CredentialsRefused
-	err := s.pool.QueryRow(ctx, s.runs.credentialsRefused).Scan(&c.RunID, &c.Kind, &c.At, &c.StatusCode, &c.Code, &c.Error)
+	err := s.pool.QueryRow(ctx, s.runs.sql.credentialsRefused).Scan(&c.RunID, &c.Kind, &c.At, &c.StatusCode, &c.Code, &c.Error)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -11,7 +11,7 @@ type Store struct {
 	pool   *pgxpool.Pool
 	schema string
 	q      string // the quoted schema name, for statements
-	runs   runSQL
+	runs   Runs
 }
 
 // NewStore returns a Store for the warehouse in schemaName.
@@ -21,9 +21,10 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	}
 	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName)}
 	var err error
-	if s.runs, err = newRunSQL(schemaName); err != nil {
+	if s.runs.sql, err = newRunSQL(schemaName); err != nil {
 		return nil, err
 	}
+	s.runs.pool = pool
 	return s, nil
 }
 
@@ -32,3 +33,6 @@ func (s *Store) Schema() string { return s.schema }
 
 // Pool returns the store's pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Runs is the run bookkeeping of the Store's schema (sync_runs).
+func (s *Store) Runs() *Runs { return &s.runs }

@@ -123,7 +123,7 @@ func waitForJob(ctx context.Context, e *env, store *warehouse.Store, rc jobGette
 		if err != nil {
 			return fmt.Errorf("reading job %d: %w", id, err)
 		}
-		run, err := store.RunOfJob(ctx, id)
+		run, err := store.Runs().OfJob(ctx, id)
 		if err != nil {
 			return err
 		}

@@ -61,7 +61,7 @@ func TestDimensionLoadPages(t *testing.T) {
 	t.Parallel()
 	s := warehousetest.NewStore(t)
 	ctx := context.Background()
-	runID, err := s.StartRun(ctx, warehouse.KindFull, nil, nil, nil)
+	runID, err := s.Runs().Start(ctx, warehouse.KindFull, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

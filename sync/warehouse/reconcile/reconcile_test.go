@@ -50,7 +50,7 @@ func seedReconcile(t *testing.T) (*warehouse.Store, int64) {
 	if _, err := s.Pool().Exec(ctx, fmt.Sprintf(`UPDATE %q.users SET deleted_at = now() WHERE id = 5`, s.Schema())); err != nil {
 		t.Fatal(err)
 	}
-	runID, err := s.StartRun(ctx, warehouse.KindReconcile, nil, nil, nil)
+	runID, err := s.Runs().Start(ctx, warehouse.KindReconcile, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

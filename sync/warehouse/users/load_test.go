@@ -19,7 +19,7 @@ func TestLoadUsers(t *testing.T) {
 	t.Parallel()
 	s := warehousetest.NewStore(t)
 	ctx := context.Background()
-	runID, err := s.StartRun(ctx, warehouse.KindFull, nil, nil, nil)
+	runID, err := s.Runs().Start(ctx, warehouse.KindFull, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestUsersLoad(t *testing.T) {
 	t.Parallel()
 	s := warehousetest.NewStore(t)
 	ctx := context.Background()
-	runID, err := s.StartRun(ctx, warehouse.KindFull, nil, nil, nil)
+	runID, err := s.Runs().Start(ctx, warehouse.KindFull, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestUsersLoadStopsAtFailure(t *testing.T) {
 	t.Parallel()
 	s := warehousetest.NewStore(t)
 	ctx := context.Background()
-	runID, err := s.StartRun(ctx, warehouse.KindFull, nil, nil, nil)
+	runID, err := s.Runs().Start(ctx, warehouse.KindFull, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
