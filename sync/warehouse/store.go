@@ -1,6 +1,10 @@
 package warehouse
 
 import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
@@ -36,3 +40,11 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Runs is the run bookkeeping of the Store's schema (sync_runs).
 func (s *Store) Runs() *Runs { return &s.runs }
+
+// DBTX is what the warehouse packages need from a pool, a connection or a
+// transaction.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}

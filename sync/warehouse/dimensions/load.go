@@ -40,7 +40,7 @@ import (
 // small next to the HTTP round trip of its page.
 //
 // A Load is not safe for concurrent use. Close must be called
-// (defer it after BeginDimension); after an error from Page or Finish the
+// (defer it after Begin); after an error from Page or Finish the
 // load can only be closed.
 type Load struct {
 	s      *Store
@@ -81,7 +81,7 @@ func (s *Store) Begin(ctx context.Context, typ string, runID int64) (*Load, erro
 // Page stages one page of the list: rows are its typed resources, bad its
 // quarantined ones, present the id of every resource it returned. Rows whose
 // to-one linkage was not sent are given the values the warehouse holds, as
-// LoadUsers does.
+// the users load does.
 func (d *Load) Page(ctx context.Context, rows []normalize.Row, bad []warehouse.Quarantined, present []int64) error {
 	if d.done || d.conn == nil {
 		return fmt.Errorf("staging %s: the load has failed, finished or been closed", d.t.Res.Table)
