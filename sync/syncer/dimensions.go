@@ -82,7 +82,7 @@ func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, list *j
 	// and users may have joined or left it meanwhile: only its members'
 	// listing says who is in it now (one request or more per such team),
 	// applied with the list.
-	returning, err := load.Returning(ctx)
+	returning, err := load.ReturningTeams(ctx)
 	if err != nil {
 		return warehouse.Counts{}, err
 	}

@@ -19,8 +19,8 @@ const (
 	KindReconcile   = "reconcile"
 )
 
-// UsersStream is the sync_state stream of users.
-const UsersStream = "users"
+// usersStream is the sync_state stream of users.
+const usersStream = "users"
 
 // Run is a row of sync_runs.
 type Run struct {
@@ -133,7 +133,7 @@ func (r *Runs) Finish(ctx context.Context, runID int64, summary any, canWrite *b
 		if !advance || maxAt == nil {
 			return nil
 		}
-		_, err = tx.Exec(ctx, r.sql.advanceWatermark, UsersStream, *maxAt, runID)
+		_, err = tx.Exec(ctx, r.sql.advanceWatermark, usersStream, *maxAt, runID)
 		if err != nil {
 			return fmt.Errorf("advancing the watermark: %w", err)
 		}
@@ -209,7 +209,7 @@ func (r *Runs) FailedToResume(ctx context.Context, kind string) (*Run, error) {
 // Watermark returns the users watermark, or the zero time when none.
 func (r *Runs) Watermark(ctx context.Context) (time.Time, error) {
 	var w *time.Time
-	err := r.pool.QueryRow(ctx, r.sql.watermark, UsersStream).Scan(&w)
+	err := r.pool.QueryRow(ctx, r.sql.watermark, usersStream).Scan(&w)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && w == nil) {
 		return time.Time{}, nil
 	}

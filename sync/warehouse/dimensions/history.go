@@ -68,12 +68,12 @@ func (d *Load) archive(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// Returning returns the ids of the teams marked deleted that the staged
+// ReturningTeams returns the ids of the teams marked deleted that the staged
 // list brings back (none for other dimensions). Their memberships ended
 // with their deletion, and users may have joined or left them meanwhile:
 // the caller lists their members and hands them to Members, so that Finish
 // applies the return and the membership in one transaction.
-func (d *Load) Returning(ctx context.Context) ([]int64, error) {
+func (d *Load) ReturningTeams(ctx context.Context) ([]int64, error) {
 	h := d.s.history[d.typ]
 	if h.returningTeams == "" || d.rows == 0 {
 		return nil, nil

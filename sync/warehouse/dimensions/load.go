@@ -53,7 +53,7 @@ type Load struct {
 	rows   int64 // typed rows staged: the next row's seq
 	bad    int64 // quarantined resources staged: the next one's seq
 	done   bool  // a Page or Finish failed, Finish ran or Close ran: no more pages
-	// members of the teams the list brings back (see Returning)
+	// members of the teams the list brings back (see ReturningTeams)
 	members map[int64][]int64
 }
 
@@ -141,7 +141,7 @@ func (d *Load) Page(ctx context.Context, rows []normalize.Row, bad []warehouse.Q
 
 // Finish applies the staged list in one transaction and returns what it
 // did. An empty list never deletes everything: when no page returned any
-// id while the warehouse has live rows it fails with EmptyListError and
+// id while the warehouse has live rows it fails with emptyListError and
 // changes nothing.
 func (d *Load) Finish(ctx context.Context) (warehouse.Counts, error) {
 	if d.done || d.conn == nil {
@@ -165,7 +165,7 @@ func (d *Load) apply(ctx context.Context) (warehouse.Counts, error) {
 				return fmt.Errorf("counting live %s: %w", t.Res.Table, err)
 			}
 			if live > 0 {
-				return &EmptyListError{Table: t.Res.Table, Live: live}
+				return &emptyListError{Table: t.Res.Table, Live: live}
 			}
 		}
 		if d.rows > 0 {
@@ -261,13 +261,13 @@ func (d *Load) release() {
 	d.conn = nil
 }
 
-// EmptyListError refuses to mark every row of a dimension deleted because
+// emptyListError refuses to mark every row of a dimension deleted because
 // the API returned an empty list: an empty page is not a mass deletion.
-type EmptyListError struct {
+type emptyListError struct {
 	Table string
 	Live  int64
 }
 
-func (e *EmptyListError) Error() string {
+func (e *emptyListError) Error() string {
 	return fmt.Sprintf("the API returned no %s while the warehouse has %d live; refusing to mark them all deleted", e.Table, e.Live)
 }
