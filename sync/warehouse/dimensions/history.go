@@ -92,7 +92,7 @@ func (d *Load) ReturningTeams(ctx context.Context) ([]int64, error) {
 	return ids, nil
 }
 
-// Members sets the members of a returning team (see Returning), which
+// Members sets the members of a returning team (see ReturningTeams), which
 // Finish writes to user_teams as ReplaceTeamMembers does.
 func (d *Load) Members(team int64, members []int64) {
 	if d.members == nil {
