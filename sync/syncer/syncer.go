@@ -18,7 +18,7 @@ import (
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/dimensions"
-	"github.com/usersync/usersync/sync/warehouse/personal"
+	"github.com/usersync/usersync/sync/warehouse/pii"
 	"github.com/usersync/usersync/sync/warehouse/users"
 )
 
@@ -85,7 +85,7 @@ type Syncer struct {
 	// personal is the store's personal-data side under Config.Policy and
 	// dims its dimensions, rendered once (nil, with storesErr, if that
 	// failed: every run fails with it).
-	personal  *personal.Store
+	personal  *pii.Store
 	users     *users.Store
 	dims      *dimensions.Store
 	storesErr error
@@ -286,7 +286,7 @@ func (s *Syncer) lock(ctx context.Context, req Request) (*warehouse.SyncLock, er
 // and personal data for store's schema, once.
 func (s *Syncer) openStores(store *warehouse.Store, policy *normalize.Policy) error {
 	var err error
-	if s.personal, err = personal.New(store, policy); err != nil {
+	if s.personal, err = pii.New(store, policy); err != nil {
 		return err
 	}
 	if s.users, err = users.New(store); err != nil {

@@ -8,7 +8,7 @@
 // The protocols that write the warehouse have packages of their own, each
 // taking a Store for its pool and schema: users (the users load),
 // dimensions (teams, roles, profiles, history, membership), reconcile,
-// personal (personal data) and tokens (the OAuth credential). What they
+// pii (personal data) and tokens (the OAuth credential). What they
 // share of a row's storage is internal/pgrow; the binary COPY encoder is
 // internal/pgcopy.
 //

@@ -18,7 +18,7 @@ import (
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
-	"github.com/usersync/usersync/sync/warehouse/personal"
+	"github.com/usersync/usersync/sync/warehouse/pii"
 )
 
 // TestMigratedColumnsMatchCatalog holds every table and view of the migrated
@@ -428,7 +428,7 @@ func TestCommentColumnsWritesOnlyWhatDiffers(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		pd, err := personal.New(store, p)
+		pd, err := pii.New(store, p)
 		if err != nil {
 			t.Fatal(err)
 		}

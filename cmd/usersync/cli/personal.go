@@ -16,7 +16,7 @@ import (
 
 	"github.com/usersync/usersync/sync/snapshot"
 	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/personal"
+	"github.com/usersync/usersync/sync/warehouse/pii"
 )
 
 func forgetCommand() command {
@@ -57,7 +57,7 @@ them: see docs/operations.md (Personal data).`,
 					return err
 				}
 				defer pool.Close()
-				pd, err := personal.New(store, e.cfg.PII)
+				pd, err := pii.New(store, e.cfg.PII)
 				if err != nil {
 					return err
 				}
@@ -108,7 +108,7 @@ func readUserIDs(path string) ([]int64, error) {
 	return ids, nil
 }
 
-func printErasures(w io.Writer, erased []personal.Erasure) {
+func printErasures(w io.Writer, erased []pii.Erasure) {
 	for _, x := range erased {
 		if !x.Found {
 			fmt.Fprintf(w, "user %d: not in the warehouse; nothing to erase (recorded in erasures)\n", x.UserID)
@@ -166,13 +166,13 @@ policy, which still hold the older values.`,
 }
 
 func piiApply(ctx context.Context, e *env, store *warehouse.Store, batch int) error {
-	pd, err := personal.New(store, e.cfg.PII)
+	pd, err := pii.New(store, e.cfg.PII)
 	if err != nil {
 		return err
 	}
 	fp := e.cfg.PII.Fingerprint()
 	fmt.Fprintf(e.stdout, "applying personal-data policy %s\n", fp)
-	pr, err := pd.Apply(ctx, batch, func(p personal.ApplyProgress) {
+	pr, err := pd.Apply(ctx, batch, func(p pii.ApplyProgress) {
 		if p.Resumed {
 			fmt.Fprintf(e.stdout, "  (resumed a stopped apply) ")
 		}
@@ -231,7 +231,7 @@ func commentPolicyColumns(ctx context.Context, e *env, pool *pgxpool.Pool) error
 	if err != nil {
 		return err
 	}
-	pd, err := personal.New(store, e.cfg.PII)
+	pd, err := pii.New(store, e.cfg.PII)
 	if err != nil {
 		return err
 	}

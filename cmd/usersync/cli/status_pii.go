@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/personal"
+	"github.com/usersync/usersync/sync/warehouse/pii"
 )
 
 // policyStatus is the personal-data policy in force (names and key id,
@@ -19,13 +19,13 @@ type policyStatus struct {
 	Dropped     []string `json:"dropped"`
 	DropUnknown bool     `json:"drop_unknown"`
 	KeyID       string   `json:"key_id,omitempty"`
-	personal.PolicyState
+	pii.PolicyState
 }
 
 func readPolicyStatus(ctx context.Context, e *env, store *warehouse.Store) (policyStatus, error) {
 	p := e.cfg.PII
 	ps := policyStatus{Fingerprint: p.Fingerprint(), Hashed: p.Hashed(), Dropped: p.Dropped(), DropUnknown: p.DropUnknown(), KeyID: p.KeyID()}
-	pd, err := personal.New(store, p)
+	pd, err := pii.New(store, p)
 	if err != nil {
 		return ps, err
 	}

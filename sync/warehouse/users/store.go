@@ -17,7 +17,7 @@ import (
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
-	"github.com/usersync/usersync/sync/warehouse/personal"
+	"github.com/usersync/usersync/sync/warehouse/pii"
 )
 
 //go:embed sql/*.sql
@@ -36,7 +36,7 @@ type Store struct {
 	rehash pgrow.Rehash
 	links  pgrow.Links
 	// under is the personal-data side users are written under (WriteUnder).
-	under atomic.Pointer[personal.Store]
+	under atomic.Pointer[pii.Store]
 	// ddlLockTimeout bounds how long deferTeamIndex waits for user_teams'
 	// exclusive lock.
 	ddlLockTimeout string
@@ -65,4 +65,4 @@ func newStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 // that policy (written under another, before usersync pii apply) is then
 // converted in place, as pii apply would, rather than given a new version.
 // Without it, such a user is rewritten as a new version.
-func (s *Store) WriteUnder(pd *personal.Store) { s.under.Store(pd) }
+func (s *Store) WriteUnder(pd *pii.Store) { s.under.Store(pd) }

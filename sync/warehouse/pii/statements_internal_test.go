@@ -1,4 +1,4 @@
-package personal
+package pii
 
 import (
 	"flag"
@@ -24,7 +24,7 @@ func TestStatementsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := golden.New("./sync/warehouse/personal")
+	g := golden.New("./sync/warehouse/pii")
 	g.Add("personal", q)
 	g.Check(t, *update)
 }

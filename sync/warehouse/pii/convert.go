@@ -1,4 +1,4 @@
-package personal
+package pii
 
 import (
 	"bytes"
