@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/warehouse/internal/golden"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite "+golden.File)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
-	"github.com/usersync/usersync/sync/warehouse/internal/golden"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite "+golden.File)

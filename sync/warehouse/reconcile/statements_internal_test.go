@@ -4,7 +4,7 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/usersync/usersync/sync/warehouse/internal/golden"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite "+golden.File)

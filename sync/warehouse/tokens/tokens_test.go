@@ -8,7 +8,7 @@ import (
 
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/internal/golden"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile/golden"
 )
 
 // TestTokenStoreGrant: SaveGrant keeps the refresh token, access token,
