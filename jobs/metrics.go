@@ -203,8 +203,9 @@ func (c *apiCollector) Collect(ch chan<- prometheus.Metric) {
 
 // JobCount is the number of usersync jobs of a kind in a state.
 type JobCount struct {
-	Kind, State string
-	Count       int64
+	Kind  string `json:"kind"`
+	State string `json:"state"`
+	Count int64  `json:"count"`
 }
 
 // JobCounts counts River's jobs by kind and state. A missing River schema

@@ -54,8 +54,9 @@ const (
 // ReconcileSummary is the outcome of a reconcile, printed by the CLI and
 // stored in sync_runs.summary.
 type ReconcileSummary struct {
-	RunID int64  `json:"run_id"`
-	Kind  string `json:"kind"`
+	Version int    `json:"version"` // SummaryVersion
+	RunID   int64  `json:"run_id"`
+	Kind    string `json:"kind"`
 	// Scanned counts the distinct user ids the API listed; ScanPages the
 	// pages it took. Unreadable counts listed resources without a usable id.
 	Scanned    int64 `json:"scanned"`
@@ -142,7 +143,7 @@ func (s *Syncer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 	}
 
 	r := &reconciler{s: s, req: req, started: s.cfg.Now(), statsBefore: s.client.Stats(), policyID: policyID,
-		sum: ReconcileSummary{Kind: warehouse.KindReconcile}}
+		sum: ReconcileSummary{Version: SummaryVersion, Kind: warehouse.KindReconcile}}
 	sum, err := r.execute(ctx)
 	if err != nil && r.runID != 0 {
 		r.fillRequestCounters()

@@ -9,9 +9,16 @@ import (
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
+// SummaryVersion is the version of the shape of Summary and
+// ReconcileSummary, as usersync sync --json and reconcile --json print them
+// and sync_runs.summary keeps them: it goes up when a key is renamed or
+// removed or changes meaning (docs/operations.md, JSON outputs).
+const SummaryVersion = 1
+
 // Summary is the outcome of a run, printed by `usersync sync` and stored in
 // sync_runs.summary.
 type Summary struct {
+	Version int        `json:"version"` // SummaryVersion
 	RunID   int64      `json:"run_id"`
 	Kind    string     `json:"kind"`
 	Resumed bool       `json:"resumed"`
@@ -60,10 +67,11 @@ func rateLimitOf(rl jsonapi.RateLimit) *RateLimit {
 // (a run that paused on a spent budget keeps what it saw, for status) and
 // the credentials the API refused (status shows them until a run succeeds).
 func (s *Syncer) endSummary(err error) json.RawMessage {
-	var out struct {
+	out := struct {
+		Version   int                 `json:"version"`
 		RateLimit *RateLimit          `json:"rate_limit,omitempty"`
 		Refused   *CredentialsRefused `json:"credentials_refused,omitempty"`
-	}
+	}{Version: SummaryVersion}
 	out.RateLimit = rateLimitOf(s.client.Stats().RateLimit)
 	var ae *jsonapi.AuthError
 	if errors.As(err, &ae) {
@@ -93,7 +101,7 @@ func (r *run) summary() Summary {
 		p.Unknown = map[string]int{}
 	}
 	return Summary{
-		RunID: r.runID, Kind: r.req.Kind, Resumed: r.resumed, From: r.from, Until: r.until,
+		Version: SummaryVersion, RunID: r.runID, Kind: r.req.Kind, Resumed: r.resumed, From: r.from, Until: r.until,
 		Progress: p, Dimensions: r.dims, Membership: r.membership, Duration: r.s.cfg.Now().Sub(r.started),
 		CanWrite: r.canWrite, FutureUpdatedAt: r.future, RateLimit: rateLimitOf(r.s.client.Stats().RateLimit),
 	}

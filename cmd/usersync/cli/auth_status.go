@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,9 +47,7 @@ a token.`,
 						tokens.Info
 						FallbackConfigured bool `json:"refresh_token_in_environment"`
 					}{e.cfg.OAuthClientID, redactQuery(e.cfg.OAuthTokenURL), info, e.cfg.OAuthRefreshToken != ""}
-					enc := json.NewEncoder(e.stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(out)
+					return writeJSON(e.stdout, out)
 				}
 				printAuthStatus(e.stdout, e.cfg, store.Schema(), info, time.Now())
 				return nil

@@ -65,6 +65,10 @@ func commands() []command {
 		authStatusCommand(),
 		forgetCommand(),
 		piiApplyCommand(),
+		checkCommand(),
+		jobsListCommand(),
+		jobsCancelCommand(),
+		jobsRetryCommand(),
 	}
 }
 
@@ -138,21 +142,38 @@ func findCommand(args []string, stdout, stderr io.Writer) (*command, int) {
 			return &c, ExitOK
 		}
 	}
-	if args[0] != "auth" {
+	what, group := commandGroups()[args[0]]
+	if !group {
 		fmt.Fprintf(stderr, "usersync: unknown command %q (run usersync help)\n", args[0])
 		return nil, ExitUsage
 	}
+	var subs []string
+	for _, c := range commands() {
+		if strings.HasPrefix(c.name, args[0]+" ") {
+			subs = append(subs, "usersync "+c.name)
+		}
+	}
 	if len(args) > 1 && (args[1] == "-h" || args[1] == "--help") {
-		fmt.Fprintln(stdout, "usersync auth: authorize usersync with the API's OAuth (run usersync help auth login)")
+		fmt.Fprintf(stdout, "usersync %s: %s (run usersync help %s)\n", args[0], what, strings.TrimPrefix(subs[0], "usersync "))
 		for _, c := range commands() {
-			if strings.HasPrefix(c.name, "auth ") {
+			if strings.HasPrefix(c.name, args[0]+" ") {
 				fmt.Fprintf(stdout, "  usersync %-11s %s\n", c.name, c.summary)
 			}
 		}
 		return nil, ExitOK
 	}
-	fmt.Fprintln(stderr, "usersync auth: give a subcommand: usersync auth login or usersync auth status (run usersync help auth login)")
+	fmt.Fprintf(stderr, "usersync %s: give a subcommand: %s (run usersync help %s)\n", args[0],
+		strings.Join(subs, " or "), strings.TrimPrefix(subs[0], "usersync "))
 	return nil, ExitUsage
+}
+
+// commandGroups are the commands that take a subcommand, and what they do.
+func commandGroups() map[string]string {
+	return map[string]string{
+		"auth": "authorize usersync with the API's OAuth",
+		"jobs": "list, cancel and retry the job queue's jobs",
+		"pii":  "apply the personal-data policy",
+	}
 }
 
 // exitCode is the exit status of a command that failed with err.
@@ -169,9 +190,9 @@ func exitCode(err error) int {
 }
 
 // joinSubcommand turns "auth login ..." into the command "auth login" (and
-// "pii apply ..." into "pii apply").
+// "pii apply ..." into "pii apply", "jobs list ..." into "jobs list").
 func joinSubcommand(args []string) []string {
-	if len(args) > 1 && (args[0] == "auth" || args[0] == "pii") && !strings.HasPrefix(args[1], "-") {
+	if len(args) > 1 && commandGroups()[args[0]] != "" && !strings.HasPrefix(args[1], "-") {
 		return append([]string{args[0] + " " + args[1]}, args[2:]...)
 	}
 	return args

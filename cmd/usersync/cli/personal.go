@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -66,7 +65,9 @@ them: see docs/operations.md (Personal data).`,
 					return err
 				}
 				if *asJSON {
-					return writeJSON(e.stdout, erased)
+					return writeJSON(e.stdout, struct {
+						Erasures []pii.Erasure `json:"erasures"`
+					}{erased})
 				}
 				printErasures(e.stdout, erased)
 				return nil
@@ -118,12 +119,6 @@ func printErasures(w io.Writer, erased []pii.Erasure) {
 			x.UserID, x.VersionsDeleted, x.QuarantineDeleted, x.ColumnsCleared)
 	}
 	fmt.Fprintln(w, "Parquet snapshots written before now keep their copies until retention removes them (docs/operations.md, Personal data).")
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func piiApplyCommand() command {

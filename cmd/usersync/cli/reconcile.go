@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -51,9 +50,7 @@ USERSYNC_RECONCILE_RESUME_WITHIN of the walk's start.`,
 					return err
 				}
 				if *asJSON {
-					enc := json.NewEncoder(e.stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(sum)
+					return writeJSON(e.stdout, sum)
 				}
 				printReconcile(e.stdout, sum)
 				return nil

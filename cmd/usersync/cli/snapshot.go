@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -63,9 +62,7 @@ set aside with a warning, not taken for the newest, and left to remove by hand.`
 					return fmt.Errorf("writing the snapshot: %w", err)
 				}
 				if *asJSON {
-					enc := json.NewEncoder(e.stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(m)
+					return writeJSON(e.stdout, m)
 				}
 				printManifest(e.stdout, dir, m)
 				return nil

@@ -113,9 +113,7 @@ func (r statusReport) writeJSON(w io.Writer) error {
 		lag := time.Since(*r.st.Watermark).Seconds()
 		out.WatermarkLagSeconds = &lag
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return writeJSON(w, out)
 }
 
 func (r statusReport) print(w io.Writer, budget float64) {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -68,9 +67,7 @@ seconds, then exits (exit 1) unless --wait-lock is given. Times are RFC 3339 or 
 					return err
 				}
 				if *asJSON {
-					enc := json.NewEncoder(e.stdout)
-					enc.SetIndent("", "  ")
-					if err := enc.Encode(sum); err != nil {
+					if err := writeJSON(e.stdout, sum); err != nil {
 						return fmt.Errorf("printing the summary: %w", err)
 					}
 				} else {

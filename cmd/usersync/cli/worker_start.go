@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -33,6 +34,7 @@ type workerParts struct {
 	metrics     *jobs.Metrics
 	snapshot    func(context.Context) (jobs.SnapshotOutcome, error)
 	drain       chan struct{}
+	api         *jsonapi.Client // built by start
 }
 
 // newWorkerParts opens the pool (which connects only when used) and builds
@@ -72,6 +74,7 @@ func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandl
 		return nil, err
 	}
 	w.metrics.WatchAPI(api)
+	w.api = api
 	deps := &jobs.Deps{
 		Syncer:              syncer.New(api, w.store, cfg.syncerConfig(e.logger)),
 		Store:               w.store,
@@ -149,25 +152,10 @@ type notReady struct {
 }
 
 // databaseReady returns nil when the database answers and both schemas are
-// migrated, else why not.
+// migrated, else why not: usersync check's first two checks, in its words.
 func databaseReady(ctx context.Context, e *env, store *warehouse.Store, riverSchema string) *notReady {
-	if err := pingPool(ctx, e, store.Pool()); err != nil {
-		return &notReady{err: err, public: "database unreachable",
-			check: "that PostgreSQL runs and accepts connections from this host, and DATABASE_URL's host, port, user and password"}
+	if nr := databaseReachable(ctx, e, store); nr != nil {
+		return nr
 	}
-	const migrate = "that usersync migrate ran (with this version and USERSYNC_SCHEMA) and finished"
-	applied, latest, err := warehouse.MigrationStatus(ctx, store.Pool(), store.Schema())
-	if err != nil {
-		return &notReady{err: err,
-			public: "reading migrations", check: "that DATABASE_URL's user may read schema " + store.Schema()}
-	}
-	if applied < latest {
-		err := fmt.Errorf("schema %s is at migration %d of %d: run usersync migrate first", store.Schema(), applied, latest)
-		return &notReady{err: err, public: err.Error(), check: migrate}
-	}
-	if ok, err := jobs.RiverMigrationsCurrent(ctx, store.Pool(), riverSchema); err != nil || !ok {
-		err := fmt.Errorf("job queue schema %s is not migrated: run usersync migrate first", riverSchema)
-		return &notReady{err: err, public: err.Error(), check: migrate}
-	}
-	return nil
+	return migrationsCurrent(ctx, store, riverSchema)
 }

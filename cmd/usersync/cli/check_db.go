@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// The fixes of the database checks, shared by usersync check and the
+// worker's wait for its database.
+const (
+	fixDatabase   = "check that PostgreSQL runs and accepts connections from this host, and DATABASE_URL's host, port, user and password"
+	fixMigrations = "run usersync migrate (with this version and USERSYNC_SCHEMA) and let it finish"
+)
+
+// databaseReachable returns nil when the database answers, else why not.
+func databaseReachable(ctx context.Context, e *env, store *warehouse.Store) *notReady {
+	if err := pingPool(ctx, e, store.Pool()); err != nil {
+		return &notReady{err: err, public: "database unreachable", check: fixDatabase}
+	}
+	return nil
+}
+
+// migrationsCurrent returns nil when the warehouse schema and the job
+// queue's are migrated to this version, else why not.
+func migrationsCurrent(ctx context.Context, store *warehouse.Store, riverSchema string) *notReady {
+	applied, latest, err := warehouse.MigrationStatus(ctx, store.Pool(), store.Schema())
+	if err != nil {
+		return &notReady{err: err,
+			public: "reading migrations", check: "check that DATABASE_URL's user may read schema " + store.Schema()}
+	}
+	if applied < latest {
+		err := fmt.Errorf("schema %s is at migration %d of %d: run usersync migrate first", store.Schema(), applied, latest)
+		return &notReady{err: err, public: err.Error(), check: fixMigrations}
+	}
+	if ok, err := jobs.RiverMigrationsCurrent(ctx, store.Pool(), riverSchema); err != nil || !ok {
+		err := fmt.Errorf("job queue schema %s is not migrated: run usersync migrate first", riverSchema)
+		return &notReady{err: err, public: err.Error(), check: fixMigrations}
+	}
+	return nil
+}
+
+// checkDatabase is the database and migrations checks, in
+// databaseReachable's and migrationsCurrent's words.
+func (c *checker) checkDatabase(ctx context.Context) {
+	if nr := databaseReachable(ctx, c.e, c.store); nr != nil {
+		c.fail("database", oneLine(nr.err.Error()), nr.check)
+		return
+	}
+	c.pass("database", "answers, as "+redactDSN(c.e.cfg.DatabaseURL))
+	c.dbOK = true
+	if nr := migrationsCurrent(ctx, c.store, jobs.RiverSchema(c.store.Schema())); nr != nil {
+		c.fail("migrations", oneLine(nr.err.Error()), nr.check)
+		return
+	}
+	c.pass("migrations", fmt.Sprintf("schemas %s and %s are current", c.store.Schema(), jobs.RiverSchema(c.store.Schema())))
+	c.migrated = true
+}
+
+// checkReaderRole checks that USERSYNC_READER_ROLE exists and may read every
+// analysts' table, as usersync migrate grants it.
+func (c *checker) checkReaderRole(ctx context.Context) {
+	role := c.e.cfg.ReaderRole
+	if role == "" {
+		c.pass("reader role", "none (USERSYNC_READER_ROLE is empty)")
+		return
+	}
+	if !c.migrated {
+		c.notChecked("reader role", "migrations")
+		return
+	}
+	var exists bool
+	if err := c.store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = $1)`, role).Scan(&exists); err != nil {
+		c.fail("reader role", "reading roles: "+oneLine(err.Error()), fixDatabase)
+		return
+	}
+	if !exists {
+		c.fail("reader role", fmt.Sprintf("role %s (USERSYNC_READER_ROLE) does not exist", role),
+			fmt.Sprintf("create it (CREATE ROLE %s NOLOGIN) and run usersync migrate to grant it read access, or set USERSYNC_READER_ROLE to an existing role (empty for none)", role))
+		return
+	}
+	var tables []string
+	for _, t := range schema.Tables() {
+		if t.Analysts {
+			tables = append(tables, t.Name)
+		}
+	}
+	var missing []string
+	err := c.store.Pool().QueryRow(ctx, `SELECT coalesce(array_agg(t ORDER BY t), '{}') FROM unnest($3::text[]) t
+		WHERE NOT has_table_privilege($1, format('%I.%I', $2::text, t), 'SELECT')
+		   OR NOT has_schema_privilege($1, $2, 'USAGE')`, role, c.store.Schema(), tables).Scan(&missing)
+	if err != nil {
+		c.fail("reader role", "reading its grants: "+oneLine(err.Error()), fixDatabase)
+		return
+	}
+	if len(missing) > 0 {
+		c.fail("reader role", fmt.Sprintf("role %s may not read %s.%s", role, c.store.Schema(), strings.Join(missing, ", ")),
+			"run usersync migrate as a user that may grant on the schema: it grants USERSYNC_READER_ROLE read access")
+		return
+	}
+	c.pass("reader role", fmt.Sprintf("%s may read the %d analysts' tables of %s", role, len(tables), c.store.Schema()))
+}
