@@ -184,3 +184,37 @@ func TestCheckRevokedToken(t *testing.T) {
 		t.Errorf("check with a revoked static token: exit %d\n%s", code, out)
 	}
 }
+
+// TestWorkerLogsTheFirstFailedCheck (#40 point 2): a worker whose
+// deployment's snapshot folder cannot be made (a file holds its name)
+// starts, and logs at start the first check that fails in usersync check's
+// words: the same detail and the same fix.
+func TestWorkerLogsTheFirstFailedCheck(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 64, Users: 5, Knobs: apisim.Knobs{RateLimit: 1000}})
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, c.env["USERSYNC_SCHEMA"]), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := workerEnv(c, map[string]string{"USERSYNC_SNAPSHOT_DIR": root})
+	_, _, got := runCheck(t, env)
+	want := got["snapshots"]
+	if want.OK || want.Fix == "" {
+		t.Fatalf("check passes the snapshot folder under a file: %+v", want)
+	}
+	w := startWorker(t, env)
+	var line struct {
+		Level, Msg, Check, Detail, Fix string
+	}
+	waitFor(t, "the start check's log line", 30*time.Second, func() bool {
+		for _, l := range strings.Split(w.logs.String(), "\n") {
+			if json.Unmarshal([]byte(l), &line) == nil && strings.HasPrefix(line.Msg, "a start check failed") {
+				return true
+			}
+		}
+		return false
+	})
+	if line.Level != "ERROR" || line.Check != "snapshots" || line.Detail != want.Detail || line.Fix != want.Fix {
+		t.Errorf("the worker logs %+v, usersync check says %+v", line, want)
+	}
+}
