@@ -57,6 +57,8 @@ type checkResult struct {
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail"`
 	Fix    string `json:"fix"`
+	// after is the check this one needed, which failed (it was not run).
+	after string
 }
 
 // line is the check's line: "ok database: answers..." or "FAIL token: ...".
@@ -92,7 +94,8 @@ func (c *checker) fail(name, detail, fix string) {
 
 // notChecked fails name for the check it needs, which failed.
 func (c *checker) notChecked(name, needs string) {
-	c.fail(name, "not checked: the "+needs+" check failed", "fix the "+needs+" check first")
+	c.results = append(c.results, checkResult{Name: name, Detail: "not checked: the " + needs + " check failed",
+		Fix: "fix the " + needs + " check first", after: needs})
 }
 
 // run runs every check; withDatabase false takes the database as reached
@@ -167,6 +170,12 @@ func logStartChecks(ctx context.Context, e *env, store *warehouse.Store, api *js
 		return // stopping: a check cut short says nothing
 	}
 	f := failed[0]
+	for _, r := range failed { // the cause, not a check left undone for it
+		if r.after == "" {
+			f = r
+			break
+		}
+	}
 	e.logger.ErrorContext(ctx, "a start check failed (as usersync check)", "check", f.Name, "detail", f.Detail, "fix", f.Fix,
 		"failed", len(failed))
 }

@@ -35,7 +35,8 @@ func (c *checker) checkAPI(ctx context.Context) {
 		}
 		var err error
 		if client, err = newAPIClient(ctx, c.e, c.store); err != nil {
-			c.notChecked("api", "token")
+			c.results = append(c.results, checkResult{Name: "api", Detail: "not checked: no credential to send (see the token check)",
+				Fix: "fix the token check first", after: "token"})
 			c.fail("token", oneLine(err.Error()), authRemedy(c.e.cfg))
 			c.notChecked("budget", "token")
 			return
@@ -57,7 +58,8 @@ func (c *checker) checkAPI(ctx context.Context) {
 		c.fail("token", oneLine(err.Error()), authRemedy(c.e.cfg))
 		c.notChecked("budget", "token")
 	case errors.As(err, &ae): // the token endpoint refused the grant
-		c.fail("api", "not checked: no access token to send (the token endpoint refused the grant)", "fix the token check first")
+		c.results = append(c.results, checkResult{Name: "api", Detail: "not checked: no access token to send (the token endpoint refused the grant)",
+			Fix: "fix the token check first", after: "token"})
 		c.fail("token", oneLine(err.Error()), authRemedy(c.e.cfg))
 		c.notChecked("budget", "token")
 	default:

@@ -218,3 +218,21 @@ func TestWorkerLogsTheFirstFailedCheck(t *testing.T) {
 		t.Errorf("the worker logs %+v, usersync check says %+v", line, want)
 	}
 }
+
+// startCheckFailed is the start of the worker's log line of a failed start
+// check.
+const startCheckFailed = `"msg":"a start check failed (as usersync check)"`
+
+// startCheckSays waits for the worker's start check to log that check
+// failed, with words in its fix.
+func startCheckSays(t *testing.T, w *inProcessWorker, check, words string) {
+	t.Helper()
+	waitFor(t, "the start check's line on "+check, 30*time.Second, func() bool {
+		for _, l := range strings.Split(w.logs.String(), "\n") {
+			if strings.Contains(l, startCheckFailed+`,"check":"`+check+`"`) && strings.Contains(l, words) {
+				return true
+			}
+		}
+		return false
+	})
+}

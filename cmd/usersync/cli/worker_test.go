@@ -294,6 +294,7 @@ func TestJobOutcomes(t *testing.T) {
 			return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'cancelled'
 				AND errors[1]->>'error' LIKE '%401%'`) == 1
 		})
+		startCheckSays(t, w, "token", "check USERSYNC_API_TOKEN")
 		checkRefusedShown(t, c, c.env, w.logs.String(), "check USERSYNC_API_TOKEN", true)
 	})
 	t.Run("revoked OAuth grant cancels", func(t *testing.T) {
@@ -311,6 +312,7 @@ func TestJobOutcomes(t *testing.T) {
 			return a.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'cancelled'
 				AND errors[1]->>'error' LIKE '%invalid_grant%'`) == 1
 		})
+		startCheckSays(t, w, "token", "run usersync auth login")
 		checkRefusedShown(t, a.cliEnv, a.oauth, w.logs.String(), "run usersync auth login", false)
 		code, _, errs := run(t, a.oauth, "sync")
 		if code != ExitFailure || !strings.Contains(errs, "invalid_grant") || !strings.Contains(errs, "run usersync auth login") {
@@ -329,7 +331,7 @@ func checkRefusedShown(t *testing.T, c *cliEnv, env map[string]string, logs, rem
 	t.Helper()
 	var errorLines []string
 	for _, l := range strings.Split(logs, "\n") {
-		if strings.Contains(l, `"level":"ERROR"`) {
+		if strings.Contains(l, `"level":"ERROR"`) && !strings.Contains(l, startCheckFailed) { // the start check's: see startCheckSays
 			errorLines = append(errorLines, l)
 		}
 	}
