@@ -133,7 +133,7 @@ func TestCheckPassesAndFindsBrokenParts(t *testing.T) {
 func TestCheckDatabaseDown(t *testing.T) {
 	t.Parallel()
 	c := newCLIEnv(t, apisim.Options{Seed: 62, Users: 5, Knobs: apisim.Knobs{RateLimit: 100}})
-	env := mergeEnv(c.env, map[string]string{"DATABASE_URL": "postgres://usersync@" + closedPort(t) + "/nothing?sslmode=disable&connect_timeout=5",
+	env := mergeEnv(c.env, map[string]string{"DATABASE_URL": "postgres://usersync:db-s3cret-pw@" + closedPort(t) + "/nothing?sslmode=disable&connect_timeout=5",
 		"USERSYNC_READER_ROLE": "usersync_reader", "USERSYNC_SNAPSHOT_DIR": t.TempDir()})
 	code, out, got := runCheck(t, env)
 	if code != ExitFailure {
@@ -143,8 +143,9 @@ func TestCheckDatabaseDown(t *testing.T) {
 	want["database"], want["migrations"], want["reader role"] = false, false, false
 	assertChecks(t, "database down", got, want, map[string][]string{"database": {"connection refused fix: check that PostgreSQL runs"},
 		"migrations": {"not checked: the database check failed"}, "reader role": {"not checked"}})
-	if !strings.HasPrefix(out, "FAIL database: connecting to the database (DATABASE_URL postgres://usersync@127.0.0.1:") {
-		t.Errorf("the first line is not the database's failure:\n%s", out)
+	if !strings.HasPrefix(out, "FAIL database: connecting to the database (DATABASE_URL postgres://usersync:xxxxx@127.0.0.1:") ||
+		strings.Contains(out, "db-s3cret-pw") {
+		t.Errorf("the first line is not the database's failure, or shows the password:\n%s", out)
 	}
 }
 
@@ -173,6 +174,9 @@ func TestCheckRevokedToken(t *testing.T) {
 		"api": {"not checked"}, "budget": {"not checked"}})
 	if code != ExitFailure {
 		t.Errorf("check with a revoked grant: exit %d\n%s", code, out)
+	}
+	if strings.Contains(out, "auth-test-secret") || strings.Contains(out, accessToken(t, a.cliEnv)) {
+		t.Errorf("check shows a secret:\n%s", out)
 	}
 
 	static := mergeEnv(a.cliEnv.env, map[string]string{"USERSYNC_SNAPSHOT_DIR": "off"})
