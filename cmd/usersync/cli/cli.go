@@ -162,8 +162,12 @@ func findCommand(args []string, stdout, stderr io.Writer) (*command, int) {
 		}
 		return nil, ExitOK
 	}
+	either := subs[len(subs)-1]
+	if len(subs) > 1 {
+		either = strings.Join(subs[:len(subs)-1], ", ") + " or " + either
+	}
 	fmt.Fprintf(stderr, "usersync %s: give a subcommand: %s (run usersync help %s)\n", args[0],
-		strings.Join(subs, " or "), strings.TrimPrefix(subs[0], "usersync "))
+		either, strings.TrimPrefix(subs[0], "usersync "))
 	return nil, ExitUsage
 }
 
