@@ -83,11 +83,10 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 		}
 		return err
 	}
-	rc, err := w.start(runCtx, e, handler)
+	rc, err := w.startChecked(ctx, runCtx, e, handler)
 	if err != nil {
 		return err
 	}
-	logStartChecks(ctx, e, w.store, w.api)
 	sweeper := &jobs.Sweeper{Pool: w.pool, Store: w.store, RiverSchema: w.riverSchema, OrphanAge: cfg.OrphanAge,
 		Every: min(30*time.Second, cfg.OrphanAge), Logger: e.logger}
 	var swept sync.WaitGroup

@@ -105,6 +105,18 @@ func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandl
 	return rc, nil
 }
 
+// startChecked starts the worker (start, on runCtx) and then runs usersync
+// check's checks it has not done, logging the first that fails; ctx, the
+// worker's, cuts them short when it stops.
+func (w *workerParts) startChecked(ctx, runCtx context.Context, e *env, handler *jobs.HTTPHandler) (*river.Client[pgx.Tx], error) {
+	rc, err := w.start(runCtx, e, handler)
+	if err != nil {
+		return nil, err
+	}
+	logStartChecks(ctx, e, w.store, w.api)
+	return rc, nil
+}
+
 // waitForDatabase returns once the database answers and both schemas are
 // migrated, trying again with a backoff from dbRetryFirst to dbRetryMax, or
 // with ctx's error when the worker is stopped first. Meanwhile handler's
