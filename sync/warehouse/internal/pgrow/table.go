@@ -28,6 +28,7 @@ type Table struct {
 	LiveCount   string
 }
 
+// NewTable builds the statements of res's table in schemaName.
 func NewTable(schemaName string, res schema.Resource) Table {
 	s := schema.QuoteIdentifier(schemaName)
 	t := Table{Res: res, Name: s + "." + schema.QuoteIdentifier(res.Table), Hashed: res.Type == "user",
@@ -85,6 +86,7 @@ SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FR
 	return t
 }
 
+// QuoteAll quotes each name as an identifier.
 func QuoteAll(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
@@ -93,6 +95,7 @@ func QuoteAll(names []string) []string {
 	return out
 }
 
+// PrefixAll joins names, each after prefix, with commas.
 func PrefixAll(prefix string, names []string) string {
 	out := make([]string, len(names))
 	for i, n := range names {
