@@ -15,7 +15,7 @@ import (
 	"strings"
 )
 
-// Later, as the value of a key given to Load, keeps that {{key}} in the
+// Later is the value of a key, given to Load, that keeps its {{key}} in the
 // statements for Fill to replace when they run.
 const Later = "\x00later"
 
