@@ -48,10 +48,10 @@ func (s *Statements) Check(t *testing.T, update bool) {
 	t.Helper()
 	got := s.b.String()
 	if update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
+		if err := os.MkdirAll("testdata", 0o750); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(File, []byte(got), 0o644); err != nil {
+		if err := os.WriteFile(File, []byte(got), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
