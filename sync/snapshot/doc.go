@@ -184,4 +184,13 @@
 //
 // The Go runtime may hold up to twice the live heap before collecting; a
 // process that must stay under a hard limit should set GOMEMLIMIT.
+//
+// # Statements
+//
+// Every statement a snapshot runs is in sql/snapshot.sql, loaded with
+// sync/warehouse/sqlfile once per Writer (statements.go), and in
+// testdata/statements.golden.sql, rendered for schema usersync with each
+// table's SELECT, which TestStatementsGolden keeps true. What cannot be a
+// parameter (a table's columns and name, a chunk's condition, the exported
+// snapshot's id) is filled as the statement is sent.
 package snapshot

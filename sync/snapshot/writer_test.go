@@ -239,7 +239,7 @@ func TestWriteBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, sqlLock, "usersync:snapshot:"+dest.String()+"/"+name); err != nil { // the deployment's folder
+	if _, err := tx.Exec(ctx, w.sql.lock, "usersync:snapshot:"+dest.String()+"/"+name); err != nil { // the deployment's folder
 		t.Fatal(err)
 	}
 	if _, err := w.Write(ctx); !errors.Is(err, ErrBusy) {
