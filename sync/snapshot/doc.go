@@ -68,8 +68,10 @@
 // DuckDB reads them as JSON, Spark as strings, and Go's pqarrow v15 as
 // binary holding the text. Each field's metadata carries the column's
 // meaning (schema.MetaMeaning), and each file's key-value metadata the
-// catalog version, the table, the snapshot's id and start, the watermark and
-// the Arrow schema (ARROW:schema), so Arrow readers get the time zone back.
+// catalog version, the table, the snapshot's id and start, the watermark,
+// each column's meaning again (MetaColumnMeaning, for readers that ignore
+// the Arrow schema: DuckDB, Spark) and the Arrow schema (ARROW:schema), so
+// Arrow readers get the time zone back.
 //
 // # Reading
 //

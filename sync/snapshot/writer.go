@@ -23,6 +23,10 @@ const (
 	MetaSnapshotAt = "usersync.snapshot_at" // when the snapshot's transaction started (RFC 3339, UTC)
 	MetaWatermark  = "usersync.watermark"   // the users watermark (RFC 3339, UTC); absent if none yet
 	MetaSchema     = "usersync.schema"      // the warehouse schema that was read
+	// MetaColumnMeaning followed by a column's name holds the column's
+	// meaning: readers that ignore the stored Arrow schema (DuckDB's
+	// parquet_kv_metadata, Spark) find the descriptions only there.
+	MetaColumnMeaning = "usersync.meaning."
 )
 
 // Writer writes Parquet snapshots of a warehouse schema to a Destination.
