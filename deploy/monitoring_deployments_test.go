@@ -54,8 +54,8 @@ func TestPerDeployment(t *testing.T) {
 	t.Parallel()
 	want := []string{"namespace", "job", "schema"}
 	for expr, bad := range map[string][]string{
-		`max(x) > 1 unless on() sum(y) > 0`:                               {"max(", "sum(", "on()"},
-		`sum by (kind) (rate(x[5m]))`:                                     {"sum by (kind) ("},
+		`max(x) > 1 unless on() sum(y) > 0`:                                             {"max(", "sum(", "on()"},
+		`sum by (kind) (rate(x[5m]))`:                                                   {"sum by (kind) ("},
 		`max by (namespace, job, schema, kind) (x) unless on(namespace, job, schema) y`: nil,
 		`absent(x)`: {"absent("},
 		`group by (namespace,job,schema) (max_over_time(x[1d])) or absent_over_time(x[1d])`: nil,
