@@ -412,6 +412,14 @@ func scrapeWorker(t *testing.T) map[string]bool {
 		}
 		<-time.After(200 * time.Millisecond)
 	}
+	// The snapshot job that set the gauge counted itself (written, or
+	// skipped because nothing changed since the last one).
+	if regexp.MustCompile(`(?m)^usersync_snapshots_total\{reason="(unchanged)?",result="(written|skipped)",schema="` + name + `"\} [1-9]`).FindString(body) == "" {
+		t.Errorf("a snapshot succeeded but usersync_snapshots_total counts none:\n%s", grepMetric(body, "usersync_snapshot"))
+	}
+	if regexp.MustCompile(`(?m)^usersync_snapshot_last_bytes\{schema="` + name + `"\} [1-9]`).FindString(body) == "" {
+		t.Errorf("usersync_snapshot_last_bytes is not the size of the snapshot written:\n%s", grepMetric(body, "usersync_snapshot"))
+	}
 	names := map[string]bool{}
 	for _, line := range strings.Split(body, "\n") {
 		if line != "" && !strings.HasPrefix(line, "#") {
@@ -444,4 +452,15 @@ func getMetrics(ctx context.Context, addr string) string {
 		return ""
 	}
 	return string(b)
+}
+
+// grepMetric returns the lines of a /metrics body that start with prefix.
+func grepMetric(body, prefix string) string {
+	var out []string
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
