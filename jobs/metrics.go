@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 
-	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -267,12 +266,11 @@ type JobCount struct {
 // JobCounts counts River's jobs by kind and state. A missing River schema
 // reads as no jobs.
 func JobCounts(ctx context.Context, pool *pgxpool.Pool, riverSchema string) ([]JobCount, error) {
-	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, riverSchema+".river_job").Scan(&exists); err != nil || !exists {
+	q, exists, err := riverTables(ctx, pool, riverSchema)
+	if err != nil || !exists {
 		return nil, err
 	}
-	rows, err := pool.Query(ctx, `SELECT kind, state::text, count(*) FROM `+schema.QuoteIdentifier(riverSchema)+`.river_job
-		WHERE kind LIKE 'usersync\_%' GROUP BY 1, 2 ORDER BY 1, 2`)
+	rows, err := pool.Query(ctx, q.jobCounts)
 	if err != nil {
 		return nil, err
 	}
@@ -309,16 +307,11 @@ func OldestRunningJobs(ctx context.Context, pool *pgxpool.Pool, riverSchema stri
 	for i, k := range kinds {
 		out[i].Kind = k
 	}
-	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, riverSchema+".river_job").Scan(&exists); err != nil {
-		return nil, fmt.Errorf("finding River's job table: %w", err)
+	q, exists, err := riverTables(ctx, pool, riverSchema)
+	if err != nil || !exists {
+		return out, err
 	}
-	if !exists {
-		return out, nil
-	}
-	rows, err := pool.Query(ctx, `SELECT kind, greatest(extract(epoch FROM now() - min(attempted_at)), 0)::float8
-		FROM `+schema.QuoteIdentifier(riverSchema)+`.river_job
-		WHERE state = 'running' AND kind = ANY($1) AND attempted_at IS NOT NULL GROUP BY kind`, kinds)
+	rows, err := pool.Query(ctx, q.oldestRunning, kinds)
 	if err != nil {
 		return nil, fmt.Errorf("reading running jobs: %w", err)
 	}

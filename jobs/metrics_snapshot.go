@@ -85,16 +85,12 @@ type SnapshotJobState struct {
 // reads as no jobs.
 func SnapshotJobs(ctx context.Context, pool *pgxpool.Pool, riverSchema string) (SnapshotJobState, error) {
 	var st SnapshotJobState
-	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, riverSchema+".river_job").Scan(&exists); err != nil {
-		return st, fmt.Errorf("finding River's job table: %w", err)
+	q, exists, err := riverTables(ctx, pool, riverSchema)
+	if err != nil || !exists {
+		return st, err
 	}
-	if !exists {
-		return st, nil
-	}
-	table := pgx.Identifier{riverSchema, "river_job"}.Sanitize()
 	var since *time.Time
-	if err := pool.QueryRow(ctx, `SELECT min(created_at) FROM `+table+` WHERE kind = $1`, KindSnapshot).Scan(&since); err != nil {
+	if err := pool.QueryRow(ctx, q.oldestSnapshotJob, KindSnapshot).Scan(&since); err != nil {
 		return st, fmt.Errorf("reading the oldest snapshot job: %w", err)
 	}
 	if since != nil {
@@ -103,10 +99,7 @@ func SnapshotJobs(ctx context.Context, pool *pgxpool.Pool, riverSchema string) (
 	// A skip because no run had completed left no current snapshot; one
 	// because nothing changed did: the newest snapshot holds what a new one
 	// would.
-	err := pool.QueryRow(ctx, `SELECT finalized_at, coalesce((metadata->'output'->>'bytes')::bigint, 0) FROM `+table+`
-		WHERE kind = $1 AND state = 'completed' AND metadata ? 'output'
-		  AND NOT coalesce((metadata->'output'->>'not_ready')::boolean, false)
-		ORDER BY id DESC LIMIT 1`, KindSnapshot).Scan(&st.LastSuccess, &st.LastBytes)
+	err = pool.QueryRow(ctx, q.lastCurrentSnapshot, KindSnapshot).Scan(&st.LastSuccess, &st.LastBytes)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return st, fmt.Errorf("reading the last snapshot job: %w", err)
 	}

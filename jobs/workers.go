@@ -228,8 +228,11 @@ func LastSnapshot(ctx context.Context, pool *pgxpool.Pool, riverSchema string) (
 	var out SnapshotOutcome
 	var raw []byte
 	var at time.Time
-	err := pool.QueryRow(ctx, `SELECT metadata->'output', finalized_at FROM `+pgx.Identifier{riverSchema, "river_job"}.Sanitize()+`
-		WHERE kind = $1 AND state = 'completed' AND metadata ? 'output' ORDER BY id DESC LIMIT 1`, KindSnapshot).Scan(&raw, &at)
+	q, err := newStatements(riverSchema)
+	if err != nil {
+		return out, at, err
+	}
+	err = pool.QueryRow(ctx, q.lastSnapshot, KindSnapshot).Scan(&raw, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return out, at, nil
 	}
