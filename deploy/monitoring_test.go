@@ -414,10 +414,10 @@ func scrapeWorker(t *testing.T) map[string]bool {
 	}
 	// The snapshot job that set the gauge counted itself (written, or
 	// skipped because nothing changed since the last one).
-	if regexp.MustCompile(`(?m)^usersync_snapshots_total\{reason="(unchanged)?",result="(written|skipped)",schema="` + name + `"\} [1-9]`).FindString(body) == "" {
+	if regexp.MustCompile(`(?m)^usersync_snapshots_total\{reason="(unchanged)?",result="(written|skipped)",schema="`+name+`"\} [1-9]`).FindString(body) == "" {
 		t.Errorf("a snapshot succeeded but usersync_snapshots_total counts none:\n%s", grepMetric(body, "usersync_snapshot"))
 	}
-	if regexp.MustCompile(`(?m)^usersync_snapshot_last_bytes\{schema="` + name + `"\} [1-9]`).FindString(body) == "" {
+	if regexp.MustCompile(`(?m)^usersync_snapshot_last_bytes\{schema="`+name+`"\} [1-9]`).FindString(body) == "" {
 		t.Errorf("usersync_snapshot_last_bytes is not the size of the snapshot written:\n%s", grepMetric(body, "usersync_snapshot"))
 	}
 	names := map[string]bool{}
