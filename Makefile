@@ -38,7 +38,7 @@ build: ## build bin/usersync (static, version-stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/usersync
 
 .PHONY: test
-test: promtool ## go vet and go test (race detector on, then the sync under the usersync_poison tag) against a throwaway PostgreSQL
+test: promtool node ## go vet and go test (race detector on, then the sync under the usersync_poison tag) against a throwaway PostgreSQL
 	@export DATABASE_URL="$$($(PG) up)"; \
 	$(GO) vet ./... && \
 	$(GO) test -race -timeout 40m -count=1 $(RACE_PKGS) && \
@@ -56,24 +56,36 @@ promtool: ## install promtool (Debian's prometheus package) when missing: make t
 	fi
 	@promtool --version 2>&1 | head -1
 
+# Said before a demo's build when there is no binary yet: the first build compiles Go's standard
+# library and every dependency (Arrow's Parquet writer is half of it; docs/benchmarks.md, "The
+# first build"), which took 3 m 42 s on two cores with nothing to say it was not stuck.
+FIRST_BUILD := compiling $(BIN) first: the first build compiles Go's standard library and every dependency, 3 to 4 minutes on two cores (seconds once Go's build cache has them)
+
 .PHONY: demo
-demo: build ## end to end: throwaway PostgreSQL, simulated API, full and incremental sync, example queries
+demo: ## end to end: throwaway PostgreSQL, simulated API, full and incremental sync, example queries
+	@[ -x $(BIN) ] || echo "demo: $(FIRST_BUILD)"
+	@$(MAKE) --no-print-directory build
 	@deploy/dev/demo.sh
 
 .PHONY: demo-worker
-demo-worker: build ## the daemon: a worker syncing a changing simulated API every 10s, with live status
+demo-worker: ## the daemon: a worker syncing a changing simulated API every 10s, with live status
+	@[ -x $(BIN) ] || echo "demo-worker: $(FIRST_BUILD)"
+	@$(MAKE) --no-print-directory build
 	@deploy/dev/demo-worker.sh
 
-.PHONY: bench
-bench: ## measure limits, backfill, incremental, reconcile and snapshot (beside DuckDB) at 10k, 100k and 1M users (BENCH_USERS to change, BENCH_ARGS for more flags)
-	@# DuckDB, the snapshot's yardstick, runs on node: install node and npm from Debian when missing
-	@# (the bench then installs the pinned DuckDB package with npm ci into bench/duckdb/node_modules).
+.PHONY: node
+node: ## install node and npm (Debian's nodejs and npm) when missing: DuckDB runs on them, in make test (the analysts' examples) and make bench
+	@# The DuckDB package itself is pinned in bench/duckdb/package-lock.json; the tests and the bench
+	@# install it with npm ci into bench/duckdb/node_modules on first use.
 	@missing=""; command -v node >/dev/null || missing=" nodejs"; command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-		echo "bench: installing$$missing (apt-get) to run DuckDB"; \
+		echo "node: installing$$missing (apt-get) to run DuckDB"; \
 		$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+
+.PHONY: bench
+bench: node ## measure limits, backfill, incremental, reconcile and snapshot (beside DuckDB) at 10k, 100k and 1M users (BENCH_USERS to change, BENCH_ARGS for more flags)
 	$(GO) run ./bench -users $(BENCH_USERS) $(BENCH_ARGS)
 
 .PHONY: chaos

@@ -63,5 +63,37 @@ func TestDemo(t *testing.T) {
 		if files, err := filepath.Glob(g[1]); err != nil || len(files) == 0 {
 			t.Errorf("the DuckDB hint read_parquet('%s') names no file (%v)", g[1], err)
 		}
+		// One snapshot's folder: a glob over the snapshot folders reads
+		// every snapshot kept, which the README warns against (#40, point 8).
+		if strings.Contains(filepath.Dir(g[1]), "*") {
+			t.Errorf("the DuckDB hint read_parquet('%s') reads every snapshot kept, not one", g[1])
+		}
+	}
+}
+
+// TestDemoSaysItCompiles: with no binary yet, make demo and make demo-worker
+// say that they compile first and how long the first build takes, before it
+// starts (#40, point 9: the first build took 3 m 42 s without a word). GO=false
+// fails the build at once, so nothing else runs.
+func TestDemoSaysItCompiles(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatalf("make is not on PATH: %v", err)
+	}
+	for _, target := range []string{"demo", "demo-worker"} {
+		bin := filepath.Join(t.TempDir(), "usersync")
+		cmd := exec.Command("make", "--no-print-directory", target, "BIN="+bin, "GO=false")
+		cmd.Dir = root
+		// Not the flags and variables of a make test above this one.
+		cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MFLAGS=", "MAKELEVEL=")
+		b, err := cmd.CombinedOutput()
+		out := string(b)
+		if err == nil {
+			t.Fatalf("make %s with GO=false succeeded:\n%s", target, out)
+		}
+		note, build := strings.Index(out, "the first build compiles"), strings.Index(out, "false build")
+		if note < 0 || build < 0 || note > build || !regexp.MustCompile(`\d+ to \d+ minutes`).MatchString(out[:build]) {
+			t.Errorf("make %s does not say, before building, that the first build takes minutes:\n%s", target, out)
+		}
 	}
 }

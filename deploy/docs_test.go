@@ -1,20 +1,12 @@
 package deploy_test
 
 import (
-	"context"
 	"fmt"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/usersync/usersync/cmd/usersync/cli"
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/schema/schematest"
-	"github.com/usersync/usersync/sync/apisim"
 )
 
 // The operator's and analysts' docs, and the README, whose commands are
@@ -138,101 +130,6 @@ func TestAnalystsDoc(t *testing.T) {
 	i, j := strings.Index(doc, schemaBegin+"\n"), strings.Index(doc, "\n"+schemaEnd)
 	if i < 0 || j < i {
 		t.Errorf("docs/analysts.md lacks the lines %q and %q, in that order", schemaBegin, schemaEnd)
-	}
-}
-
-// TestAnalystsSQL runs every PostgreSQL example of docs/analysts.md against a
-// warehouse synced from the simulated API, changed and synced again, so the
-// examples cannot rot. Blocks that start with "-- DuckDB" are for DuckDB.
-func TestAnalystsSQL(t *testing.T) {
-	t.Parallel()
-	var stmts []string
-	for _, b := range codeBlocks(readFile(t, "docs/analysts.md")) {
-		if b.lang != "sql" || strings.HasPrefix(b.text, "-- DuckDB") {
-			continue
-		}
-		for _, s := range strings.Split(b.text, ";") {
-			if strings.TrimSpace(withoutComments(s)) != "" {
-				stmts = append(stmts, s)
-			}
-		}
-	}
-	if len(stmts) < 8 {
-		t.Fatalf("docs/analysts.md: found only %d SQL examples", len(stmts))
-	}
-
-	sim := apisim.New(apisim.Options{Seed: 11, Users: 400})
-	srv := httptest.NewServer(sim)
-	t.Cleanup(srv.Close)
-	pool := schematest.NewPool(t, 4)
-	name := schematest.NewSchemaName(t, pool)
-	env := map[string]string{"DATABASE_URL": schematest.DatabaseURL(t), "USERSYNC_SCHEMA": name, "USERSYNC_READER_ROLE": "",
-		"USERSYNC_API_URL": srv.URL, "USERSYNC_API_TOKEN": "deploy-test-token"}
-	run := func(args ...string) {
-		t.Helper()
-		var stdout, stderr strings.Builder
-		if code := cli.Main(context.Background(), args, environOf(env), &stdout, &stderr); code != cli.ExitOK {
-			t.Fatalf("usersync %s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
-		}
-	}
-	run("migrate")
-	run("sync", "--full")
-	// The warehouse lives through changes, so the history queries have a
-	// past to answer about: the examples' date is replaced by a moment
-	// between the two syncs.
-	ctx := context.Background()
-	var between time.Time
-	if err := pool.QueryRow(ctx, `SELECT now()`).Scan(&between); err != nil {
-		t.Fatal(err)
-	}
-	liveThroughChanges(t, sim)
-	run("sync")
-	run("reconcile")
-
-	for _, stmt := range stmts {
-		stmt = strings.ReplaceAll(stmt, "'2026-10-01T00:00:00Z'", "'"+between.UTC().Format(time.RFC3339Nano)+"'")
-		n := 0
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SET LOCAL search_path = "`+name+`"`); err != nil {
-				return err
-			}
-			rows, err := tx.Query(ctx, stmt)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				n++
-			}
-			return rows.Err()
-		})
-		if err != nil {
-			t.Errorf("docs/analysts.md: query failed: %v\n%s", err, strings.TrimSpace(stmt))
-		}
-		if n == 0 && strings.Contains(stmt, "_versions") && strings.Contains(stmt, between.UTC().Format(time.RFC3339Nano)) {
-			t.Errorf("docs/analysts.md: an as-of query found nothing in a warehouse that has a past:\n%s", strings.TrimSpace(stmt))
-		}
-		t.Logf("%d rows: %s", n, firstLine(withoutComments(stmt)))
-	}
-}
-
-// liveThroughChanges changes users, memberships, teams and roles the ways
-// the history keeps.
-func liveThroughChanges(t *testing.T, sim *apisim.Server) {
-	t.Helper()
-	sim.UpdateUsers(40)
-	m := sim.Memberships()
-	roles := sim.Roles()
-	for _, err := range []error{
-		sim.SetMembership(m[0].UserID, m[0].TeamID, false),
-		sim.RenameTeam(m[1].TeamID, "Renamed team"),
-		sim.RenameRole(roles[2].ID, "Renamed role"),
-		sim.SetRoleParent(roles[3].ID, roles[0].ID),
-		sim.DeleteTeam(m[len(m)-1].TeamID),
-		sim.DeleteUser(m[2].UserID),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

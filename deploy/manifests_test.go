@@ -486,24 +486,70 @@ func TestKubernetesWorker(t *testing.T) {
 	if m := str(get(c, "resources", "limits", "memory")); m == "" || str(get(c, "resources", "requests", "memory")) == "" {
 		t.Errorf("%s: memory request and limit must be set (a sync peaks near 90 MB, a large snapshot near 300 MB)", d)
 	}
-	mounted := map[string]bool{}
+	mounted := map[string]string{} // mount path: volume
 	for _, m := range maps(c["volumeMounts"]) {
-		mounted[str(m["mountPath"])] = true
+		mounted[str(m["mountPath"])] = str(m["name"])
 	}
-	for _, p := range []string{"/tmp", str(settings["USERSYNC_SNAPSHOT_DIR"])} {
-		if !mounted[p] {
-			t.Errorf("%s: nothing is mounted at %s, which the read-only root makes unwritable", d, p)
+	if _, ok := mounted["/tmp"]; !ok {
+		t.Errorf("%s: nothing is mounted at /tmp, which the read-only root makes unwritable", d)
+	}
+	checkSnapshotsShared(t, d, spec, mounted, str(settings["USERSYNC_SNAPSHOT_DIR"]))
+}
+
+// checkSnapshotsShared: the workers' snapshots go where analysts can read
+// them and every replica writes (issue #40, point 7): S3, or a folder on a
+// mounted PersistentVolumeClaim, never a pod's own emptyDir.
+func checkSnapshotsShared(t *testing.T, d yamlDoc, spec map[string]any, mounted map[string]string, dir string) {
+	t.Helper()
+	switch {
+	case dir == "off" || strings.HasPrefix(dir, "s3://"):
+		return
+	case dir == "":
+		t.Errorf("%s: USERSYNC_SNAPSHOT_DIR is not set in the ConfigMap: say where snapshots go (S3 or a shared volume)", d)
+		return
+	}
+	volume, ok := mounted[dir]
+	if !ok {
+		t.Errorf("%s: nothing is mounted at USERSYNC_SNAPSHOT_DIR %s, which the read-only root makes unwritable", d, dir)
+		return
+	}
+	for _, v := range maps(spec["volumes"]) {
+		if str(v["name"]) == volume && get(v, "persistentVolumeClaim", "claimName") == nil {
+			t.Errorf("%s: snapshots go to volume %s, not a PersistentVolumeClaim: each pod's own folder, lost with it and out of analysts' reach", d, volume)
 		}
 	}
 }
 
-// TestKubernetesMigrateJob checks the migration Job.
+// kustomizeImage returns the image kustomization.yaml gives the usersync
+// containers (newName:newTag) and its tag.
+func kustomizeImage(t *testing.T, k kube) (image, tag string) {
+	t.Helper()
+	for _, d := range k.kind("Kustomization") {
+		for _, im := range maps(d.v["images"]) {
+			if str(im["name"]) == "usersync" {
+				return str(im["newName"]) + ":" + str(im["newTag"]), str(im["newTag"])
+			}
+		}
+	}
+	t.Fatal("kustomization.yaml sets no image for usersync")
+	return "", ""
+}
+
+// TestKubernetesMigrateJob checks the migration Job, named per release
+// (issue #40, point 7: under one name, its immutable pod template had to be
+// deleted by hand before each upgrade).
 func TestKubernetesMigrateJob(t *testing.T) {
 	t.Parallel()
 	k := loadKube(t)
-	d, ok := k.find("Job", "usersync-migrate")
-	if !ok {
-		t.Fatal("no Job usersync-migrate")
+	jobs := k.kind("Job")
+	if len(jobs) != 1 {
+		t.Fatalf("want one Job, the migration, found %d", len(jobs))
+	}
+	d := jobs[0]
+	_, tag := kustomizeImage(t, k)
+	if want := "usersync-migrate-" + tag; str(get(d.v, "metadata", "name")) != want {
+		t.Errorf("%s: the migrate Job is named %s, want %s: its name carries the release (kustomization.yaml's newTag), so that applying a new release creates a new Job",
+			d, str(get(d.v, "metadata", "name")), want)
 	}
 	cs := usersyncContainers(podSpec(d))
 	if len(cs) != 1 || !slices.Equal(strs(cs[0]["args"]), []string{"migrate"}) {

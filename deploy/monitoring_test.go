@@ -315,7 +315,9 @@ func TestMonitoringDashboard(t *testing.T) {
 	}
 	for _, want := range []string{"usersync_runs_total", "usersync_rows_total", "usersync_api_requests_total",
 		"usersync_api_rate_limited_total", "usersync_api_ratelimit_remaining", "usersync_watermark_lag_seconds",
-		"usersync_quarantine_unresolved", "usersync_jobs", "usersync_jobs_oldest_running_seconds"} {
+		"usersync_quarantine_unresolved", "usersync_jobs", "usersync_jobs_oldest_running_seconds",
+		"usersync_snapshot_last_success_timestamp_seconds", "usersync_snapshot_last_bytes", "usersync_snapshots_total",
+		"usersync_lock_waits_total"} {
 		if !slices.Contains(queried, want) {
 			t.Errorf("the dashboard shows no %s", want)
 		}
@@ -361,8 +363,9 @@ func TestMonitoringMetricsExported(t *testing.T) {
 }
 
 // scrapeWorker runs `usersync worker` with syncs and reconciles every second
-// until /metrics counts a successful sync and a reconcile, and returns the
-// names of the samples of that scrape.
+// and a snapshot after each sync until /metrics counts a successful sync, a
+// reconcile and a snapshot, and returns the names of the samples of that
+// scrape.
 func scrapeWorker(t *testing.T) map[string]bool {
 	t.Helper()
 	sim := apisim.New(apisim.Options{Seed: 5, Users: 300, Knobs: apisim.Knobs{RateLimit: 100_000}})
@@ -379,7 +382,7 @@ func scrapeWorker(t *testing.T) map[string]bool {
 	env := map[string]string{"DATABASE_URL": schematest.DatabaseURL(t), "USERSYNC_SCHEMA": name, "USERSYNC_READER_ROLE": "",
 		"USERSYNC_API_URL": srv.URL, "USERSYNC_API_TOKEN": "deploy-test-token", "USERSYNC_HTTP_ADDR": addr,
 		"USERSYNC_SYNC_SCHEDULE": "@every 1s", "USERSYNC_RECONCILE_SCHEDULE": "@every 1s", "USERSYNC_SCHEDULE_MIN_INTERVAL": "1s",
-		"USERSYNC_SNAPSHOT_SCHEDULE": "off", "USERSYNC_SNAPSHOT_DIR": "off", "USERSYNC_SHUTDOWN_TIMEOUT": "5s"}
+		"USERSYNC_SNAPSHOT_SCHEDULE": "@hourly", "USERSYNC_SNAPSHOT_DIR": t.TempDir(), "USERSYNC_SHUTDOWN_TIMEOUT": "5s"}
 	var logs lockedBuffer
 	if code := cli.Main(context.Background(), []string{"migrate"}, environOf(env), io.Discard, &logs); code != cli.ExitOK {
 		t.Fatalf("usersync migrate: exit %d: %s", code, logs.String())
@@ -398,14 +401,24 @@ func scrapeWorker(t *testing.T) map[string]bool {
 	var body string
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		body = getMetrics(ctx, addr)
-		if strings.Contains(body, `usersync_runs_total{kind="incremental",status="succeeded"}`) &&
-			strings.Contains(body, `usersync_runs_total{kind="reconcile",`) {
+		// Every series names its deployment: schema="<USERSYNC_SCHEMA>".
+		if strings.Contains(body, `usersync_runs_total{kind="incremental",schema="`+name+`",status="succeeded"}`) &&
+			strings.Contains(body, `usersync_runs_total{kind="reconcile",schema="`+name+`",`) &&
+			strings.Contains(body, `usersync_snapshot_last_success_timestamp_seconds{schema="`+name+`"}`) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no successful sync and reconcile on /metrics after 60s; logs:\n%s", logs.String())
+			t.Fatalf("no successful sync, reconcile and snapshot on /metrics after 60s; logs:\n%s", logs.String())
 		}
 		<-time.After(200 * time.Millisecond)
+	}
+	// The snapshot job that set the gauge counted itself (written, or
+	// skipped because nothing changed since the last one).
+	if regexp.MustCompile(`(?m)^usersync_snapshots_total\{reason="(unchanged)?",result="(written|skipped)",schema="`+name+`"\} [1-9]`).FindString(body) == "" {
+		t.Errorf("a snapshot succeeded but usersync_snapshots_total counts none:\n%s", grepMetric(body, "usersync_snapshot"))
+	}
+	if regexp.MustCompile(`(?m)^usersync_snapshot_last_bytes\{schema="`+name+`"\} [1-9]`).FindString(body) == "" {
+		t.Errorf("usersync_snapshot_last_bytes is not the size of the snapshot written:\n%s", grepMetric(body, "usersync_snapshot"))
 	}
 	names := map[string]bool{}
 	for _, line := range strings.Split(body, "\n") {
@@ -439,4 +452,15 @@ func getMetrics(ctx context.Context, addr string) string {
 		return ""
 	}
 	return string(b)
+}
+
+// grepMetric returns the lines of a /metrics body that start with prefix.
+func grepMetric(body, prefix string) string {
+	var out []string
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -105,10 +105,12 @@ func NewInsertClient(pool *pgxpool.Pool, riverSchema string, logger *slog.Logger
 // every running River client takes part in its leader election, and a leader
 // renews its term every few seconds, so a live term means one runs.
 func WorkerRunning(ctx context.Context, pool *pgxpool.Pool, riverSchema string) (bool, error) {
-	var ok bool
-	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM `+pgx.Identifier{riverSchema, "river_leader"}.Sanitize()+
-		` WHERE expires_at > now())`).Scan(&ok)
+	q, err := newStatements(riverSchema)
 	if err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := pool.QueryRow(ctx, q.workerRunning).Scan(&ok); err != nil {
 		return false, fmt.Errorf("reading the job queue's leader: %w", err)
 	}
 	return ok, nil

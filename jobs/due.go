@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/robfig/cron/v3"
 )
@@ -41,8 +40,10 @@ func (d *due) now(workerNow time.Time) bool {
 	defer cancel()
 	var last *time.Time
 	var dbNow time.Time
-	err := d.pool.QueryRow(ctx, `SELECT max(created_at), now() FROM `+pgx.Identifier{d.riverSchema, "river_job"}.Sanitize()+
-		` WHERE kind = $1`, d.kind).Scan(&last, &dbNow)
+	q, err := newStatements(d.riverSchema)
+	if err == nil {
+		err = d.pool.QueryRow(ctx, q.lastCreated, d.kind).Scan(&last, &dbNow)
+	}
 	if err != nil {
 		d.logger.ErrorContext(ctx, "could not read when a periodic job last ran; not inserting it now: the next tick or worker start decides again",
 			"kind", d.kind, "error", err.Error())

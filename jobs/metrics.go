@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 
-	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -26,42 +25,80 @@ import (
 // fed by Observe after each run; gauges (watermark lag, quarantine size, job
 // counts) and the API client's counters are read when Prometheus scrapes.
 type Metrics struct {
-	reg      *prometheus.Registry
-	own      []prometheus.Collector // usersync's own metrics, as documented in docs/operations.md
-	rows     *prometheus.CounterVec
-	runs     *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	recon    *prometheus.CounterVec
+	reg       *prometheus.Registry
+	labelled  prometheus.Registerer  // reg, adding the schema label to every series
+	own       []prometheus.Collector // usersync's own metrics, as documented in docs/operations.md
+	rows      *prometheus.CounterVec
+	runs      *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	recon     *prometheus.CounterVec
+	lockWaits *prometheus.CounterVec
+	snapshots *prometheus.CounterVec
 }
 
-// NewMetrics registers the metrics. client may be nil (no API counters).
-func NewMetrics(pool *pgxpool.Pool, store *warehouse.Store, riverSchema string, client *jsonapi.Client, logger *slog.Logger) *Metrics {
+// MetricsConfig is what the metrics read.
+type MetricsConfig struct {
+	Pool        *pgxpool.Pool
+	Store       *warehouse.Store
+	Schema      string // USERSYNC_SCHEMA: the schema label of every series, which tells deployments apart
+	RiverSchema string
+	// SnapshotInterval is the longest wait between two snapshots the
+	// schedules promise (ScheduleInterval); 0 when none is scheduled (no
+	// usersync_snapshot_interval_seconds, so the stale alert does not apply).
+	SnapshotInterval time.Duration
+	// Snapshots says whether this worker writes snapshots: only then are the
+	// last snapshot's gauges read.
+	Snapshots bool
+	Client    *jsonapi.Client // nil: no API counters
+	Logger    *slog.Logger
+}
+
+// NewMetrics registers the metrics. Every series carries the label
+// schema=cfg.Schema, set here rather than by the scrape configuration, so that
+// two deployments scraped by one Prometheus never mix, however it is set up.
+func NewMetrics(cfg MetricsConfig) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_rows_total",
 			Help: "Users received by runs, by outcome (inserted, updated, unchanged, quarantined)."}, []string{"kind", "outcome"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_runs_total",
-			Help: "Runs ended, by kind and status (succeeded; interrupted: a shutdown stopped it and the next run resumes it; snoozed: the job waits for a lock or a rate limit and runs again; failed)."}, []string{"kind", "status"}),
+			Help: "Runs ended, by kind and status (succeeded; interrupted: a shutdown stopped it and the next run resumes it; snoozed: a long rate limit paused it and its job runs again; failed). A job that found the sync lock held started no run: usersync_lock_waits_total counts it."}, []string{"kind", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "usersync_run_duration_seconds",
-			Help:    "Duration of runs, by kind.",
+			Help:    "Duration of runs, by kind (not of jobs that found the sync lock held and started no run).",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200}}, []string{"kind"}),
 	}
+	m.labelled = prometheus.WrapRegistererWith(prometheus.Labels{"schema": cfg.Schema}, m.reg)
 	m.recon = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_reconcile_users_total",
 		Help: "Users found by reconciles, by finding (scanned, missing, stale, deleted, undeleted)."}, []string{"finding"})
-	m.own = []prometheus.Collector{m.rows, m.runs, m.duration, m.recon,
-		&stateCollector{pool: pool, store: store, riverSchema: riverSchema, logger: logger}}
-	if client != nil {
-		m.own = append(m.own, &apiCollector{client: client})
+	m.lockWaits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_lock_waits_total",
+		Help: "Jobs that waited for the sync lock, found it still held by another run and snoozed without starting a run, by kind."}, []string{"kind"})
+	m.snapshots = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_snapshots_total",
+		Help: "Snapshot jobs ended, by result (written, skipped, failed) and the reason of a skip (unchanged, not_ready)."}, []string{"result", "reason"})
+	m.own = []prometheus.Collector{m.rows, m.runs, m.duration, m.recon, m.lockWaits, m.snapshots,
+		&stateCollector{pool: cfg.Pool, store: cfg.Store, riverSchema: cfg.RiverSchema, logger: cfg.Logger},
+		&snapshotCollector{pool: cfg.Pool, riverSchema: cfg.RiverSchema, interval: cfg.SnapshotInterval, on: cfg.Snapshots, logger: cfg.Logger}}
+	// Series that exist from the start, at 0, so that increase() sees
+	// the first event and the dashboard a line.
+	for _, kind := range []string{MetricIncremental, MetricBackfill, "reconcile"} {
+		m.lockWaits.WithLabelValues(kind)
 	}
-	m.reg.MustRegister(m.own...)
-	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.Snapshots {
+		for _, rr := range [][2]string{{"written", ""}, {"skipped", "unchanged"}, {"skipped", "not_ready"}, {"failed", ""}} {
+			m.snapshots.WithLabelValues(rr[0], rr[1])
+		}
+	}
+	if cfg.Client != nil {
+		m.own = append(m.own, &apiCollector{client: cfg.Client})
+	}
+	m.labelled.MustRegister(m.own...)
+	m.labelled.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 // WatchAPI adds the API client's counters, for a client made after the
 // metrics (the worker's, once its database answers).
 func (m *Metrics) WatchAPI(client *jsonapi.Client) {
-	m.reg.MustRegister(&apiCollector{client: client})
+	m.labelled.MustRegister(&apiCollector{client: client})
 }
 
 // runStatus is the status label of a run that ended with err: succeeded,
@@ -81,8 +118,24 @@ func runStatus(err error) string {
 	return "failed"
 }
 
+// notStarted says whether a job's run ended before it started: the sync
+// lock was still held by another run when its wait ended. That is a wait,
+// not a run, and counts as one in usersync_lock_waits_total only: as a run it
+// would add a run of the lock wait's length (a fraction of a millisecond for
+// a reconcile, which does not wait) to the durations.
+func (m *Metrics) notStarted(kind string, err error) bool {
+	if !errors.Is(err, warehouse.ErrLocked) {
+		return false
+	}
+	m.lockWaits.WithLabelValues(kind).Inc()
+	return true
+}
+
 // Observe records a finished run.
 func (m *Metrics) Observe(kind string, sum syncer.Summary, err error, d time.Duration) {
+	if m.notStarted(kind, err) {
+		return
+	}
 	m.runs.WithLabelValues(kind, runStatus(err)).Inc()
 	m.duration.WithLabelValues(kind).Observe(d.Seconds())
 	for outcome, n := range map[string]int64{"inserted": sum.Inserted, "updated": sum.Updated, "unchanged": sum.Unchanged, "quarantined": sum.Quarantined} {
@@ -92,6 +145,9 @@ func (m *Metrics) Observe(kind string, sum syncer.Summary, err error, d time.Dur
 
 // ObserveReconcile records a finished reconcile.
 func (m *Metrics) ObserveReconcile(sum syncer.ReconcileSummary, err error, d time.Duration) {
+	if m.notStarted("reconcile", err) {
+		return
+	}
 	m.runs.WithLabelValues("reconcile", runStatus(err)).Inc()
 	m.duration.WithLabelValues("reconcile").Observe(d.Seconds())
 	for finding, n := range map[string]int64{"scanned": sum.Scanned, "missing": sum.Missing, "stale": sum.Stale,
@@ -211,12 +267,11 @@ type JobCount struct {
 // JobCounts counts River's jobs by kind and state. A missing River schema
 // reads as no jobs.
 func JobCounts(ctx context.Context, pool *pgxpool.Pool, riverSchema string) ([]JobCount, error) {
-	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, riverSchema+".river_job").Scan(&exists); err != nil || !exists {
+	q, exists, err := riverTables(ctx, pool, riverSchema)
+	if err != nil || !exists {
 		return nil, err
 	}
-	rows, err := pool.Query(ctx, `SELECT kind, state::text, count(*) FROM `+schema.QuoteIdentifier(riverSchema)+`.river_job
-		WHERE kind LIKE 'usersync\_%' GROUP BY 1, 2 ORDER BY 1, 2`)
+	rows, err := pool.Query(ctx, q.jobCounts)
 	if err != nil {
 		return nil, err
 	}
@@ -253,16 +308,11 @@ func OldestRunningJobs(ctx context.Context, pool *pgxpool.Pool, riverSchema stri
 	for i, k := range kinds {
 		out[i].Kind = k
 	}
-	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, riverSchema+".river_job").Scan(&exists); err != nil {
-		return nil, fmt.Errorf("finding River's job table: %w", err)
+	q, exists, err := riverTables(ctx, pool, riverSchema)
+	if err != nil || !exists {
+		return out, err
 	}
-	if !exists {
-		return out, nil
-	}
-	rows, err := pool.Query(ctx, `SELECT kind, greatest(extract(epoch FROM now() - min(attempted_at)), 0)::float8
-		FROM `+schema.QuoteIdentifier(riverSchema)+`.river_job
-		WHERE state = 'running' AND kind = ANY($1) AND attempted_at IS NOT NULL GROUP BY kind`, kinds)
+	rows, err := pool.Query(ctx, q.oldestRunning, kinds)
 	if err != nil {
 		return nil, fmt.Errorf("reading running jobs: %w", err)
 	}

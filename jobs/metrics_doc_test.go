@@ -21,7 +21,7 @@ func TestMetricsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMetrics(nil, nil, "", client, slog.New(slog.DiscardHandler))
+	m := NewMetrics(MetricsConfig{Schema: "usersync", Client: client, Logger: slog.New(slog.DiscardHandler)})
 	ch := make(chan *prometheus.Desc, 64)
 	for _, c := range m.own {
 		c.Describe(ch)

@@ -11,8 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
-
-	"github.com/usersync/usersync/schema"
 )
 
 // RiverSchema is the schema River's tables live in for a warehouse schema:
@@ -24,7 +22,11 @@ func RiverSchema(warehouseSchema string) string { return warehouseSchema + "_riv
 // River's migrator takes no lock, so callers hold the migration lock
 // (warehouse.WithMigrationLock). It returns the versions applied.
 func MigrateRiver(ctx context.Context, pool *pgxpool.Pool, riverSchema string, logger *slog.Logger) ([]int, error) {
-	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema.QuoteIdentifier(riverSchema)); err != nil {
+	q, err := newStatements(riverSchema)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pool.Exec(ctx, q.createSchema); err != nil {
 		return nil, fmt.Errorf("creating schema %s: %w", riverSchema, err)
 	}
 	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: riverSchema, Logger: logger})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -67,12 +66,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (int64, error) {
 	if err != nil || held {
 		return 0, err
 	}
-	tag, err := s.Pool.Exec(ctx, `UPDATE `+schema.QuoteIdentifier(s.RiverSchema)+`.river_job
-		SET state = 'available', scheduled_at = now(),
-		    errors = errors || jsonb_build_object('at', now(), 'attempt', attempt,
-		        'error', 'the worker running this job stopped without finishing it (no session holds the sync lock); made available again to resume')
-		WHERE state = 'running' AND kind IN ($1, $2, $3) AND attempted_at < now() - make_interval(secs => $4)`,
-		KindSync, KindBackfill, KindReconcile, cmp.Or(s.OrphanAge, orphanAge).Seconds())
+	q, err := newStatements(s.RiverSchema)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := s.Pool.Exec(ctx, q.releaseOrphans, KindSync, KindBackfill, KindReconcile, cmp.Or(s.OrphanAge, orphanAge).Seconds())
 	if err != nil {
 		return 0, fmt.Errorf("releasing orphaned jobs: %w", err)
 	}

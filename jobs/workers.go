@@ -44,6 +44,9 @@ type Deps struct {
 	Observe func(kind string, sum syncer.Summary, err error, d time.Duration)
 	// ObserveReconcile, when set, is told of every finished reconcile.
 	ObserveReconcile func(sum syncer.ReconcileSummary, err error, d time.Duration)
+	// ObserveSnapshot, when set, is told of every snapshot job that ran
+	// the snapshot writer.
+	ObserveSnapshot func(out SnapshotOutcome, err error)
 	// MaxDeleteShare is the reconcile safety valve (0: the default, 5%).
 	MaxDeleteShare float64
 	// ReconcileMembership is syncer.ReconcileRequest.Membership.
@@ -191,6 +194,9 @@ func (w *SnapshotWorker) Work(ctx context.Context, job *river.Job[SnapshotArgs])
 		return err
 	}
 	out, err := w.d.Snapshot(ctx)
+	if w.d.ObserveSnapshot != nil {
+		w.d.ObserveSnapshot(out, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -211,6 +217,9 @@ type SnapshotOutcome struct {
 	// the next run to succeed enqueues a snapshot, whatever
 	// SnapshotAfterSync says.
 	NotReady bool `json:"not_ready,omitempty"`
+	// Bytes is the size of the Parquet files of snapshot ID (the metric
+	// usersync_snapshot_last_bytes).
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 // LastSnapshot returns the outcome of the newest completed snapshot job and
@@ -219,8 +228,11 @@ func LastSnapshot(ctx context.Context, pool *pgxpool.Pool, riverSchema string) (
 	var out SnapshotOutcome
 	var raw []byte
 	var at time.Time
-	err := pool.QueryRow(ctx, `SELECT metadata->'output', finalized_at FROM `+pgx.Identifier{riverSchema, "river_job"}.Sanitize()+`
-		WHERE kind = $1 AND state = 'completed' AND metadata ? 'output' ORDER BY id DESC LIMIT 1`, KindSnapshot).Scan(&raw, &at)
+	q, err := newStatements(riverSchema)
+	if err != nil {
+		return out, at, err
+	}
+	err = pool.QueryRow(ctx, q.lastSnapshot, KindSnapshot).Scan(&raw, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return out, at, nil
 	}

@@ -98,5 +98,10 @@ say "usersync snapshot (Parquet, zstd, one consistent read of every table)"
 rm -rf "$snapshots"
 "$bin" snapshot --out "$snapshots"
 
+# The hint reads the snapshot just written, by its id: a glob over every
+# snapshot folder would read each snapshot kept, complete or not (README).
+id=$(ls "$snapshots/$USERSYNC_SCHEMA/_manifests" | sort | tail -n 1)
+id=${id%.json}
 say "done: explore with  psql \"$DATABASE_URL\"  then  SET search_path = usersync_demo;"
-echo "    or with DuckDB: duckdb -c \"SELECT count(*) FROM read_parquet('$snapshots/$USERSYNC_SCHEMA/users/*/*.parquet')\""
+echo "    or with DuckDB: duckdb -c \"SELECT count(*) FROM read_parquet('$snapshots/$USERSYNC_SCHEMA/users/$id/*.parquet')\""
+echo "    (docs/analysts.md makes a view of each table of the newest snapshot, for its example queries)"

@@ -30,7 +30,11 @@ import (
 // pgRows reads every row of t from PostgreSQL, canonically.
 func pgRows(t testing.TB, pool *pgxpool.Pool, schemaName string, tbl schema.Table) []string {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), selectTable(schemaName, tbl))
+	q, err := newStatements(schemaName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(context.Background(), q.reading(tbl, ""))
 	if err != nil {
 		t.Fatalf("querying %s: %v", tbl.Name, err)
 	}

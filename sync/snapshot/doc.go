@@ -68,8 +68,10 @@
 // DuckDB reads them as JSON, Spark as strings, and Go's pqarrow v15 as
 // binary holding the text. Each field's metadata carries the column's
 // meaning (schema.MetaMeaning), and each file's key-value metadata the
-// catalog version, the table, the snapshot's id and start, the watermark and
-// the Arrow schema (ARROW:schema), so Arrow readers get the time zone back.
+// catalog version, the table, the snapshot's id and start, the watermark,
+// each column's meaning again (MetaColumnMeaning, for readers that ignore
+// the Arrow schema: DuckDB, Spark) and the Arrow schema (ARROW:schema), so
+// Arrow readers get the time zone back.
 //
 // # Reading
 //
@@ -184,4 +186,13 @@
 //
 // The Go runtime may hold up to twice the live heap before collecting; a
 // process that must stay under a hard limit should set GOMEMLIMIT.
+//
+// # Statements
+//
+// Every statement a snapshot runs is in sql/snapshot.sql, loaded with
+// sync/warehouse/sqlfile once per Writer (statements.go), and in
+// testdata/statements.golden.sql, rendered for schema usersync with each
+// table's SELECT, which TestStatementsGolden keeps true. What cannot be a
+// parameter (a table's columns and name, a chunk's condition, the exported
+// snapshot's id) is filled as the statement is sent.
 package snapshot

@@ -151,18 +151,18 @@ func checkDuckDBJSON(ctx context.Context, t *testing.T, db *sql.DB, pool *pgxpoo
 	}
 }
 
-// analystsNewest is docs/analysts.md's query of the newest complete
-// snapshot's files: the statements of its block up to the first count.
+// analystsNewest is docs/analysts.md's block that makes views of the newest
+// complete snapshot: its statements up to the first count.
 func analystsNewest(t *testing.T) []string {
 	t.Helper()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "analysts.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, block, ok := strings.Cut(string(doc), "```sql\n-- DuckDB: the files of each table of deployment usersync's newest complete snapshot\n")
+	_, block, ok := strings.Cut(string(doc), "```sql\n-- DuckDB: deployment usersync's newest complete snapshot, each table a view named after it\n")
 	block, _, _ = strings.Cut(block, "\nSELECT count(*)")
-	if !ok || !strings.Contains(block, "SET VARIABLE users_files") {
-		t.Fatal("docs/analysts.md: the newest snapshot's query is not where this test looks")
+	if !ok || !strings.Contains(block, "CREATE OR REPLACE VIEW users AS") {
+		t.Fatal("docs/analysts.md: the newest snapshot's views are not where this test looks")
 	}
 	var stmts []string
 	for _, s := range strings.Split(block, ";\n") {
@@ -173,9 +173,10 @@ func analystsNewest(t *testing.T) []string {
 	return stmts
 }
 
-// TestDuckDBAnalystsNewestQuery: docs/analysts.md's "newest snapshot" query,
-// run in a snapshot folder that two deployments share, finds the newest of
-// the deployment it names, not the other's newer one (issue #37, defect 2).
+// TestDuckDBAnalystsNewestQuery: docs/analysts.md's views of the newest
+// snapshot, made in a snapshot folder that two deployments share, read the
+// newest of the deployment it names, not the other's newer one (issue #37,
+// defect 2).
 func TestDuckDBAnalystsNewestQuery(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -188,7 +189,7 @@ func TestDuckDBAnalystsNewestQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1) // one session: the temporary table and variables
+	db.SetMaxOpenConns(1) // one session: the variable
 	if _, err := db.ExecContext(ctx, "SET file_search_path = '"+dir+"'"); err != nil {
 		t.Fatal(err)
 	}
@@ -199,15 +200,12 @@ func TestDuckDBAnalystsNewestQuery(t *testing.T) {
 		}
 	}
 	var n int64
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM read_parquet(getvariable('users_files'))").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	var file string
-	if err := db.QueryRowContext(ctx, "SELECT getvariable('users_files')[1]").Scan(&file); err != nil {
+	var id string
+	if err := db.QueryRowContext(ctx, "SELECT count(*), getvariable('snapshot') FROM users").Scan(&n, &id); err != nil {
 		t.Fatal(err)
 	}
 	users, _ := a[1].Table("users")
-	if file != users.Files[0].Path || n != users.Rows {
-		t.Errorf("the query read %d users from %s; want %d from %s", n, file, users.Rows, users.Files[0].Path)
+	if id != a[1].ID || n != users.Rows {
+		t.Errorf("the views read %d users of snapshot %s; want %d of %s", n, id, users.Rows, a[1].ID)
 	}
 }

@@ -123,15 +123,23 @@ func parquetRoot(sch *arrow.Schema, props *parquet.WriterProperties, arrProps pq
 	return pqschema.NewGroupNode(root.Name(), root.RepetitionType(), fields, root.FieldID())
 }
 
-// fileMetadata is the key-value metadata of every file: sch's, and the Arrow
-// schema itself, as pqarrow.WithStoreSchema writes it, so that readers get
+// fileMetadata is the key-value metadata of every file: sch's, each field's
+// meaning (MetaColumnMeaning), and the Arrow schema itself, as
+// pqarrow.WithStoreSchema writes it, so that readers get
 // timestamp[us, tz=UTC] and the field metadata back.
 func fileMetadata(sch *arrow.Schema, mem memory.Allocator) (metadata.KeyValueMetadata, error) {
 	md := sch.Metadata()
-	kv := make(metadata.KeyValueMetadata, 0, md.Len()+1)
+	kv := make(metadata.KeyValueMetadata, 0, md.Len()+sch.NumFields()+1)
 	for i, k := range md.Keys() {
 		if err := kv.Append(k, md.Values()[i]); err != nil {
 			return nil, err
+		}
+	}
+	for _, f := range sch.Fields() {
+		if meaning, ok := f.Metadata.GetValue(schema.MetaMeaning); ok {
+			if err := kv.Append(MetaColumnMeaning+f.Name, meaning); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := kv.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(sch, mem))); err != nil {

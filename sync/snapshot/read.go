@@ -26,10 +26,6 @@ type readers struct {
 	conns []*pgxpool.Conn // of txs[1:]
 }
 
-// sqlExportSnapshot exports the snapshot of the snapshot's transaction, for
-// the other readers to import.
-const sqlExportSnapshot = `SELECT pg_export_snapshot()`
-
 // readerWait is how long Write waits for each additional reader's
 // connection when the pool has none idle; it reads with fewer readers
 // rather than hold its snapshot open waiting.
@@ -42,7 +38,7 @@ const readerWait = 2 * time.Second
 // took longer than running them.
 func (w *Writer) startReaders(ctx context.Context, tx pgx.Tx) (*readers, error) {
 	rs := &readers{txs: []pgx.Tx{tx}}
-	if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
+	if _, err := tx.Exec(ctx, w.sql.jitOff); err != nil {
 		return nil, fmt.Errorf("configuring the snapshot transaction: %w", err)
 	}
 	n := min(w.opts.Readers, int(w.pool.Config().MaxConns)-1)
@@ -50,7 +46,7 @@ func (w *Writer) startReaders(ctx context.Context, tx pgx.Tx) (*readers, error) 
 		return rs, nil
 	}
 	var id string
-	if err := tx.QueryRow(ctx, sqlExportSnapshot).Scan(&id); err != nil {
+	if err := tx.QueryRow(ctx, w.sql.exportSnapshot).Scan(&id); err != nil {
 		return nil, fmt.Errorf("exporting the snapshot: %w", err)
 	}
 	if w.snapshotExported != nil {
@@ -87,9 +83,9 @@ func (w *Writer) startReader(ctx context.Context, id string) (pgx.Tx, *pgxpool.C
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err == nil {
 		// The first statement of the transaction: it takes the snapshot.
-		_, err = tx.Exec(ctx, `SET TRANSACTION SNAPSHOT '`+strings.ReplaceAll(id, "'", "''")+`'`)
+		_, err = tx.Exec(ctx, w.sql.importing(id))
 		if err == nil {
-			_, err = tx.Exec(ctx, `SET LOCAL jit = off`)
+			_, err = tx.Exec(ctx, w.sql.jitOff)
 		}
 		if err != nil {
 			_ = tx.Rollback(context.WithoutCancel(ctx)) // the import's error is the one worth reporting
@@ -113,11 +109,6 @@ func (rs *readers) close(ctx context.Context) {
 	rs.conns, rs.txs = nil, rs.txs[:1]
 }
 
-// sqlRelationStats returns a relation's size in blocks, its stored size
-// (heap and TOAST) and its estimated rows (-1 or 0 when never analyzed).
-const sqlRelationStats = `SELECT pg_relation_size(c.oid) / current_setting('block_size')::bigint, pg_table_size(c.oid), c.reltuples::bigint
-FROM pg_class c WHERE c.oid = $1::regclass`
-
 // chunks returns the WHERE conditions of t's chunks for the readers rs, in
 // order; a single "" reads the whole table in one query. One reader reads
 // every table in one query: chunks would only leave the server idle between
@@ -133,7 +124,7 @@ func (w *Writer) chunks(ctx context.Context, rs *readers, t schema.Table) ([]str
 // planChunks returns the WHERE conditions of t's chunks, in order.
 func (w *Writer) planChunks(ctx context.Context, tx pgx.Tx, t schema.Table) ([]string, error) {
 	stats := func(table string) (blocks, size, rows int64, err error) {
-		err = tx.QueryRow(ctx, sqlRelationStats, pgx.Identifier{w.schema, table}.Sanitize()).Scan(&blocks, &size, &rows)
+		err = tx.QueryRow(ctx, w.sql.relationStats, pgx.Identifier{w.schema, table}.Sanitize()).Scan(&blocks, &size, &rows)
 		if err != nil {
 			err = fmt.Errorf("sizing %s: %w", table, err)
 		}
@@ -159,7 +150,7 @@ func (w *Writer) planChunks(ctx context.Context, tx pgx.Tx, t schema.Table) ([]s
 		return []string{""}, nil
 	}
 	var lo, hi *int64
-	if err := tx.QueryRow(ctx, `SELECT min(id), max(id) FROM `+pgx.Identifier{w.schema, "users"}.Sanitize()).Scan(&lo, &hi); err != nil {
+	if err := tx.QueryRow(ctx, w.sql.idRange).Scan(&lo, &hi); err != nil {
 		return nil, fmt.Errorf("bounding the users' ids: %w", err)
 	}
 	if lo == nil || hi == nil {
@@ -328,11 +319,7 @@ func mergeChunks(ctx context.Context, outs []chan batch, chunks int, write func(
 // most BatchRows rows (or BatchBytes bytes) and sends them on out, the last
 // (or an empty batch, for a chunk without rows) with end set.
 func (w *Writer) readChunk(ctx context.Context, tx pgx.Tx, t schema.Table, bb *batchBuilder, cond string, out chan<- batch) error {
-	query := selectTable(w.schema, t)
-	if cond != "" {
-		query += " WHERE " + cond
-	}
-	rows, err := tx.Query(ctx, query, pgx.QueryExecModeDescribeExec)
+	rows, err := tx.Query(ctx, w.sql.reading(t, cond), pgx.QueryExecModeDescribeExec)
 	if err != nil {
 		return fmt.Errorf("querying: %w", err)
 	}

@@ -27,27 +27,14 @@ type NotReadyError struct {
 // Error says why no snapshot was written.
 func (e *NotReadyError) Error() string { return "no snapshot of an unfinished sync: " + e.Reason }
 
-// sqlSettled reads, in the snapshot's transaction, whether a run that walked
-// every user (a full sync, or an incremental one without a watermark to
-// start from, or an unbounded backfill) has succeeded, and the run that
-// matters now: one still marked running (under way, or its process died and
-// the next run resumes it) or, when none is, the one that ended last.
-// Abandoned runs are left out: a later run took their work over.
-const sqlSettled = `SELECT
-	EXISTS (SELECT 1 FROM %[1]s.sync_runs WHERE status = 'succeeded' AND kind <> 'reconcile'
-		AND range_from IS NULL AND range_until IS NULL),
-	coalesce(r.run_id, 0), coalesce(r.kind, ''), coalesce(r.status, '')
-FROM (SELECT 1) one LEFT JOIN LATERAL (
-	SELECT run_id, kind, status FROM %[1]s.sync_runs WHERE status <> 'abandoned'
-	ORDER BY status = 'running' DESC, finished_at DESC NULLS FIRST, run_id DESC LIMIT 1) r ON true`
-
 // checkSettled returns a NotReadyError unless the transaction sees the
 // warehouse as a completed sync left it: a run walked every user, and the
-// last run to end succeeded with none running since.
-func checkSettled(ctx context.Context, tx pgx.Tx, schemaName string) error {
+// last run to end succeeded with none running since (sql/snapshot.sql's
+// settled, read in the snapshot's transaction).
+func checkSettled(ctx context.Context, tx pgx.Tx, q statements) error {
 	var complete bool
 	var last NotReadyError // the run that matters now; RunID 0 if there is none
-	err := tx.QueryRow(ctx, fmt.Sprintf(sqlSettled, pgx.Identifier{schemaName}.Sanitize())).Scan(&complete, &last.RunID, &last.Kind, &last.Status)
+	err := tx.QueryRow(ctx, q.settled).Scan(&complete, &last.RunID, &last.Kind, &last.Status)
 	if err != nil {
 		return fmt.Errorf("reading the state of the syncs: %w", err)
 	}

@@ -190,6 +190,10 @@ func TestCheckSettled(t *testing.T) {
 	t.Parallel()
 	pool, name := newBareWarehouse(t)
 	ctx := context.Background()
+	q, err := newStatements(name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	type run struct {
 		kind, status string
 		ranged       bool // range_from set: not a walk of every user
@@ -237,7 +241,7 @@ func TestCheckSettled(t *testing.T) {
 			}
 		}
 		err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-			return checkSettled(ctx, tx, name)
+			return checkSettled(ctx, tx, q)
 		})
 		var nr *NotReadyError
 		switch {

@@ -2,34 +2,13 @@ package snapshot
 
 import (
 	"context"
-	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/usersync/usersync/schema"
 )
-
-// selectTable is the query reading every column of t in catalog order, jsonb
-// as its JSON text.
-func selectTable(schemaName string, t schema.Table) string {
-	var b strings.Builder
-	b.WriteString("SELECT ")
-	for i, c := range t.Columns {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(pgx.Identifier{c.Name}.Sanitize())
-		if c.Type == "jsonb" {
-			b.WriteString("::text")
-		}
-	}
-	b.WriteString(" FROM ")
-	b.WriteString(pgx.Identifier{schemaName, t.Name}.Sanitize())
-	return b.String()
-}
 
 // writeTable streams table t, read by rs, into Parquet files of snapshot s.
 // The readers decode rows into Arrow records of at most BatchRows rows (or

@@ -23,6 +23,10 @@ const (
 	MetaSnapshotAt = "usersync.snapshot_at" // when the snapshot's transaction started (RFC 3339, UTC)
 	MetaWatermark  = "usersync.watermark"   // the users watermark (RFC 3339, UTC); absent if none yet
 	MetaSchema     = "usersync.schema"      // the warehouse schema that was read
+	// MetaColumnMeaning followed by a column's name holds the column's
+	// meaning: readers that ignore the stored Arrow schema (DuckDB's
+	// parquet_kv_metadata, Spark) find the descriptions only there.
+	MetaColumnMeaning = "usersync.meaning."
 )
 
 // Writer writes Parquet snapshots of a warehouse schema to a Destination.
@@ -34,6 +38,7 @@ type Writer struct {
 	now    func() time.Time
 	opts   Options
 	tables []schema.Table
+	sql    statements // sql/snapshot.sql
 	mem    memory.Allocator
 	// Tests only: called, when set, once the snapshot is exported (before
 	// the other readers import it), and as a reader starts on a chunk.
@@ -61,6 +66,10 @@ func New(pool *pgxpool.Pool, schemaName string, dest Destination, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
+	q, err := newStatements(schemaName)
+	if err != nil {
+		return nil, err
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -68,7 +77,7 @@ func New(pool *pgxpool.Pool, schemaName string, dest Destination, log *slog.Logg
 		now = time.Now
 	}
 	return &Writer{pool: pool, schema: schemaName, dest: d, log: log, now: now, opts: opts, tables: tables,
-		mem: memory.NewGoAllocator()}, nil
+		sql: q, mem: memory.NewGoAllocator()}, nil
 }
 
 // Options returns the writer's options with the defaults filled in.
@@ -130,13 +139,13 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 	if err := w.lock(ctx, tx); err != nil {
 		return Manifest{}, err
 	}
-	if err := checkSettled(ctx, tx, w.schema); err != nil {
+	if err := checkSettled(ctx, tx, w.sql); err != nil {
 		return Manifest{}, err
 	}
-	if run.watermark, err = readWatermark(ctx, tx, w.schema); err != nil {
+	if run.watermark, err = readWatermark(ctx, tx, w.sql); err != nil {
 		return Manifest{}, err
 	}
-	if run.changes, err = readChanges(ctx, tx, w.schema); err != nil {
+	if run.changes, err = readChanges(ctx, tx, w.sql); err != nil {
 		return Manifest{}, err
 	}
 	existing, err := w.dest.List(ctx, "")
@@ -197,15 +206,12 @@ func (w *Writer) writeTables(ctx context.Context, rs *readers, run *snapshotRun,
 	return m, nil
 }
 
-// sqlLock takes the transaction-scoped advisory lock of a destination.
-const sqlLock = `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))`
-
 // lock makes concurrent Writes to one destination fail fast with ErrBusy:
 // the lock is held by the snapshot transaction until it ends, and taking it
 // is the transaction's first statement, which also fixes its snapshot.
 func (w *Writer) lock(ctx context.Context, tx pgx.Tx) error {
 	var ok bool
-	if err := tx.QueryRow(ctx, sqlLock, "usersync:snapshot:"+w.dest.String()).Scan(&ok); err != nil {
+	if err := tx.QueryRow(ctx, w.sql.lock, "usersync:snapshot:"+w.dest.String()).Scan(&ok); err != nil {
 		return fmt.Errorf("taking the snapshot lock: %w", err)
 	}
 	if !ok {
@@ -224,29 +230,18 @@ func (w *Writer) lock(ctx context.Context, tx pgx.Tx) error {
 // of them with its counters, and the newest migration: equal marks, equal
 // content. (A run still writing its dimensions is counted when it ends: a
 // snapshot skipped meanwhile is written by the next one.)
-func readChanges(ctx context.Context, tx pgx.Tx, schemaName string) (string, error) {
-	q := pgx.Identifier{schemaName}.Sanitize()
+func readChanges(ctx context.Context, tx pgx.Tx, q statements) (string, error) {
 	var runs, newest, counted, migration int64
-	err := tx.QueryRow(ctx, `WITH changed AS (
-		SELECT run_id, inserted + updated + quarantined + deleted + undeleted AS n FROM `+q+`.sync_runs r
-		WHERE inserted + updated + quarantined + deleted + undeleted > 0
-		   OR coalesce((summary->'membership'->>'added')::bigint, 0) + coalesce((summary->'membership'->>'removed')::bigint, 0) > 0
-		   OR EXISTS (SELECT 1 FROM jsonb_each(CASE WHEN jsonb_typeof(summary->'dimensions') = 'object' THEN summary->'dimensions' ELSE '{}' END) d
-		              WHERE coalesce((d.value->>'Inserted')::bigint, 0) + coalesce((d.value->>'Updated')::bigint, 0)
-		                  + coalesce((d.value->>'Deleted')::bigint, 0) + coalesce((d.value->>'Quarantined')::bigint, 0) > 0))
-		SELECT count(*), coalesce(max(run_id), 0), coalesce((SELECT n FROM changed ORDER BY run_id DESC LIMIT 1), 0),
-			(SELECT coalesce(max(version), 0) FROM `+q+`.schema_migrations)
-		FROM changed`).Scan(&runs, &newest, &counted, &migration)
+	err := tx.QueryRow(ctx, q.changes).Scan(&runs, &newest, &counted, &migration)
 	if err != nil {
 		return "", fmt.Errorf("reading the warehouse's changes: %w", err)
 	}
 	return fmt.Sprintf("m%d-r%d-n%d-%d", migration, runs, newest, counted), nil
 }
 
-func readWatermark(ctx context.Context, tx pgx.Tx, schemaName string) (*time.Time, error) {
+func readWatermark(ctx context.Context, tx pgx.Tx, q statements) (*time.Time, error) {
 	var wm *time.Time
-	err := tx.QueryRow(ctx, `SELECT watermark FROM `+pgx.Identifier{schemaName, "sync_state"}.Sanitize()+
-		` WHERE stream = 'users'`).Scan(&wm)
+	err := tx.QueryRow(ctx, q.watermark).Scan(&wm)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

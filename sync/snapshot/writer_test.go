@@ -127,6 +127,10 @@ func checkFile(t *testing.T, tbl schema.Table, f readFile, m Manifest, codec str
 		if got, _ := fl.Metadata.GetValue(schema.MetaMeaning); got != c.Meaning {
 			t.Errorf("%s.%s meaning %q, want %q", tbl.Name, c.Name, got, c.Meaning)
 		}
+		// Readers that skip the stored Arrow schema (DuckDB) read it here (#40, point 8).
+		if got, ok := kvValue(f.kv, MetaColumnMeaning+c.Name); !ok || got != c.Meaning {
+			t.Errorf("%s.%s: file metadata %s%s = %q, want %q", tbl.Name, c.Name, MetaColumnMeaning, c.Name, got, c.Meaning)
+		}
 	}
 	for key, want := range map[string]string{
 		schema.MetaCatalogVersion: strconv.Itoa(schema.Version),
@@ -239,7 +243,7 @@ func TestWriteBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, sqlLock, "usersync:snapshot:"+dest.String()+"/"+name); err != nil { // the deployment's folder
+	if _, err := tx.Exec(ctx, w.sql.lock, "usersync:snapshot:"+dest.String()+"/"+name); err != nil { // the deployment's folder
 		t.Fatal(err)
 	}
 	if _, err := w.Write(ctx); !errors.Is(err, ErrBusy) {

@@ -129,7 +129,7 @@ func (r *reconciler) fetchIDs(ctx context.Context, work *reconcile.Reconciliatio
 	}
 	pages := r.s.client.Collection("users", r.s.fetchQuery(ids))
 	var seen []reconcile.ScannedUser
-	var unreadable int64 // quarantined by LoadUsers; counted as not returned
+	var unreadable int64 // quarantined by the users load; counted as not returned
 	for {
 		page, err := pages.Next(ctx)
 		if err != nil {

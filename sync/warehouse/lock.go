@@ -36,7 +36,7 @@ func (s *Store) Lock(ctx context.Context, wait bool) (*SyncLock, error) {
 	}
 	for {
 		var ok bool
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, s.lockKey()).Scan(&ok); err != nil {
+		if err := conn.QueryRow(ctx, s.locks.tryLock, s.lockKey()).Scan(&ok); err != nil {
 			conn.Release()
 			return nil, fmt.Errorf("taking the sync lock: %w", err)
 		}
@@ -57,7 +57,7 @@ func (s *Store) Lock(ctx context.Context, wait bool) (*SyncLock, error) {
 	return &SyncLock{release: func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, s.lockKey()); err != nil {
+		if _, err := conn.Exec(ctx, s.locks.unlock, s.lockKey()); err != nil {
 			// The session may be gone; closing the connection releases the lock either way.
 			_ = conn.Conn().Close(ctx)
 		}

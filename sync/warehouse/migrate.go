@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
 // migrationLockKey is the advisory lock every migrating process takes, so two
@@ -44,12 +44,16 @@ func WithMigrationLock(ctx context.Context, pool *pgxpool.Pool, fn func(ctx cont
 		return fmt.Errorf("acquiring a connection for the migration lock: %w", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, migrationLockKey); err != nil {
+	q, err := newLockSQL()
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, q.lock, migrationLockKey); err != nil {
 		return fmt.Errorf("taking the migration lock: %w", err)
 	}
 	defer func() {
 		// Unlock on the same connection, or the lock would stay on the pooled session.
-		_, uerr := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, migrationLockKey)
+		_, uerr := conn.Exec(context.WithoutCancel(ctx), q.unlock, migrationLockKey)
 		if uerr != nil && err == nil {
 			err = fmt.Errorf("releasing the migration lock: %w", uerr)
 		}
@@ -67,22 +71,22 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions) (Migr
 	if err != nil {
 		return res, fmt.Errorf("loading migrations: %w", err)
 	}
+	q, err := newMigrateSQL(opts.Schema)
+	if err != nil {
+		return res, err
+	}
 	if opts.ReaderRole != "" {
-		if err := checkReaderRole(ctx, pool, opts.ReaderRole); err != nil {
+		if err := checkReaderRole(ctx, pool, q, opts.ReaderRole); err != nil {
 			return res, err
 		}
 	}
-	s := schema.QuoteIdentifier(opts.Schema)
-	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+s); err != nil {
+	if _, err := pool.Exec(ctx, q.createSchema); err != nil {
 		return res, fmt.Errorf("creating schema %s: %w", opts.Schema, err)
 	}
-	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s+`.schema_migrations (
-		version    integer PRIMARY KEY,
-		name       text NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+	if _, err := pool.Exec(ctx, q.createMigrations); err != nil {
 		return res, fmt.Errorf("creating the migrations table: %w", err)
 	}
-	applied, err := appliedVersions(ctx, pool, opts.Schema)
+	applied, err := appliedVersions(ctx, pool, q)
 	if err != nil {
 		return res, err
 	}
@@ -95,7 +99,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions) (Migr
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO `+s+`.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
+			_, err := tx.Exec(ctx, q.recordMigration, m.Version, m.Name)
 			return err
 		})
 		if err != nil {
@@ -107,11 +111,11 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions) (Migr
 	if err := pgrow.FinishRehash(ctx, pool, opts.Schema); err != nil {
 		return res, err
 	}
-	if err := applyComments(ctx, pool, opts.Schema); err != nil {
-		return res, err
+	if _, err := pool.Exec(ctx, q.comments()); err != nil {
+		return res, fmt.Errorf("commenting tables: %w", err)
 	}
 	if opts.ReaderRole != "" {
-		notice, err := grantReader(ctx, pool, opts.Schema, opts.ReaderRole)
+		notice, err := grantReader(ctx, pool, q, opts.ReaderRole)
 		if err != nil {
 			return res, err
 		}
@@ -122,8 +126,8 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions) (Migr
 	return res, nil
 }
 
-func appliedVersions(ctx context.Context, db DBTX, schemaName string) (map[int]bool, error) {
-	rows, err := db.Query(ctx, `SELECT version FROM `+schema.QuoteIdentifier(schemaName)+`.schema_migrations`)
+func appliedVersions(ctx context.Context, db DBTX, q migrateSQL) (map[int]bool, error) {
+	rows, err := db.Query(ctx, q.appliedVersions)
 	if err != nil {
 		return nil, fmt.Errorf("reading applied migrations: %w", err)
 	}
@@ -146,57 +150,29 @@ func MigrationStatus(ctx context.Context, db DBTX, schemaName string) (applied, 
 		return 0, 0, err
 	}
 	latest = migrations[len(migrations)-1].Version
+	q, err := newMigrateSQL(schemaName)
+	if err != nil {
+		return 0, latest, err
+	}
 	var exists bool
-	if err := db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, schemaName+".schema_migrations").Scan(&exists); err != nil {
+	if err := db.QueryRow(ctx, q.migrationsExist, schemaName+".schema_migrations").Scan(&exists); err != nil {
 		return 0, latest, fmt.Errorf("checking migrations: %w", err)
 	}
 	if !exists {
 		return 0, latest, nil
 	}
-	err = db.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+schema.QuoteIdentifier(schemaName)+`.schema_migrations`).Scan(&applied)
+	err = db.QueryRow(ctx, q.latestApplied).Scan(&applied)
 	if err != nil {
 		return 0, latest, fmt.Errorf("checking migrations: %w", err)
 	}
 	return applied, latest, nil
 }
 
-func applyComments(ctx context.Context, pool *pgxpool.Pool, schemaName string) error {
-	s := schema.QuoteIdentifier(schemaName)
-	var b strings.Builder
-	comment := func(kind, target, text string) {
-		fmt.Fprintf(&b, "COMMENT ON %s %s IS %s;\n", kind, target, schema.QuoteLiteral(text))
-	}
-	comment("SCHEMA", s, "usersync warehouse: users, teams, roles and profiles mirrored from the sales-engagement API.")
-	comment("TABLE", s+".schema_migrations", "Versions of usersync's migrations applied to this schema.")
-	comment("COLUMN", s+".schema_migrations.version", "migration version")
-	comment("COLUMN", s+".schema_migrations.name", "migration file name")
-	comment("COLUMN", s+".schema_migrations.applied_at", "when it was applied")
-	for _, t := range schema.Tables() {
-		kind := "TABLE"
-		if t.View {
-			kind = "VIEW"
-		}
-		target := s + "." + schema.QuoteIdentifier(t.Name)
-		comment(kind, target, t.Meaning)
-		for _, c := range t.Columns {
-			comment("COLUMN", target+"."+schema.QuoteIdentifier(c.Name), c.Meaning)
-		}
-	}
-	if _, err := pool.Exec(ctx, b.String()); err != nil {
-		return fmt.Errorf("commenting tables: %w", err)
-	}
-	return nil
-}
-
 // checkReaderRole refuses a reader role the current user is, or is a member
-// of, directly or through other roles. pg_has_role would say yes to every
-// role for a superuser, so the memberships are walked instead.
-func checkReaderRole(ctx context.Context, pool *pgxpool.Pool, role string) error {
+// of, directly or through other roles.
+func checkReaderRole(ctx context.Context, pool *pgxpool.Pool, q migrateSQL, role string) error {
 	var mine bool
-	err := pool.QueryRow(ctx, `WITH RECURSIVE mine(oid) AS (
-			SELECT oid FROM pg_roles WHERE rolname = current_user
-			UNION SELECT m.roleid FROM pg_auth_members m JOIN mine ON m.member = mine.oid)
-		SELECT EXISTS (SELECT 1 FROM mine JOIN pg_roles r USING (oid) WHERE r.rolname = $1)`, role).Scan(&mine)
+	err := pool.QueryRow(ctx, q.readerIsMigrator, role).Scan(&mine)
 	if err != nil {
 		return fmt.Errorf("checking reader role %s: %w", role, err)
 	}
@@ -209,40 +185,25 @@ func checkReaderRole(ctx context.Context, pool *pgxpool.Pool, role string) error
 // grantReader makes role able to read the analysts' tables and nothing else.
 // It creates the role only when it is missing and the current user may create
 // roles; otherwise it returns a notice for the operator.
-func grantReader(ctx context.Context, pool *pgxpool.Pool, schemaName, role string) (string, error) {
+func grantReader(ctx context.Context, pool *pgxpool.Pool, q migrateSQL, role string) (string, error) {
 	if err := schema.ValidateIdentifier(role); err != nil {
 		return "", fmt.Errorf("reader role: %w", err)
 	}
 	var exists, canCreate bool
-	err := pool.QueryRow(ctx, `SELECT
-		EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1),
-		(SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user)`, role).Scan(&exists, &canCreate)
+	err := pool.QueryRow(ctx, q.readerRole, role).Scan(&exists, &canCreate)
 	if err != nil {
 		return "", fmt.Errorf("checking reader role %s: %w", role, err)
 	}
-	r := schema.QuoteIdentifier(role)
 	if !exists {
 		if !canCreate {
 			return fmt.Sprintf("reader role %s does not exist and the migrating user may not create roles; create it (CREATE ROLE %s NOLOGIN) and run migrate again to grant it read access", role, role), nil
 		}
-		// Another migrator (of another schema) may create it at the same moment.
-		_, err := pool.Exec(ctx, `DO $$ BEGIN CREATE ROLE `+r+` NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`)
+		_, err := pool.Exec(ctx, sqlfile.Fill(q.createReader, map[string]string{"role": schema.QuoteIdentifier(role)}))
 		if err != nil {
 			return "", fmt.Errorf("creating reader role %s: %w", role, err)
 		}
 	}
-	s := schema.QuoteIdentifier(schemaName)
-	var b strings.Builder
-	fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", s, r)
-	for _, t := range schema.Tables() {
-		verb := "GRANT SELECT ON %s.%s TO %s;\n"
-		if !t.Analysts {
-			verb = "REVOKE ALL ON %s.%s FROM %s;\n"
-		}
-		fmt.Fprintf(&b, verb, s, schema.QuoteIdentifier(t.Name), r)
-	}
-	fmt.Fprintf(&b, "REVOKE ALL ON %s.schema_migrations FROM %s;\n", s, r)
-	if _, err := pool.Exec(ctx, b.String()); err != nil {
+	if _, err := pool.Exec(ctx, q.grants(role)); err != nil {
 		var nerr interface{ SQLState() string }
 		if errors.As(err, &nerr) && nerr.SQLState() == "42501" {
 			return fmt.Sprintf("the migrating user may not grant read access to %s: %v", role, err), nil

@@ -16,6 +16,7 @@ type Store struct {
 	schema string
 	q      string // the quoted schema name, for statements
 	runs   Runs
+	locks  lockSQL
 }
 
 // NewStore returns a Store for the warehouse in schemaName.
@@ -26,6 +27,9 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	s := &Store{pool: pool, schema: schemaName, q: schema.QuoteIdentifier(schemaName)}
 	var err error
 	if s.runs.sql, err = newRunSQL(schemaName); err != nil {
+		return nil, err
+	}
+	if s.locks, err = newLockSQL(); err != nil {
 		return nil, err
 	}
 	s.runs.pool = pool

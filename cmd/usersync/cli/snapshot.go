@@ -81,12 +81,21 @@ func writeSnapshotJob(ctx context.Context, e *env, sw *snapshot.Writer) (jobs.Sn
 	switch {
 	case errors.Is(err, snapshot.ErrUnchanged):
 		e.logger.InfoContext(ctx, "snapshot skipped: nothing changed since the last complete one", "snapshot", m.ID)
-		return jobs.SnapshotOutcome{ID: m.ID, Skipped: true, Reason: "nothing changed since snapshot " + m.ID}, nil
+		return jobs.SnapshotOutcome{ID: m.ID, Skipped: true, Reason: "nothing changed since snapshot " + m.ID, Bytes: manifestBytes(m)}, nil
 	case errors.As(err, &notReady):
 		e.logger.InfoContext(ctx, "snapshot skipped: "+notReady.Reason)
 		return jobs.SnapshotOutcome{Skipped: true, Reason: notReady.Reason, NotReady: true}, nil
 	}
-	return jobs.SnapshotOutcome{ID: m.ID}, err
+	return jobs.SnapshotOutcome{ID: m.ID, Bytes: manifestBytes(m)}, err
+}
+
+// manifestBytes is the size of a snapshot's Parquet files.
+func manifestBytes(m snapshot.Manifest) int64 {
+	var n int64
+	for _, t := range m.Tables {
+		n += t.Bytes
+	}
+	return n
 }
 
 // newSnapshotWriter builds the snapshot writer for dir from the settings.

@@ -147,7 +147,7 @@ func TestWorkerWaitsForItsDatabase(t *testing.T) {
 	if code, body := get(t, base+"/readyz", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for the database") {
 		t.Errorf("/readyz while the database is down: %d %q", code, body)
 	}
-	if code, metrics := get(t, base+"/metrics", ""); code != http.StatusOK || !strings.Contains(metrics, "\nusersync_database_up 0\n") {
+	if code, metrics := get(t, base+"/metrics", ""); code != http.StatusOK || !strings.Contains(metrics, "\nusersync_database_up{schema=\""+c.store.Schema()+"\"} 0\n") {
 		t.Errorf("/metrics while the database is down: %d, %s", code, grepLines(metrics, "usersync_database"))
 	}
 	if code, _ := get(t, base+"/riverui/", ""); code != http.StatusServiceUnavailable {
@@ -171,7 +171,7 @@ func TestWorkerWaitsForItsDatabase(t *testing.T) {
 	waitFor(t, "a scheduled sync", 60*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded'`) >= 1
 	})
-	if _, metrics := get(t, base+"/metrics", ""); !strings.Contains(metrics, "\nusersync_database_up 1\n") ||
+	if _, metrics := get(t, base+"/metrics", ""); !strings.Contains(metrics, "\nusersync_database_up{schema=\""+c.store.Schema()+"\"} 1\n") ||
 		!strings.Contains(metrics, "usersync_api_requests_total") {
 		t.Errorf("/metrics once working lacks the database up or the API counters:\n%s", grepLines(metrics, "usersync_"))
 	}

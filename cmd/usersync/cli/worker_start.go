@@ -49,7 +49,8 @@ func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*wor
 		pool.Close()
 		return nil, usageError{err}
 	}
-	w.metrics = jobs.NewMetrics(pool, w.store, w.riverSchema, nil, e.logger)
+	w.metrics = jobs.NewMetrics(jobs.MetricsConfig{Pool: pool, Store: w.store, Schema: e.cfg.Schema, RiverSchema: w.riverSchema,
+		SnapshotInterval: snapshotInterval(e.cfg, schedules), Snapshots: e.cfg.SnapshotDir != "off", Logger: e.logger})
 	if e.cfg.SnapshotDir == "off" {
 		return w, nil
 	}
@@ -62,6 +63,20 @@ func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*wor
 		return writeSnapshotJob(ctx, e, sw)
 	}
 	return w, nil
+}
+
+// snapshotInterval is the longest wait between snapshots the schedules
+// promise: the snapshot schedule's, or when it is off and snapshots follow
+// syncs, the sync schedule's; 0 when none does.
+func snapshotInterval(cfg Config, s jobs.Schedules) time.Duration {
+	now := time.Now()
+	if s.Snapshot != nil {
+		return jobs.ScheduleInterval(s.Snapshot, now)
+	}
+	if cfg.SnapshotAfterSync {
+		return jobs.ScheduleInterval(s.Sync, now)
+	}
+	return 0
 }
 
 // start builds what needs the database (the API client reads a stored OAuth
@@ -85,6 +100,7 @@ func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandl
 		AuthRemedy:          authRemedy(cfg),
 		Observe:             w.metrics.Observe,
 		ObserveReconcile:    w.metrics.ObserveReconcile,
+		ObserveSnapshot:     w.metrics.ObserveSnapshot,
 		MaxDeleteShare:      cfg.ReconcileMaxDelete,
 		ReconcileMembership: cfg.ReconcileMembership,
 		Logger:              e.logger,

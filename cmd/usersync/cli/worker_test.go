@@ -169,9 +169,10 @@ func TestWorkerScheduleFollowsMutations(t *testing.T) {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
 	code, metrics := get(t, base+"/metrics", "")
-	for _, want := range []string{`usersync_runs_total{kind="incremental",status="succeeded"}`, "usersync_watermark_lag_seconds",
-		`usersync_rows_total{kind="incremental",outcome="updated"}`, "usersync_api_requests_total{status=\"200\"}",
-		"usersync_quarantine_unresolved 0", `usersync_jobs{kind="usersync_sync",state="completed"}`} {
+	sch := `schema="` + c.store.Schema() + `"` // every series names its deployment
+	for _, want := range []string{`usersync_runs_total{kind="incremental",` + sch + `,status="succeeded"}`, "usersync_watermark_lag_seconds",
+		`usersync_rows_total{kind="incremental",outcome="updated",` + sch + `}`, `usersync_api_requests_total{` + sch + `,status="200"}`,
+		`usersync_quarantine_unresolved{` + sch + `} 0`, `usersync_jobs{kind="usersync_sync",` + sch + `,state="completed"}`} {
 		if code != 200 || !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
@@ -246,12 +247,13 @@ func TestBackfillMetricsKind(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		metrics = string(body)
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 2 &&
-			strings.Contains(metrics, `usersync_runs_total{kind="backfill",status="succeeded"} 2`) || strings.Contains(metrics, `kind="full"`)
+			strings.Contains(metrics, `usersync_runs_total{kind="backfill",schema="`+c.store.Schema()+`",status="succeeded"} 2`) ||
+			strings.Contains(metrics, `kind="full"`)
 	})
 	if strings.Contains(metrics, `kind="full"`) {
 		t.Errorf("/metrics counts a backfill as kind=\"full\":\n%s", grepLines(metrics, "usersync_r"))
 	}
-	if !strings.Contains(metrics, `usersync_rows_total{kind="backfill",outcome="inserted"} 200`) {
+	if !strings.Contains(metrics, `usersync_rows_total{kind="backfill",outcome="inserted",schema="`+c.store.Schema()+`"} 200`) {
 		t.Errorf("/metrics lacks the backfills' 200 inserted users:\n%s", grepLines(metrics, "usersync_r"))
 	}
 }
@@ -592,8 +594,9 @@ func TestWorkerRefusesAnOpenJobUI(t *testing.T) {
 }
 
 // TestLockWaitIsNotAFailure: a scheduled sync that finds the sync lock held
-// (a long backfill) snoozes: /metrics counts it snoozed, never failed, and
-// sync_runs and status show no failure; it runs once the lock is free.
+// (a long backfill) snoozes: /metrics counts it a lock wait, neither a run
+// nor a failure (#40, point 6), and sync_runs and status show no failure;
+// it runs once the lock is free.
 func TestLockWaitIsNotAFailure(t *testing.T) {
 	t.Parallel()
 	c := newCLIEnv(t, apisim.Options{Seed: 18, Users: 300})
@@ -605,22 +608,29 @@ func TestLockWaitIsNotAFailure(t *testing.T) {
 	t.Cleanup(lock.Release) // before the pool closes, which waits for the lock's connection
 	addr := freeAddr(t)
 	startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 1s", "USERSYNC_HTTP_ADDR": addr}))
-	metric := func(status string) bool {
+	sch := `schema="` + c.store.Schema() + `"`
+	metrics := func() string {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
-			return false // not listening yet
+			return "" // not listening yet
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(body), `usersync_runs_total{kind="incremental",status="`+status+`"}`)
+		return string(body)
 	}
-	waitFor(t, "a sync to snooze on the held lock", 60*time.Second, func() bool { return metric("snoozed") })
+	waitFor(t, "a sync to snooze on the held lock", 60*time.Second, func() bool {
+		m := metrics()
+		return strings.Contains(m, `usersync_lock_waits_total{kind="incremental",`+sch+`} `) &&
+			!strings.Contains(m, `usersync_lock_waits_total{kind="incremental",`+sch+`} 0`)
+	})
 	lock.Release()
 	waitFor(t, "a sync once the lock is free", 60*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded'`) >= 1
 	})
-	if metric("failed") {
-		t.Error("a lock wait was counted as a failed run")
+	for _, status := range []string{"failed", "snoozed"} {
+		if m := metrics(); strings.Contains(m, `usersync_runs_total{kind="incremental",`+sch+`,status="`+status+`"}`) {
+			t.Errorf("a lock wait was counted as a %s run:\n%s", status, grepLines(m, "usersync_r"))
+		}
 	}
 	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'failed'`); n != 0 {
 		t.Errorf("%d failed runs recorded", n)

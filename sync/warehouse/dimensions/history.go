@@ -44,7 +44,7 @@ func (s *Store) newHistorySQL(schemaName string) (map[string]historySQL, error) 
 			return nil, err
 		}
 		if typ == "team" {
-			st, err := sqlfile.Load(sqlFiles, "membership", map[string]string{"schema": q, "teams_rows": s.listSQL(t).rows})
+			st, err := sqlfile.Load(sqlFiles, "membership", map[string]string{"schema": q, "teams_rows": s.lists["team"].rows})
 			if err != nil {
 				return nil, err
 			}

@@ -65,7 +65,7 @@ func (s *Store) Begin(ctx context.Context, typ string, runID int64) (*Load, erro
 	if !ok || typ == "user" {
 		return nil, fmt.Errorf("loading dimension: %q is not a dimension", typ)
 	}
-	d := &Load{s: s, typ: typ, t: t, sql: s.listSQL(t), runID: runID}
+	d := &Load{s: s, typ: typ, t: t, sql: s.lists[typ], runID: runID}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: acquiring a connection: %w", t.Res.Table, err)

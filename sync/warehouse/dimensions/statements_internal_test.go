@@ -21,7 +21,7 @@ func TestStatementsGolden(t *testing.T) {
 	for _, typ := range schema.DimensionTypes() {
 		tab := s.tables[typ]
 		g.Add(tab.Res.Table, tab)
-		g.Add(tab.Res.Table+" list", s.listSQL(tab))
+		g.Add(tab.Res.Table+" list", s.lists[typ])
 		g.Add(tab.Res.Table+" history", s.history[typ])
 	}
 	g.Add("teams", s.teams)

@@ -27,6 +27,7 @@ type Store struct {
 	pool    *pgxpool.Pool
 	q       string // the quoted schema name
 	tables  map[string]pgrow.Table
+	lists   map[string]listSQL    // by dimension type
 	history map[string]historySQL // by dimension type
 	teams   teamSQL
 }
@@ -43,10 +44,21 @@ func New(st *warehouse.Store) (*Store, error) {
 
 func newStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	s := &Store{pool: pool, q: schema.QuoteIdentifier(schemaName), tables: map[string]pgrow.Table{}}
+	s.lists = map[string]listSQL{}
 	for _, res := range schema.Resources() {
-		if res.Type != "user" {
-			s.tables[res.Type] = pgrow.NewTable(schemaName, res)
+		if res.Type == "user" {
+			continue
 		}
+		t, err := pgrow.NewTable(schemaName, res)
+		if err != nil {
+			return nil, err
+		}
+		s.tables[res.Type] = t
+		l, err := s.listSQL(t)
+		if err != nil {
+			return nil, err
+		}
+		s.lists[res.Type] = l
 	}
 	var err error
 	if s.history, err = s.newHistorySQL(schemaName); err != nil {

@@ -50,8 +50,11 @@ type statements struct {
 }
 
 func newStatements(schemaName string) (statements, error) {
-	users := pgrow.NewTable(schemaName, schema.User())
 	q := statements{dims: schema.DimensionTypes(), scanTable: pgx.Identifier{schemaName, reconcileScanTable}}
+	users, err := pgrow.NewTable(schemaName, schema.User())
+	if err != nil {
+		return q, err
+	}
 	qs := schema.QuoteIdentifier(schemaName)
 	var defs []string
 	for _, r := range schema.DimensionLinks() {

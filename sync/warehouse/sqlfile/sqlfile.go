@@ -3,7 +3,10 @@
 // {{key}} placeholders for what is known only at run time (the quoted
 // schema, the catalog's column lists). Every package renders them once, when
 // its store is made, and keeps them in a golden file
-// (testdata/statements.golden.sql) that its tests hold true.
+// (testdata/statements.golden.sql) that its tests hold true. A placeholder
+// whose value is known only when the statement runs and cannot be a
+// parameter (an identifier, the literal of a utility statement) is kept by
+// Load (Later) and filled by Fill.
 package sqlfile
 
 import (
@@ -12,8 +15,13 @@ import (
 	"strings"
 )
 
+// Later is the value of a key, given to Load, that keeps its {{key}} in the
+// statements for Fill to replace when they run.
+const Later = "\x00later"
+
 // Load returns the named statements of sql/<file>.sql in fsys with each
-// {{key}} replaced by vars[key]. A placeholder left unreplaced is an error.
+// {{key}} replaced by vars[key] (kept when it is Later). A placeholder
+// without a value is an error.
 func Load(fsys fs.FS, file string, vars map[string]string) (map[string]string, error) {
 	b, err := fs.ReadFile(fsys, "sql/"+file+".sql")
 	if err != nil {
@@ -36,11 +44,17 @@ func Load(fsys fs.FS, file string, vars map[string]string) (map[string]string, e
 		if name == "" || strings.HasPrefix(line, "--") {
 			continue
 		}
+		rest := line // without the placeholders kept
 		for k, v := range vars {
+			if v == Later {
+				rest = strings.ReplaceAll(rest, "{{"+k+"}}", "")
+				continue
+			}
 			line = strings.ReplaceAll(line, "{{"+k+"}}", v)
+			rest = strings.ReplaceAll(rest, "{{"+k+"}}", v)
 		}
-		if i := strings.Index(line, "{{"); i >= 0 {
-			return nil, fmt.Errorf("sql/%s.sql, statement %s: no value for %s", file, name, line[i:])
+		if i := strings.Index(rest, "{{"); i >= 0 {
+			return nil, fmt.Errorf("sql/%s.sql, statement %s: no value for %s", file, name, rest[i:])
 		}
 		body = append(body, line)
 	}
@@ -63,4 +77,15 @@ func Assign(file string, st map[string]string, fields map[string]*string) error 
 		}
 	}
 	return nil
+}
+
+// Fill returns stmt, a statement Load kept placeholders in (Later), with
+// each {{key}} of vars replaced by its value, in one pass: a value is
+// never searched for placeholders.
+func Fill(stmt string, vars map[string]string) string {
+	pairs := make([]string, 0, 2*len(vars))
+	for k, v := range vars {
+		pairs = append(pairs, "{{"+k+"}}", v)
+	}
+	return strings.NewReplacer(pairs...).Replace(stmt)
 }

@@ -32,3 +32,20 @@ func TestLoadAndAssign(t *testing.T) {
 		t.Errorf("a field with no statement: %v", err)
 	}
 }
+
+// TestLaterAndFill: a placeholder whose value is Later is kept by Load,
+// others of the same line are filled, and Fill fills the kept one once,
+// leaving a value that looks like a placeholder as it is.
+func TestLaterAndFill(t *testing.T) {
+	fsys := fstest.MapFS{"sql/x.sql": {Data: []byte("-- name: one\nSET x = '{{id}}' -- {{schema}}\n")}}
+	st, err := Load(fsys, "x", map[string]string{"schema": `"s"`, "id": Later})
+	if err != nil || st["one"] != `SET x = '{{id}}' -- "s"` {
+		t.Fatalf("Load: %q %v", st, err)
+	}
+	if got := Fill(st["one"], map[string]string{"id": "{{schema}}"}); got != `SET x = '{{schema}}' -- "s"` {
+		t.Errorf("Fill: %q", got)
+	}
+	if _, err := Load(fsys, "x", map[string]string{"id": Later}); err == nil || !strings.Contains(err.Error(), "no value for {{schema}}") {
+		t.Errorf("a placeholder left unfilled beside a kept one: %v", err)
+	}
+}

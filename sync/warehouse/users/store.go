@@ -48,9 +48,12 @@ func New(st *warehouse.Store) (*Store, error) {
 }
 
 func newStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
-	s := &Store{pool: pool, q: schema.QuoteIdentifier(schemaName), table: pgrow.NewTable(schemaName, schema.User()),
-		links: pgrow.NewLinks(schema.User()), ddlLockTimeout: teamIndexLockTimeout}
+	s := &Store{pool: pool, q: schema.QuoteIdentifier(schemaName), links: pgrow.NewLinks(schema.User()),
+		ddlLockTimeout: teamIndexLockTimeout}
 	var err error
+	if s.table, err = pgrow.NewTable(schemaName, schema.User()); err != nil {
+		return nil, err
+	}
 	if s.sql, err = newUserSQL(schemaName, s.table, pageLockTimeout); err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ type pageWrite struct {
 	err    error                // set before done is closed
 }
 
-// BeginLoad starts a load continuing from cp (a new run's, or the one a
+// Begin starts a load continuing from cp (a new run's, or the one a
 // resumed run stored). On a warehouse with no user it defers user_teams'
 // team_id index to Finish; otherwise it builds the index if a load that
 // died left it missing.

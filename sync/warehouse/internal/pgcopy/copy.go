@@ -24,6 +24,7 @@ import (
 // form of the column's values.
 type Type uint8
 
+// The types COPY writes.
 const (
 	Unknown Type = iota // a type this file cannot write: every value is refused
 	Bigint
@@ -212,10 +213,12 @@ func AppendValue(b []byte, t Type, v any) ([]byte, error) {
 	return b, fmt.Errorf("a Go %T cannot be written as %s", v, t)
 }
 
+// AppendNull appends a NULL field.
 func AppendNull(b []byte) []byte { return binary.BigEndian.AppendUint32(b, 0xffffffff) } // length -1
 
 func appendLength(b []byte, n int) []byte { return binary.BigEndian.AppendUint32(b, uint32(n)) }
 
+// AppendBigint appends n as a bigint field.
 func AppendBigint(b []byte, n int64) []byte {
 	return binary.BigEndian.AppendUint64(appendLength(b, 8), uint64(n))
 }

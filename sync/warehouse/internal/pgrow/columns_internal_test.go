@@ -15,7 +15,10 @@ func TestCopyColumnTypes(t *testing.T) {
 	t.Parallel()
 	filled := map[string]bool{"synced_at": true, "deleted_at": true, "version_id": true, "version_valid_from": true}
 	for _, res := range schema.Resources() {
-		tsql := NewTable("s", res)
+		tsql, err := NewTable("s", res)
+		if err != nil {
+			t.Fatal(err)
+		}
 		want := map[string]pgcopy.Type{"id": pgcopy.Bigint, "raw": pgcopy.JSONB, "content_hash": pgcopy.Bytea, "linkage_hash": pgcopy.Bytea,
 			"data_connections": pgcopy.JSONB, "version_run_id": pgcopy.Bigint, "other_relationships": pgcopy.JSONB}
 		for _, rel := range res.ToOne() {

@@ -2,8 +2,9 @@ package pgrow
 
 import "embed"
 
-// sqlFiles holds sql/rehash.sql, the statements that compute content_hash
-// again from what a row stores.
+// sqlFiles holds sql/table.sql, a resource table's statements, and
+// sql/rehash.sql, those that compute content_hash again from what a row
+// stores.
 //
 //go:embed sql/*.sql
 var sqlFiles embed.FS

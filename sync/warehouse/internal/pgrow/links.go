@@ -17,6 +17,7 @@ type Links struct {
 	types []string       // the catalog's related type of each array column
 }
 
+// NewLinks returns the linkage columns of res (users) from the catalog.
 func NewLinks(res schema.Resource) Links {
 	l := Links{index: map[string]int{}}
 	for i, rel := range res.ArrayLinks() {

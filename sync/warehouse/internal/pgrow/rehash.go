@@ -32,6 +32,7 @@ type Rehash struct {
 	Pending, SaveProgress string
 }
 
+// NewRehash renders sql/rehash.sql for schemaName.
 func NewRehash(schemaName string) (Rehash, error) {
 	u := schema.User()
 	var cols []string

@@ -6,6 +6,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
 // Table holds the statements of one resource table, built once from the
@@ -28,7 +29,8 @@ type Table struct {
 	LiveCount   string
 }
 
-func NewTable(schemaName string, res schema.Resource) Table {
+// NewTable builds the statements of res's table in schemaName.
+func NewTable(schemaName string, res schema.Resource) (Table, error) {
 	s := schema.QuoteIdentifier(schemaName)
 	t := Table{Res: res, Name: s + "." + schema.QuoteIdentifier(res.Table), Hashed: res.Type == "user",
 		Cols: ColumnsOf(res), ToOnes: len(res.ToOne())}
@@ -42,7 +44,6 @@ func NewTable(schemaName string, res schema.Resource) Table {
 	}
 	t.CopyTable, t.CopyStage = pgcopy.Statement(t.Name, t.Columns), pgcopy.Statement(t.Stage, t.Columns)
 	quoted := QuoteAll(t.Columns)
-	t.CreateStage = fmt.Sprintf(`CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`, t.Stage, t.Name)
 
 	var set []string
 	for _, c := range quoted[1:] {
@@ -68,23 +69,25 @@ func NewTable(schemaName string, res schema.Resource) Table {
 		// ids or raw.
 		changed = fmt.Sprintf("(%s) IS DISTINCT FROM (%s)", PrefixAll("t.", quoted[1:]), PrefixAll("EXCLUDED.", quoted[1:]))
 	}
-	t.Upsert = fmt.Sprintf(`WITH up AS (
-	INSERT INTO %[1]s AS t (%[2]s) SELECT %[2]s FROM %[3]s
-	ON CONFLICT (id) DO UPDATE SET %[4]s, synced_at = now(), deleted_at = NULL
-	WHERE %[5]s OR t.deleted_at IS NOT NULL
-	RETURNING (xmax = 0) AS inserted)
-SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`,
-		t.Name, strings.Join(quoted, ", "), t.Stage, strings.Join(set, ", "), changed)
+	st, err := sqlfile.Load(sqlFiles, "table", map[string]string{"table": t.Name, "stage": t.Stage,
+		"columns": strings.Join(quoted, ", "), "set": strings.Join(set, ", "), "changed": changed,
+		"fill_columns": strings.Join(fill, ", ")})
+	if err != nil {
+		return t, err
+	}
+	var current, currentFill string
+	err = sqlfile.Assign("table", st, map[string]*string{"createStage": &t.CreateStage, "upsert": &t.Upsert,
+		"current": &current, "currentFill": &currentFill, "liveCount": &t.LiveCount})
 	if t.Hashed {
-		t.Current = fmt.Sprintf(`SELECT id, content_hash, linkage_hash, deleted_at IS NOT NULL, other_relationships::text, updated_at FROM %s WHERE id = ANY($1::bigint[])`, t.Name)
+		t.Current = current
 	}
 	if len(fill) > 1 {
-		t.CurrentFill = fmt.Sprintf(`SELECT %s FROM %s WHERE id = ANY($1::bigint[])`, strings.Join(fill, ", "), t.Name)
+		t.CurrentFill = currentFill
 	}
-	t.LiveCount = fmt.Sprintf(`SELECT count(*) FROM %s WHERE deleted_at IS NULL`, t.Name)
-	return t
+	return t, err
 }
 
+// QuoteAll quotes each name as an identifier.
 func QuoteAll(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
@@ -93,6 +96,7 @@ func QuoteAll(names []string) []string {
 	return out
 }
 
+// PrefixAll joins names, each after prefix, with commas.
 func PrefixAll(prefix string, names []string) string {
 	out := make([]string, len(names))
 	for i, n := range names {

@@ -117,7 +117,7 @@ func Dimensions(t testing.TB, s *warehouse.Store) *dimensions.Store {
 }
 
 // LoadDimension writes the full list of one dimension (team, role or
-// profile), held whole in memory, in one transaction: a DimensionLoad of
+// profile), held whole in memory, in one transaction: a dimensions.Load of
 // one page. present holds every id the API returned, quarantined ones
 // included.
 func LoadDimension(ctx context.Context, s *warehouse.Store, typ string, rows []normalize.Row, bad []warehouse.Quarantined, present []int64, runID int64) (warehouse.Counts, error) {

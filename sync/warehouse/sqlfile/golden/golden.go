@@ -48,10 +48,10 @@ func (s *Statements) Check(t *testing.T, update bool) {
 	t.Helper()
 	got := s.b.String()
 	if update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
+		if err := os.MkdirAll("testdata", 0o750); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(File, []byte(got), 0o644); err != nil {
+		if err := os.WriteFile(File, []byte(got), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,7 +62,7 @@ func (s *Statements) Check(t *testing.T, update bool) {
 }
 
 func looksLikeSQL(s string) bool {
-	for _, w := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "COPY", "CREATE", "DROP", "WITH", "BEGIN", "LOCK", "ANALYZE", "SAVEPOINT", "ROLLBACK", "SET", "TRUNCATE"} {
+	for _, w := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "COPY", "CREATE", "DROP", "WITH", "BEGIN", "LOCK", "ANALYZE", "SAVEPOINT", "ROLLBACK", "SET", "TRUNCATE", "COMMENT", "GRANT", "REVOKE", "DO"} {
 		if strings.HasPrefix(strings.TrimSpace(s), w) {
 			return true
 		}
