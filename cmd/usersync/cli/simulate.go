@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/sync/apisim"
+	"github.com/usersync/usersync/sync/jsonapi"
 )
 
 func simulateCommand() command {
@@ -36,7 +37,7 @@ one with usersync auth login. Stops cleanly on SIGINT/SIGTERM.`,
 			fs.DurationVar(&o.TokenTTL, "token-ttl", 0, "lifetime of issued access tokens (default 2h)")
 			fs.BoolVar(&o.DenyConsent, "deny-consent", false, "answer GET /oauth/authorize as if the user refused (error=access_denied)")
 			fs.IntVar(&o.PageSizeCap, "page-cap", 0, "serve at most this many resources a page (default 1000)")
-			fs.IntVar(&o.RateLimit, "rate-limit", 0, "requests allowed per hour before 429 (0: unlimited)")
+			fs.IntVar(&o.RateLimit, "rate-limit", jsonapi.DefaultRateLimit, "requests allowed per hour before 429, sent in x-ratelimit-* headers as the service does (0: unlimited, no headers)")
 			fs.IntVar(&o.RateLimitEvery, "rate-limit-every", 0, "answer every Nth request with 429")
 			fs.DurationVar(&o.RetryAfter, "retry-after", 0, "Retry-After of injected 429s")
 			fs.Float64Var(&o.FaultRate, "fault-rate", 0, "share of requests answered with a 5xx (0..1)")

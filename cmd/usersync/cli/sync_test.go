@@ -15,6 +15,7 @@ import (
 
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/apisim"
+	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/syncer/syncertest"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -163,6 +164,11 @@ func TestSimulateStopsOnSignal(t *testing.T) {
 	}
 	if _, err := client.Get(context.Background(), "teams", queryFirstPage()); err != nil {
 		t.Fatalf("GET teams from the simulator: %v", err)
+	}
+	// As the service, it sends its budget (usersync check and the worker's
+	// start check fail on an API that does not).
+	if rl := client.Stats().RateLimit; rl.Limit != jsonapi.DefaultRateLimit || rl.Remaining <= 0 {
+		t.Errorf("simulate's default rate limit reads %+v, want a limit of %d", rl, jsonapi.DefaultRateLimit)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
