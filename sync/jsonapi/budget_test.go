@@ -75,16 +75,26 @@ func TestBodiesWaitForTheBudget(t *testing.T) {
 	t.Parallel()
 	const limit, size = 1 << 20, 700 << 10
 	for _, withLength := range []bool{true, false} {
-		c := newClient(t, newGatedServer(t, 4, size, withLength), newFakeClock(t), func(o *Options) {
-			o.MaxBodyBytes, o.MaxBodyBytesInFlight = limit, 2*limit
-		})
-		for i, err := range fetchAtOnce(c) {
-			if err != nil {
-				t.Errorf("Content-Length %v: %s: %v", withLength, dimensionsAndUsers[i], err)
+		// Whether two reads overlap is the scheduler's to say: a loaded
+		// machine (CI's poison run) once read the four bodies one after the
+		// other. A budget that grants one body at a time fails every try.
+		var peak int64
+		for try := 0; try < 3 && peak < 2*size; try++ {
+			c := newClient(t, newGatedServer(t, 4, size, withLength), newFakeClock(t), func(o *Options) {
+				o.MaxBodyBytes, o.MaxBodyBytesInFlight = limit, 2*limit
+			})
+			for i, err := range fetchAtOnce(c) {
+				if err != nil {
+					t.Errorf("Content-Length %v: %s: %v", withLength, dimensionsAndUsers[i], err)
+				}
 			}
+			if p := c.budget.peak; p > 2*limit+1 {
+				t.Errorf("Content-Length %v: %d bytes granted at once, want at most %d", withLength, p, 2*limit)
+			}
+			peak = max(peak, c.budget.peak)
 		}
-		if peak := c.budget.peak; peak > 2*limit+1 || peak < 2*size {
-			t.Errorf("Content-Length %v: %d bytes granted at once, want at least two bodies' and at most %d", withLength, peak, 2*limit)
+		if peak < 2*size {
+			t.Errorf("Content-Length %v: %d bytes granted at once in three tries, want at least two bodies'", withLength, peak)
 		}
 	}
 }
