@@ -11,8 +11,6 @@ import (
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/syncer"
-	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/users"
 )
 
 // rawCopyApp is the application_name of the raw COPY's connection.
@@ -64,7 +62,7 @@ func (b *bench) limits(ctx context.Context, r *result, base, name string) (float
 
 // rawCopyStore opens the raw COPY's connection (one, named rawCopyApp)
 // and a store of schema name on it.
-func (b *bench) rawCopyStore(ctx context.Context, name string) (*pgxpool.Pool, *users.Store, error) {
+func (b *bench) rawCopyStore(ctx context.Context, name string) (*pgxpool.Pool, *rawCopier, error) {
 	cfg, err := pgxpool.ParseConfig(b.pgURL)
 	if err != nil {
 		return nil, nil, err
@@ -74,22 +72,17 @@ func (b *bench) rawCopyStore(ctx context.Context, name string) (*pgxpool.Pool, *
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := warehouse.NewStore(pool, name)
+	c, err := newRawCopier(pool, name, "users_raw")
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
-	u, err := users.New(store)
-	if err != nil {
-		pool.Close()
-		return nil, nil, err
-	}
-	return pool, u, nil
+	return pool, c, nil
 }
 
 // walkAndCopy fetches every users page from base, decodes it and copies
 // its rows into users_raw, adding to w.
-func (b *bench) walkAndCopy(ctx context.Context, base string, store *users.Store, w *rawWalk) error {
+func (b *bench) walkAndCopy(ctx context.Context, base string, store *rawCopier, w *rawWalk) error {
 	client, err := jsonapi.NewClient(jsonapi.Options{BaseURL: base, Auth: jsonapi.StaticToken("bench")})
 	if err != nil {
 		return err
@@ -119,14 +112,14 @@ func (b *bench) walkAndCopy(ctx context.Context, base string, store *users.Store
 	}
 }
 
-// copyPage copies one page's rows into users_raw (CopyUsersRaw, which
+// copyPage copies one page's rows into users_raw (rawCopier.copy, which
 // times the COPY alone) and adds its CPU time to w: the server's during
 // the COPY, and the bench's own over it less hashing the rows. The raw
-// COPY's rows come hashed: CopyUsersRaw hashes them in this process before
+// COPY's rows come hashed: rawCopier.copy hashes them in this process before
 // its COPY starts, so the same hashing is measured on its own first and
 // taken off. What stays is the COPY's client: encoding the rows (the
 // sync's own encoder), the protocol, and the garbage it leaves.
-func (b *bench) copyPage(ctx context.Context, store *users.Store, rows []normalize.Row, w *rawWalk) error {
+func (b *bench) copyPage(ctx context.Context, store *rawCopier, rows []normalize.Row, w *rawWalk) error {
 	h0, err := benchCPU()
 	if err != nil {
 		return err
@@ -146,7 +139,7 @@ func (b *bench) copyPage(ctx context.Context, store *users.Store, rows []normali
 	if err != nil {
 		return err
 	}
-	took, err := store.CopyUsersRaw(ctx, "users_raw", rows, 1000) // times the COPY alone
+	took, err := store.copy(ctx, rows, 1000) // times the COPY alone
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@ package warehouse
 import (
 	"time"
 
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
 // Quarantined is a resource that could not be typed, kept whole.

@@ -10,8 +10,8 @@
 // taking a Store for its pool and schema: users (the users load),
 // dimensions (teams, roles, profiles, history, membership), reconcile,
 // pii (personal data) and tokens (the OAuth credential). What they
-// share of a row's storage is internal/pgrow; the binary COPY encoder is
-// internal/pgcopy.
+// share of a row's storage is pgrow; the binary COPY encoder is
+// pgcopy.
 //
 // Where the SQL lives: the statements of this package are in sql/*.sql:
 // runs.sql (run bookkeeping and status, rendered once per Store, sql.go),

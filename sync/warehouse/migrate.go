@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/internal/loadtest"
 	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 )
 
@@ -43,12 +44,12 @@ func TestQuarantineStoresAnything(t *testing.T) {
 			if q.Error == "" {
 				q.Error = "x"
 			}
-			c, err := warehousetest.Users(t, s).Write(ctx, nil, []warehouse.Quarantined{q}, nil)
+			c, err := loadtest.Users(t, s).Write(ctx, nil, []warehouse.Quarantined{q}, nil)
 			if err != nil || c.Quarantined != 1 {
 				t.Fatalf("LoadUsers: %v, %+v", err, c)
 			}
 			q.Type = "team"
-			load, err := warehousetest.Dimensions(t, s).Begin(ctx, "team", 0)
+			load, err := loadtest.Dimensions(t, s).Begin(ctx, "team", 0)
 			if err != nil {
 				t.Fatal(err)
 			}

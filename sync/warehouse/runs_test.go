@@ -10,6 +10,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/internal/loadtest"
 	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 )
 
@@ -139,7 +140,7 @@ func TestRunsAndWatermark(t *testing.T) {
 	}
 	id, _ := s.Runs().Start(ctx, warehouse.KindIncremental, nil, nil, nil)
 	cp := &warehouse.Checkpoint{RunID: id, NextURL: "n"}
-	if _, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(4, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp); err != nil {
+	if _, err := loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(4, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp); err != nil {
 		t.Fatal(err)
 	}
 	// The run dies: the watermark has not moved, the run is resumable.
@@ -160,7 +161,7 @@ func TestRunsAndWatermark(t *testing.T) {
 	// A later run with older data never moves it back.
 	id2, _ := s.Runs().Start(ctx, warehouse.KindBackfill, nil, nil, nil)
 	cp2 := &warehouse.Checkpoint{RunID: id2}
-	if _, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(1, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp2); err != nil {
+	if _, err := loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(1, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp2); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Runs().Finish(ctx, id2, nil, nil, true); err != nil {

@@ -4,8 +4,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgcopy"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 

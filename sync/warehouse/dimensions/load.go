@@ -10,8 +10,8 @@ import (
 
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgcopy"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
 // Load writes the full list of one dimension (team, role or

@@ -13,6 +13,7 @@ import (
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/dimensions"
+	"github.com/usersync/usersync/sync/warehouse/internal/loadtest"
 	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 )
 
@@ -35,7 +36,7 @@ type teamPage struct {
 func streamTeams(t *testing.T, s *warehouse.Store, runID int64, pages ...teamPage) warehouse.Counts {
 	t.Helper()
 	ctx := context.Background()
-	d, err := warehousetest.Dimensions(t, s).Begin(ctx, "team", runID)
+	d, err := loadtest.Dimensions(t, s).Begin(ctx, "team", runID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestDimensionLoadNothingUntilFinish(t *testing.T) {
 
 	// Closed before Finish: team 1 changed, team 2 gone, team 3 new.
 	ctx := context.Background()
-	d, err := warehousetest.Dimensions(t, s).Begin(ctx, "team", 0)
+	d, err := loadtest.Dimensions(t, s).Begin(ctx, "team", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestDimensionLoadNothingUntilFinish(t *testing.T) {
 
 	// Cancelled after the first page.
 	cctx, cancel := context.WithCancel(ctx)
-	d, err = warehousetest.Dimensions(t, s).Begin(cctx, "team", 0)
+	d, err = loadtest.Dimensions(t, s).Begin(cctx, "team", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestDimensionLoadEmptyList(t *testing.T) {
 	ctx := context.Background()
 	streamTeams(t, s, 0, teamPage{rows: teamRows(t, teamJSON(1, "a", "2024-01-01T00:00:00Z")), present: []int64{1}})
 	for _, pages := range [][]teamPage{nil, {{}, {}}} {
-		d, err := warehousetest.Dimensions(t, s).Begin(ctx, "team", 0)
+		d, err := loadtest.Dimensions(t, s).Begin(ctx, "team", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +224,7 @@ func TestDimensionLoadEmptyList(t *testing.T) {
 		t.Error("an empty list marked teams deleted")
 	}
 	// An empty list of an empty table is no refusal.
-	d, err := warehousetest.Dimensions(t, s).Begin(ctx, "role", 0)
+	d, err := loadtest.Dimensions(t, s).Begin(ctx, "role", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestDimensionLoadEmptyList(t *testing.T) {
 	if c, err := d.Finish(ctx); err != nil || c != (warehouse.Counts{}) {
 		t.Errorf("empty list of an empty table: %+v, %v", c, err)
 	}
-	if _, err := warehousetest.Dimensions(t, s).Begin(ctx, "user", 0); err == nil {
+	if _, err := loadtest.Dimensions(t, s).Begin(ctx, "user", 0); err == nil {
 		t.Error("users accepted as a dimension")
 	}
 }
@@ -261,7 +262,7 @@ func TestDimensionLoadDropsStaging(t *testing.T) {
 	if n := leftovers(); n != 0 {
 		t.Errorf("%d staging tables left after Finish", n)
 	}
-	d, err := warehousetest.Dimensions(t, s).Begin(ctx, "profile", 0)
+	d, err := loadtest.Dimensions(t, s).Begin(ctx, "profile", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestWrongGoType(t *testing.T) {
 	ctx := context.Background()
 	teams := warehousetest.Rows(t, schema.Team(), `{"data": [{"id": 1, "type": "team", "attributes": {"name": "a"}}]}`)
 	teams[0].Values[0] = time.Time{}
-	if _, err := warehousetest.LoadDimension(ctx, s, "team", teams, nil, []int64{1}, 0); err == nil ||
+	if _, err := loadtest.LoadDimension(ctx, s, "team", teams, nil, []int64{1}, 0); err == nil ||
 		!strings.Contains(err.Error(), "copying rows: encoding team 1, column name: a Go time.Time cannot be written as text") {
 		t.Errorf("wrong Go type in a dimension: %v", err)
 	}
@@ -313,7 +314,7 @@ func TestLoadDimension(t *testing.T) {
 			}
 			body += it
 		}
-		c, err := warehousetest.LoadDimension(ctx, s, "team", warehousetest.Rows(t, schema.Team(), body+`]}`), nil, present, 0)
+		c, err := loadtest.LoadDimension(ctx, s, "team", warehousetest.Rows(t, schema.Team(), body+`]}`), nil, present, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,7 +335,7 @@ func TestLoadDimension(t *testing.T) {
 	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.teams WHERE deleted_at IS NULL`); n != 2 {
 		t.Error("team 2 not undeleted")
 	}
-	_, err := warehousetest.LoadDimension(ctx, s, "team", nil, nil, nil, 0)
+	_, err := loadtest.LoadDimension(ctx, s, "team", nil, nil, nil, 0)
 	var empty *dimensions.EmptyListError
 	if !errors.As(err, &empty) || empty.Live != 2 {
 		t.Errorf("empty list: %v", err)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 

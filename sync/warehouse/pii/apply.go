@@ -12,7 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
 // The phases of pii apply, in order: the tables it rewrites.

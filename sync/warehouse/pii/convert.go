@@ -11,7 +11,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
 // HasPolicy reports whether pd follows a policy (not none).

@@ -28,7 +28,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
+	"github.com/usersync/usersync/sync/warehouse/pgcopy"
 )
 
 // Why an id is queued for fetching.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/internal/loadtest"
 	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 	"github.com/usersync/usersync/sync/warehouse/reconcile"
 )
@@ -44,7 +45,7 @@ func seedReconcile(t *testing.T) (*warehouse.Store, int64) {
 	}
 	bad := []warehouse.Quarantined{{Type: "user", ID: "7", Field: "locked", Error: "wrong type",
 		Raw: []byte(`{"id": 7, "type": "user", "attributes": {"locked": "yes", "updatedAt": "2024-01-07T00:00:00.000Z"}}`)}}
-	if _, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+strings.Join(docs, ",")+`]}`), bad, nil); err != nil {
+	if _, err := loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+strings.Join(docs, ",")+`]}`), bad, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Pool().Exec(ctx, fmt.Sprintf(`UPDATE %q.users SET deleted_at = now() WHERE id = 5`, s.Schema())); err != nil {
@@ -178,14 +179,14 @@ func TestReconcileLinks(t *testing.T) {
 		reconUser(4, at, `"role": {"data": {"id": 6, "type": "role"}}, "teams": {"data": [{"id": 10, "type": "team"}, {"id": 11, "type": "team"}]}`) + `,` +
 		reconUser(5, at, `"profile": {"data": {"id": 2, "type": "profile"}}`) + `,` +
 		reconUser(7, at, `"role": {"data": {"id": 8, "type": "role"}}`) + `]}`
-	if _, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil); err != nil {
+	if _, err := loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	// User 7 as the API sends it now cannot be typed: fetching it again
 	// would only quarantine it again.
 	bad := []warehouse.Quarantined{{Type: "user", ID: "7", Field: "locked", Error: "wrong type",
 		Raw: []byte(`{"id": 7, "type": "user", "attributes": {"locked": "yes", "updatedAt": "` + at + `"}}`)}}
-	if _, err := warehousetest.Users(t, s).Write(ctx, nil, bad, nil); err != nil {
+	if _, err := loadtest.Users(t, s).Write(ctx, nil, bad, nil); err != nil {
 		t.Fatal(err)
 	}
 	listed := func(id int64, links map[string][]int64) reconcile.ScannedUser {
@@ -269,11 +270,11 @@ func TestDeletedDimensionIDs(t *testing.T) {
 	ctx := context.Background()
 	for _, res := range []schema.Resource{schema.Team(), schema.Role(), schema.Profile()} {
 		body := fmt.Sprintf(`{"data": [{"id": 1, "type": %q, "attributes": {"name": "a"}}, {"id": 2, "type": %q, "attributes": {"name": "b"}}]}`, res.Type, res.Type)
-		if _, err := warehousetest.LoadDimension(ctx, s, res.Type, warehousetest.Rows(t, res, body), nil, []int64{1, 2}, 0); err != nil {
+		if _, err := loadtest.LoadDimension(ctx, s, res.Type, warehousetest.Rows(t, res, body), nil, []int64{1, 2}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := warehousetest.LoadDimension(ctx, s, "role", nil, nil, []int64{1}, 0); err != nil {
+	if _, err := loadtest.LoadDimension(ctx, s, "role", nil, nil, []int64{1}, 0); err != nil {
 		t.Fatal(err)
 	}
 	work, err := reconcile.Begin(ctx, s)

@@ -4,7 +4,7 @@ import (
 	"bytes"
 
 	"github.com/usersync/usersync/sync/normalize"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
 // pageClass is what a page holds relative to the warehouse.

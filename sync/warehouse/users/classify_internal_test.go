@@ -8,7 +8,8 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
 // TestClassify compares pages with stored users without a database: new,
@@ -21,7 +22,7 @@ func TestClassify(t *testing.T) {
 	const full = `{"id": %d, "type": "user", "attributes": {"title": %q, "updatedAt": "2024-01-01T00:00:00.000Z"},
 		"relationships": {"role": {"data": {"id": 5, "type": "role"}}, "teams": {"data": [{"id": 7, "type": "team"}]},
 		"mailboxes": {"data": [{"id": 3, "type": "mailbox"}]}}, "meta": {"dataConnections": {"x": 1}}}`
-	page := func(body string) []normalize.Row { return normalized(t, schema.User(), `{"data": [`+body+`]}`) }
+	page := func(body string) []normalize.Row { return warehousetest.Rows(t, schema.User(), `{"data": [`+body+`]}`) }
 	stored := map[int64]pgrow.Stored{}
 	keep := func(r normalize.Row, deleted bool) {
 		stored[r.ID] = pgrow.Stored{Hash: r.Hash(), Linkage: r.LinkageHash(), Deleted: deleted}

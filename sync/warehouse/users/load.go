@@ -3,15 +3,10 @@ package users
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
 // Write writes one page of users in one transaction, as a Load
@@ -94,31 +89,4 @@ func (s *Store) usersEmpty(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("checking whether users is empty: %w", err)
 	}
 	return empty, nil
-}
-
-// CopyUsersRaw copies rows straight into table (a table shaped like users,
-// e.g. CREATE TABLE x (LIKE users)), committing every batch rows: no
-// staging, no upsert, no history. It is the yardstick the benchmarks hold
-// the sync's load path against, and returns the time spent copying and
-// committing (the rows are hashed beforehand, outside it, as that is the
-// sync's work and not COPY's).
-func (s *Store) CopyUsersRaw(ctx context.Context, table string, rows []normalize.Row, batch int) (time.Duration, error) {
-	t := s.table
-	load := make([]pgrow.Row, len(rows))
-	for i := range rows {
-		load[i] = pgrow.Row{Normalized: rows[i], Content: rows[i].Hash(), Linkage: rows[i].LinkageHash(), Links: s.links.Values(&rows[i])}
-	}
-	sql := pgcopy.Statement(s.q+"."+schema.QuoteIdentifier(table), t.Columns)
-	start := time.Now()
-	for from := 0; from < len(load); from += batch {
-		to := min(from+batch, len(load))
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			_, err := pgrow.Copy(ctx, tx, sql, &t, load[from:to], pgrow.Writer{})
-			return err
-		})
-		if err != nil {
-			return 0, fmt.Errorf("copying rows %d-%d: %w", from, to, err)
-		}
-	}
-	return time.Since(start), nil
 }

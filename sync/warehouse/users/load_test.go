@@ -11,6 +11,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/internal/loadtest"
 	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 	"github.com/usersync/usersync/sync/warehouse/users"
 )
@@ -26,7 +27,7 @@ func TestLoadUsers(t *testing.T) {
 	cp := &warehouse.Checkpoint{RunID: runID, NextURL: "http://x/next"}
 	page := `{"data": [` + warehousetest.User(1, "CEO", `{"data": [{"id": 10, "type": "team"}, {"id": 11, "type": "team"}]}`, `{"data": {"id": 5, "type": "role"}}`) + `,` +
 		warehousetest.User(2, "CTO", `{"data": []}`, `{"data": null}`) + `]}`
-	c, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, cp)
+	c, err := loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestLoadUsers(t *testing.T) {
 	}
 
 	// The same page again: nothing written, no version.
-	c, err = warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil)
+	c, err = loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestLoadUsers(t *testing.T) {
 
 	// User 1 changes title and teams; its role linkage is not sent this time.
 	page2 := `{"data": [` + warehousetest.User(1, "Chair", `{"data": [{"id": 11, "type": "team"}, {"id": 12, "type": "team"}]}`, `{"links": {"related": "x"}}`) + `]}`
-	c, err = warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page2), nil, nil)
+	c, err = loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page2), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestLoadUsers(t *testing.T) {
 		t.Errorf("mailbox links = %d", n)
 	}
 	teams := `{"data": [{"id": 11, "type": "team", "attributes": {"name": "b"}}, {"id": 12, "type": "team", "attributes": {"name": "a"}}]}`
-	if _, err := warehousetest.LoadDimension(ctx, s, "team", warehousetest.Rows(t, schema.Team(), teams), nil, []int64{11, 12}, 0); err != nil {
+	if _, err := loadtest.LoadDimension(ctx, s, "team", warehousetest.Rows(t, schema.Team(), teams), nil, []int64{11, 12}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users_current WHERE id = 1 AND team_ids = '{12,11}' AND team_names = '{a,b}'`); n != 1 {
@@ -93,7 +94,7 @@ func TestLoadUsersQuarantine(t *testing.T) {
 	s := warehousetest.NewStore(t)
 	ctx := context.Background()
 	bad := []warehouse.Quarantined{{Type: "user", ID: "abc", Field: "id", Error: "id is not an integer", Raw: []byte(`{"id": "abc", "x": "\u0000"}`)}}
-	c, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(3, "x", `{"data": []}`, `{"data": null}`)+`]}`), bad, nil)
+	c, err := loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(3, "x", `{"data": []}`, `{"data": null}`)+`]}`), bad, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestLoadUsersQuarantine(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO "`+s.Schema()+`".quarantine (resource_type, resource_id, error, raw) VALUES ('user', '3', 'x', '{}')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(3, "y", `{"data": []}`, `{"data": null}`)+`]}`), nil, nil); err != nil {
+	if _, err := loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(3, "y", `{"data": []}`, `{"data": null}`)+`]}`), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.quarantine WHERE resource_id = '3' AND resolved_at IS NOT NULL`); n != 1 {
@@ -126,7 +127,7 @@ func TestDataConnectionsVersioned(t *testing.T) {
 	}
 	load := func(body string) warehouse.Counts {
 		t.Helper()
-		c, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), body), nil, nil)
+		c, err := loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), body), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +166,7 @@ func TestLoadUsersLinkage(t *testing.T) {
 	load := func(rels string) warehouse.Counts {
 		t.Helper()
 		page := `{"data": [{"id": 1, "type": "user", "attributes": {"title": "x", "updatedAt": "2024-01-01T00:00:00.000Z"}, "relationships": {` + rels + `}}]}`
-		c, err := warehousetest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil)
+		c, err := loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +229,7 @@ func TestUsersLoad(t *testing.T) {
 	}
 	var committed []int64
 	var mu sync.Mutex
-	l, err := warehousetest.Users(t, s).Begin(ctx, warehouse.Checkpoint{RunID: runID}, users.Options{Writers: 2,
+	l, err := loadtest.Users(t, s).Begin(ctx, warehouse.Checkpoint{RunID: runID}, users.Options{Writers: 2,
 		Requests: func(p *warehouse.Progress) { p.Requests = p.Pages + 1 },
 		Committed: func(cp warehouse.Checkpoint, _ int, _ time.Duration) {
 			mu.Lock()
@@ -287,7 +288,7 @@ func TestUsersLoadStopsAtFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := warehousetest.Users(t, s).Begin(ctx, warehouse.Checkpoint{RunID: runID}, users.Options{Writers: 2})
+	l, err := loadtest.Users(t, s).Begin(ctx, warehouse.Checkpoint{RunID: runID}, users.Options{Writers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
 )
 
 // TestPageLockWaitIsBounded: a page whose rows another transaction holds
@@ -23,7 +24,7 @@ func TestPageLockWaitIsBounded(t *testing.T) {
 	}
 	ctx := context.Background()
 	page := `{"data": [{"id": 1, "type": "user", "attributes": {"title": "a"}}]}`
-	if _, err := s.Write(ctx, normalized(t, schema.User(), page), nil, nil); err != nil {
+	if _, err := s.Write(ctx, warehousetest.Rows(t, schema.User(), page), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	holder, err := pool.Begin(ctx)
@@ -35,7 +36,7 @@ func TestPageLockWaitIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := `{"data": [{"id": 1, "type": "user", "attributes": {"title": "b"}}]}`
-	_, err = s.Write(ctx, normalized(t, schema.User(), changed), nil, nil)
+	_, err = s.Write(ctx, warehousetest.Rows(t, schema.User(), changed), nil, nil)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
 		t.Fatalf("err = %v, want a lock timeout (55P03)", err)

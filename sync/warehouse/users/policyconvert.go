@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
 // convertPolicyOnly converts in place, as usersync pii apply does, the

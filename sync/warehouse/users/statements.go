@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 

@@ -4,7 +4,7 @@
 // diffed, its replaced versions archived, and user_teams' team_id index
 // deferred while a load starts on an empty warehouse (teamindex.go). Its
 // statements are in sql/users.sql; those derived from the catalog come from
-// internal/pgrow. testdata/statements.golden.sql holds every one, rendered
+// pgrow. testdata/statements.golden.sql holds every one, rendered
 // for schema usersync.
 package users
 
@@ -16,7 +16,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 	"github.com/usersync/usersync/sync/warehouse/pii"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/pgcopy"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
 // userPage is one users page being written in its own transaction: begun

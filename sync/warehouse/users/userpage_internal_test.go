@@ -9,7 +9,8 @@ import (
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
+	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
 // userRows types one user per id of titles (ids 1 to 9, in order), each
@@ -23,7 +24,7 @@ func userRows(t *testing.T, titles map[int]string) []normalize.Row {
 				"relationships": {"teams": {"data": [{"id": %d, "type": "team"}]}}}`, id, title, id, 10+id))
 		}
 	}
-	return normalized(t, schema.User(), `{"data": [`+strings.Join(users, ",")+`]}`)
+	return warehousetest.Rows(t, schema.User(), `{"data": [`+strings.Join(users, ",")+`]}`)
 }
 
 // TestWriteAllNew: a page tried as all new is written without reading the

@@ -15,8 +15,6 @@ import (
 	"github.com/usersync/usersync/sync/jsondoc"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/dimensions"
-	"github.com/usersync/usersync/sync/warehouse/users"
 )
 
 // Migrated returns a pool and a schema of the test's own, migrated (with
@@ -96,42 +94,21 @@ func Count(t testing.TB, s *warehouse.Store, sql string, args ...any) int64 {
 	return n
 }
 
-// Users is the users Store of s.
-func Users(t testing.TB, s *warehouse.Store) *users.Store {
-	t.Helper()
-	u, err := users.New(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
-// Dimensions is the dimensions Store of s.
-func Dimensions(t testing.TB, s *warehouse.Store) *dimensions.Store {
-	t.Helper()
-	d, err := dimensions.New(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// LoadDimension writes the full list of one dimension (team, role or
-// profile), held whole in memory, in one transaction: a dimensions.Load of
-// one page. present holds every id the API returned, quarantined ones
-// included.
-func LoadDimension(ctx context.Context, s *warehouse.Store, typ string, rows []normalize.Row, bad []warehouse.Quarantined, present []int64, runID int64) (warehouse.Counts, error) {
-	dims, err := dimensions.New(s)
-	if err != nil {
-		return warehouse.Counts{}, err
-	}
-	d, err := dims.Begin(ctx, typ, runID)
-	if err != nil {
-		return warehouse.Counts{}, err
-	}
-	defer d.Close()
-	if err := d.Page(ctx, rows, bad, present); err != nil {
-		return warehouse.Counts{}, err
-	}
-	return d.Finish(ctx)
-}
+// EdgeUsers is a users document of edge cases: the extremes of a 64-bit id
+// view, text beyond ASCII, an empty string, microsecond times in another
+// zone, duplicate and unknown relationships, a relationship of a type not in
+// the catalog, an attribute not in the catalog, null and empty meta.
+const EdgeUsers = `{"data": [
+	{"id": 1, "type": "user",
+	 "attributes": {"accountsViewId": 9223372036854775807, "locked": false, "notificationsEnabled": true, "title": "Zoë ✓ 東京",
+		"firstName": "", "createdAt": "1999-12-31T23:59:59.999999Z", "updatedAt": "2024-02-29T23:59:59.123456+05:30",
+		"duties": {"a": [1, 2], "é": null}, "notInTheCatalog": 5},
+	 "relationships": {"role": {"data": {"id": 5, "type": "role"}}, "profile": {"data": null},
+		"teams": {"data": [{"id": 10, "type": "team"}, {"id": 10, "type": "team"}]},
+		"mailboxes": {"data": [{"id": 3, "type": "mailbox"}, {"id": 4, "type": "mailbox"}, {"id": 3, "type": "mailbox"}]},
+		"contentCategories": {"data": []}, "recipients": {"data": [{"id": 7, "type": "somethingElse"}]},
+		"notInTheCatalogEither": {"data": [{"id": 8, "type": "x"}]}},
+	 "meta": {"dataConnections": [{"provider": "salesforce", "connected": true}]}},
+	{"id": 2, "type": "user", "attributes": {"accountsViewId": -9223372036854775808, "duties": [], "title": null, "locked": true}},
+	{"id": 3, "type": "user", "attributes": {}, "relationships": {}, "meta": {"dataConnections": null}}
+]}`

@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
+	"github.com/usersync/usersync/sync/warehouse/pgcopy"
 )
 
 // Column is one column a row's COPY writes into a resource table. The

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
+	"github.com/usersync/usersync/sync/warehouse/pgcopy"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/warehouse/internal/pgcopy"
+	"github.com/usersync/usersync/sync/warehouse/pgcopy"
 )
 
 // TestCopyColumnTypes checks the type of every column the encoder writes:
