@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
-	"github.com/usersync/usersync/sync/warehouse/pgcopy"
 	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
@@ -31,7 +31,7 @@ func newRawCopier(pool *pgxpool.Pool, schemaName, table string) (*rawCopier, err
 	if err != nil {
 		return nil, err
 	}
-	sql := pgcopy.Statement(schema.QuoteIdentifier(schemaName)+"."+schema.QuoteIdentifier(table), t.Columns)
+	sql := fmt.Sprintf("COPY %s.%s (%s) FROM STDIN (FORMAT binary)", schema.QuoteIdentifier(schemaName), schema.QuoteIdentifier(table), strings.Join(pgrow.QuoteAll(t.Columns), ", "))
 	return &rawCopier{pool: pool, table: t, links: pgrow.NewLinks(schema.User()), sql: sql}, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/usersync/usersync/sync/warehouse/pgcopy"
 	"github.com/usersync/usersync/sync/warehouse/pgrow"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
@@ -43,12 +42,11 @@ func (s *Store) listSQL(t pgrow.Table) (listSQL, error) {
 	}
 	d.rows, d.seen, d.bad = d.rowsID.Sanitize(), d.seenID.Sanitize(), d.badID.Sanitize()
 	d.rowColumns = append(append(d.rowColumns, t.Columns...), "usersync_seq", "usersync_updated_at")
-	d.copyRows = pgcopy.Statement(d.rows, d.rowColumns)
 	st, err := sqlfile.Load(sqlFiles, "list", map[string]string{"schema": s.q, "table": t.Name, "stage": t.Stage,
 		"columns": strings.Join(pgrow.QuoteAll(t.Columns), ", "), "rows": d.rows, "seen": d.seen, "bad": d.bad})
 	if err != nil {
 		return d, err
 	}
-	return d, sqlfile.Assign("list", st, map[string]*string{"drop": &d.drop, "create": &d.create, "stage": &d.stage,
+	return d, sqlfile.Assign("list", st, map[string]*string{"copyRows": &d.copyRows, "drop": &d.drop, "create": &d.create, "stage": &d.stage,
 		"delete": &d.delete, "resolve": &d.resolve, "insert": &d.insert})
 }

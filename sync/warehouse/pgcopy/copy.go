@@ -11,13 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/usersync/usersync/schema"
 )
 
 // Type is the PostgreSQL type of a column COPY writes: it fixes the binary
@@ -77,12 +74,6 @@ const (
 	// int8OID is the type oid of bigint, which an array names its elements by.
 	int8OID = 20
 )
-
-// Statement returns the statement of a binary COPY into table (quoted) of
-// columns.
-func Statement(table string, columns []string) string {
-	return fmt.Sprintf("COPY %s (%s) FROM STDIN (FORMAT binary)", table, quoted(columns))
-}
 
 // Binary copies n rows with sql, a COPY ... FROM STDIN (FORMAT binary)
 // statement: tuple appends row i to a buffer as a binary tuple. It returns
@@ -281,12 +272,4 @@ func AppendBigintArray(b []byte, a []int64) []byte {
 		b = AppendBigint(b, n)
 	}
 	return b
-}
-
-func quoted(columns []string) string {
-	out := make([]string, len(columns))
-	for i, c := range columns {
-		out[i] = schema.QuoteIdentifier(c)
-	}
-	return strings.Join(out, ", ")
 }

@@ -110,7 +110,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	var copied int64
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var err error
-		copied, err = Binary(ctx, tx, Statement(table, cols), len(rows), copyTuples(rows))
+		copied, err = Binary(ctx, tx, copySQL(table, cols), len(rows), copyTuples(rows))
 		return err
 	})
 	if err != nil {
@@ -181,7 +181,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	// the encoder's error, not the server's, and copies nothing.
 	bad := [][]any{rows[1], {int64(-1), 5, nil, nil, nil, nil, nil, nil}}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := Binary(ctx, tx, Statement(table, cols), len(bad), copyTuples(bad))
+		_, err := Binary(ctx, tx, copySQL(table, cols), len(bad), copyTuples(bad))
 		return err
 	})
 	var pgErr *pgconn.PgError
@@ -297,7 +297,7 @@ func TestCopyCancelledWhileEncoding(t *testing.T) {
 		defer close(encoded)
 		return b, errors.New("encoding failed")
 	}
-	if _, err := Binary(ctx, tx, Statement(pairs, []string{"a", "b"}), 2, tuple); err == nil {
+	if _, err := Binary(ctx, tx, copySQL(pairs, []string{"a", "b"}), 2, tuple); err == nil {
 		t.Fatal("a COPY cancelled while encoding succeeded")
 	}
 	select {
@@ -331,4 +331,14 @@ func TestCopyErrorKeepsTheCancellation(t *testing.T) {
 	if err := copyError(ctx, nil); err != nil {
 		t.Errorf("no error became %v", err)
 	}
+}
+
+// copySQL is a binary COPY into table (quoted) of columns; the program's
+// own are in its packages' .sql files.
+func copySQL(table string, columns []string) string {
+	out := make([]string, len(columns))
+	for i, c := range columns {
+		out[i] = schema.QuoteIdentifier(c)
+	}
+	return fmt.Sprintf("COPY %s (%s) FROM STDIN (FORMAT binary)", table, strings.Join(out, ", "))
 }

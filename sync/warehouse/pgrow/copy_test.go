@@ -10,7 +10,6 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
-	"github.com/usersync/usersync/sync/warehouse/pgcopy"
 	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
@@ -37,7 +36,7 @@ func TestCopyUsersMatchesPgx(t *testing.T) {
 	for i := range rows {
 		load[i] = pgrow.Row{Normalized: rows[i], Content: rows[i].Hash(), Linkage: rows[i].LinkageHash(), Links: links.Values(&rows[i])}
 	}
-	copySQL := pgcopy.Statement(q+".users_binary", users.Columns)
+	copySQL := strings.Replace(users.CopyTable, q+`."users"`, q+".users_binary", 1)
 	for from := 0; from < len(load); from += 2 { // two rows a COPY: a batch boundary inside the page
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			_, err := pgrow.Copy(ctx, tx, copySQL, &users, load[from:min(from+2, len(load))], pgrow.Writer{})

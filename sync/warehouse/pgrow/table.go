@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/sync/warehouse/pgcopy"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
@@ -42,7 +41,6 @@ func NewTable(schemaName string, res schema.Resource) (Table, error) {
 			fill = append(fill, c.read)
 		}
 	}
-	t.CopyTable, t.CopyStage = pgcopy.Statement(t.Name, t.Columns), pgcopy.Statement(t.Stage, t.Columns)
 	quoted := QuoteAll(t.Columns)
 
 	var set []string
@@ -76,7 +74,7 @@ func NewTable(schemaName string, res schema.Resource) (Table, error) {
 		return t, err
 	}
 	var current, currentFill string
-	err = sqlfile.Assign("table", st, map[string]*string{"createStage": &t.CreateStage, "upsert": &t.Upsert,
+	err = sqlfile.Assign("table", st, map[string]*string{"copyTable": &t.CopyTable, "copyStage": &t.CopyStage, "createStage": &t.CreateStage, "upsert": &t.Upsert,
 		"current": &current, "currentFill": &currentFill, "liveCount": &t.LiveCount})
 	if t.Hashed {
 		t.Current = current

@@ -3,6 +3,10 @@
 -- and its staging table, {{columns}} its COPY columns, {{rows}}, {{seen}} and
 -- {{bad}} the load's three session temporary tables (see list_sql.go).
 
+-- name: copyRows
+-- The list's rows, then their order in the list and their updatedAt.
+COPY {{rows}} ({{columns}}, usersync_seq, usersync_updated_at) FROM STDIN (FORMAT binary)
+
 -- name: drop
 DROP TABLE IF EXISTS {{rows}}, {{seen}}, {{bad}}
 

@@ -22,7 +22,7 @@ SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FR
 SELECT count(*) FROM "usersync"."teams" WHERE deleted_at IS NULL;
 
 -- teams list.copyRows
-COPY "pg_temp"."usersync_dim_teams_rows" ("id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw", "usersync_seq", "usersync_updated_at") FROM STDIN (FORMAT binary);
+COPY "pg_temp"."usersync_dim_teams_rows" ("id", "name", "color", "scim_external_id", "scim_source", "created_at", "updated_at", "raw", usersync_seq, usersync_updated_at) FROM STDIN (FORMAT binary);
 
 -- teams list.create
 DROP TABLE IF EXISTS "pg_temp"."usersync_dim_teams_rows", "pg_temp"."usersync_dim_teams_seen", "pg_temp"."usersync_dim_teams_bad";
@@ -92,7 +92,7 @@ SELECT id, "parent_role_id" FROM "usersync"."roles" WHERE id = ANY($1::bigint[])
 SELECT count(*) FROM "usersync"."roles" WHERE deleted_at IS NULL;
 
 -- roles list.copyRows
-COPY "pg_temp"."usersync_dim_roles_rows" ("id", "name", "created_at", "updated_at", "parent_role_id", "raw", "usersync_seq", "usersync_updated_at") FROM STDIN (FORMAT binary);
+COPY "pg_temp"."usersync_dim_roles_rows" ("id", "name", "created_at", "updated_at", "parent_role_id", "raw", usersync_seq, usersync_updated_at) FROM STDIN (FORMAT binary);
 
 -- roles list.create
 DROP TABLE IF EXISTS "pg_temp"."usersync_dim_roles_rows", "pg_temp"."usersync_dim_roles_seen", "pg_temp"."usersync_dim_roles_bad";
@@ -146,7 +146,7 @@ SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FR
 SELECT count(*) FROM "usersync"."profiles" WHERE deleted_at IS NULL;
 
 -- profiles list.copyRows
-COPY "pg_temp"."usersync_dim_profiles_rows" ("id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw", "usersync_seq", "usersync_updated_at") FROM STDIN (FORMAT binary);
+COPY "pg_temp"."usersync_dim_profiles_rows" ("id", "name", "is_admin", "special_id", "created_at", "updated_at", "raw", usersync_seq, usersync_updated_at) FROM STDIN (FORMAT binary);
 
 -- profiles list.create
 DROP TABLE IF EXISTS "pg_temp"."usersync_dim_profiles_rows", "pg_temp"."usersync_dim_profiles_seen", "pg_temp"."usersync_dim_profiles_bad";

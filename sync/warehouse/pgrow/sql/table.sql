@@ -4,6 +4,12 @@
 -- {{changed}} the upsert's assignments and its test of a changed row,
 -- {{fill_columns}} the stored values a row may leave unsent.
 
+-- name: copyTable
+COPY {{table}} ({{columns}}) FROM STDIN (FORMAT binary)
+
+-- name: copyStage
+COPY {{stage}} ({{columns}}) FROM STDIN (FORMAT binary)
+
 -- name: createStage
 CREATE TEMP TABLE IF NOT EXISTS {{stage}} (LIKE {{table}} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS
 
