@@ -212,3 +212,30 @@ func grantReader(ctx context.Context, pool *pgxpool.Pool, q migrateSQL, role str
 	}
 	return "", nil
 }
+
+// ReaderAccess says whether role exists and, when it does, which of the
+// analysts' tables of schemaName it may not read (none when migrate's
+// grants are in place): what usersync check reports.
+func ReaderAccess(ctx context.Context, pool *pgxpool.Pool, schemaName, role string) (exists bool, missing []string, err error) {
+	q, err := newMigrateSQL(schemaName)
+	if err != nil {
+		return false, nil, err
+	}
+	var canCreate bool
+	if err := pool.QueryRow(ctx, q.readerRole, role).Scan(&exists, &canCreate); err != nil {
+		return false, nil, fmt.Errorf("reading roles: %w", err)
+	}
+	if !exists {
+		return false, nil, nil
+	}
+	var tables []string
+	for _, t := range schema.Tables() {
+		if t.Analysts {
+			tables = append(tables, t.Name)
+		}
+	}
+	if err := pool.QueryRow(ctx, q.readerMissing, role, schemaName, tables).Scan(&missing); err != nil {
+		return true, nil, fmt.Errorf("reading the grants of %s: %w", role, err)
+	}
+	return true, missing, nil
+}

@@ -13,7 +13,7 @@ type migrateSQL struct {
 	quoted                                                                                           string // the schema
 	createSchema, createMigrations, recordMigration, appliedVersions, migrationsExist, latestApplied string
 	commentBookkeeping, comment                                                                      string
-	readerIsMigrator, readerRole, createReader, grantUsage, grantSelect, revokeAll                   string
+	readerIsMigrator, readerRole, readerMissing, createReader, grantUsage, grantSelect, revokeAll    string
 }
 
 func newMigrateSQL(schemaName string) (migrateSQL, error) {
@@ -28,7 +28,7 @@ func newMigrateSQL(schemaName string) (migrateSQL, error) {
 		"createSchema": &q.createSchema, "createMigrations": &q.createMigrations, "recordMigration": &q.recordMigration,
 		"appliedVersions": &q.appliedVersions, "migrationsExist": &q.migrationsExist, "latestApplied": &q.latestApplied,
 		"commentBookkeeping": &q.commentBookkeeping, "comment": &q.comment,
-		"readerIsMigrator": &q.readerIsMigrator, "readerRole": &q.readerRole, "createReader": &q.createReader,
+		"readerIsMigrator": &q.readerIsMigrator, "readerRole": &q.readerRole, "readerMissing": &q.readerMissing, "createReader": &q.createReader,
 		"grantUsage": &q.grantUsage, "grantSelect": &q.grantSelect, "revokeAll": &q.revokeAll,
 	})
 	return q, err

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/usersync/usersync/jobs"
-	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -73,9 +72,9 @@ func (c *checker) checkReaderRole(ctx context.Context) {
 		c.notChecked("reader role", "migrations")
 		return
 	}
-	var exists bool
-	if err := c.store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = $1)`, role).Scan(&exists); err != nil {
-		c.fail("reader role", "reading roles: "+oneLine(err.Error()), fixDatabase)
+	exists, missing, err := warehouse.ReaderAccess(ctx, c.store.Pool(), c.store.Schema(), role)
+	if err != nil {
+		c.fail("reader role", oneLine(err.Error()), fixDatabase)
 		return
 	}
 	if !exists {
@@ -83,24 +82,10 @@ func (c *checker) checkReaderRole(ctx context.Context) {
 			fmt.Sprintf("create it (CREATE ROLE %s NOLOGIN) and run usersync migrate to grant it read access, or set USERSYNC_READER_ROLE to an existing role (empty for none)", role))
 		return
 	}
-	var tables []string
-	for _, t := range schema.Tables() {
-		if t.Analysts {
-			tables = append(tables, t.Name)
-		}
-	}
-	var missing []string
-	err := c.store.Pool().QueryRow(ctx, `SELECT coalesce(array_agg(t ORDER BY t), '{}') FROM unnest($3::text[]) t
-		WHERE NOT has_table_privilege($1, format('%I.%I', $2::text, t), 'SELECT')
-		   OR NOT has_schema_privilege($1, $2, 'USAGE')`, role, c.store.Schema(), tables).Scan(&missing)
-	if err != nil {
-		c.fail("reader role", "reading its grants: "+oneLine(err.Error()), fixDatabase)
-		return
-	}
 	if len(missing) > 0 {
 		c.fail("reader role", fmt.Sprintf("role %s may not read %s.%s", role, c.store.Schema(), strings.Join(missing, ", ")),
 			"run usersync migrate as a user that may grant on the schema: it grants USERSYNC_READER_ROLE read access")
 		return
 	}
-	c.pass("reader role", fmt.Sprintf("%s may read the %d analysts' tables of %s", role, len(tables), c.store.Schema()))
+	c.pass("reader role", fmt.Sprintf("%s may read the analysts' tables of %s", role, c.store.Schema()))
 }

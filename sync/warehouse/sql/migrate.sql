@@ -71,3 +71,10 @@ GRANT SELECT ON {{schema}}.{{table}} TO {{role}}
 
 -- name: revokeAll
 REVOKE ALL ON {{schema}}.{{table}} FROM {{role}}
+
+-- name: readerMissing
+-- Of the tables $3 of schema $2, those the role $1 may not read (all of
+-- them when it may not use the schema): what usersync check reports.
+SELECT coalesce(array_agg(t ORDER BY t), '{}') FROM unnest($3::text[]) t
+WHERE NOT has_table_privilege($1, format('%I.%I', $2::text, t), 'SELECT')
+   OR NOT has_schema_privilege($1, $2, 'USAGE')

@@ -135,6 +135,11 @@ SELECT
 	EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1),
 	(SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user);
 
+-- migrate.readerMissing
+SELECT coalesce(array_agg(t ORDER BY t), '{}') FROM unnest($3::text[]) t
+WHERE NOT has_table_privilege($1, format('%I.%I', $2::text, t), 'SELECT')
+   OR NOT has_schema_privilege($1, $2, 'USAGE');
+
 -- migrate.createReader
 DO $$ BEGIN CREATE ROLE {{role}} NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
 
