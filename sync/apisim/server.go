@@ -58,6 +58,13 @@ type Options struct {
 	// two hours, as the real service.
 	TokenTTL time.Duration
 
+	// Revoked starts with the grant revoked (see RevokeTokens): every token
+	// is refused until an authorization code is exchanged.
+	Revoked bool
+	// RevokeAfter, when positive, revokes the grant once RevokeAfter API
+	// requests were counted: the next one and those after it get 401.
+	RevokeAfter int
+
 	// FailNext fails the first FailNext API requests with FailNextStatus
 	// (0 means 503); see Server.FailNext.
 	FailNext, FailNextStatus int
@@ -69,8 +76,8 @@ type Options struct {
 // Validate reports every invalid option, naming each.
 func (o Options) Validate() error {
 	var errs []error
-	if o.Users < 0 || o.Teams < 0 || o.IdenticalTimestamps < 0 || o.FailNext < 0 || o.TokenTTL < 0 {
-		errs = append(errs, errors.New("Users, Teams, IdenticalTimestamps, FailNext and TokenTTL must not be negative"))
+	if o.Users < 0 || o.Teams < 0 || o.IdenticalTimestamps < 0 || o.FailNext < 0 || o.TokenTTL < 0 || o.RevokeAfter < 0 {
+		errs = append(errs, errors.New("Users, Teams, IdenticalTimestamps, FailNext, TokenTTL and RevokeAfter must not be negative"))
 	}
 	if o.Users > 100_000_000 {
 		errs = append(errs, errors.New("Users must be at most 100,000,000"))
@@ -96,6 +103,7 @@ var _ http.Handler = (*Server)(nil)
 // concurrent use.
 type Server struct {
 	opts      Options
+	prefix    string // the account's path in a Fleet ("/accounts/<name>"), or ""
 	now       func() time.Time
 	log       *slog.Logger
 	anchor    int64 // Unix ms the dataset is generated around
@@ -131,22 +139,14 @@ func New(opts Options) *Server {
 	if err := opts.Validate(); err != nil {
 		panic("apisim: invalid options: " + err.Error())
 	}
-	if opts.Users == 0 {
-		opts.Users = 1000
-	}
-	if opts.Teams == 0 {
-		opts.Teams = max(3, opts.Users/25)
-	}
-	if opts.Roles == 0 {
-		opts.Roles = 12
-	}
-	if opts.Profiles == 0 {
-		opts.Profiles = 6
-	}
-	if opts.TokenTTL == 0 {
-		opts.TokenTTL = 2 * time.Hour
-	}
-	s := &Server{opts: opts, now: opts.Now, log: opts.Logger}
+	return newServer(opts, newCatalog(), "")
+}
+
+// newServer builds a simulator on a catalog (shared by a Fleet's accounts)
+// serving under prefix (stripped before ServeHTTP sees the request).
+func newServer(opts Options, c *catalog, prefix string) *Server {
+	opts = opts.withDefaults()
+	s := &Server{opts: opts, prefix: prefix, now: opts.Now, log: opts.Logger}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -154,13 +154,15 @@ func New(opts Options) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.anchor = s.now().UnixMilli()
-	s.pools = newPools(225, 1024)
-	s.buildUserAttrs()
+	s.pools, s.userAttrs, s.ix = c.pools, c.userAttrs, c.ix
 	s.buildTypes()
 	s.buildDataset(&opts)
 	s.mutRNG = s.seeded(saltMutation)
 	s.faultRNG = s.seeded(saltFaults)
 	s.auth.init(s.seeded(saltTokens), opts.RefreshToken)
+	if opts.Revoked {
+		s.RevokeTokens()
+	}
 	s.failNext, s.failNextStatus = opts.FailNext, opts.FailNextStatus
 	if s.failNextStatus == 0 {
 		s.failNextStatus = 503
@@ -170,6 +172,26 @@ func New(opts Options) *Server {
 	s.knobs.Store(&k)
 	s.stats.reset()
 	return s
+}
+
+// withDefaults fills the options whose zero value means a default.
+func (o Options) withDefaults() Options {
+	if o.Users == 0 {
+		o.Users = 1000
+	}
+	if o.Teams == 0 {
+		o.Teams = max(3, o.Users/25)
+	}
+	if o.Roles == 0 {
+		o.Roles = 12
+	}
+	if o.Profiles == 0 {
+		o.Profiles = 6
+	}
+	if o.TokenTTL == 0 {
+		o.TokenTTL = 2 * time.Hour
+	}
+	return o
 }
 
 func (s *Server) nowMs() int64 { return s.now().UnixMilli() }
@@ -226,6 +248,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	k := s.knobs.Load()
 	seq := s.tick(k)
+	if s.opts.RevokeAfter > 0 && seq == int64(s.opts.RevokeAfter)+1 {
+		s.RevokeTokens()
+		s.log.Debug("apisim revoked the grant", "after_requests", s.opts.RevokeAfter)
+	}
 	if err := sleepCtx(r.Context(), k.Latency); err != nil {
 		return // the client went away
 	}
