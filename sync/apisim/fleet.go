@@ -181,19 +181,21 @@ func newAccount(fo *FleetOptions, ao AccountOptions, c *catalog) *FleetAccount {
 
 // catalog is what every account of a Fleet shares: the value pools and the
 // user attributes' generators, derived from the API's catalog alone (about
-// 100 kB). The generators read only these three fields of the Server they
-// were built on; the seed reaches them through userCtx.base.
-// TestFleetAccountServesAsAlone keeps that true.
+// 100 kB), and the response buffers (a pool per account would keep a
+// buffer per account between collections). The generators read only
+// pools, userAttrs and ix of the Server they were built on; the seed
+// reaches them through userCtx.base. TestFleetDeterministic keeps that true.
 type catalog struct {
 	pools     *pools
 	userAttrs []userAttr
 	ix        attrIdx
+	bufs      *sync.Pool
 }
 
 func newCatalog() *catalog {
 	t := &Server{pools: newPools(225, 1024)}
 	t.buildUserAttrs()
-	return &catalog{pools: t.pools, userAttrs: t.userAttrs, ix: t.ix}
+	return &catalog{pools: t.pools, userAttrs: t.userAttrs, ix: t.ix, bufs: &sync.Pool{}}
 }
 
 // AccountSeed is the seed of account name's dataset in a fleet seeded with

@@ -130,7 +130,7 @@ type Server struct {
 
 	auth  authState
 	stats statsState
-	bufs  sync.Pool
+	bufs  *sync.Pool // response buffers, shared by a Fleet's accounts
 }
 
 // New builds a simulator. It panics if opts is invalid: call
@@ -154,7 +154,7 @@ func newServer(opts Options, c *catalog, prefix string) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.anchor = s.now().UnixMilli()
-	s.pools, s.userAttrs, s.ix = c.pools, c.userAttrs, c.ix
+	s.pools, s.userAttrs, s.ix, s.bufs = c.pools, c.userAttrs, c.ix, c.bufs
 	s.buildTypes()
 	s.buildDataset(&opts)
 	s.mutRNG = s.seeded(saltMutation)
