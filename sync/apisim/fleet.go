@@ -97,7 +97,8 @@ func (a AccountOptions) validate(seen map[string]bool, tokens map[string]string)
 		}
 		tokens[a.Token] = a.Name
 	}
-	if err := a.Options.Validate(); err != nil {
+	server := a.Options
+	if err := server.Validate(); err != nil {
 		return fmt.Errorf("account %q: %w", a.Name, err)
 	}
 	return nil

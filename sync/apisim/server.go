@@ -1,9 +1,7 @@
 package apisim
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -285,15 +283,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.write(w, rt.endpoint, hdr, http.StatusOK, "application/vnd.api+json", body, s.truncate(k))
 }
 
-func methodError(r *http.Request) *apiError {
-	if r.ContentLength != 0 && r.Header.Get("Content-Type") != "application/vnd.api+json" {
-		return &apiError{status: 415, id: "unsupportedMediaType", title: "Unsupported Media Type",
-			detail: "Expected Content-Type header to be 'application/vnd.api+json'."}
-	}
-	return &apiError{status: 405, id: "methodNotAllowed", title: "Method Not Allowed",
-		detail: "The simulator serves GET only on " + r.URL.Path}
-}
-
 // serveGET renders a collection or a single resource into dst. It returns
 // the body and the number of primary resources.
 func (s *Server) serveGET(r *http.Request, rt route, k *Knobs, dst []byte) ([]byte, int, *apiError) {
@@ -384,18 +373,4 @@ func (s *Server) serveCollection(r *http.Request, t *typeDef, k *Knobs, dst []by
 		dst = appendBool(dst, res.count > k.countCap())
 	}
 	return append(dst, "}}"...), len(ids), nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("waiting %v: %w", d, ctx.Err())
-	}
 }

@@ -218,7 +218,9 @@ func writeAccounts(stdout io.Writer, path string, accts []simAccount) error {
 	if err != nil {
 		return fmt.Errorf("--accounts-file: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // gone after the rename; left behind only on failure
+	// After the rename there is nothing left to remove: only a failure's
+	// leftover is.
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if err := encodeAccounts(tmp, accts); err != nil {
 		_ = tmp.Close()
 		return fmt.Errorf("--accounts-file: writing: %w", err)
