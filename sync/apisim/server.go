@@ -137,10 +137,10 @@ func New(opts Options) *Server {
 	if err := opts.Validate(); err != nil {
 		panic("apisim: invalid options: " + err.Error())
 	}
-	return newServer(opts, newCatalog(), "")
+	return newServer(opts, nil, "")
 }
 
-// newServer builds a simulator on a catalog (shared by a Fleet's accounts)
+// newServer builds a simulator on a Fleet's shared catalog (nil: its own)
 // serving under prefix (stripped before ServeHTTP sees the request).
 func newServer(opts Options, c *catalog, prefix string) *Server {
 	opts = opts.withDefaults()
@@ -152,7 +152,15 @@ func newServer(opts Options, c *catalog, prefix string) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.anchor = s.now().UnixMilli()
-	s.pools, s.userAttrs, s.ix, s.bufs = c.pools, c.userAttrs, c.ix, c.bufs
+	if c == nil {
+		// Its own, built on itself: TestFleetDeterministic compares a fleet's
+		// account with such a Server to catch a generator reading more than
+		// the catalog.
+		s.pools, s.bufs = newPools(225, 1024), &sync.Pool{}
+		s.buildUserAttrs()
+	} else {
+		s.pools, s.userAttrs, s.ix, s.bufs = c.pools, c.userAttrs, c.ix, c.bufs
+	}
 	s.buildTypes()
 	s.buildDataset(&opts)
 	s.mutRNG = s.seeded(saltMutation)
