@@ -266,7 +266,8 @@ func notFound(w http.ResponseWriter, detail string) {
 }
 
 // Stats returns the sum of every account's counters and the default
-// dataset's.
+// dataset's; the maps (ByEndpoint, ByStatus, Resources) are left nil: read
+// them per account, with Account(name).Stats().
 func (f *Fleet) Stats() Stats {
 	var sum Stats
 	add := func(st Stats) {
