@@ -161,8 +161,10 @@ type simAccount struct {
 	RevokeAfter       int    `json:"revoke_after,omitempty"`
 }
 
-// fleetOptions lays the accounts out in order: the large ones first, then
-// the OAuth ones, ..., the revoked ones, and the fault ones last.
+// fleetOptions lays the accounts out by position: the large ones first and
+// the OAuth ones after them; the fault ones last and the revoked ones just
+// before them (validate keeps each group whole; large and fault accounts
+// may overlap when there are few accounts).
 func (ff *fleetFlags) fleetOptions(o apisim.Options) apisim.FleetOptions {
 	fo := apisim.FleetOptions{Seed: o.Seed, Default: &o, Logger: o.Logger}
 	healthy := apisim.Knobs{PageSizeCap: o.PageSizeCap, RateLimit: o.RateLimit, Churn: o.Churn}
