@@ -163,8 +163,8 @@ type simAccount struct {
 
 // fleetOptions lays the accounts out by position: the large ones first and
 // the OAuth ones after them; the fault ones last and the revoked ones just
-// before them (validate keeps each group whole; large and fault accounts
-// may overlap when there are few accounts).
+// before them. validate keeps each end's groups apart; a group from the
+// start may overlap one from the end when there are few accounts.
 func (ff *fleetFlags) fleetOptions(o apisim.Options) apisim.FleetOptions {
 	fo := apisim.FleetOptions{Seed: o.Seed, Default: &o, Logger: o.Logger}
 	healthy := apisim.Knobs{PageSizeCap: o.PageSizeCap, RateLimit: o.RateLimit, Churn: o.Churn}
