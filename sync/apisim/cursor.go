@@ -102,9 +102,14 @@ func (q *query) afterKeys() ([]key, bool) {
 	return keys, true
 }
 
-// baseURL is scheme://host of the links the simulator sends: Options.BaseURL,
-// or what the request was addressed to.
+// baseURL is scheme://host of the links the simulator sends (Options.BaseURL,
+// or what the request was addressed to), followed by the account's path
+// prefix in a Fleet, so that every link stays under the account.
 func (s *Server) baseURL(r *http.Request) string {
+	return s.origin(r) + s.prefix
+}
+
+func (s *Server) origin(r *http.Request) string {
 	if s.opts.BaseURL != "" {
 		return strings.TrimSuffix(s.opts.BaseURL, "/")
 	}

@@ -44,6 +44,23 @@
 // (GET /oauth/authorize?scope=...), or users.read teams.read roles.read
 // profiles.read.
 //
+// # Many accounts
+//
+// NewFleet(FleetOptions{Seed, Default, Accounts}) serves many accounts from
+// one http.Handler: account NAME under AccountsPath + NAME (its base URL;
+// the client appends /api/v2/...), with its own Server: a dataset seeded
+// from the fleet seed and the name (AccountSeed), a static token derived
+// the same way (AccountToken) unless its options name credentials, its own
+// OAuth endpoints under its prefix, rate-limit budget, knobs, mutations and
+// counters. Links carry the prefix. Fleet.Account(name) returns the
+// account's Server; Default (the unprefixed paths) serves as New would.
+// Options.Revoked and RevokeAfter revoke an account's grant from the start
+// or after N requests. The accounts share the catalog's value pools, the
+// user attributes' generators and the response buffers, so an account costs
+// its data (BenchmarkFleetMemory):
+//
+//	go test -run='^$' -bench=FleetMemory -benchtime=1x ./sync/apisim/
+//
 // # Knobs
 //
 // Every knob is off by default, settable in Options and changeable while

@@ -1,8 +1,11 @@
 package apisim
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // write sends a response body; truncate cuts it in half under the same
@@ -51,4 +54,27 @@ func appendErrorDoc(dst []byte, e *apiError) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, "}]}"...)
+}
+
+func methodError(r *http.Request) *apiError {
+	if r.ContentLength != 0 && r.Header.Get("Content-Type") != "application/vnd.api+json" {
+		return &apiError{status: 415, id: "unsupportedMediaType", title: "Unsupported Media Type",
+			detail: "Expected Content-Type header to be 'application/vnd.api+json'."}
+	}
+	return &apiError{status: 405, id: "methodNotAllowed", title: "Method Not Allowed",
+		detail: "The simulator serves GET only on " + r.URL.Path}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting %v: %w", d, ctx.Err())
+	}
 }

@@ -1,9 +1,7 @@
 package apisim
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -58,6 +56,13 @@ type Options struct {
 	// two hours, as the real service.
 	TokenTTL time.Duration
 
+	// Revoked starts with the grant revoked (see RevokeTokens): every token
+	// is refused until an authorization code is exchanged.
+	Revoked bool
+	// RevokeAfter, when positive, revokes the grant once RevokeAfter API
+	// requests were counted: the next one and those after it get 401.
+	RevokeAfter int
+
 	// FailNext fails the first FailNext API requests with FailNextStatus
 	// (0 means 503); see Server.FailNext.
 	FailNext, FailNextStatus int
@@ -69,8 +74,8 @@ type Options struct {
 // Validate reports every invalid option, naming each.
 func (o Options) Validate() error {
 	var errs []error
-	if o.Users < 0 || o.Teams < 0 || o.IdenticalTimestamps < 0 || o.FailNext < 0 || o.TokenTTL < 0 {
-		errs = append(errs, errors.New("Users, Teams, IdenticalTimestamps, FailNext and TokenTTL must not be negative"))
+	if o.Users < 0 || o.Teams < 0 || o.IdenticalTimestamps < 0 || o.FailNext < 0 || o.TokenTTL < 0 || o.RevokeAfter < 0 {
+		errs = append(errs, errors.New("Users, Teams, IdenticalTimestamps, FailNext, TokenTTL and RevokeAfter must not be negative"))
 	}
 	if o.Users > 100_000_000 {
 		errs = append(errs, errors.New("Users must be at most 100,000,000"))
@@ -96,6 +101,7 @@ var _ http.Handler = (*Server)(nil)
 // concurrent use.
 type Server struct {
 	opts      Options
+	prefix    string // the account's path in a Fleet ("/accounts/<name>"), or ""
 	now       func() time.Time
 	log       *slog.Logger
 	anchor    int64 // Unix ms the dataset is generated around
@@ -122,7 +128,7 @@ type Server struct {
 
 	auth  authState
 	stats statsState
-	bufs  sync.Pool
+	bufs  *sync.Pool // response buffers, shared by a Fleet's accounts
 }
 
 // New builds a simulator. It panics if opts is invalid: call
@@ -131,22 +137,14 @@ func New(opts Options) *Server {
 	if err := opts.Validate(); err != nil {
 		panic("apisim: invalid options: " + err.Error())
 	}
-	if opts.Users == 0 {
-		opts.Users = 1000
-	}
-	if opts.Teams == 0 {
-		opts.Teams = max(3, opts.Users/25)
-	}
-	if opts.Roles == 0 {
-		opts.Roles = 12
-	}
-	if opts.Profiles == 0 {
-		opts.Profiles = 6
-	}
-	if opts.TokenTTL == 0 {
-		opts.TokenTTL = 2 * time.Hour
-	}
-	s := &Server{opts: opts, now: opts.Now, log: opts.Logger}
+	return newServer(opts, nil, "")
+}
+
+// newServer builds a simulator on a Fleet's shared catalog (nil: its own)
+// serving under prefix (stripped before ServeHTTP sees the request).
+func newServer(opts Options, c *catalog, prefix string) *Server {
+	opts = opts.withDefaults()
+	s := &Server{opts: opts, prefix: prefix, now: opts.Now, log: opts.Logger}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -154,13 +152,23 @@ func New(opts Options) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.anchor = s.now().UnixMilli()
-	s.pools = newPools(225, 1024)
-	s.buildUserAttrs()
+	if c == nil {
+		// Its own, built on itself: TestFleetDeterministic compares a fleet's
+		// account with such a Server to catch a generator reading more than
+		// the catalog.
+		s.pools, s.bufs = newPools(225, 1024), &sync.Pool{}
+		s.buildUserAttrs()
+	} else {
+		s.pools, s.userAttrs, s.ix, s.bufs = c.pools, c.userAttrs, c.ix, c.bufs
+	}
 	s.buildTypes()
 	s.buildDataset(&opts)
 	s.mutRNG = s.seeded(saltMutation)
 	s.faultRNG = s.seeded(saltFaults)
 	s.auth.init(s.seeded(saltTokens), opts.RefreshToken)
+	if opts.Revoked {
+		s.RevokeTokens()
+	}
 	s.failNext, s.failNextStatus = opts.FailNext, opts.FailNextStatus
 	if s.failNextStatus == 0 {
 		s.failNextStatus = 503
@@ -170,6 +178,26 @@ func New(opts Options) *Server {
 	s.knobs.Store(&k)
 	s.stats.reset()
 	return s
+}
+
+// withDefaults fills the options whose zero value means a default.
+func (o Options) withDefaults() Options {
+	if o.Users == 0 {
+		o.Users = 1000
+	}
+	if o.Teams == 0 {
+		o.Teams = max(3, o.Users/25)
+	}
+	if o.Roles == 0 {
+		o.Roles = 12
+	}
+	if o.Profiles == 0 {
+		o.Profiles = 6
+	}
+	if o.TokenTTL == 0 {
+		o.TokenTTL = 2 * time.Hour
+	}
+	return o
 }
 
 func (s *Server) nowMs() int64 { return s.now().UnixMilli() }
@@ -226,6 +254,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	k := s.knobs.Load()
 	seq := s.tick(k)
+	if s.opts.RevokeAfter > 0 && seq == int64(s.opts.RevokeAfter)+1 {
+		s.RevokeTokens()
+		s.log.Debug("apisim revoked the grant", "after_requests", s.opts.RevokeAfter)
+	}
 	if err := sleepCtx(r.Context(), k.Latency); err != nil {
 		return // the client went away
 	}
@@ -257,15 +289,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.stats.served(rt.t.name, n)
 	s.write(w, rt.endpoint, hdr, http.StatusOK, "application/vnd.api+json", body, s.truncate(k))
-}
-
-func methodError(r *http.Request) *apiError {
-	if r.ContentLength != 0 && r.Header.Get("Content-Type") != "application/vnd.api+json" {
-		return &apiError{status: 415, id: "unsupportedMediaType", title: "Unsupported Media Type",
-			detail: "Expected Content-Type header to be 'application/vnd.api+json'."}
-	}
-	return &apiError{status: 405, id: "methodNotAllowed", title: "Method Not Allowed",
-		detail: "The simulator serves GET only on " + r.URL.Path}
 }
 
 // serveGET renders a collection or a single resource into dst. It returns
@@ -358,18 +381,4 @@ func (s *Server) serveCollection(r *http.Request, t *typeDef, k *Knobs, dst []by
 		dst = appendBool(dst, res.count > k.countCap())
 	}
 	return append(dst, "}}"...), len(ids), nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("waiting %v: %w", d, ctx.Err())
-	}
 }
