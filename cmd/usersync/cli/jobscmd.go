@@ -95,7 +95,7 @@ func jobActionCommand(verb, summary string, act func(context.Context, *river.Cli
 				return withJobQueue(ctx, e, func(rc *river.Client[pgx.Tx]) error {
 					row, err := act(ctx, rc, id)
 					if errors.Is(err, rivertype.ErrNotFound) {
-						return fmt.Errorf("no job %d in %s (usersync jobs list shows them)", id, jobs.RiverSchema(e.cfg.Schema))
+						return fmt.Errorf("no job %d in %s (usersync jobs list shows them)", id, e.riverSchema())
 					}
 					if err != nil {
 						return fmt.Errorf("%s job %d: %w", map[string]string{"cancel": "cancelling", "retry": "retrying"}[verb], id, err)
@@ -134,7 +134,7 @@ func withJobQueue(ctx context.Context, e *env, f func(*river.Client[pgx.Tx]) err
 		return err
 	}
 	defer pool.Close()
-	riverSchema := jobs.RiverSchema(e.cfg.Schema)
+	riverSchema := e.riverSchema()
 	if nr := migrationsCurrent(ctx, store, riverSchema); nr != nil {
 		return nr.err
 	}

@@ -77,12 +77,12 @@ func (a Account) Schema() string { return a.Settings[SchemaSetting] }
 
 type statements struct {
 	createTable, createSchemaIndex, comment, exists                  string
-	insert, list, get, updateSettings, pause, resume, remove, tables string
+	insert, list, get, updateSettings, pause, resume, remove, schemaUse, dropSchema, tables string
 }
 
 func newStatements(riverSchema string) (statements, error) {
 	var q statements
-	st, err := sqlfile.Load(sqlFiles, "accounts", map[string]string{"schema": schema.QuoteIdentifier(riverSchema)})
+	st, err := sqlfile.Load(sqlFiles, "accounts", map[string]string{"schema": schema.QuoteIdentifier(riverSchema), "target": sqlfile.Later})
 	if err != nil {
 		return q, err
 	}
@@ -90,7 +90,7 @@ func newStatements(riverSchema string) (statements, error) {
 	return q, sqlfile.Assign("accounts", st, map[string]*string{"createTable": &q.createTable,
 		"createSchemaIndex": &q.createSchemaIndex, "comment": &q.comment, "exists": &q.exists, "insert": &q.insert,
 		"list": &q.list, "get": &q.get, "updateSettings": &q.updateSettings, "pause": &q.pause,
-		"resume": &q.resume, "remove": &q.remove})
+		"resume": &q.resume, "remove": &q.remove, "schemaUse": &q.schemaUse, "dropSchema": &q.dropSchema})
 }
 
 // Registry is the accounts table of one fleet.
@@ -130,4 +130,31 @@ func (r *Registry) Exists(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("looking for the account registry: %w", err)
 	}
 	return ok, nil
+}
+
+// SchemaUse says what holds a schema already.
+type SchemaUse struct {
+	Exists   bool // the schema exists
+	Usersync bool // it holds usersync's tables (schema_migrations)
+	River    bool // <schema>_river, a job queue's schema, exists
+}
+
+// SchemaUse reads what holds schema name already.
+func (r *Registry) SchemaUse(ctx context.Context, name string) (SchemaUse, error) {
+	var u SchemaUse
+	if err := r.db.QueryRow(ctx, r.sql.schemaUse, name).Scan(&u.Exists, &u.Usersync, &u.River); err != nil {
+		return u, fmt.Errorf("looking at schema %s: %w", name, err)
+	}
+	return u, nil
+}
+
+// DropSchema drops an account's schema with everything in it.
+func (r *Registry) DropSchema(ctx context.Context, name string) error {
+	if err := schema.ValidateIdentifier(name); err != nil {
+		return err
+	}
+	if _, err := r.db.Exec(ctx, sqlfile.Fill(r.sql.dropSchema, map[string]string{"target": schema.QuoteIdentifier(name)})); err != nil {
+		return fmt.Errorf("dropping schema %s: %w", name, err)
+	}
+	return nil
 }

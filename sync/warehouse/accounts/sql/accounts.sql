@@ -47,3 +47,16 @@ UPDATE {{schema}}.accounts SET paused_at = NULL, updated_at = now() WHERE name =
 
 -- name: remove
 DELETE FROM {{schema}}.accounts WHERE name = $1
+
+-- name: schemaUse
+-- What holds schema $1 already: whether it exists, whether it holds
+-- usersync's tables (migrate's schema_migrations, another deployment's when
+-- no account claims it) and whether its job queue schema exists.
+SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
+	to_regclass(quote_ident($1) || '.schema_migrations') IS NOT NULL,
+	EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1 || '_river')
+
+-- name: dropSchema
+-- An account's schema, which accounts add created ({{target}}, filled when
+-- it runs), with everything in it.
+DROP SCHEMA IF EXISTS {{target}} CASCADE

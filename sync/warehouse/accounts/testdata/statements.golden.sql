@@ -40,6 +40,14 @@ UPDATE "usersync_river".accounts SET paused_at = NULL, updated_at = now() WHERE 
 -- accounts.remove
 DELETE FROM "usersync_river".accounts WHERE name = $1;
 
+-- accounts.schemaUse
+SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
+	to_regclass(quote_ident($1) || '.schema_migrations') IS NOT NULL,
+	EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1 || '_river');
+
+-- accounts.dropSchema
+DROP SCHEMA IF EXISTS {{target}} CASCADE;
+
 -- union.serverVersion
 SELECT current_setting('server_version_num')::int;
 
