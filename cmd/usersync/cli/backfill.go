@@ -52,6 +52,7 @@ queued after 15 s and no worker runs (the job stays queued for one).`,
 					return usageError{errors.New("--until is before --since")}
 				}
 				args.Full = args.Since == nil && args.Until == nil
+				args.Account = e.jobAccount()
 				return runBackfill(ctx, e, args, *wait, *poll)
 			}
 		},

@@ -44,6 +44,9 @@ jobs retry ID.`,
 					return usageError{fmt.Errorf("--limit must be between 1 and 10000, not %d", *limit)}
 				}
 				params := river.NewJobListParams().States(states...).OrderBy(river.JobListOrderByID, river.SortOrderDesc).First(*limit)
+				if e.account != "" { // --account: that account's jobs only
+					params = params.Where("coalesce(args->>'account', '') = @account", river.NamedArgs{"account": e.jobAccount()})
+				}
 				return withJobQueue(ctx, e, func(rc *river.Client[pgx.Tx]) error {
 					res, err := rc.JobList(ctx, params)
 					if err != nil {

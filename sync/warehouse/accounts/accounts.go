@@ -76,7 +76,7 @@ type Account struct {
 func (a Account) Schema() string { return a.Settings[SchemaSetting] }
 
 type statements struct {
-	createTable, createSchemaIndex, comment, exists                  string
+	createTable, createSchemaIndex, comment, exists                                         string
 	insert, list, get, updateSettings, pause, resume, remove, schemaUse, dropSchema, tables string
 }
 

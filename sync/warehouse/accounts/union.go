@@ -62,14 +62,18 @@ func RefreshUnion(ctx context.Context, pool *pgxpool.Pool, unionSchema, readerRo
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("reading schema %s: %w", unionSchema, err)
 	}
-	if exists && !strings.HasPrefix(comment, unionMark) {
-		return fmt.Errorf("schema %s exists and is not usersync's union views; rename or drop it", unionSchema)
-	}
+	ours := exists && strings.HasPrefix(comment, unionMark)
 	if len(members) < 2 {
+		if !ours {
+			return nil // nothing to unite, nothing of usersync's to drop
+		}
 		if _, err := pool.Exec(ctx, sqlfile.Fill(q.drop, fill)); err != nil {
 			return fmt.Errorf("dropping the union views: %w", err)
 		}
 		return nil
+	}
+	if exists && !ours {
+		return fmt.Errorf("schema %s exists and is not usersync's union views; rename or drop it", unionSchema)
 	}
 	var version int
 	if err := pool.QueryRow(ctx, q.serverVersion).Scan(&version); err != nil {
