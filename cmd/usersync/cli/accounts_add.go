@@ -52,7 +52,17 @@ Nothing is left half-made on an error.`,
 				if err := cfg.requireAPI(); err != nil {
 					return usageError{fmt.Errorf("account %s: %w", name, err)}
 				}
-				return addAccount(ctx, e, accounts.Account{Name: name, Settings: vals}, cfg)
+				if err := addAccount(ctx, e, accounts.Account{Name: name, Settings: vals}, cfg); err != nil {
+					return err
+				}
+				// Said, since a worker's environment holds the default
+				// account's secrets under the same names.
+				for _, s := range accountSettings() {
+					if s.Secret && sources[s.Env] == s.Env {
+						fmt.Fprintf(e.stdout, "account %s: %s was taken from the environment\n", name, s.Env)
+					}
+				}
+				return nil
 			}
 		},
 	}

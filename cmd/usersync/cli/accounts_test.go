@@ -54,20 +54,24 @@ func (f *fleet) secretFile(t *testing.T, name, secret string) string {
 	return p
 }
 
-// state is the registry and the schemas, to compare before and after a
-// refused command.
-func (f *fleet) state(t *testing.T) string {
+// state is the registry and which of the schemas exist, to compare before
+// and after a refused command (other tests make and drop schemas of their
+// own meanwhile).
+func (f *fleet) state(t *testing.T, schemas ...string) string {
 	t.Helper()
-	var reg, schemas string
+	var reg, exist string
 	river := f.env["USERSYNC_SCHEMA"] + "_river"
 	if err := f.pool.QueryRow(context.Background(), `SELECT coalesce(jsonb_agg(to_jsonb(a) ORDER BY name)::text, '[]')
 		FROM "`+river+`".accounts a`).Scan(&reg); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.pool.QueryRow(context.Background(), `SELECT string_agg(nspname, ',' ORDER BY nspname) FROM pg_namespace`).Scan(&schemas); err != nil {
+	d := f.env["USERSYNC_SCHEMA"]
+	schemas = append(schemas, d, d+"_river", d+"_all", "usersync_us")
+	if err := f.pool.QueryRow(context.Background(), `SELECT coalesce(string_agg(nspname, ',' ORDER BY nspname), '')
+		FROM pg_namespace WHERE nspname = ANY($1)`, schemas).Scan(&exist); err != nil {
 		t.Fatal(err)
 	}
-	return reg + "\n" + schemas
+	return reg + "\n" + exist
 }
 
 func (f *fleet) mustRun(t *testing.T, args ...string) string {

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/usersync/usersync/schema/schematest"
+)
+
+// TestEverySettingHasAScope: every setting says whether an account sets it,
+// and the account-scoped ones are the ones #41 lists.
+func TestEverySettingHasAScope(t *testing.T) {
+	t.Parallel()
+	for _, s := range settings() {
+		if s.Scope == scopeUnset {
+			t.Errorf("%s has no scope: say perAccount or fleetWide in the settings table", s.Env)
+		}
+	}
+	for _, env := range []string{"USERSYNC_API_URL", "USERSYNC_API_TOKEN", "USERSYNC_OAUTH_CLIENT_SECRET", "USERSYNC_SCHEMA", "USERSYNC_SYNC_SCHEDULE", "USERSYNC_PII_KEY"} {
+		if s, _ := settingByEnv(env); s.Scope != perAccount {
+			t.Errorf("%s is not per account", env)
+		}
+	}
+	for _, env := range []string{"DATABASE_URL", "USERSYNC_WORKERS", "USERSYNC_HTTP_TOKEN", "USERSYNC_S3_SECRET_ACCESS_KEY", "USERSYNC_SCHEDULE_MIN_INTERVAL"} {
+		if s, _ := settingByEnv(env); s.Scope != fleetWide {
+			t.Errorf("%s is not fleet-wide", env)
+		}
+	}
+}
+
+// TestAccountsBadInput: each refused command exits 2 with one line on
+// stderr that holds no secret, and changes neither the registry nor the
+// schemas.
+func TestAccountsBadInput(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t)
+	_, url := f.simulator(t, 7, 20)
+	const secret = "bad-input-secret-0123456789"
+	tok := f.secretFile(t, "tok", secret)
+	taken := schematest.NewSchemaName(t, f.pool)
+	f.mustRun(t, "accounts", "add", "eu", "--api-url", url, "--schema", taken, "--api-token-file", tok)
+	other := schematest.NewSchemaName(t, f.pool) // another deployment's
+	otherEnv := map[string]string{"DATABASE_URL": f.env["DATABASE_URL"], "USERSYNC_SCHEMA": other, "USERSYNC_READER_ROLE": ""}
+	if code, _, errs := run(t, otherEnv, "migrate"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	fresh := schematest.NewSchemaName(t, f.pool)
+	add := func(name string, extra ...string) []string {
+		return append([]string{"accounts", "add", name, "--api-url", url, "--api-token-file", tok}, extra...)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{add("EU", "--schema", fresh), "not a lower-case identifier"},
+		{add("1eu", "--schema", fresh), "not a lower-case identifier"},
+		{add("default", "--schema", fresh), "USERSYNC_* environment"},
+		{add("eu", "--schema", fresh), "registered already"},
+		{add("us", "--schema", taken), "account eu's"},
+		{add("us", "--schema", f.env["USERSYNC_SCHEMA"]), "default account's"},
+		{add("us", "--schema", f.env["USERSYNC_SCHEMA"]+"_river"), "_river"},
+		{add("us", "--schema", f.env["USERSYNC_SCHEMA"]+"_all"), "union views"},
+		{add("us", "--schema", other), "another deployment's usersync tables"},
+		{add("us", "--schema", "public"), "public"},
+		{add("us", "--schema", fresh, "--page-size", "0"), "--page-size must be"},
+		{add("us", "--schema", fresh, "--sync-schedule", "often"), "--sync-schedule"},
+		{add("us", "--schema", fresh, "--pii-hash", "email", "--pii-key-file", f.secretFile(t, "key", secret)), "--pii-key-file"},
+		{[]string{"accounts", "add", "us", "--schema", fresh, "--api-token-file", tok}, "--api-url is required"},
+		{[]string{"accounts", "add", "us", "--api-url", url, "--schema", fresh, "--oauth-token-url", url + "/oauth/token"}, "USERSYNC_API_TOKEN and USERSYNC_OAUTH_* are both set"},
+		{[]string{"accounts", "add", "us", "--api-url", url, "--api-token", secret}, "flag provided but not defined"},
+		{[]string{"accounts", "show", "nope"}, "no account nope"},
+		{[]string{"accounts", "pause", "nope"}, "no account nope"},
+		{[]string{"accounts", "resume", "nope"}, "no account nope"},
+		{[]string{"accounts", "remove", "nope"}, "no account nope"},
+		{[]string{"accounts", "remove", "eu", "--drop-data"}, "give --yes"},
+		{[]string{"status", "--account", "nope"}, "no such account"},
+		{[]string{"sync", "--account", "nope"}, "no such account"},
+		{[]string{"check", "--account", "nope"}, "no such account"},
+		{[]string{"jobs", "list", "--account", "nope"}, "no such account"},
+		{[]string{"auth", "status", "--account", "nope"}, "no such account"},
+		{[]string{"schema", "--format", "dbt", "--account", "No"}, "not a lower-case identifier"},
+	} {
+		before := f.state(t, taken, other, other+"_river", fresh)
+		var out, errb bytes.Buffer
+		code := MainWithInput(context.Background(), tc.args, environ(f.env), strings.NewReader("eu\n"), &out, &errb)
+		errs := errb.String()
+		if code != ExitUsage || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 || strings.Contains(errs+out.String(), secret) {
+			t.Errorf("usersync %s: exit %d, stderr %q; want exit 2 and one line saying %q, without the secret", strings.Join(tc.args, " "), code, errs, tc.want)
+		}
+		if after := f.state(t, taken, other, other+"_river", fresh); after != before {
+			t.Errorf("usersync %s changed the registry or the schemas:\n%s\n->\n%s", strings.Join(tc.args, " "), before, after)
+		}
+	}
+}
+
+// TestAccountsDropData: remove --drop-data --yes drops the account's schema
+// and its snapshots, and only its own.
+func TestAccountsDropData(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t)
+	_, url := f.simulator(t, 9, 30)
+	usSchema := schematest.NewSchemaName(t, f.pool)
+	f.env["USERSYNC_API_TOKEN"] = "us-token-from-the-environment"
+	f.mustRun(t, "accounts", "add", "us", "--api-url", url, "--schema", usSchema)
+	f.env["USERSYNC_API_TOKEN"] = "cli-test-token"
+	f.mustRun(t, "sync", "--account", "us", "--full")
+	f.mustRun(t, "snapshot", "--account", "us")
+	f.mustRun(t, "sync", "--full")
+	f.mustRun(t, "snapshot")
+	snaps := filepath.Join(f.env["USERSYNC_SNAPSHOT_DIR"], usSchema)
+	if _, err := os.Stat(snaps); err != nil {
+		t.Fatalf("no snapshot of us: %v", err)
+	}
+	out := f.mustRun(t, "accounts", "remove", "us", "--drop-data", "--yes")
+	if !strings.Contains(out, "schema "+usSchema+" dropped") {
+		t.Errorf("remove --drop-data: %s", out)
+	}
+	if n := f.count(t, `SELECT count(*) FROM pg_namespace WHERE nspname = '`+usSchema+`'`); n != 0 {
+		t.Error("the account's schema is still there")
+	}
+	if _, err := os.Stat(snaps); !os.IsNotExist(err) {
+		t.Errorf("the account's snapshots are still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.env["USERSYNC_SNAPSHOT_DIR"], f.env["USERSYNC_SCHEMA"])); err != nil {
+		t.Errorf("the default account's snapshots went too: %v", err)
+	}
+	if n := f.count(t, `SELECT count(*) FROM "`+f.env["USERSYNC_SCHEMA"]+`".users`); n != 120 {
+		t.Errorf("the default account's users: %d, want 120", n)
+	}
+}
