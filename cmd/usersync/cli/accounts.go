@@ -5,10 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
@@ -168,8 +170,23 @@ func accountScoped(c command) command {
 			if err != nil {
 				return err
 			}
-			return run(ctx, ae, args)
+			err = run(ctx, ae, args)
+			var refused *jsonapi.AuthError
+			if errors.As(err, &refused) && !strings.HasPrefix(c.name, "auth ") {
+				// Said here with the account's remedy; the text alone
+				// goes on, so Main does not add the default account's.
+				return errors.New(err.Error() + "; " + accountAuthRemedy(*name, ae.cfg))
+			}
+			return err
 		}
 	}
 	return c
+}
+
+// accountAuthRemedy is authRemedy for a registered account.
+func accountAuthRemedy(name string, cfg Config) string {
+	if cfg.OAuthTokenURL != "" {
+		return "run usersync auth login --account " + name + " to authorize it again (the refresh token was revoked or expired)"
+	}
+	return "the API refuses account " + name + "'s token: store a valid one with usersync accounts set " + name + " --api-token-file FILE"
 }

@@ -30,12 +30,7 @@ never go on the command line: --api-token-file, --oauth-client-secret-file,
 variable of the same name (USERSYNC_API_TOKEN, ...) is taken when adding.
 Nothing is left half-made on an error.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			files := map[string]*string{}
-			for _, s := range accountSettings() {
-				if s.Secret {
-					files[s.Env] = fs.String(secretFileFlag(s), "", "read the account's "+s.Env+" from this file, once (or set "+s.Env+" when adding)")
-				}
-			}
+			files := secretFileFlags(fs)
 			return func(ctx context.Context, e *env, args []string) error {
 				name, err := oneAccountName("add", args)
 				if err != nil {
@@ -55,13 +50,7 @@ Nothing is left half-made on an error.`,
 				if err := addAccount(ctx, e, accounts.Account{Name: name, Settings: vals}, cfg); err != nil {
 					return err
 				}
-				// Said, since a worker's environment holds the default
-				// account's secrets under the same names.
-				for _, s := range accountSettings() {
-					if s.Secret && sources[s.Env] == s.Env {
-						fmt.Fprintf(e.stdout, "account %s: %s was taken from the environment\n", name, s.Env)
-					}
-				}
+				saidFromEnvironment(e, name, sources)
 				return nil
 			}
 		},
@@ -79,10 +68,26 @@ func oneAccountName(verb string, args []string) (string, error) {
 	return args[0], nil
 }
 
-// addValues are the settings accounts add stores: the account-scoped
-// settings' flags that were given, the secrets from their files or the
-// environment, and the schema. sources names where each came from.
+// addValues are the settings accounts add stores: those given
+// (givenValues), the API URL required, and the schema.
 func addValues(e *env, fs *flag.FlagSet, files map[string]*string, name string) (map[string]string, map[string]string, error) {
+	vals, sources, err := givenValues(e, fs, files)
+	if err != nil {
+		return nil, nil, err
+	}
+	if vals["USERSYNC_API_URL"] == "" {
+		return nil, nil, errors.New("--api-url is required: the account's API base URL, without /api/v2")
+	}
+	if _, ok := vals[accounts.SchemaSetting]; !ok {
+		vals[accounts.SchemaSetting], sources[accounts.SchemaSetting] = "usersync_"+name, "the account's schema"
+	}
+	return vals, sources, nil
+}
+
+// givenValues are the account-scoped settings' flags that were given, and
+// the secrets from their files or the environment. sources names where
+// each came from.
+func givenValues(e *env, fs *flag.FlagSet, files map[string]*string) (map[string]string, map[string]string, error) {
 	vals, sources := map[string]string{}, map[string]string{}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -100,13 +105,30 @@ func addValues(e *env, fs *flag.FlagSet, files map[string]*string, name string) 
 			vals[s.Env], sources[s.Env] = e.getenv(s.Env), s.Env
 		}
 	}
-	if vals["USERSYNC_API_URL"] == "" {
-		return nil, nil, errors.New("--api-url is required: the account's API base URL, without /api/v2")
-	}
-	if _, ok := vals[accounts.SchemaSetting]; !ok {
-		vals[accounts.SchemaSetting], sources[accounts.SchemaSetting] = "usersync_"+name, "the account's schema"
-	}
 	return vals, sources, nil
+}
+
+// secretFileFlags registers accounts add's and set's flag for each
+// account-scoped secret's file.
+func secretFileFlags(fs *flag.FlagSet) map[string]*string {
+	files := map[string]*string{}
+	for _, s := range accountSettings() {
+		if s.Secret {
+			files[s.Env] = fs.String(secretFileFlag(s), "", "read the account's "+s.Env+" from this file, once (or set "+s.Env+" when running this)")
+		}
+	}
+	return files
+}
+
+// saidFromEnvironment says which secrets were taken from the environment,
+// since a worker's environment holds the default account's under the same
+// names.
+func saidFromEnvironment(e *env, name string, sources map[string]string) {
+	for _, s := range accountSettings() {
+		if s.Secret && sources[s.Env] == s.Env {
+			fmt.Fprintf(e.stdout, "account %s: %s was taken from the environment\n", name, s.Env)
+		}
+	}
 }
 
 // readOnce reads a secret's file for accounts add; the error never holds
@@ -128,9 +150,9 @@ func readOnce(flagName, path string) (string, error) {
 }
 
 // fleetFlags are the setting flags that set the fleet's Config: all of them,
-// except for accounts add, whose account-scoped flags are the new account's.
+// except for accounts add and set, whose account-scoped flags are the account's.
 func fleetFlags(cmd string, vals map[string]*string) map[string]*string {
-	if cmd != "accounts add" {
+	if cmd != "accounts add" && cmd != "accounts set" {
 		return vals
 	}
 	out := map[string]*string{}

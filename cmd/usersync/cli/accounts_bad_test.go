@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
 // TestEverySettingHasAScope: every setting says whether an account sets it,
@@ -130,5 +132,41 @@ func TestAccountsDropData(t *testing.T) {
 	}
 	if n := f.count(t, `SELECT count(*) FROM "`+f.env["USERSYNC_SCHEMA"]+`".users`); n != 120 {
 		t.Errorf("the default account's users: %d, want 120", n)
+	}
+}
+
+// TestAccountsSetRotatesToken: an account whose token the API refuses says
+// to store a valid one for that account (not the default account's remedy);
+// accounts set stores it, and the next sync works; its schema never changes.
+func TestAccountsSetRotatesToken(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t)
+	sim := apisim.New(apisim.Options{Seed: 11, Users: 40, Token: "the-right-token-0123456789"})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	apSchema := schematest.NewSchemaName(t, f.pool)
+	f.mustRun(t, "accounts", "add", "ap", "--api-url", srv.URL, "--schema", apSchema,
+		"--api-token-file", f.secretFile(t, "wrong", "a-wrong-token-0123456789"))
+	code, _, errs := run(t, f.env, "sync", "--account", "ap")
+	if code != ExitFailure || !strings.Contains(errs, "usersync accounts set ap --api-token-file") || strings.Contains(errs, "restart the worker") {
+		t.Fatalf("sync with a refused token: exit %d: %s", code, errs)
+	}
+	before := f.state(t, apSchema)
+	if code, _, errs := run(t, f.env, "accounts", "set", "ap", "--schema", "elsewhere"); code != ExitUsage || !strings.Contains(errs, "never changes") {
+		t.Errorf("accounts set --schema: exit %d: %s", code, errs)
+	}
+	if code, _, errs := run(t, f.env, "accounts", "set", "ap", "--page-size", "0"); code != ExitUsage || !strings.Contains(errs, "--page-size must be") {
+		t.Errorf("accounts set --page-size 0: exit %d: %s", code, errs)
+	}
+	if after := f.state(t, apSchema); after != before {
+		t.Errorf("refused accounts set changed the registry:\n%s\n->\n%s", before, after)
+	}
+	f.mustRun(t, "accounts", "set", "ap", "--api-token-file", f.secretFile(t, "right", "the-right-token-0123456789"), "--page-size", "15")
+	out := f.mustRun(t, "sync", "--account", "ap", "--full")
+	if !strings.Contains(out, "40 received") {
+		t.Errorf("sync after accounts set:\n%s", out)
+	}
+	if show := f.mustRun(t, "accounts", "show", "ap"); !strings.Contains(show, apSchema) || strings.Contains(show, "the-right-token") {
+		t.Errorf("accounts show after set:\n%s", show)
 	}
 }

@@ -162,6 +162,10 @@ func TestAccountsLifecycle(t *testing.T) {
 		t.Errorf("status --account eu --json: schema %s, accounts %+v, %v", st.Schema, st.Accounts, err)
 	}
 
+	_, checked, _ := run(t, f.env, "check", "--account", "eu")
+	if want := "schemas " + euSchema + " and " + f.env["USERSYNC_SCHEMA"] + "_river are current"; !strings.Contains(checked, want) {
+		t.Errorf("check --account eu lacks %q:\n%s", want, checked)
+	}
 	f.mustRun(t, "backfill", "--account", "eu")
 	var jobsOut struct {
 		Jobs []struct {

@@ -77,6 +77,7 @@ func commands() []command {
 		accountsAddCommand(),
 		accountsListCommand(),
 		accountsShowCommand(),
+		accountsSetCommand(),
 		accountsPauseCommand(),
 		accountsResumeCommand(),
 		accountsRemoveCommand(),
