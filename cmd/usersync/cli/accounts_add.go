@@ -114,7 +114,7 @@ func secretFileFlags(fs *flag.FlagSet) map[string]*string {
 	files := map[string]*string{}
 	for _, s := range accountSettings() {
 		if s.Secret {
-			files[s.Env] = fs.String(secretFileFlag(s), "", "read the account's "+s.Env+" from this file, once (or set "+s.Env+" when running this)")
+			files[s.Env] = fs.String(secretFileFlag(s), "", "a file holding the account's secret of that name, read once and stored (else the variable of the same name is taken)")
 		}
 	}
 	return files
