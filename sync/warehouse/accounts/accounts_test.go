@@ -189,4 +189,12 @@ func TestUnionViews(t *testing.T) {
 	if err := RefreshUnion(ctx, pool, union, "", members); err == nil || !strings.Contains(err.Error(), "not usersync's") {
 		t.Fatalf("a foreign schema: %v", err)
 	}
+	// A single account (every migrate of a deployment without accounts)
+	// leaves a foreign schema of that name alone, without an error.
+	if err := RefreshUnion(ctx, pool, union, "", members[:1]); err != nil {
+		t.Fatalf("one member beside a foreign schema: %v", err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, union).Scan(&exists); err != nil || !exists {
+		t.Fatalf("the foreign schema was dropped: %v %v", exists, err)
+	}
 }
