@@ -26,8 +26,9 @@ and grants its reader role. A running worker picks it up without a restart.
 The account-scoped settings' flags (docs/configuration.md) are the account's;
 one not given is the fleet's, except the schema and the credentials. Secrets
 never go on the command line: --api-token-file, --oauth-client-secret-file,
---oauth-refresh-token-file and --pii-key-file are read once and stored, or the
-variable of the same name (USERSYNC_API_TOKEN, ...) is taken when adding.
+--oauth-refresh-token-file and --pii-key-file are read once and stored; else the
+variables of the account's way to authenticate (the static token, or OAuth's when
+an OAuth setting is given) are taken from the environment, and add says which.
 Nothing is left half-made on an error.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			files := secretFileFlags(fs)
@@ -71,7 +72,7 @@ func oneAccountName(verb string, args []string) (string, error) {
 // addValues are the settings accounts add stores: those given
 // (givenValues), the API URL required, and the schema.
 func addValues(e *env, fs *flag.FlagSet, files map[string]*string, name string) (map[string]string, map[string]string, error) {
-	vals, sources, err := givenValues(e, fs, files)
+	vals, sources, err := givenValues(e, fs, files, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -84,13 +85,16 @@ func addValues(e *env, fs *flag.FlagSet, files map[string]*string, name string) 
 	return vals, sources, nil
 }
 
-// givenValues are the account-scoped settings' flags that were given, and
-// the secrets from their files or the environment. sources names where
+// givenValues are the account-scoped settings' flags that were given and
+// the secrets from their files; with fromEnv, also the secrets of the
+// account's way to authenticate (OAuth when an OAuth setting is given, else
+// the static token) from the variables of their names. sources names where
 // each came from.
-func givenValues(e *env, fs *flag.FlagSet, files map[string]*string) (map[string]string, map[string]string, error) {
+func givenValues(e *env, fs *flag.FlagSet, files map[string]*string, fromEnv bool) (map[string]string, map[string]string, error) {
 	vals, sources := map[string]string{}, map[string]string{}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	oauth := false
 	for _, s := range accountSettings() {
 		switch {
 		case s.Flag != "" && given[s.Flag]:
@@ -101,7 +105,18 @@ func givenValues(e *env, fs *flag.FlagSet, files map[string]*string) (map[string
 				return nil, nil, err
 			}
 			vals[s.Env], sources[s.Env] = v, "--"+secretFileFlag(s)
-		case s.Secret && e.getenv(s.Env) != "":
+		default:
+			continue
+		}
+		oauth = oauth || (strings.HasPrefix(s.Env, "USERSYNC_OAUTH_") && s.Env != "USERSYNC_OAUTH_SCOPES")
+	}
+	for _, s := range accountSettings() {
+		_, set := vals[s.Env]
+		// The default account's secrets are in a worker's environment
+		// under the same names: only those of the account's own way to
+		// authenticate are taken, and the command says which.
+		otherWay := (oauth && s.Env == "USERSYNC_API_TOKEN") || (!oauth && strings.HasPrefix(s.Env, "USERSYNC_OAUTH_"))
+		if fromEnv && s.Secret && !set && !otherWay && e.getenv(s.Env) != "" {
 			vals[s.Env], sources[s.Env] = e.getenv(s.Env), s.Env
 		}
 	}
@@ -114,7 +129,7 @@ func secretFileFlags(fs *flag.FlagSet) map[string]*string {
 	files := map[string]*string{}
 	for _, s := range accountSettings() {
 		if s.Secret {
-			files[s.Env] = fs.String(secretFileFlag(s), "", "a file holding the account's secret of that name, read once and stored (else the variable of the same name is taken)")
+			files[s.Env] = fs.String(secretFileFlag(s), "", "a file holding the account's secret of that name, read once and stored")
 		}
 	}
 	return files

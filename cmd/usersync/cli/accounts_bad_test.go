@@ -72,7 +72,8 @@ func TestAccountsBadInput(t *testing.T) {
 		{add("us", "--schema", fresh, "--sync-schedule", "often"), "--sync-schedule"},
 		{add("us", "--schema", fresh, "--pii-hash", "email", "--pii-key-file", f.secretFile(t, "key", secret)), "--pii-key-file"},
 		{[]string{"accounts", "add", "us", "--schema", fresh, "--api-token-file", tok}, "--api-url is required"},
-		{[]string{"accounts", "add", "us", "--api-url", url, "--schema", fresh, "--oauth-token-url", url + "/oauth/token"}, "USERSYNC_API_TOKEN and USERSYNC_OAUTH_* are both set"},
+		{[]string{"accounts", "add", "us", "--api-url", url, "--schema", fresh, "--oauth-token-url", url + "/oauth/token"}, "USERSYNC_OAUTH_CLIENT_ID is not set"},
+		{add("us", "--schema", fresh, "--oauth-token-url", url+"/oauth/token"), "USERSYNC_API_TOKEN and USERSYNC_OAUTH_* are both set"},
 		{[]string{"accounts", "add", "us", "--api-url", url, "--api-token", secret}, "flag provided but not defined"},
 		{[]string{"accounts", "show", "nope"}, "no account nope"},
 		{[]string{"accounts", "pause", "nope"}, "no account nope"},
@@ -107,7 +108,9 @@ func TestAccountsDropData(t *testing.T) {
 	_, url := f.simulator(t, 9, 30)
 	usSchema := schematest.NewSchemaName(t, f.pool)
 	f.env["USERSYNC_API_TOKEN"] = "us-token-from-the-environment"
-	f.mustRun(t, "accounts", "add", "us", "--api-url", url, "--schema", usSchema)
+	if out := f.mustRun(t, "accounts", "add", "us", "--api-url", url, "--schema", usSchema); !strings.Contains(out, "account us: USERSYNC_API_TOKEN was taken from the environment") {
+		t.Errorf("accounts add does not say it took the token from the environment:\n%s", out)
+	}
 	f.env["USERSYNC_API_TOKEN"] = "cli-test-token"
 	f.mustRun(t, "sync", "--account", "us", "--full")
 	f.mustRun(t, "snapshot", "--account", "us")
@@ -168,5 +171,41 @@ func TestAccountsSetRotatesToken(t *testing.T) {
 	}
 	if show := f.mustRun(t, "accounts", "show", "ap"); !strings.Contains(show, apSchema) || strings.Contains(show, "the-right-token") {
 		t.Errorf("accounts show after set:\n%s", show)
+	}
+}
+
+// TestAccountsOAuth: an OAuth account added from the default account's
+// environment (a static token there) takes none of the default's
+// credentials; auth status and auth login --account work on the account's
+// own token store, and its sync runs on the token stored there.
+func TestAccountsOAuth(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t)
+	sim := apisim.New(apisim.Options{Seed: 13, Users: 30, ClientID: "eu-cid", ClientSecret: "eu-client-secret-0123456789"})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	oaSchema := schematest.NewSchemaName(t, f.pool)
+	out := f.mustRun(t, "accounts", "add", "oa", "--api-url", srv.URL, "--schema", oaSchema, "--oauth-token-url", srv.URL+"/oauth/token",
+		"--oauth-client-id", "eu-cid", "--oauth-client-secret-file", f.secretFile(t, "cs", "eu-client-secret-0123456789"))
+	if strings.Contains(out, "taken from the environment") {
+		t.Errorf("the default account's static token was taken for an OAuth account:\n%s", out)
+	}
+	if out := f.mustRun(t, "accounts", "show", "oa"); !strings.Contains(out, "USERSYNC_API_TOKEN                 default  (empty)") {
+		t.Errorf("accounts show oa:\n%s", out)
+	}
+	if out := f.mustRun(t, "auth", "status", "--account", "oa"); !strings.Contains(out, "stored token   none") || !strings.Contains(out, "eu-cid") {
+		t.Errorf("auth status --account oa before login:\n%s", out)
+	}
+	if code, _, errs := run(t, f.env, "auth", "login", "--account", "oa", "--follow-redirect", "--redirect-port", "0"); code != ExitOK {
+		t.Fatalf("auth login --account oa: exit %d: %s", code, errs)
+	}
+	if n := f.count(t, `SELECT count(*) FROM "`+oaSchema+`".oauth_tokens`); n != 1 {
+		t.Errorf("the account's schema holds %d stored tokens, want 1", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM "`+f.env["USERSYNC_SCHEMA"]+`".oauth_tokens`); n != 0 {
+		t.Errorf("the default account's schema holds %d stored tokens, want 0", n)
+	}
+	if out := f.mustRun(t, "sync", "--account", "oa", "--full"); !strings.Contains(out, "30 received") {
+		t.Errorf("sync --account oa:\n%s", out)
 	}
 }

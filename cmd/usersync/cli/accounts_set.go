@@ -14,9 +14,9 @@ func accountsSetCommand() command {
 		name:    "accounts set",
 		summary: "change an account's settings (a rotated token, a schedule); its schema stays",
 		args:    "NAME [flags]",
-		details: `Sets the account-scoped settings given, as accounts add takes them (secrets from
---api-token-file and the like, or the variable of the same name), checked with the
-account's other settings; the others stay. The schema never changes. A running
+		details: `Sets the account-scoped settings given, as accounts add takes them, but secrets
+only from their files (--api-token-file and the like: the environment here may hold
+the default account's), checked with the account's other settings; the others stay. The schema never changes. A running
 worker uses the new values from its next run of the account.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			files := secretFileFlags(fs)
@@ -25,7 +25,7 @@ worker uses the new values from its next run of the account.`,
 				if err != nil {
 					return err
 				}
-				vals, sources, err := givenValues(e, fs, files)
+				vals, sources, err := givenValues(e, fs, files, false)
 				if err != nil {
 					return usageError{err}
 				}
@@ -58,8 +58,7 @@ worker uses the new values from its next run of the account.`,
 						return notFound(name, err)
 					}
 					fmt.Fprintf(e.stdout, "account %s: %d setting(s) changed\n", name, len(vals))
-					saidFromEnvironment(e, name, sources)
-					return nil
+						return nil
 				})
 			}
 		},
