@@ -58,7 +58,7 @@ worker uses the new values from its next run of the account.`,
 						return notFound(name, err)
 					}
 					fmt.Fprintf(e.stdout, "account %s: %d setting(s) changed\n", name, len(vals))
-						return nil
+					return nil
 				})
 			}
 		},

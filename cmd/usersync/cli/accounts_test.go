@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/apisim"
@@ -143,6 +144,8 @@ func TestAccountsLifecycle(t *testing.T) {
 		t.Errorf("union view: %d default and %d eu users, want 120 and 80", d, e)
 	}
 
+	checkAllAccountsDBT(t, f)
+
 	f.mustRun(t, "accounts", "pause", "eu")
 	status := f.mustRun(t, "status")
 	if !strings.Contains(status, "accounts     1 registered") || !strings.Contains(status, "eu ") || !strings.Contains(status, " yes ") {
@@ -194,5 +197,31 @@ func TestAccountsLifecycle(t *testing.T) {
 	}
 	if code, _, errs := run(t, f.env, "status", "--account", "eu"); code != ExitUsage || !strings.Contains(errs, "no such account") {
 		t.Errorf("status --account of a removed account: %d %s", code, errs)
+	}
+}
+
+// checkAllAccountsDBT holds schema --format dbt --all-accounts to the union
+// views: every view, with its columns in order, the account first.
+func checkAllAccountsDBT(t *testing.T, f *fleet) {
+	t.Helper()
+	var file dbtFile
+	if err := yaml.Unmarshal([]byte(f.mustRun(t, "schema", "--format", "dbt", "--all-accounts")), &file); err != nil || len(file.Sources) != 1 {
+		t.Fatalf("dbt --all-accounts: %v", err)
+	}
+	src := file.Sources[0]
+	union := f.env["USERSYNC_SCHEMA"] + "_all"
+	if src.Schema != union || f.count(t, `SELECT count(*) FROM information_schema.views WHERE table_schema = '`+union+`'`) != len(src.Tables) {
+		t.Errorf("dbt --all-accounts: source %s with %d tables", src.Schema, len(src.Tables))
+	}
+	for _, tbl := range src.Tables {
+		var cols []string
+		for _, c := range tbl.Columns {
+			cols = append(cols, c.Name)
+		}
+		var got string
+		if err := f.pool.QueryRow(context.Background(), `SELECT string_agg(column_name, ',' ORDER BY ordinal_position)
+			FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`, union, tbl.Name).Scan(&got); err != nil || got != strings.Join(cols, ",") {
+			t.Errorf("dbt --all-accounts: %s has columns %s, the view %s (%v)", tbl.Name, strings.Join(cols, ","), got, err)
+		}
 	}
 }
