@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"flag"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -207,5 +208,23 @@ func TestAccountsOAuth(t *testing.T) {
 	}
 	if out := f.mustRun(t, "sync", "--account", "oa", "--full"); !strings.Contains(out, "30 received") {
 		t.Errorf("sync --account oa:\n%s", out)
+	}
+}
+
+// TestAddDefaultsTheSchema: an account added without --schema gets
+// usersync_NAME, and only the account-scoped flags given are stored.
+func TestAddDefaultsTheSchema(t *testing.T) {
+	t.Parallel()
+	fs := flag.NewFlagSet("accounts add", flag.ContinueOnError)
+	files := secretFileFlags(fs)
+	registerSettingFlags(fs)
+	if err := fs.Parse([]string{"--api-url", "https://eu.api.example.com", "--page-size", "50", "--workers", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	e := env0{}.env()
+	e.getenv = func(string) string { return "" }
+	vals, _, err := addValues(e, fs, files, "eu")
+	if err != nil || vals["USERSYNC_SCHEMA"] != "usersync_eu" || vals["USERSYNC_PAGE_SIZE"] != "50" || len(vals) != 3 {
+		t.Errorf("addValues = %v, %v; want usersync_eu, the API URL and the page size (not the fleet-wide workers)", vals, err)
 	}
 }
