@@ -34,7 +34,9 @@ func uniqueOpts() river.InsertOpts {
 
 // SyncArgs is an incremental sync: users updated since the watermark minus
 // the lookback, after the dimension lists.
-type SyncArgs struct{}
+type SyncArgs struct {
+	Account string `json:"account,omitempty"`
+}
 
 // Kind implements river.JobArgs.
 func (SyncArgs) Kind() string { return KindSync }
@@ -48,6 +50,9 @@ type BackfillArgs struct {
 	Since *time.Time `json:"since,omitempty"`
 	Until *time.Time `json:"until,omitempty"`
 	Full  bool       `json:"full,omitempty"`
+	// Account is the account the job is for; "" is the default
+	// account, so the stored form of the jobs before #41 is unchanged.
+	Account string `json:"account,omitempty"`
 }
 
 // Kind implements river.JobArgs.
@@ -57,7 +62,9 @@ func (BackfillArgs) Kind() string { return KindBackfill }
 func (BackfillArgs) InsertOpts() river.InsertOpts { return uniqueOpts() }
 
 // ReconcileArgs is a reconcile: every id checked against the warehouse.
-type ReconcileArgs struct{}
+type ReconcileArgs struct {
+	Account string `json:"account,omitempty"`
+}
 
 // Kind implements river.JobArgs.
 func (ReconcileArgs) Kind() string { return KindReconcile }
@@ -66,7 +73,9 @@ func (ReconcileArgs) Kind() string { return KindReconcile }
 func (ReconcileArgs) InsertOpts() river.InsertOpts { return uniqueOpts() }
 
 // SnapshotArgs writes a Parquet snapshot of the warehouse.
-type SnapshotArgs struct{}
+type SnapshotArgs struct {
+	Account string `json:"account,omitempty"`
+}
 
 // Kind implements river.JobArgs.
 func (SnapshotArgs) Kind() string { return KindSnapshot }

@@ -52,6 +52,7 @@ queued after 15 s and no worker runs (the job stays queued for one).`,
 					return usageError{errors.New("--until is before --since")}
 				}
 				args.Full = args.Since == nil && args.Until == nil
+				args.Account = e.jobAccount()
 				return runBackfill(ctx, e, args, *wait, *poll)
 			}
 		},
@@ -64,7 +65,7 @@ func runBackfill(ctx context.Context, e *env, args jobs.BackfillArgs, wait bool,
 		return err
 	}
 	defer pool.Close()
-	rc, err := jobs.NewInsertClient(pool, jobs.RiverSchema(e.cfg.Schema), quietLogger(e))
+	rc, err := jobs.NewInsertClient(pool, e.riverSchema(), quietLogger(e))
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func runBackfill(ctx context.Context, e *env, args jobs.BackfillArgs, wait bool,
 	if !wait {
 		return nil
 	}
-	riverSchema := jobs.RiverSchema(e.cfg.Schema)
+	riverSchema := e.riverSchema()
 	alive := func(ctx context.Context) (bool, error) { return jobs.WorkerRunning(ctx, pool, riverSchema) }
 	return waitForJob(ctx, e, store, rc, res.Job.ID, poll, alive)
 }
@@ -101,7 +102,7 @@ const noWorkerAfter = 15 * time.Second
 // errNoWorker is what --wait says of a job no worker will take.
 func errNoWorker(id int64, e *env) error {
 	return fmt.Errorf("job %d is queued, but no worker is running for schema %s (no River leader in %s): start one with usersync worker, or run the backfill inline with usersync sync --full (or --since/--until); the job stays queued for the next worker",
-		id, e.cfg.Schema, jobs.RiverSchema(e.cfg.Schema))
+		id, e.cfg.Schema, e.riverSchema())
 }
 
 // jobGetter is what waiting needs of the River client.

@@ -52,11 +52,11 @@ func (c *checker) checkDatabase(ctx context.Context) {
 	}
 	c.pass("database", "answers, as "+redactDSN(c.e.cfg.DatabaseURL))
 	c.dbOK = true
-	if nr := migrationsCurrent(ctx, c.store, jobs.RiverSchema(c.store.Schema())); nr != nil {
+	if nr := migrationsCurrent(ctx, c.store, c.e.riverSchema()); nr != nil {
 		c.fail("migrations", oneLine(nr.err.Error()), nr.check)
 		return
 	}
-	c.pass("migrations", fmt.Sprintf("schemas %s and %s are current", c.store.Schema(), jobs.RiverSchema(c.store.Schema())))
+	c.pass("migrations", fmt.Sprintf("schemas %s and %s are current", c.store.Schema(), c.e.riverSchema()))
 	c.migrated = true
 }
 

@@ -36,6 +36,11 @@ type env struct {
 	stderr io.Writer
 	logger *slog.Logger
 	getenv func(string) string // the process environment, for what is not a setting (DISPLAY)
+	// account is the --account the command was given ("" for none);
+	// fleet, in a registered account's env, is the default account's
+	// Config (accounts.go).
+	account string
+	fleet   *Config
 }
 
 // command is one subcommand. setup registers the command's own flags on fs
@@ -51,24 +56,31 @@ type command struct {
 func commands() []command {
 	return []command{
 		migrateCommand(),
-		syncCommand(),
-		statusCommand(),
+		accountScoped(syncCommand()),
+		accountScoped(statusCommand()),
 		simulateCommand(),
 		workerCommand(),
-		backfillCommand(),
-		reconcileCommand(),
-		snapshotCommand(),
-		schemaCommand(),
+		accountScoped(backfillCommand()),
+		accountScoped(reconcileCommand()),
+		accountScoped(snapshotCommand()),
+		accountScoped(schemaCommand()),
 		healthcheckCommand(),
 		versionCommand(),
-		authLoginCommand(),
-		authStatusCommand(),
-		forgetCommand(),
-		piiApplyCommand(),
-		checkCommand(),
-		jobsListCommand(),
+		accountScoped(authLoginCommand()),
+		accountScoped(authStatusCommand()),
+		accountScoped(forgetCommand()),
+		accountScoped(piiApplyCommand()),
+		accountScoped(checkCommand()),
+		accountScoped(jobsListCommand()),
 		jobsCancelCommand(),
 		jobsRetryCommand(),
+		accountsAddCommand(),
+		accountsListCommand(),
+		accountsShowCommand(),
+		accountsSetCommand(),
+		accountsPauseCommand(),
+		accountsResumeCommand(),
+		accountsRemoveCommand(),
 	}
 }
 
@@ -105,7 +117,7 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 	fs.SetOutput(io.Discard)
 	run := cmd.setup(fs)
 	flagVals := registerSettingFlags(fs)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(nameFirst(cmd.name, args[1:])); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printCommandHelp(stdout, *cmd, fs)
 			return ExitOK
@@ -113,7 +125,7 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 		fmt.Fprintf(stderr, "usersync %s: %v (run usersync %s -h)\n", cmd.name, err, cmd.name)
 		return ExitUsage
 	}
-	cfg, err := loadConfig(lookupVarIn(environ), fs, flagVals)
+	cfg, err := loadConfig(lookupVarIn(environ), fs, fleetFlags(cmd.name, flagVals))
 	if err != nil {
 		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
 		return ExitUsage
@@ -174,9 +186,10 @@ func findCommand(args []string, stdout, stderr io.Writer) (*command, int) {
 // commandGroups are the commands that take a subcommand, and what they do.
 func commandGroups() map[string]string {
 	return map[string]string{
-		"auth": "authorize usersync with the API's OAuth",
-		"jobs": "list, cancel and retry the job queue's jobs",
-		"pii":  "apply the personal-data policy",
+		"accounts": "register, list, pause and remove the fleet's accounts",
+		"auth":     "authorize usersync with the API's OAuth",
+		"jobs":     "list, cancel and retry the job queue's jobs",
+		"pii":      "apply the personal-data policy",
 	}
 }
 

@@ -62,7 +62,7 @@ func loadConfig(lookup func(string) (string, bool), fs *flag.FlagSet, flagVals m
 				v, source = fv, s.Env+"_FILE"
 			}
 		}
-		if s.Flag != "" && given[s.Flag] {
+		if s.Flag != "" && given[s.Flag] && flagVals[s.Flag] != nil {
 			v, source = *flagVals[s.Flag], "--"+s.Flag
 		}
 		if err := s.set(&c, v); err != nil {

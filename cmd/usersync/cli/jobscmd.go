@@ -44,6 +44,9 @@ jobs retry ID.`,
 					return usageError{fmt.Errorf("--limit must be between 1 and 10000, not %d", *limit)}
 				}
 				params := river.NewJobListParams().States(states...).OrderBy(river.JobListOrderByID, river.SortOrderDesc).First(*limit)
+				if e.account != "" { // --account: that account's jobs only
+					params = params.Where("coalesce(args->>'account', '') = @account", river.NamedArgs{"account": e.jobAccount()})
+				}
 				return withJobQueue(ctx, e, func(rc *river.Client[pgx.Tx]) error {
 					res, err := rc.JobList(ctx, params)
 					if err != nil {
@@ -95,7 +98,7 @@ func jobActionCommand(verb, summary string, act func(context.Context, *river.Cli
 				return withJobQueue(ctx, e, func(rc *river.Client[pgx.Tx]) error {
 					row, err := act(ctx, rc, id)
 					if errors.Is(err, rivertype.ErrNotFound) {
-						return fmt.Errorf("no job %d in %s (usersync jobs list shows them)", id, jobs.RiverSchema(e.cfg.Schema))
+						return fmt.Errorf("no job %d in %s (usersync jobs list shows them)", id, e.riverSchema())
 					}
 					if err != nil {
 						return fmt.Errorf("%s job %d: %w", map[string]string{"cancel": "cancelling", "retry": "retrying"}[verb], id, err)
@@ -134,7 +137,7 @@ func withJobQueue(ctx context.Context, e *env, f func(*river.Client[pgx.Tx]) err
 		return err
 	}
 	defer pool.Close()
-	riverSchema := jobs.RiverSchema(e.cfg.Schema)
+	riverSchema := e.riverSchema()
 	if nr := migrationsCurrent(ctx, store, riverSchema); nr != nil {
 		return nr.err
 	}

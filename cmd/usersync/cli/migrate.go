@@ -29,6 +29,7 @@ processes at once: an advisory lock serializes them.`,
 				defer pool.Close()
 				var res warehouse.MigrateResult
 				var river []int
+				var accountLines []string
 				err = warehouse.WithMigrationLock(ctx, pool, func(ctx context.Context) error {
 					var err error
 					res, err = warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: e.cfg.Schema, ReaderRole: e.cfg.ReaderRole})
@@ -38,7 +39,10 @@ processes at once: an advisory lock serializes them.`,
 					if err := commentPolicyColumns(ctx, e, pool); err != nil {
 						return err
 					}
-					river, err = jobs.MigrateRiver(ctx, pool, jobs.RiverSchema(e.cfg.Schema), quietLogger(e))
+					if river, err = jobs.MigrateRiver(ctx, pool, jobs.RiverSchema(e.cfg.Schema), quietLogger(e)); err != nil {
+						return err
+					}
+					accountLines, err = migrateAccounts(ctx, e, pool)
 					return err
 				})
 				if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {
@@ -48,6 +52,9 @@ processes at once: an advisory lock serializes them.`,
 					return fmt.Errorf("migrating: %w", err)
 				}
 				printMigrateResult(e, res, river)
+				for _, l := range accountLines {
+					fmt.Fprintln(e.stdout, l)
+				}
 				return nil
 			}
 		},

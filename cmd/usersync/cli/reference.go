@@ -98,6 +98,10 @@ func ConfigurationMarkdown() string {
 	b.WriteString("start naming it and the closest setting, e.g. `USERSYNC_SYNC_SCHEDUEL is not a setting (did you mean\n")
 	b.WriteString("USERSYNC_SYNC_SCHEDULE?)`; with `USERSYNC_STRICT_CONFIG=true` the command exits 2 instead. The\n")
 	fmt.Fprintf(&b, "variables of the repository's own scripts are not settings and are never reported: %s.\n\n", "`"+strings.Join(toolVariables, "`, `")+"`")
+	b.WriteString("Each setting's scope says whether a registered account (`usersync accounts add`, docs/operations.md)\n")
+	b.WriteString("sets its own value: an account-scoped setting's flag on `accounts add` (or, for a secret, its file) is\n")
+	b.WriteString("the account's, and one it does not give is the fleet's, except its schema and credentials, which are never\n")
+	b.WriteString("the default account's. A fleet-wide setting is the environment's for every account.\n\n")
 	writeSettingsMarkdown(&b)
 	b.WriteString("## Go runtime\n\n")
 	b.WriteString("usersync leaves the collector at Go's defaults; two variables tune it:\n\n")
@@ -125,6 +129,7 @@ func writeSettingsMarkdown(b *strings.Builder) {
 			def = "`" + s.Default + "`"
 		}
 		fmt.Fprintf(b, "- Default: %s\n", def)
+		fmt.Fprintf(b, "- Scope: %s\n", scopeText(s))
 		if s.Example != "" {
 			fmt.Fprintf(b, "- Example: `%s=%s`\n", s.Env, s.Example)
 		}

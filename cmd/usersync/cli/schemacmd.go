@@ -20,10 +20,13 @@ tests, and freshness on successful syncs (sync_runs.finished_at) that warns afte
 USERSYNC_SYNC_SCHEDULE's longest intervals and errors after six. The source is named for
 USERSYNC_SCHEMA. --dbt-version (default 1.10) picks the form that dbt version reads without a
 deprecation warning: 1.10 and later put freshness and loaded_at_field under config and the tests'
-arguments under arguments; 1.9 only freshness; 1.8 neither.`,
+arguments under arguments; 1.9 only freshness; 1.8 neither. --all-accounts prints instead
+a source over the views that unite every account (<USERSYNC_SCHEMA>_all), each table
+with an account column first.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			format := fs.String("format", "text", "text, markdown or dbt (a sources.yml)")
 			dbtVersion := fs.String("dbt-version", "1.10", "with --format dbt: the dbt version the sources.yml is for (1.8 or later)")
+			all := fs.Bool("all-accounts", false, "with --format dbt: a source over the views uniting every account (<USERSYNC_SCHEMA>_all)")
 			return func(_ context.Context, e *env, _ []string) error {
 				switch *format {
 				case "text":
@@ -36,6 +39,9 @@ arguments under arguments; 1.9 only freshness; 1.8 neither.`,
 						return usageError{err}
 					}
 					out, err := dbtSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval, form)
+					if *all {
+						out, err = dbtAllAccounts(e.fleetConfig().Schema, form)
+					}
 					if err != nil {
 						return err
 					}

@@ -31,6 +31,11 @@ func statusCommand() command {
 				if err != nil {
 					return err
 				}
+				if e.account == "" { // the fleet: one line per registered account too
+					if r.accounts, err = readAccountStatuses(ctx, e); err != nil {
+						return err
+					}
+				}
 				if *asJSON {
 					return r.writeJSON(e.stdout)
 				}
@@ -50,6 +55,7 @@ type statusReport struct {
 	snapAt    time.Time
 	policy    policyStatus
 	scope     string // the OAuth grant's, as its token endpoint said; "" unknown or no OAuth
+	accounts  []accountStatus
 }
 
 func readStatusReport(ctx context.Context, e *env, runs int) (statusReport, error) {
@@ -66,10 +72,10 @@ func readStatusReport(ctx context.Context, e *env, runs int) (statusReport, erro
 	if r.st.CredentialsRefused != nil {
 		r.st.CredentialsRefused.Remedy = authRemedy(e.cfg)
 	}
-	if r.jobCounts, err = jobs.JobCounts(ctx, pool, jobs.RiverSchema(e.cfg.Schema)); err != nil {
+	if r.jobCounts, err = jobs.JobCounts(ctx, pool, e.riverSchema()); err != nil {
 		return r, fmt.Errorf("reading the job queue: %w", err)
 	}
-	if r.snap, r.snapAt, err = jobs.LastSnapshot(ctx, pool, jobs.RiverSchema(e.cfg.Schema)); err != nil {
+	if r.snap, r.snapAt, err = jobs.LastSnapshot(ctx, pool, e.riverSchema()); err != nil {
 		return r, err
 	}
 	if r.scope, err = grantedScope(ctx, e, store); err != nil {
@@ -105,7 +111,8 @@ func (r statusReport) writeJSON(w io.Writer) error {
 		LastSnapshot        *lastSnapshot   `json:"last_snapshot_job"`
 		PersonalData        policyStatus    `json:"personal_data"`
 		OAuthScope          string          `json:"oauth_scope,omitempty"`
-	}{Status: r.st, Jobs: r.jobCounts, PersonalData: r.policy, OAuthScope: r.scope}
+		Accounts            []accountStatus `json:"accounts,omitempty"`
+	}{Status: r.st, Jobs: r.jobCounts, PersonalData: r.policy, OAuthScope: r.scope, Accounts: r.accounts}
 	if r.snap.ID != "" || r.snap.Skipped {
 		out.LastSnapshot = &lastSnapshot{r.snap, r.snapAt}
 	}
@@ -130,6 +137,7 @@ func (r statusReport) print(w io.Writer, budget float64) {
 		fmt.Fprintf(w, "snapshot     %s (job finished %s)\n", what, r.snapAt.UTC().Format(time.RFC3339))
 	}
 	printJobs(w, r.jobCounts)
+	printAccountStatuses(w, r.accounts)
 }
 
 // cleanStatus cleans the text of st that came from the API: run errors

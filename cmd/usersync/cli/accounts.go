@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/warehouse/accounts"
+)
+
+// account is one account of the fleet (#41): the default account, which the
+// USERSYNC_* environment configures, or a registered one with its effective
+// Config.
+type account struct {
+	Name   string
+	Cfg    Config
+	Paused bool
+}
+
+// loadAccounts returns the default account first, then every registered one
+// by name, each with its effective Config. A deployment whose registry was
+// never made (not migrated since #41) has the default account alone.
+func loadAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]account, error) {
+	fleet := e.fleetConfig()
+	out := []account{{Name: accounts.Default, Cfg: fleet}}
+	reg, err := accounts.New(pool, jobs.RiverSchema(fleet.Schema))
+	if err != nil {
+		return nil, err
+	}
+	list, err := reg.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range list {
+		cfg, err := accountConfig(fleet, a.Name, a.Settings, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, account{Name: a.Name, Cfg: cfg, Paused: a.Paused()})
+	}
+	return out, nil
+}
+
+// accountConfig is the effective Config of account name: the fleet's, with
+// the account's values applied by the settings' own parsers, except that its
+// schema and credentials are never the fleet's (one not stored is the
+// setting's default). sources names where a value came from (a flag of
+// accounts add); the others are named "account NAME: VARIABLE". Errors are
+// one line naming the setting and never hold a secret.
+func accountConfig(fleet Config, name string, vals, sources map[string]string) (Config, error) {
+	c := fleet
+	c.SchemaForce = false // an account's schema is always its own
+	srcs := map[string]string{}
+	for _, s := range settings() {
+		srcs[s.Env] = s.Env
+	}
+	for _, s := range accountSettings() {
+		v, ok := vals[s.Env]
+		if !ok && !neverInherited(s) {
+			continue
+		}
+		if !ok {
+			v = s.Default
+		}
+		src := sources[s.Env]
+		if src == "" {
+			src = "account " + name + ": " + s.Env
+		}
+		srcs[s.Env] = src
+		if err := s.set(&c, v); err != nil {
+			if s.Secret {
+				return Config{}, fmt.Errorf("%s is invalid", src)
+			}
+			return Config{}, fmt.Errorf("%s %w", src, err)
+		}
+	}
+	if err := checkSchemaName(c); err != nil {
+		return Config{}, fmt.Errorf("%s %w", srcs["USERSYNC_SCHEMA"], err)
+	}
+	if _, err := parseSchedules(c, srcs); err != nil {
+		return Config{}, err
+	}
+	p, err := buildPolicy(c, srcs)
+	if err != nil {
+		return Config{}, err
+	}
+	c.PII = p
+	return c, nil
+}
+
+// fleetConfig is the default account's Config, which holds the fleet-wide
+// settings, even in an account's env.
+func (e *env) fleetConfig() Config {
+	if e.fleet != nil {
+		return *e.fleet
+	}
+	return e.cfg
+}
+
+// riverSchema is the fleet's job queue schema: the default account's River
+// schema serves every account.
+func (e *env) riverSchema() string { return jobs.RiverSchema(e.fleetConfig().Schema) }
+
+// jobAccount is the Account of the jobs a command queues: "" for the
+// default account, so their stored form is today's.
+func (e *env) jobAccount() string {
+	if e.account == accounts.Default {
+		return ""
+	}
+	return e.account
+}
+
+// accountEnv is e for registered account name: its effective Config and a
+// logger that names it. An unknown account is a usage error.
+func accountEnv(ctx context.Context, e *env, name string) (*env, error) {
+	if err := accounts.ValidateName(name); err != nil {
+		return nil, usageError{fmt.Errorf("--account: %w", err)}
+	}
+	pool, err := openPool(ctx, e, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	reg, err := accounts.New(pool, e.riverSchema())
+	if err != nil {
+		return nil, err
+	}
+	a, err := reg.Get(ctx, name)
+	if errors.Is(err, accounts.ErrNotFound) {
+		return nil, usageError{fmt.Errorf("--account %s: no such account (usersync accounts list shows them)", name)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := accountConfig(e.cfg, name, a.Settings, nil)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	fleet := e.cfg
+	ae := *e
+	ae.cfg, ae.fleet, ae.account = cfg, &fleet, name
+	ae.logger = e.logger.With("account", name)
+	return &ae, nil
+}
+
+// accountScoped gives command c the flag --account NAME: it then runs with
+// that account's env. Without it, or with --account default, c runs as it
+// always did.
+func accountScoped(c command) command {
+	setup := c.setup
+	c.setup = func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		name := fs.String("account", "", "run for this registered account (usersync accounts list); default: the account the USERSYNC_* environment configures")
+		run := setup(fs)
+		return func(ctx context.Context, e *env, args []string) error {
+			switch *name {
+			case "":
+				return run(ctx, e, args)
+			case accounts.Default:
+				de := *e
+				de.account = accounts.Default
+				return run(ctx, &de, args)
+			}
+			ae, err := accountEnv(ctx, e, *name)
+			if err != nil {
+				return err
+			}
+			err = run(ctx, ae, args)
+			var refused *jsonapi.AuthError
+			if errors.As(err, &refused) && !strings.HasPrefix(c.name, "auth ") {
+				// Said here with the account's remedy; the text alone
+				// goes on, so Main does not add the default account's.
+				return errors.New(err.Error() + "; " + accountAuthRemedy(*name, ae.cfg))
+			}
+			return err
+		}
+	}
+	return c
+}
+
+// accountAuthRemedy is authRemedy for a registered account.
+func accountAuthRemedy(name string, cfg Config) string {
+	if cfg.OAuthTokenURL != "" {
+		return "run usersync auth login --account " + name + " to authorize it again (the refresh token was revoked or expired)"
+	}
+	return "the API refuses account " + name + "'s token: store a valid one with usersync accounts set " + name + " --api-token-file FILE"
+}

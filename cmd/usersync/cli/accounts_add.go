@@ -1,0 +1,258 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/accounts"
+)
+
+func accountsAddCommand() command {
+	return command{
+		name:    "accounts add",
+		summary: "register an account: create and migrate its schema and store its settings",
+		args:    "NAME --api-url URL",
+		details: `Registers account NAME (a lower-case identifier; not default) in the fleet's
+registry (<USERSYNC_SCHEMA>_river.accounts), creates and migrates its schema
+(--schema, default usersync_NAME; never one another account or deployment uses)
+and grants its reader role. A running worker picks it up without a restart.
+The account-scoped settings' flags (docs/configuration.md) are the account's;
+one not given is the fleet's, except the schema and the credentials. Secrets
+never go on the command line: --api-token-file, --oauth-client-secret-file,
+--oauth-refresh-token-file and --pii-key-file are read once and stored; else the
+variables of the account's way to authenticate (the static token, or OAuth's when
+an OAuth setting is given) are taken from the environment, and add says which.
+Nothing is left half-made on an error.`,
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			files := secretFileFlags(fs)
+			return func(ctx context.Context, e *env, args []string) error {
+				name, err := oneAccountName("add", args)
+				if err != nil {
+					return err
+				}
+				vals, sources, err := addValues(e, fs, files, name)
+				if err != nil {
+					return usageError{err}
+				}
+				cfg, err := accountConfig(e.cfg, name, vals, sources)
+				if err != nil {
+					return usageError{err}
+				}
+				if err := cfg.requireAPI(); err != nil {
+					return usageError{fmt.Errorf("account %s: %w", name, err)}
+				}
+				if err := addAccount(ctx, e, accounts.Account{Name: name, Settings: vals}, cfg); err != nil {
+					return err
+				}
+				saidFromEnvironment(e, name, sources)
+				return nil
+			}
+		},
+	}
+}
+
+// oneAccountName is the NAME argument of accounts VERB, checked.
+func oneAccountName(verb string, args []string) (string, error) {
+	if len(args) != 1 {
+		return "", usageError{fmt.Errorf("give one account name: usersync accounts %s NAME", verb)}
+	}
+	if err := accounts.ValidateName(args[0]); err != nil {
+		return "", usageError{err}
+	}
+	return args[0], nil
+}
+
+// addValues are the settings accounts add stores: those given
+// (givenValues), the API URL required, and the schema.
+func addValues(e *env, fs *flag.FlagSet, files map[string]*string, name string) (map[string]string, map[string]string, error) {
+	vals, sources, err := givenValues(e, fs, files, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if vals["USERSYNC_API_URL"] == "" {
+		return nil, nil, errors.New("--api-url is required: the account's API base URL, without /api/v2")
+	}
+	if _, ok := vals[accounts.SchemaSetting]; !ok {
+		vals[accounts.SchemaSetting], sources[accounts.SchemaSetting] = "usersync_"+name, "the account's schema"
+	}
+	return vals, sources, nil
+}
+
+// givenValues are the account-scoped settings' flags that were given and
+// the secrets from their files; with fromEnv, also the secrets of the
+// account's way to authenticate (OAuth when an OAuth setting is given, else
+// the static token) from the variables of their names. sources names where
+// each came from.
+func givenValues(e *env, fs *flag.FlagSet, files map[string]*string, fromEnv bool) (map[string]string, map[string]string, error) {
+	vals, sources := map[string]string{}, map[string]string{}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	oauth := false
+	for _, s := range accountSettings() {
+		switch {
+		case s.Flag != "" && given[s.Flag]:
+			vals[s.Env], sources[s.Env] = fs.Lookup(s.Flag).Value.String(), "--"+s.Flag
+		case s.Secret && *files[s.Env] != "":
+			v, err := readOnce(secretFileFlag(s), *files[s.Env])
+			if err != nil {
+				return nil, nil, err
+			}
+			vals[s.Env], sources[s.Env] = v, "--"+secretFileFlag(s)
+		default:
+			continue
+		}
+		oauth = oauth || (strings.HasPrefix(s.Env, "USERSYNC_OAUTH_") && s.Env != "USERSYNC_OAUTH_SCOPES")
+	}
+	for _, s := range accountSettings() {
+		_, set := vals[s.Env]
+		// The default account's secrets are in a worker's environment
+		// under the same names: only those of the account's own way to
+		// authenticate are taken, and the command says which.
+		otherWay := (oauth && s.Env == "USERSYNC_API_TOKEN") || (!oauth && strings.HasPrefix(s.Env, "USERSYNC_OAUTH_"))
+		if fromEnv && s.Secret && !set && !otherWay && e.getenv(s.Env) != "" {
+			vals[s.Env], sources[s.Env] = e.getenv(s.Env), s.Env
+		}
+	}
+	return vals, sources, nil
+}
+
+// secretFileFlags registers accounts add's and set's flag for each
+// account-scoped secret's file.
+func secretFileFlags(fs *flag.FlagSet) map[string]*string {
+	files := map[string]*string{}
+	for _, s := range accountSettings() {
+		if s.Secret {
+			files[s.Env] = fs.String(secretFileFlag(s), "", "a file holding the account's secret of that name, read once and stored")
+		}
+	}
+	return files
+}
+
+// saidFromEnvironment says which secrets were taken from the environment,
+// since a worker's environment holds the default account's under the same
+// names.
+func saidFromEnvironment(e *env, name string, sources map[string]string) {
+	for _, s := range accountSettings() {
+		if s.Secret && sources[s.Env] == s.Env {
+			fmt.Fprintf(e.stdout, "account %s: %s was taken from the environment\n", name, s.Env)
+		}
+	}
+}
+
+// readOnce reads a secret's file for accounts add; the error never holds
+// the secret.
+func readOnce(flagName, path string) (string, error) {
+	b, err := os.ReadFile(path) //nolint:gosec // G304: the operator names the file
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("--%s: reading %s: %w", flagName, path, err)
+	}
+	v := strings.TrimRight(string(b), "\r\n")
+	if v == "" {
+		return "", fmt.Errorf("--%s: %s is empty", flagName, path)
+	}
+	return v, nil
+}
+
+// fleetFlags are the setting flags that set the fleet's Config: all of them,
+// except for accounts add and set, whose account-scoped flags are the account's.
+func fleetFlags(cmd string, vals map[string]*string) map[string]*string {
+	if cmd != "accounts add" && cmd != "accounts set" {
+		return vals
+	}
+	out := map[string]*string{}
+	for k, v := range vals {
+		out[k] = v
+	}
+	for _, s := range accountSettings() {
+		delete(out, s.Flag)
+	}
+	return out
+}
+
+// nameFirst lets an accounts command take its NAME before its flags
+// (usersync accounts add eu --api-url ...), which package flag would take
+// for the end of the flags: the name moves after them.
+func nameFirst(cmd string, args []string) []string {
+	if !strings.HasPrefix(cmd, "accounts ") || len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return args
+	}
+	return append(append([]string(nil), args[1:]...), args[0])
+}
+
+// addAccount creates and migrates the account's schema and stores it, under
+// the migration lock; on any error it drops what it made.
+func addAccount(ctx context.Context, e *env, a accounts.Account, cfg Config) error {
+	pool, err := openPool(ctx, e, 4)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	reg, err := accounts.New(pool, e.riverSchema())
+	if err != nil {
+		return err
+	}
+	var res warehouse.MigrateResult
+	err = warehouse.WithMigrationLock(ctx, pool, func(ctx context.Context) error {
+		if err := checkNewAccount(ctx, e, reg, a); err != nil {
+			return err
+		}
+		made := false
+		res, made, err = createAccount(ctx, e, pool, reg, a, cfg)
+		if err != nil && made {
+			if derr := reg.DropSchema(context.WithoutCancel(ctx), a.Schema()); derr != nil {
+				return fmt.Errorf("%w (and undoing it: %w)", err, derr)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "account %s added: schema %s at migration %d\n", a.Name, a.Schema(), res.Current)
+	for _, n := range res.Notices {
+		fmt.Fprintf(e.stdout, "notice: %s\n", n)
+	}
+	return nil
+}
+
+// createAccount migrates the new schema, stores the row and remakes the
+// union views; made says the schema was created (so is to be dropped on an
+// error).
+func createAccount(ctx context.Context, e *env, pool *pgxpool.Pool, reg *accounts.Registry, a accounts.Account, cfg Config) (warehouse.MigrateResult, bool, error) {
+	res, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: a.Schema(), ReaderRole: cfg.ReaderRole})
+	if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {
+		return res, true, usageError{fmt.Errorf("account %s: USERSYNC_READER_ROLE %s is the migrating user or a role it belongs to", a.Name, cfg.ReaderRole)}
+	}
+	if err != nil {
+		return res, true, fmt.Errorf("migrating schema %s: %w", a.Schema(), err)
+	}
+	ae := *e
+	ae.cfg = cfg
+	if err := commentPolicyColumns(ctx, &ae, pool); err != nil {
+		return res, true, err
+	}
+	if err := reg.Add(ctx, a); err != nil {
+		if errors.Is(err, accounts.ErrNameTaken) || errors.Is(err, accounts.ErrSchemaTaken) {
+			err = usageError{err}
+		}
+		return res, true, err
+	}
+	if err := refreshUnion(ctx, e, pool, reg); err != nil {
+		if rerr := reg.Remove(context.WithoutCancel(ctx), a.Name); rerr != nil {
+			return res, true, fmt.Errorf("%w (and undoing it: %w)", err, rerr)
+		}
+		return res, true, err
+	}
+	return res, true, nil
+}

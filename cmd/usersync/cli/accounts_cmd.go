@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/usersync/usersync/sync/warehouse/accounts"
+)
+
+// withRegistry opens the database and the fleet's registry for f.
+func withRegistry(ctx context.Context, e *env, f func(*accounts.Registry) error) error {
+	pool, err := openPool(ctx, e, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	reg, err := accounts.New(pool, e.riverSchema())
+	if err != nil {
+		return err
+	}
+	return f(reg)
+}
+
+// notFound turns an unknown account into a usage error.
+func notFound(name string, err error) error {
+	if errors.Is(err, accounts.ErrNotFound) {
+		return usageError{fmt.Errorf("no account %s (usersync accounts list shows them)", name)}
+	}
+	return err
+}
+
+// accountLine is an account as accounts list and show print it; it holds no
+// secret.
+type accountLine struct {
+	Name      string     `json:"name"`
+	Schema    string     `json:"schema"`
+	APIURL    string     `json:"api_url"`
+	PausedAt  *time.Time `json:"paused_at"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+}
+
+func lineOf(a accounts.Account) accountLine {
+	return accountLine{Name: a.Name, Schema: a.Schema(), APIURL: a.Settings["USERSYNC_API_URL"], PausedAt: a.PausedAt,
+		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
+}
+
+func accountsListCommand() command {
+	return command{
+		name:    "accounts list",
+		summary: "list the registered accounts: name, schema, API URL, paused",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			asJSON := fs.Bool("json", false, "print as JSON")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usageError{fmt.Errorf("usersync accounts list takes no argument, not %q", args[0])}
+				}
+				return withRegistry(ctx, e, func(reg *accounts.Registry) error {
+					list, err := reg.List(ctx)
+					if err != nil {
+						return err
+					}
+					lines := make([]accountLine, 0, len(list))
+					for _, a := range list {
+						lines = append(lines, lineOf(a))
+					}
+					if *asJSON {
+						return writeJSON(e.stdout, struct {
+							Accounts []accountLine `json:"accounts"`
+						}{lines})
+					}
+					printAccountList(e.stdout, e.fleetConfig().Schema, lines)
+					return nil
+				})
+			}
+		},
+	}
+}
+
+func printAccountList(w io.Writer, fleetSchema string, lines []accountLine) {
+	fmt.Fprintf(w, "%-20s  %-24s  %-7s  %s\n", "NAME", "SCHEMA", "PAUSED", "API URL")
+	fmt.Fprintf(w, "%-20s  %-24s  %-7s  %s\n", accounts.Default, fleetSchema, "-", "(USERSYNC_* environment)")
+	for _, l := range lines {
+		paused := "no"
+		if l.PausedAt != nil {
+			paused = "yes"
+		}
+		fmt.Fprintf(w, "%-20s  %-24s  %-7s  %s\n", l.Name, l.Schema, paused, l.APIURL)
+	}
+}
+
+func accountsPauseCommand() command {
+	return accountActionCommand("pause", "stop scheduling an account's work (its data stays)",
+		func(ctx context.Context, reg *accounts.Registry, name string) error { return reg.Pause(ctx, name) },
+		"paused: the worker queues none of its work from its next scheduling pass; its data and schema stay")
+}
+
+func accountsResumeCommand() command {
+	return accountActionCommand("resume", "schedule a paused account's work again",
+		func(ctx context.Context, reg *accounts.Registry, name string) error { return reg.Resume(ctx, name) },
+		"resumed: the worker schedules its work again")
+}
+
+// accountActionCommand is accounts pause or resume.
+func accountActionCommand(verb, summary string, act func(context.Context, *accounts.Registry, string) error, done string) command {
+	return command{
+		name:    "accounts " + verb,
+		summary: summary,
+		args:    "NAME",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			return func(ctx context.Context, e *env, args []string) error {
+				name, err := oneAccountName(verb, args)
+				if err != nil {
+					return err
+				}
+				return withRegistry(ctx, e, func(reg *accounts.Registry) error {
+					if err := act(ctx, reg, name); err != nil {
+						return notFound(name, err)
+					}
+					fmt.Fprintf(e.stdout, "account %s %s\n", name, done)
+					return nil
+				})
+			}
+		},
+	}
+}

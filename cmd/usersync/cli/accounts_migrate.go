@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/accounts"
+)
+
+// migrateAccounts is usersync migrate's part for the accounts (#41): it
+// makes the registry, migrates every registered account's schema and remakes
+// the union views, returning a line for each account. The caller holds the
+// migration lock.
+func migrateAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]string, error) {
+	reg, err := accounts.New(pool, jobs.RiverSchema(e.cfg.Schema))
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	all, err := loadAccounts(ctx, e, pool)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	var lines []string
+	for _, a := range all[1:] {
+		res, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: a.Cfg.Schema, ReaderRole: a.Cfg.ReaderRole})
+		if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {
+			return nil, usageError{fmt.Errorf("account %s: USERSYNC_READER_ROLE %s is the migrating user or a role it belongs to", a.Name, a.Cfg.ReaderRole)}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("account %s: migrating schema %s: %w", a.Name, a.Cfg.Schema, err)
+		}
+		ae := *e
+		ae.cfg = a.Cfg
+		if err := commentPolicyColumns(ctx, &ae, pool); err != nil {
+			return nil, fmt.Errorf("account %s: %w", a.Name, err)
+		}
+		lines = append(lines, fmt.Sprintf("account %s: schema %s at migration %d", a.Name, a.Cfg.Schema, res.Current))
+		for _, n := range res.Notices {
+			lines = append(lines, fmt.Sprintf("account %s: notice: %s", a.Name, n))
+		}
+	}
+	return lines, refreshUnion(ctx, e, pool, reg)
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// accountStatus is a registered account as usersync status (of the fleet)
+// shows it.
+type accountStatus struct {
+	Name   string `json:"name"`
+	Schema string `json:"schema"`
+	Paused bool   `json:"paused"`
+	// LastSuccess is when its newest successful sync or backfill among
+	// its recent runs finished; nil when none did.
+	LastSuccess *time.Time `json:"last_successful_sync"`
+	// LagSeconds is how far its watermark is behind now; nil before its
+	// first sync.
+	LagSeconds *float64 `json:"watermark_lag_seconds"`
+}
+
+// readAccountStatuses reads each registered account's status; none when
+// the fleet has no registered account.
+func readAccountStatuses(ctx context.Context, e *env) ([]accountStatus, error) {
+	pool, err := openPool(ctx, e, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	all, err := loadAccounts(ctx, e, pool)
+	if err != nil {
+		return nil, err
+	}
+	var out []accountStatus
+	for _, a := range all[1:] {
+		st, err := accountRunStatus(ctx, pool, a, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("account %s: %w", a.Name, err)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// accountRunStatus reads a's watermark and its newest successful sync or
+// backfill among its last 50 runs.
+func accountRunStatus(ctx context.Context, pool *pgxpool.Pool, a account, now time.Time) (accountStatus, error) {
+	out := accountStatus{Name: a.Name, Schema: a.Cfg.Schema, Paused: a.Paused}
+	store, err := warehouse.NewStore(pool, a.Cfg.Schema)
+	if err != nil {
+		return out, err
+	}
+	st, err := store.Status(ctx, 50)
+	if err != nil {
+		return out, err
+	}
+	if st.Watermark != nil {
+		lag := now.Sub(*st.Watermark).Seconds()
+		out.LagSeconds = &lag
+	}
+	for _, r := range st.Runs {
+		if r.Status == "succeeded" && r.Kind != "reconcile" && r.FinishedAt != nil {
+			out.LastSuccess = r.FinishedAt
+			break
+		}
+	}
+	return out, nil
+}
+
+func printAccountStatuses(w io.Writer, list []accountStatus) {
+	if len(list) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\naccounts     %d registered besides the default\n", len(list))
+	fmt.Fprintf(w, "  %-20s  %-7s  %-20s  %s\n", "NAME", "PAUSED", "LAST SUCCESSFUL SYNC", "LAG")
+	for _, a := range list {
+		paused, last, lag := "no", "never", "-"
+		if a.Paused {
+			paused = "yes"
+		}
+		if a.LastSuccess != nil {
+			last = a.LastSuccess.UTC().Format("2006-01-02 15:04:05")
+		}
+		if a.LagSeconds != nil {
+			lag = time.Duration(*a.LagSeconds * float64(time.Second)).Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "  %-20s  %-7s  %-20s  %s\n", a.Name, paused, last, lag)
+	}
+}

@@ -1,0 +1,135 @@
+package accounts
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Add stores a new account. Its settings must hold its schema. A taken
+// name or schema is ErrNameTaken or ErrSchemaTaken.
+func (r *Registry) Add(ctx context.Context, a Account) error {
+	if err := ValidateName(a.Name); err != nil {
+		return err
+	}
+	if a.Schema() == "" {
+		return fmt.Errorf("adding account %s: no %s", a.Name, SchemaSetting)
+	}
+	b, err := json.Marshal(a.Settings)
+	if err != nil {
+		return fmt.Errorf("adding account %s: %w", a.Name, err)
+	}
+	if _, err := r.db.Exec(ctx, r.sql.insert, a.Name, b); err != nil {
+		var pe *pgconn.PgError
+		switch {
+		case errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "accounts_schema_key":
+			return fmt.Errorf("adding account %s: %w", a.Name, ErrSchemaTaken)
+		case errors.As(err, &pe) && pe.Code == "23505":
+			return fmt.Errorf("adding account %s: %w", a.Name, ErrNameTaken)
+		case errors.As(err, &pe) && pe.Code == "42P01":
+			return ErrNoRegistry
+		}
+		return fmt.Errorf("adding account %s: %w", a.Name, err)
+	}
+	return nil
+}
+
+// List returns every registered account by name; none when the registry
+// was never created (a deployment not migrated since #41).
+func (r *Registry) List(ctx context.Context) ([]Account, error) {
+	ok, err := r.Exists(ctx)
+	if err != nil || !ok {
+		return nil, err
+	}
+	rows, err := r.db.Query(ctx, r.sql.list)
+	if err != nil {
+		return nil, fmt.Errorf("listing accounts: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, scanAccount)
+	if err != nil {
+		return nil, fmt.Errorf("listing accounts: %w", err)
+	}
+	return out, nil
+}
+
+// Get returns the account name, or ErrNotFound.
+func (r *Registry) Get(ctx context.Context, name string) (Account, error) {
+	ok, err := r.Exists(ctx)
+	if err != nil {
+		return Account{}, err
+	}
+	if !ok {
+		return Account{}, fmt.Errorf("account %s: %w", name, ErrNotFound)
+	}
+	rows, err := r.db.Query(ctx, r.sql.get, name)
+	if err != nil {
+		return Account{}, fmt.Errorf("reading account %s: %w", name, err)
+	}
+	a, err := pgx.CollectExactlyOneRow(rows, scanAccount)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Account{}, fmt.Errorf("account %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Account{}, fmt.Errorf("reading account %s: %w", name, err)
+	}
+	return a, nil
+}
+
+func scanAccount(row pgx.CollectableRow) (Account, error) {
+	var a Account
+	var settings []byte
+	if err := row.Scan(&a.Name, &settings, &a.PausedAt, &a.CreatedAt, &a.UpdatedAt); err != nil {
+		return a, err
+	}
+	if err := json.Unmarshal(settings, &a.Settings); err != nil {
+		return a, fmt.Errorf("account %s: its settings are not a map of strings: %w", a.Name, err)
+	}
+	return a, nil
+}
+
+// UpdateSettings sets the given settings of account name, keeping the
+// others; its schema never changes.
+func (r *Registry) UpdateSettings(ctx context.Context, name string, settings map[string]string) error {
+	b, err := json.Marshal(settings)
+	if err != nil {
+		return fmt.Errorf("updating account %s: %w", name, err)
+	}
+	return r.change(ctx, name, "updating", r.sql.updateSettings, b)
+}
+
+// Pause marks the account paused: the worker schedules none of its work.
+func (r *Registry) Pause(ctx context.Context, name string) error {
+	return r.change(ctx, name, "pausing", r.sql.pause)
+}
+
+// Resume clears the account's pause.
+func (r *Registry) Resume(ctx context.Context, name string) error {
+	return r.change(ctx, name, "resuming", r.sql.resume)
+}
+
+// Remove deletes the account's row; its schema and snapshots stay.
+func (r *Registry) Remove(ctx context.Context, name string) error {
+	return r.change(ctx, name, "removing", r.sql.remove)
+}
+
+func (r *Registry) change(ctx context.Context, name, what, stmt string, args ...any) error {
+	tag, err := r.db.Exec(ctx, stmt, append([]any{name}, args...)...)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" {
+		return fmt.Errorf("account %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("%s account %s: %w", what, name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("account %s: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// Paused reports whether the account is paused.
+func (a Account) Paused() bool { return a.PausedAt != nil }

@@ -1,0 +1,62 @@
+-- The account registry (#41): one row per registered account, in the
+-- fleet's River schema ({{schema}}, <USERSYNC_SCHEMA>_river), which the
+-- analysts' reader role is never granted. River's migrations leave tables
+-- they do not own alone. settings maps a setting's variable to the account's
+-- value, secrets included (plaintext behind the grants, as oauth_tokens
+-- keeps the rotated refresh token); USERSYNC_SCHEMA is always there and no
+-- two accounts share it.
+
+-- name: createTable
+CREATE TABLE IF NOT EXISTS {{schema}}.accounts (
+	name       text PRIMARY KEY CHECK (name ~ '^[a-z][a-z0-9_]{0,39}$' AND name <> 'default'),
+	settings   jsonb NOT NULL CHECK (jsonb_typeof(settings->'USERSYNC_SCHEMA') = 'string'),
+	paused_at  timestamptz,
+	created_at timestamptz NOT NULL DEFAULT now(),
+	updated_at timestamptz NOT NULL DEFAULT now())
+
+-- name: createSchemaIndex
+CREATE UNIQUE INDEX IF NOT EXISTS accounts_schema_key ON {{schema}}.accounts ((settings->>'USERSYNC_SCHEMA'))
+
+-- name: comment
+COMMENT ON TABLE {{schema}}.accounts IS 'usersync''s registered accounts (usersync accounts add): each one''s settings, secrets included; never granted to analysts.'
+
+-- name: exists
+-- $1: the accounts table's name; a missing schema is not an error.
+SELECT to_regclass($1) IS NOT NULL
+
+-- name: insert
+INSERT INTO {{schema}}.accounts (name, settings) VALUES ($1, $2)
+
+-- name: list
+SELECT name, settings, paused_at, created_at, updated_at FROM {{schema}}.accounts ORDER BY name
+
+-- name: get
+SELECT name, settings, paused_at, created_at, updated_at FROM {{schema}}.accounts WHERE name = $1
+
+-- name: updateSettings
+-- $2 holds the settings to set; the schema is the account's for good.
+UPDATE {{schema}}.accounts SET settings = settings || ($2::jsonb - 'USERSYNC_SCHEMA'), updated_at = now()
+WHERE name = $1
+
+-- name: pause
+-- Pausing a paused account keeps when it was first paused.
+UPDATE {{schema}}.accounts SET paused_at = coalesce(paused_at, now()), updated_at = now() WHERE name = $1
+
+-- name: resume
+UPDATE {{schema}}.accounts SET paused_at = NULL, updated_at = now() WHERE name = $1
+
+-- name: remove
+DELETE FROM {{schema}}.accounts WHERE name = $1
+
+-- name: schemaUse
+-- What holds schema $1 already: whether it exists, whether it holds
+-- usersync's tables (migrate's schema_migrations, another deployment's when
+-- no account claims it) and whether its job queue schema exists.
+SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
+	to_regclass(quote_ident($1) || '.schema_migrations') IS NOT NULL,
+	EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1 || '_river')
+
+-- name: dropSchema
+-- An account's schema, which accounts add created ({{target}}, filled when
+-- it runs), with everything in it.
+DROP SCHEMA IF EXISTS {{target}} CASCADE
