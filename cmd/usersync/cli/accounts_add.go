@@ -164,9 +164,9 @@ func readOnce(flagName, path string) (string, error) {
 	return v, nil
 }
 
-// fleetFlags are the setting flags that set the fleet's Config: all of them,
+// fleetSettingFlags are the setting flags that set the fleet's Config: all of them,
 // except for accounts add and set, whose account-scoped flags are the account's.
-func fleetFlags(cmd string, vals map[string]*string) map[string]*string {
+func fleetSettingFlags(cmd string, vals map[string]*string) map[string]*string {
 	if cmd != "accounts add" && cmd != "accounts set" {
 		return vals
 	}

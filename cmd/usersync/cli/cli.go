@@ -125,7 +125,7 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 		fmt.Fprintf(stderr, "usersync %s: %v (run usersync %s -h)\n", cmd.name, err, cmd.name)
 		return ExitUsage
 	}
-	cfg, err := loadConfig(lookupVarIn(environ), fs, fleetFlags(cmd.name, flagVals))
+	cfg, err := loadConfig(lookupVarIn(environ), fs, fleetSettingFlags(cmd.name, flagVals))
 	if err != nil {
 		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
 		return ExitUsage
