@@ -15,7 +15,7 @@ import (
 
 // Snooze delays used by outcome.
 const (
-	lockedSnooze  = 10 * time.Second // another run still holds the sync lock after lockWait
+	lockedSnooze  = 10 * time.Second // another run of the account holds its sync lock
 	drainedSnooze = time.Second      // the process stopped mid-run; another takes over
 )
 
@@ -60,22 +60,22 @@ func refused(err error) bool {
 // end deserves: a wait or an interruption is news (info), a failure River
 // retries a warning, and a failure nothing retries an error; credentials the
 // API refused say what to do (Deps.AuthRemedy).
-func (d *Deps) logEnd(ctx context.Context, job *rivertype.JobRow, kind string, err error) {
+func (d *Deps) logEnd(ctx context.Context, a *Account, job *rivertype.JobRow, kind string, err error) {
 	attrs := []any{"job_id", job.ID, "kind", kind, "attempt", job.Attempt, "error", err.Error()}
 	var auth *jsonapi.AuthError
 	switch {
 	case errors.Is(err, warehouse.ErrLocked):
-		d.Logger.InfoContext(ctx, "another run holds the sync lock; the job waits and runs again", attrs...)
+		a.Logger.InfoContext(ctx, "another run of the account holds its sync lock; the job snoozes and runs again", attrs...)
 	case syncer.Interrupted(err):
-		d.Logger.InfoContext(ctx, "run interrupted by the shutdown; its job runs again and resumes it", attrs...)
+		a.Logger.InfoContext(ctx, "run interrupted by the shutdown; its job runs again and resumes it", attrs...)
 	case syncer.Paused(err):
-		d.Logger.InfoContext(ctx, "run paused by the API's rate limit; its job runs again and resumes it", attrs...)
+		a.Logger.InfoContext(ctx, "run paused by the API's rate limit; its job runs again and resumes it", attrs...)
 	case errors.As(err, &auth):
-		d.Logger.ErrorContext(ctx, "the API refused usersync's credentials: no run can succeed until they are fixed; the job is cancelled",
-			append(attrs, "action", d.AuthRemedy)...)
+		a.Logger.ErrorContext(ctx, "the API refused usersync's credentials: no run can succeed until they are fixed; the job is cancelled",
+			append(attrs, "action", a.AuthRemedy)...)
 	case refused(err):
-		d.Logger.ErrorContext(ctx, "run failed and will not be retried; the job is cancelled", attrs...)
+		a.Logger.ErrorContext(ctx, "run failed and will not be retried; the job is cancelled", attrs...)
 	default:
-		d.Logger.WarnContext(ctx, "run failed; the job retries it", attrs...)
+		a.Logger.WarnContext(ctx, "run failed; the job retries it", attrs...)
 	}
 }

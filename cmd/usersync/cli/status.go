@@ -66,10 +66,10 @@ func readStatusReport(ctx context.Context, e *env, runs int) (statusReport, erro
 	if r.st.CredentialsRefused != nil {
 		r.st.CredentialsRefused.Remedy = authRemedy(e.cfg)
 	}
-	if r.jobCounts, err = jobs.JobCounts(ctx, pool, jobs.RiverSchema(e.cfg.Schema)); err != nil {
+	if r.jobCounts, err = jobs.JobCounts(ctx, pool, jobs.RiverSchema(e.cfg.Schema), jobs.DefaultAccount); err != nil {
 		return r, fmt.Errorf("reading the job queue: %w", err)
 	}
-	if r.snap, r.snapAt, err = jobs.LastSnapshot(ctx, pool, jobs.RiverSchema(e.cfg.Schema)); err != nil {
+	if r.snap, r.snapAt, err = jobs.LastSnapshot(ctx, pool, jobs.RiverSchema(e.cfg.Schema), jobs.DefaultAccount); err != nil {
 		return r, err
 	}
 	if r.scope, err = grantedScope(ctx, e, store); err != nil {

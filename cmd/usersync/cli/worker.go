@@ -87,12 +87,13 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	sweeper := &jobs.Sweeper{Pool: w.pool, Store: w.store, RiverSchema: w.riverSchema, OrphanAge: cfg.OrphanAge,
+	sweeper := &jobs.Sweeper{Pool: w.pool, Store: w.store, Accounts: w.fleet.Registered, RiverSchema: w.riverSchema, OrphanAge: cfg.OrphanAge,
 		Every: min(30*time.Second, cfg.OrphanAge), Logger: e.logger}
 	var swept sync.WaitGroup
 	swept.Go(func() { sweeper.Run(runCtx) })
 	defer func() { cancelRun(); swept.Wait() }() // the sweeper ends before the pool closes, however this returns
 	e.logger.Info("worker started", "schema", cfg.Schema, "river_schema", w.riverSchema, "workers", cfg.Workers,
+		"long_workers", cfg.LongWorkers, "snapshot_workers", cfg.SnapshotWorkers, "fleet_tick", cfg.FleetTick.String(),
 		"sync_schedule", cfg.SyncSchedule, "reconcile_schedule", cfg.ReconcileSchedule, "snapshot_schedule", cfg.SnapshotSchedule,
 		"http_addr", cfg.HTTPAddr)
 
