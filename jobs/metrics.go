@@ -132,7 +132,7 @@ func runStatus(err error) string {
 		return "succeeded"
 	case syncer.Interrupted(err):
 		return "interrupted"
-	case errors.As(outcome(err), &snooze):
+	case errors.As(outcome(err, nil), &snooze):
 		return "snoozed"
 	}
 	return "failed"

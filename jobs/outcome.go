@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -13,29 +14,56 @@ import (
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
-// Snooze delays used by outcome.
+// Snooze delays used by outcome. A job whose account's sync lock another
+// run holds snoozes at once rather than wait in a worker slot, first for
+// lockedSnoozeFirst, then twice as long each time it finds the lock held
+// again, up to lockedSnooze: a short run ahead of it (a small backfill, a
+// sync) is followed at once, a long one (a full backfill) is polled a few
+// times a minute.
 const (
-	lockedSnooze  = 10 * time.Second // another run of the account holds its sync lock
-	drainedSnooze = time.Second      // the process stopped mid-run; another takes over
+	lockedSnoozeFirst = time.Second
+	lockedSnooze      = 10 * time.Second
+	drainedSnooze     = time.Second // the process stopped mid-run; another takes over
 )
+
+// lockedSnoozeAfter is the snooze of a job that found its account's lock
+// held after snoozing snoozes times.
+func lockedSnoozeAfter(snoozes int64) time.Duration {
+	if snoozes >= 4 {
+		return lockedSnooze
+	}
+	return min(lockedSnoozeFirst<<snoozes, lockedSnooze)
+}
+
+// snoozes is how many times River snoozed job (its metadata's count).
+func snoozes(job *rivertype.JobRow) int64 {
+	var m struct {
+		Snoozes int64 `json:"snoozes"`
+	}
+	if job == nil || json.Unmarshal(job.Metadata, &m) != nil {
+		return 0
+	}
+	return m.Snoozes
+}
 
 // outcome maps a run's error to what River should do with the job:
 //   - nil: completed;
-//   - the sync lock is held elsewhere, a long rate limit, or a run its
-//     process stopped (a shutdown): snooze (no attempt used) and run again
-//     later;
+//   - the account's sync lock is held by another run (a snooze growing
+//     with the job's snoozes, lockedSnoozeAfter), a rate limit longer than
+//     the worker waits in a slot, or a run its process stopped (a
+//     shutdown): snooze (no attempt used) and run again later;
 //   - a refused credential or a query the API rejects: cancel with the
 //     reason, since retrying cannot help;
 //   - anything else (a job timeout too): the error, so River retries with
 //     backoff up to MaxAttempts.
-func outcome(err error) error {
+func outcome(err error, job *rivertype.JobRow) error {
 	if err == nil {
 		return nil
 	}
 	var rl *jsonapi.RateLimitError
 	switch {
 	case errors.Is(err, warehouse.ErrLocked):
-		return river.JobSnooze(lockedSnooze)
+		return river.JobSnooze(lockedSnoozeAfter(snoozes(job)))
 	case syncer.Interrupted(err):
 		return river.JobSnooze(drainedSnooze)
 	case errors.As(err, &rl):

@@ -39,7 +39,7 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 			return river.JobCancel(err)
 		}
 		w.d.logEnd(ctx, a, job.JobRow, "reconcile", err)
-		return outcome(err)
+		return outcome(err, job.JobRow)
 	}
 	w.d.afterRun(ctx, a)
 	return nil

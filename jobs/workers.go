@@ -85,7 +85,7 @@ func (d *Deps) runSync(ctx context.Context, a *Account, job *rivertype.JobRow, m
 	}
 	if err != nil {
 		d.logEnd(ctx, a, job, req.Kind, err)
-		return outcome(err)
+		return outcome(err, job)
 	}
 	d.afterRun(ctx, a)
 	return nil
