@@ -113,3 +113,49 @@ func TestMonitoringDashboardPerDeployment(t *testing.T) {
 		}
 	}
 }
+
+// fleetAlerts are the alerts about the fleet (its database, its workers),
+// not about one account.
+var fleetAlerts = []string{"UsersyncDatabaseDown", "UsersyncWorkerAbsent"}
+
+// TestMonitoringRulesPerAccount (#41, point 4): every alert about an account
+// keeps accounts apart as it keeps deployments apart, so that its labels
+// name the account and one account's success never hides another's failure.
+func TestMonitoringRulesPerAccount(t *testing.T) {
+	t.Parallel()
+	want := append(slices.Clone(deploymentLabels), "account")
+	for _, r := range alertRules(t) {
+		if slices.Contains(fleetAlerts, r.Alert) {
+			continue
+		}
+		if bad := perDeployment(r.Expr, want); len(bad) > 0 {
+			t.Errorf("alert %s mixes accounts: %q; aggregate by and match on (%s)", r.Alert, bad, strings.Join(want, ", "))
+		}
+		if !strings.Contains(r.Annotations["summary"], "$labels.account") {
+			t.Errorf("alert %s's summary does not name the account", r.Alert)
+		}
+	}
+}
+
+// TestMonitoringDashboardPerAccount (#41, point 4): the dashboard has an
+// account variable, and every query about accounts (all but the database's,
+// which is the fleet's) is filtered by it and keeps accounts apart.
+func TestMonitoringDashboardPerAccount(t *testing.T) {
+	t.Parallel()
+	dash := readFile(t, "deploy/monitoring/grafana-dashboard.json")
+	if !strings.Contains(dash, `"name": "account"`) || !strings.Contains(dash, `label_values(usersync_jobs_oldest_running_seconds, account)`) {
+		t.Error("the dashboard has no query variable account listing the label's values")
+	}
+	want := append(slices.Clone(deploymentLabels), "account")
+	for _, e := range dashboardQueries(t) {
+		if strings.Contains(e, "usersync_database_up") {
+			continue
+		}
+		if !strings.Contains(e, `account=~"$account"`) {
+			t.Errorf("dashboard query %q is not filtered by account=~\"$account\"", e)
+		}
+		if bad := perDeployment(e, want); len(bad) > 0 {
+			t.Errorf("dashboard query %q mixes accounts: %q", e, bad)
+		}
+	}
+}

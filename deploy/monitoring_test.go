@@ -402,9 +402,9 @@ func scrapeWorker(t *testing.T) map[string]bool {
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		body = getMetrics(ctx, addr)
 		// Every series names its deployment: schema="<USERSYNC_SCHEMA>".
-		if strings.Contains(body, `usersync_runs_total{kind="incremental",schema="`+name+`",status="succeeded"}`) &&
-			strings.Contains(body, `usersync_runs_total{kind="reconcile",schema="`+name+`",`) &&
-			strings.Contains(body, `usersync_snapshot_last_success_timestamp_seconds{schema="`+name+`"}`) {
+		if strings.Contains(body, `usersync_runs_total{account="default",kind="incremental",schema="`+name+`",status="succeeded"}`) &&
+			strings.Contains(body, `usersync_runs_total{account="default",kind="reconcile",schema="`+name+`",`) &&
+			strings.Contains(body, `usersync_snapshot_last_success_timestamp_seconds{account="default",schema="`+name+`"}`) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -414,10 +414,10 @@ func scrapeWorker(t *testing.T) map[string]bool {
 	}
 	// The snapshot job that set the gauge counted itself (written, or
 	// skipped because nothing changed since the last one).
-	if regexp.MustCompile(`(?m)^usersync_snapshots_total\{reason="(unchanged)?",result="(written|skipped)",schema="`+name+`"\} [1-9]`).FindString(body) == "" {
+	if regexp.MustCompile(`(?m)^usersync_snapshots_total\{account="default",reason="(unchanged)?",result="(written|skipped)",schema="`+name+`"\} [1-9]`).FindString(body) == "" {
 		t.Errorf("a snapshot succeeded but usersync_snapshots_total counts none:\n%s", grepMetric(body, "usersync_snapshot"))
 	}
-	if regexp.MustCompile(`(?m)^usersync_snapshot_last_bytes\{schema="`+name+`"\} [1-9]`).FindString(body) == "" {
+	if regexp.MustCompile(`(?m)^usersync_snapshot_last_bytes\{account="default",schema="`+name+`"\} [1-9]`).FindString(body) == "" {
 		t.Errorf("usersync_snapshot_last_bytes is not the size of the snapshot written:\n%s", grepMetric(body, "usersync_snapshot"))
 	}
 	names := map[string]bool{}

@@ -14,6 +14,20 @@ const (
 	KindBackfill  = "usersync_backfill"
 	KindReconcile = "usersync_reconcile"
 	KindSnapshot  = "usersync_snapshot"
+	// KindDue turns the registered accounts' schedules into jobs (fleet.go).
+	KindDue = "usersync_due"
+)
+
+// The queues, each with its own bound of workers (ClientConfig), so that
+// one kind of work never holds back another: a large account's backfill or
+// reconcile takes a slot of QueueLong, never one of the incremental syncs.
+// Incremental syncs keep River's default queue, where jobs queued by
+// earlier releases (of every kind) wait: it is always served.
+const (
+	QueueSync     = river.QueueDefault
+	QueueLong     = "usersync_long"
+	QueueSnapshot = "usersync_snapshot"
+	QueueFleet    = "usersync_fleet"
 )
 
 // MaxAttempts bounds the attempts of every usersync job. With River's
@@ -28,57 +42,76 @@ var activeStates = []rivertype.JobState{
 	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
 }
 
-func uniqueOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: MaxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: activeStates}}
+// uniqueOpts makes a job unique by its arguments (so per account and kind)
+// while one is active, in queue.
+func uniqueOpts(queue string) river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: MaxAttempts, Queue: queue,
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: activeStates}}
 }
 
 // SyncArgs is an incremental sync: users updated since the watermark minus
 // the lookback, after the dimension lists.
 type SyncArgs struct {
+	// Account is the account's name; empty for the default account, so
+	// that the stored form of its jobs is that of earlier releases.
 	Account string `json:"account,omitempty"`
 }
 
 // Kind implements river.JobArgs.
 func (SyncArgs) Kind() string { return KindSync }
 
-// InsertOpts makes sync jobs unique while one is active.
-func (SyncArgs) InsertOpts() river.InsertOpts { return uniqueOpts() }
+// InsertOpts makes sync jobs unique per account while one is active.
+func (SyncArgs) InsertOpts() river.InsertOpts { return uniqueOpts(QueueSync) }
 
 // BackfillArgs is an on-demand backfill: every user (Full), or those
 // updated within [Since, Until].
 type BackfillArgs struct {
-	Since *time.Time `json:"since,omitempty"`
-	Until *time.Time `json:"until,omitempty"`
-	Full  bool       `json:"full,omitempty"`
-	// Account is the account the job is for; "" is the default
-	// account, so the stored form of the jobs before #41 is unchanged.
-	Account string `json:"account,omitempty"`
+	Since   *time.Time `json:"since,omitempty"`
+	Until   *time.Time `json:"until,omitempty"`
+	Full    bool       `json:"full,omitempty"`
+	Account string     `json:"account,omitempty"` // as SyncArgs.Account
 }
 
 // Kind implements river.JobArgs.
 func (BackfillArgs) Kind() string { return KindBackfill }
 
-// InsertOpts makes a backfill of the same range unique while one is active.
-func (BackfillArgs) InsertOpts() river.InsertOpts { return uniqueOpts() }
+// InsertOpts makes a backfill of the same range and account unique while
+// one is active.
+func (BackfillArgs) InsertOpts() river.InsertOpts { return uniqueOpts(QueueLong) }
 
 // ReconcileArgs is a reconcile: every id checked against the warehouse.
 type ReconcileArgs struct {
-	Account string `json:"account,omitempty"`
+	Account string `json:"account,omitempty"` // as SyncArgs.Account
 }
 
 // Kind implements river.JobArgs.
 func (ReconcileArgs) Kind() string { return KindReconcile }
 
-// InsertOpts makes reconcile jobs unique while one is active.
-func (ReconcileArgs) InsertOpts() river.InsertOpts { return uniqueOpts() }
+// InsertOpts makes reconcile jobs unique per account while one is active.
+func (ReconcileArgs) InsertOpts() river.InsertOpts { return uniqueOpts(QueueLong) }
 
 // SnapshotArgs writes a Parquet snapshot of the warehouse.
 type SnapshotArgs struct {
-	Account string `json:"account,omitempty"`
+	Account string `json:"account,omitempty"` // as SyncArgs.Account
 }
 
 // Kind implements river.JobArgs.
 func (SnapshotArgs) Kind() string { return KindSnapshot }
 
-// InsertOpts makes snapshot jobs unique while one is active.
-func (SnapshotArgs) InsertOpts() river.InsertOpts { return uniqueOpts() }
+// InsertOpts makes snapshot jobs unique per account while one is active.
+func (SnapshotArgs) InsertOpts() river.InsertOpts { return uniqueOpts(QueueSnapshot) }
+
+// DueArgs is the fleet's tick: it inserts the registered accounts' jobs
+// that are due (DueWorker).
+type DueArgs struct{}
+
+// Kind implements river.JobArgs.
+func (DueArgs) Kind() string { return KindDue }
+
+// InsertOpts makes the tick unique while one is active: ticks that pile up
+// behind a slow one add nothing.
+func (DueArgs) InsertOpts() river.InsertOpts {
+	o := uniqueOpts(QueueFleet)
+	o.MaxAttempts = 1 // the next tick decides again
+	return o
+}

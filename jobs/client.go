@@ -24,10 +24,20 @@ type ClientConfig struct {
 	Pool        *pgxpool.Pool
 	RiverSchema string
 	Deps        *Deps
-	Schedules   Schedules
-	// MaxWorkers is how many jobs run at once in this process. Runs share
-	// the sync lock, so more than two rarely helps.
-	MaxWorkers int
+	// Schedules are the default account's periodic jobs.
+	Schedules Schedules
+	// Accounts lists the registered accounts, whose schedules the fleet's
+	// tick (DueWorker) turns into jobs every FleetTick; nil: no tick (the
+	// default account only).
+	Accounts  ListAccounts
+	FleetTick time.Duration
+	// MaxWorkers is how many incremental syncs (QueueSync) run at once in
+	// this process, LongWorkers how many backfills and reconciles
+	// (QueueLong), SnapshotWorkers how many snapshots (QueueSnapshot): each
+	// queue has its own slots, so that no kind of work holds back another.
+	MaxWorkers      int
+	LongWorkers     int
+	SnapshotWorkers int
 	// SoftStop is how long a stopping worker lets running jobs finish
 	// before cancelling them.
 	SoftStop time.Duration
@@ -36,39 +46,47 @@ type ClientConfig struct {
 
 // NewClient returns the worker's River client: every job kind registered
 // (every replica registers the same kinds, so whichever is leader can run
-// every schedule), the periodic jobs from the schedules, unique so that N
-// replicas and restarts never duplicate one, and the rescue of stuck jobs
-// set above the job timeout.
+// every schedule), the default account's periodic jobs from its schedules
+// and the fleet's tick for the registered accounts, unique so that N
+// replicas and restarts never duplicate one, a queue of its own for each
+// kind of work, and the rescue of stuck jobs set above the job timeout.
+// Within a queue River runs jobs by priority (usersync gives all the same),
+// then the time they became due, then insertion: oldest due first, whatever
+// the account.
 func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
+	rdb, err := newRiverDB(cfg.Pool, cfg.RiverSchema)
+	if err != nil {
+		return nil, err
+	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &SyncWorker{d: cfg.Deps})
 	river.AddWorker(workers, &BackfillWorker{d: cfg.Deps})
 	river.AddWorker(workers, &SnapshotWorker{d: cfg.Deps})
 	river.AddWorker(workers, &ReconcileWorker{d: cfg.Deps})
-	var periodic []*river.PeriodicJob
-	add := func(id string, s Schedule, args river.JobArgs) {
-		if s == nil {
-			return
-		}
-		d := &due{pool: cfg.Pool, riverSchema: cfg.RiverSchema, kind: args.Kind(), schedule: s, logger: cfg.Deps.Logger}
-		periodic = append(periodic, river.NewPeriodicJob(s, func() (river.JobArgs, *river.InsertOpts) {
-			if !d.now(time.Now()) {
-				return nil, nil // River inserts nothing
+	list := cfg.Accounts
+	if list == nil {
+		list = func(context.Context) ([]Registered, error) { return nil, nil }
+	}
+	river.AddWorker(workers, &DueWorker{list: list, river: rdb, logger: cfg.Deps.Logger})
+	periodic := defaultPeriodic(cfg, rdb)
+	if cfg.Accounts != nil && cfg.FleetTick > 0 {
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.FleetTick), func() (river.JobArgs, *river.InsertOpts) {
+			if !anyActive(cfg.Accounts, cfg.Deps.Logger) {
+				return nil, nil // no tick job while no account needs one
 			}
-			return args, nil
-		}, &river.PeriodicJobOpts{ID: id, RunOnStart: true}))
+			return DueArgs{}, nil
+		}, &river.PeriodicJobOpts{ID: KindDue, RunOnStart: true}))
 	}
-	add(KindSync, cfg.Schedules.Sync, SyncArgs{})
-	add(KindReconcile, cfg.Schedules.Reconcile, ReconcileArgs{})
-	if cfg.Deps.Snapshot != nil {
-		add(KindSnapshot, cfg.Schedules.Snapshot, SnapshotArgs{})
-	}
-	maxWorkers := max(cfg.MaxWorkers, 1)
 	rcfg := &river.Config{
-		Schema:          cfg.RiverSchema,
-		Workers:         workers,
-		PeriodicJobs:    periodic,
-		Queues:          map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}},
+		Schema:       cfg.RiverSchema,
+		Workers:      workers,
+		PeriodicJobs: periodic,
+		Queues: map[string]river.QueueConfig{
+			QueueSync:     {MaxWorkers: max(cfg.MaxWorkers, 1)},
+			QueueLong:     {MaxWorkers: max(cfg.LongWorkers, 1)},
+			QueueSnapshot: {MaxWorkers: max(cfg.SnapshotWorkers, 1)},
+			QueueFleet:    {MaxWorkers: 1},
+		},
 		SoftStopTimeout: cfg.SoftStop,
 		MaxAttempts:     MaxAttempts,
 		Logger:          cfg.Logger,
@@ -90,6 +108,31 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	return c, nil
 }
 
+// defaultPeriodic returns the default account's periodic jobs. They stay
+// River's periodic jobs, fired at the exact tick of each schedule, as before
+// there were accounts: the fleet's tick would serve them up to a tick late.
+func defaultPeriodic(cfg ClientConfig, rdb *riverDB) []*river.PeriodicJob {
+	var periodic []*river.PeriodicJob
+	add := func(id string, s Schedule, args river.JobArgs) {
+		if s == nil {
+			return
+		}
+		d := &due{river: rdb, kind: args.Kind(), schedule: s, logger: cfg.Deps.Logger.With("account", DefaultAccount)}
+		periodic = append(periodic, river.NewPeriodicJob(s, func() (river.JobArgs, *river.InsertOpts) {
+			if !d.now(time.Now()) {
+				return nil, nil // River inserts nothing
+			}
+			return args, nil
+		}, &river.PeriodicJobOpts{ID: id, RunOnStart: true}))
+	}
+	add(KindSync, cfg.Schedules.Sync, SyncArgs{})
+	add(KindReconcile, cfg.Schedules.Reconcile, ReconcileArgs{})
+	if cfg.Deps.Snapshot != nil {
+		add(KindSnapshot, cfg.Schedules.Snapshot, SnapshotArgs{})
+	}
+	return periodic
+}
+
 // NewInsertClient returns a River client that only inserts and reads jobs
 // (for `usersync backfill`): it runs no workers, elects no leader, and needs
 // no worker in the same process.
@@ -101,17 +144,22 @@ func NewInsertClient(pool *pgxpool.Pool, riverSchema string, logger *slog.Logger
 	return c, nil
 }
 
-// WorkerRunning says whether a worker runs on the job queue in riverSchema:
-// every running River client takes part in its leader election, and a leader
-// renews its term every few seconds, so a live term means one runs.
-func WorkerRunning(ctx context.Context, pool *pgxpool.Pool, riverSchema string) (bool, error) {
-	q, err := newStatements(riverSchema)
+// anyActive says whether a registered account is not paused: only then is
+// a tick job inserted, so that a deployment of the default account alone
+// sees no job it did not see before accounts. When the accounts cannot be
+// read, the tick job is inserted and its failure says why.
+func anyActive(list ListAccounts, logger *slog.Logger) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	accounts, err := list(ctx)
 	if err != nil {
-		return false, err
+		logger.DebugContext(ctx, "the fleet's tick could not read the accounts", "error", err.Error())
+		return true
 	}
-	var ok bool
-	if err := pool.QueryRow(ctx, q.workerRunning).Scan(&ok); err != nil {
-		return false, fmt.Errorf("reading the job queue's leader: %w", err)
+	for _, a := range accounts {
+		if !a.Paused {
+			return true
+		}
 	}
-	return ok, nil
+	return false
 }

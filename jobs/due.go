@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/robfig/cron/v3"
 )
 
@@ -26,11 +25,10 @@ const jobRetention = 8 * 24 * time.Hour
 // When that query fails nothing is inserted (fail closed): the next tick or
 // start decides again (docs/guarantees.md says why no job is lost for good).
 type due struct {
-	pool        *pgxpool.Pool
-	riverSchema string
-	kind        string
-	schedule    Schedule
-	logger      *slog.Logger
+	river    *riverDB
+	kind     string
+	schedule Schedule
+	logger   *slog.Logger
 }
 
 // now says whether the job is due. workerNow, the worker's clock when River
@@ -38,12 +36,7 @@ type due struct {
 func (d *due) now(workerNow time.Time) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var last *time.Time
-	var dbNow time.Time
-	q, err := newStatements(d.riverSchema)
-	if err == nil {
-		err = d.pool.QueryRow(ctx, q.lastCreated, d.kind).Scan(&last, &dbNow)
-	}
+	last, dbNow, err := d.river.lastCreated(ctx, d.kind, DefaultAccount)
 	if err != nil {
 		d.logger.ErrorContext(ctx, "could not read when a periodic job last ran; not inserting it now: the next tick or worker start decides again",
 			"kind", d.kind, "error", err.Error())
@@ -79,6 +72,15 @@ func isDue(s Schedule, last *time.Time, now time.Time) bool {
 		return true
 	}
 	return !nextUnserved(s, *last, now).After(now.Add(slackOf(s, now)))
+}
+
+// isDueNow is isDue for a decision that is not made at a tick of s but
+// at every tick of the fleet (fleet.go), by the database's clock alone: no
+// slack, since no tick fired early by another clock is to be served, and
+// the fleet's tick comes round again soon. A job created at or after a tick
+// of s served it; the next is due once its time has come.
+func isDueNow(s Schedule, last *time.Time, now time.Time) bool {
+	return last == nil || !s.Next(*last).After(now)
 }
 
 // nextUnserved is the first tick of s after the one the job created at last

@@ -117,7 +117,11 @@ func TestDueReadsTheDatabaseClock(t *testing.T) {
 		{KindSnapshot, "yesterday's job ran, today's tick was missed", true},
 		{KindSync, "it never ran", true},
 	} {
-		d := &due{pool: pool, riverSchema: river, kind: tt.kind, schedule: s, logger: logger}
+		rdb, err := newRiverDB(pool, river)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &due{river: rdb, kind: tt.kind, schedule: s, logger: logger}
 		for _, off := range []time.Duration{0, -20 * time.Millisecond, 20 * time.Millisecond, -15 * time.Minute, time.Hour, -25 * time.Hour} {
 			if got := d.now(time.Now().Add(off)); got != tt.want {
 				t.Errorf("%s (%s), the worker's clock %s off: due %v, want %v", tt.kind, tt.why, off, got, tt.want)
@@ -140,8 +144,11 @@ func TestDueFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs lockedBuffer
-	d := &due{pool: pool, riverSchema: "usersync_no_such_river", kind: KindSync, schedule: s,
-		logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	rdb, err := newRiverDB(pool, "usersync_no_such_river")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &due{river: rdb, kind: KindSync, schedule: s, logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	if d.now(time.Now()) {
 		t.Error("a failed check inserts the job")
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/robfig/cron/v3"
 
 	"github.com/usersync/usersync/sync/jsonapi"
@@ -97,7 +98,7 @@ func TestOutcome(t *testing.T) {
 		d    time.Duration
 	}{
 		{"success", nil, "nil", 0},
-		{"locked", warehouse.ErrLocked, "snooze", lockedSnooze},
+		{"locked", warehouse.ErrLocked, "snooze", lockedSnoozeFirst},
 		{"drained", wrap(syncer.ErrDrained), "interrupted", drainedSnooze},
 		{"cancelled", fmt.Errorf("%w: the process was stopped (%w)", syncer.ErrInterrupted, wrap(context.Canceled)), "interrupted", drainedSnooze},
 		{"timed out", wrap(context.DeadlineExceeded), "retry", 0},
@@ -123,7 +124,7 @@ func TestOutcome(t *testing.T) {
 			want == "" && runStatus(tt.err) != "failed" {
 			t.Errorf("%s: status label %s", tt.name, runStatus(tt.err))
 		}
-		got := outcome(tt.err)
+		got := outcome(tt.err, nil)
 		switch tt.want {
 		case "interrupted":
 			if !errors.As(got, &snooze) || snooze.Duration != tt.d {
@@ -145,6 +146,20 @@ func TestOutcome(t *testing.T) {
 			if got == nil || errors.As(got, &snooze) || errors.As(got, &cancel) {
 				t.Errorf("%s: %v, want the error itself", tt.name, got)
 			}
+		}
+	}
+}
+
+// TestLockedSnoozeBacksOff: a job that finds its account's sync lock held
+// snoozes a second, then twice as long each time again, up to lockedSnooze;
+// the count is River's (the job's metadata).
+func TestLockedSnoozeBacksOff(t *testing.T) {
+	t.Parallel()
+	for n, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second} {
+		job := &rivertype.JobRow{Metadata: []byte(fmt.Sprintf(`{"snoozes": %d}`, n))}
+		var snooze *river.JobSnoozeError
+		if got := outcome(warehouse.ErrLocked, job); !errors.As(got, &snooze) || snooze.Duration != want {
+			t.Errorf("after %d snoozes: %v, want a snooze of %s", n, got, want)
 		}
 	}
 }

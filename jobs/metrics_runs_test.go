@@ -61,10 +61,11 @@ func newRunsEnv(t *testing.T) *runsEnv {
 
 // count returns the value of the counter (or the sample count of the
 // histogram) name whose labels are labels (`a="x",b="y"`) and this
-// deployment's schema; 0 when it has no such series.
+// deployment's schema (and account="default" unless labels name another);
+// 0 when it has no such series.
 func (e *runsEnv) count(t *testing.T, name, labels string) float64 {
 	t.Helper()
-	want := map[string]string{"schema": e.store.Schema()}
+	want := map[string]string{"schema": e.store.Schema(), "account": DefaultAccount}
 	for _, kv := range strings.Split(labels, ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		want[k] = strings.Trim(v, `"`)
@@ -142,7 +143,7 @@ func TestLockWaitIsNotARun(t *testing.T) {
 
 	// A sync whose 20-second wait for the lock ended with it still held is
 	// no 20-second run either (the wait is too long to hold it here).
-	e.metrics.Observe(MetricIncremental, syncer.Summary{}, fmt.Errorf("syncing users: %w", warehouse.ErrLocked), lockWait)
+	e.metrics.Observe(DefaultAccount, MetricIncremental, syncer.Summary{}, fmt.Errorf("syncing users: %w", warehouse.ErrLocked), 20*time.Second)
 	if got := e.count(t, "usersync_run_duration_seconds", `kind="incremental"`); got != 0 {
 		t.Errorf("a sync that found the lock held is counted in the durations %v times", got)
 	}
@@ -157,7 +158,7 @@ func TestLockWaitIsNotARun(t *testing.T) {
 func TestEverySeriesNamesItsDeployment(t *testing.T) {
 	t.Parallel()
 	e := newRunsEnv(t)
-	e.metrics.Observe(MetricIncremental, syncer.Summary{}, nil, time.Second)
+	e.metrics.Observe(DefaultAccount, MetricIncremental, syncer.Summary{}, nil, time.Second)
 	mfs, err := e.metrics.reg.Gather()
 	if err != nil {
 		t.Fatal(err)

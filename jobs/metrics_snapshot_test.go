@@ -20,13 +20,13 @@ func TestSnapshotJobs(t *testing.T) {
 	ctx := context.Background()
 	pool := schematest.NewPool(t, 2)
 	river := RiverSchema(schematest.NewSchemaName(t, pool))
-	if st, err := SnapshotJobs(ctx, pool, river); err != nil || st != (SnapshotJobState{}) {
+	if st, err := SnapshotJobs(ctx, pool, river, DefaultAccount); err != nil || st != (SnapshotJobState{}) {
 		t.Fatalf("without River's schema: %+v, %v", st, err)
 	}
 	if _, err := MigrateRiver(ctx, pool, river, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := SnapshotJobs(ctx, pool, river); err != nil || st != (SnapshotJobState{}) {
+	if st, err := SnapshotJobs(ctx, pool, river, DefaultAccount); err != nil || st != (SnapshotJobState{}) {
 		t.Fatalf("with no jobs: %+v, %v", st, err)
 	}
 	q := schema.QuoteIdentifier(river)
@@ -52,7 +52,7 @@ func TestSnapshotJobs(t *testing.T) {
 			t.Fatalf("inserting a %s %s job: %v", j.state, j.kind, err)
 		}
 	}
-	st, err := SnapshotJobs(ctx, pool, river)
+	st, err := SnapshotJobs(ctx, pool, river, DefaultAccount)
 	if err != nil {
 		t.Fatal(err)
 	}

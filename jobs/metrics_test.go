@@ -21,7 +21,8 @@ func TestOldestRunningJobs(t *testing.T) {
 	pool := schematest.NewPool(t, 2)
 	river := RiverSchema(schematest.NewSchemaName(t, pool))
 
-	zero := []JobAge{{KindSync, 0}, {KindBackfill, 0}, {KindReconcile, 0}, {KindSnapshot, 0}}
+	d := DefaultAccount
+	zero := []JobAge{{d, KindSync, 0}, {d, KindBackfill, 0}, {d, KindReconcile, 0}, {d, KindSnapshot, 0}}
 	got, err := OldestRunningJobs(ctx, pool, river)
 	if err != nil || !slices.Equal(got, zero) {
 		t.Fatalf("without River's schema: %v, %v; want %v", got, err, zero)

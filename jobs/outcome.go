@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -13,29 +14,56 @@ import (
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
-// Snooze delays used by outcome.
+// Snooze delays used by outcome. A job whose account's sync lock another
+// run holds snoozes at once rather than wait in a worker slot, first for
+// lockedSnoozeFirst, then twice as long each time it finds the lock held
+// again, up to lockedSnooze: a short run ahead of it (a small backfill, a
+// sync) is followed at once, a long one (a full backfill) is polled a few
+// times a minute.
 const (
-	lockedSnooze  = 10 * time.Second // another run still holds the sync lock after lockWait
-	drainedSnooze = time.Second      // the process stopped mid-run; another takes over
+	lockedSnoozeFirst = time.Second
+	lockedSnooze      = 10 * time.Second
+	drainedSnooze     = time.Second // the process stopped mid-run; another takes over
 )
+
+// lockedSnoozeAfter is the snooze of a job that found its account's lock
+// held after snoozing snoozes times.
+func lockedSnoozeAfter(snoozes int64) time.Duration {
+	if snoozes >= 4 {
+		return lockedSnooze
+	}
+	return min(lockedSnoozeFirst<<snoozes, lockedSnooze)
+}
+
+// snoozes is how many times River snoozed job (its metadata's count).
+func snoozes(job *rivertype.JobRow) int64 {
+	var m struct {
+		Snoozes int64 `json:"snoozes"`
+	}
+	if job == nil || json.Unmarshal(job.Metadata, &m) != nil {
+		return 0
+	}
+	return m.Snoozes
+}
 
 // outcome maps a run's error to what River should do with the job:
 //   - nil: completed;
-//   - the sync lock is held elsewhere, a long rate limit, or a run its
-//     process stopped (a shutdown): snooze (no attempt used) and run again
-//     later;
+//   - the account's sync lock is held by another run (a snooze growing
+//     with the job's snoozes, lockedSnoozeAfter), a rate limit longer than
+//     the worker waits in a slot, or a run its process stopped (a
+//     shutdown): snooze (no attempt used) and run again later;
 //   - a refused credential or a query the API rejects: cancel with the
 //     reason, since retrying cannot help;
 //   - anything else (a job timeout too): the error, so River retries with
 //     backoff up to MaxAttempts.
-func outcome(err error) error {
+func outcome(err error, job *rivertype.JobRow) error {
 	if err == nil {
 		return nil
 	}
 	var rl *jsonapi.RateLimitError
 	switch {
 	case errors.Is(err, warehouse.ErrLocked):
-		return river.JobSnooze(lockedSnooze)
+		return river.JobSnooze(lockedSnoozeAfter(snoozes(job)))
 	case syncer.Interrupted(err):
 		return river.JobSnooze(drainedSnooze)
 	case errors.As(err, &rl):
@@ -60,22 +88,22 @@ func refused(err error) bool {
 // end deserves: a wait or an interruption is news (info), a failure River
 // retries a warning, and a failure nothing retries an error; credentials the
 // API refused say what to do (Deps.AuthRemedy).
-func (d *Deps) logEnd(ctx context.Context, job *rivertype.JobRow, kind string, err error) {
+func (d *Deps) logEnd(ctx context.Context, a *Account, job *rivertype.JobRow, kind string, err error) {
 	attrs := []any{"job_id", job.ID, "kind", kind, "attempt", job.Attempt, "error", err.Error()}
 	var auth *jsonapi.AuthError
 	switch {
 	case errors.Is(err, warehouse.ErrLocked):
-		d.Logger.InfoContext(ctx, "another run holds the sync lock; the job waits and runs again", attrs...)
+		a.Logger.InfoContext(ctx, "another run of the account holds its sync lock; the job snoozes and runs again", attrs...)
 	case syncer.Interrupted(err):
-		d.Logger.InfoContext(ctx, "run interrupted by the shutdown; its job runs again and resumes it", attrs...)
+		a.Logger.InfoContext(ctx, "run interrupted by the shutdown; its job runs again and resumes it", attrs...)
 	case syncer.Paused(err):
-		d.Logger.InfoContext(ctx, "run paused by the API's rate limit; its job runs again and resumes it", attrs...)
+		a.Logger.InfoContext(ctx, "run paused by the API's rate limit; its job runs again and resumes it", attrs...)
 	case errors.As(err, &auth):
-		d.Logger.ErrorContext(ctx, "the API refused usersync's credentials: no run can succeed until they are fixed; the job is cancelled",
-			append(attrs, "action", d.AuthRemedy)...)
+		a.Logger.ErrorContext(ctx, "the API refused usersync's credentials: no run can succeed until they are fixed; the job is cancelled",
+			append(attrs, "action", a.AuthRemedy)...)
 	case refused(err):
-		d.Logger.ErrorContext(ctx, "run failed and will not be retried; the job is cancelled", attrs...)
+		a.Logger.ErrorContext(ctx, "run failed and will not be retried; the job is cancelled", attrs...)
 	default:
-		d.Logger.WarnContext(ctx, "run failed; the job retries it", attrs...)
+		a.Logger.WarnContext(ctx, "run failed; the job retries it", attrs...)
 	}
 }

@@ -22,24 +22,25 @@ func (w *ReconcileWorker) Timeout(*river.Job[ReconcileArgs]) time.Duration { ret
 // Work implements river.Worker. A tripped safety valve cancels the job with
 // its reason: retrying would trip it again, and an operator must look.
 func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs]) error {
-	if err := w.d.stopping(ctx, job.JobRow); err != nil {
+	a, err := w.d.start(ctx, job.JobRow, job.Args.Account)
+	if err != nil {
 		return err
 	}
 	start := time.Now()
-	sum, err := w.d.Syncer.Reconcile(ctx, syncer.ReconcileRequest{JobID: &job.ID, MaxDeleteShare: w.d.MaxDeleteShare,
-		Membership: w.d.ReconcileMembership})
+	sum, err := a.Syncer.Reconcile(ctx, syncer.ReconcileRequest{JobID: &job.ID, MaxDeleteShare: a.MaxDeleteShare,
+		Membership: a.ReconcileMembership})
 	if w.d.ObserveReconcile != nil {
-		w.d.ObserveReconcile(sum, err, time.Since(start))
+		w.d.ObserveReconcile(a.Name, sum, err, time.Since(start))
 	}
 	if err != nil {
 		var valve *syncer.SafetyValveError
 		if errors.As(err, &valve) {
-			w.d.Logger.ErrorContext(ctx, "reconcile stopped by its safety valve; the job is cancelled", "job_id", job.ID, "error", err.Error())
+			a.Logger.ErrorContext(ctx, "reconcile stopped by its safety valve; the job is cancelled", "job_id", job.ID, "error", err.Error())
 			return river.JobCancel(err)
 		}
-		w.d.logEnd(ctx, job.JobRow, "reconcile", err)
-		return outcome(err)
+		w.d.logEnd(ctx, a, job.JobRow, "reconcile", err)
+		return outcome(err, job.JobRow)
 	}
-	w.d.afterRun(ctx)
+	w.d.afterRun(ctx, a)
 	return nil
 }

@@ -17,7 +17,8 @@ var sqlFiles embed.FS
 // schema.
 type statements struct {
 	createSchema, jobTableExists, workerRunning, lastCreated, jobCounts, oldestRunning string
-	oldestSnapshotJob, lastCurrentSnapshot, lastSnapshot, releaseOrphans               string
+	oldestSnapshotJob, lastCurrentSnapshot, lastSnapshot, releaseOrphans, pruneDue     string
+	lastCreatedByAccount                                                               string
 }
 
 func newStatements(riverSchema string) (statements, error) {
@@ -30,21 +31,35 @@ func newStatements(riverSchema string) (statements, error) {
 		"createSchema": &q.createSchema, "jobTableExists": &q.jobTableExists, "workerRunning": &q.workerRunning,
 		"lastCreated": &q.lastCreated, "jobCounts": &q.jobCounts, "oldestRunning": &q.oldestRunning,
 		"oldestSnapshotJob": &q.oldestSnapshotJob, "lastCurrentSnapshot": &q.lastCurrentSnapshot,
-		"lastSnapshot": &q.lastSnapshot, "releaseOrphans": &q.releaseOrphans,
+		"lastSnapshot": &q.lastSnapshot, "releaseOrphans": &q.releaseOrphans, "pruneDue": &q.pruneDue,
+		"lastCreatedByAccount": &q.lastCreatedByAccount,
 	})
 }
 
-// riverTables returns the statements of riverSchema and whether River's
-// tables exist there yet: a worker that never migrated them reads as no
-// jobs.
-func riverTables(ctx context.Context, pool *pgxpool.Pool, riverSchema string) (statements, bool, error) {
+// riverDB is River's tables in one schema with usersync's statements on
+// them, rendered once: a value that queries River's tables again and again
+// (a metrics collector at every scrape, the fleet's tick, the sweeper)
+// holds one.
+type riverDB struct {
+	pool   *pgxpool.Pool
+	schema string
+	q      statements
+}
+
+func newRiverDB(pool *pgxpool.Pool, riverSchema string) (*riverDB, error) {
 	q, err := newStatements(riverSchema)
 	if err != nil {
-		return q, false, err
+		return nil, err
 	}
+	return &riverDB{pool: pool, schema: riverSchema, q: q}, nil
+}
+
+// tablesExist says whether River's tables exist yet: a worker that never
+// migrated them reads as no jobs.
+func (r *riverDB) tablesExist(ctx context.Context) (bool, error) {
 	var exists bool
-	if err := pool.QueryRow(ctx, q.jobTableExists, schema.QuoteIdentifier(riverSchema)).Scan(&exists); err != nil {
-		return q, false, fmt.Errorf("finding River's job table: %w", err)
+	if err := r.pool.QueryRow(ctx, r.q.jobTableExists, schema.QuoteIdentifier(r.schema)).Scan(&exists); err != nil {
+		return false, fmt.Errorf("finding River's job table: %w", err)
 	}
-	return q, exists, nil
+	return exists, nil
 }

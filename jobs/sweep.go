@@ -3,8 +3,10 @@ package jobs
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -13,16 +15,18 @@ import (
 )
 
 // orphanAge is how long a sync-type job must have been running, without
-// anyone holding the sync lock, before it is taken for a dead worker's. A
-// live run takes the lock within lockWait of starting and keeps it to the end.
+// anyone holding its account's sync lock, before it is taken for a dead
+// worker's. A live run takes the lock as it starts (or its job snoozes) and
+// keeps it to the end.
 const orphanAge = 2 * time.Minute
 
 // Sweeper finds jobs left "running" by a worker that died (kill -9, OOM,
 // lost host) and makes them available again, so the next worker resumes
 // their run from its checkpoint at once instead of after River's stuck-job
 // rescue (an hour past the job timeout). Sync, backfill and reconcile jobs
-// hold the schema's sync lock for their whole run; when none holds it, a job
-// marked running for more than orphanAge has no live worker.
+// hold their account's sync lock (its schema's) for their whole run; when
+// none holds it, a job of the account marked running for more than
+// orphanAge has no live worker.
 //
 // It writes River's river_job table itself because River 0.51 offers no
 // way to do this: Client.JobRetry leaves running jobs untouched, and the
@@ -31,11 +35,16 @@ const orphanAge = 2 * time.Minute
 // would run live jobs twice. The sync lock can tell them apart.
 type Sweeper struct {
 	Pool        *pgxpool.Pool
-	Store       *warehouse.Store
+	Store       *warehouse.Store // the default account's
+	Accounts    ListAccounts     // nil: the default account only
 	RiverSchema string
 	Every       time.Duration // default 30s
 	OrphanAge   time.Duration // default orphanAge
 	Logger      *slog.Logger
+
+	once  sync.Once
+	river *riverDB
+	err   error
 }
 
 // Run sweeps until ctx ends.
@@ -60,17 +69,41 @@ func (s *Sweeper) Run(ctx context.Context) {
 	}
 }
 
-// Sweep makes orphaned sync-type jobs available and returns how many.
+// Sweep makes every account's orphaned sync-type jobs available and
+// returns how many.
 func (s *Sweeper) Sweep(ctx context.Context) (int64, error) {
-	held, err := s.Store.LockHeld(ctx)
+	s.once.Do(func() { s.river, s.err = newRiverDB(s.Pool, s.RiverSchema) })
+	if s.err != nil {
+		return 0, s.err
+	}
+	accounts := []Registered{{Name: DefaultAccount, Store: s.Store}}
+	if s.Accounts != nil {
+		more, err := s.Accounts(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("listing the accounts: %w", err)
+		}
+		accounts = append(accounts, more...)
+	}
+	var n int64
+	var errs []error
+	for _, a := range accounts {
+		m, err := s.sweep(ctx, a)
+		n += m
+		if err != nil {
+			errs = append(errs, fmt.Errorf("account %s: %w", a.Name, err))
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// sweep makes a's orphaned jobs available.
+func (s *Sweeper) sweep(ctx context.Context, a Registered) (int64, error) {
+	held, err := a.Store.LockHeld(ctx)
 	if err != nil || held {
 		return 0, err
 	}
-	q, err := newStatements(s.RiverSchema)
-	if err != nil {
-		return 0, err
-	}
-	tag, err := s.Pool.Exec(ctx, q.releaseOrphans, KindSync, KindBackfill, KindReconcile, cmp.Or(s.OrphanAge, orphanAge).Seconds())
+	tag, err := s.Pool.Exec(ctx, s.river.q.releaseOrphans, KindSync, KindBackfill, KindReconcile,
+		cmp.Or(s.OrphanAge, orphanAge).Seconds(), a.Name)
 	if err != nil {
 		return 0, fmt.Errorf("releasing orphaned jobs: %w", err)
 	}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -17,17 +15,29 @@ import (
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
-// Deps are what the workers call. Workers are thin: they run the syncer or
-// the snapshot writer and map the outcome for River.
+// Deps are what the workers call. Workers are thin: they open the job's
+// account, run its syncer or snapshot writer and map the outcome for River.
 type Deps struct {
-	Syncer *syncer.Syncer
-	Store  *warehouse.Store
+	// Accounts opens the account of each job. When nil, the fields below
+	// from Syncer to ReconcileMembership are the default account's, and a
+	// job of any other account is cancelled. Snapshot says, either way,
+	// whether the default account's periodic snapshot is scheduled.
+	Accounts AccountSource
+	Syncer   *syncer.Syncer
+	Store    *warehouse.Store
 	// Snapshot writes a Parquet snapshot, unless nothing changed since the
 	// last one; nil disables snapshot jobs.
 	Snapshot func(ctx context.Context) (SnapshotOutcome, error)
 	// SnapshotAfterSync enqueues a snapshot after each successful sync,
 	// backfill or reconcile.
 	SnapshotAfterSync bool
+	// AuthRemedy says what to do when the API refuses the credentials (run
+	// usersync auth login, check USERSYNC_API_TOKEN), for the error logged.
+	AuthRemedy string
+	// MaxDeleteShare is the reconcile safety valve (0: the default, 5%).
+	MaxDeleteShare float64
+	// ReconcileMembership is syncer.ReconcileRequest.Membership.
+	ReconcileMembership string
 	// JobTimeout bounds one run (0: no bound). River's stuck-job rescue is
 	// set above it, so a running job is never rescued while it may still run.
 	JobTimeout time.Duration
@@ -35,23 +45,17 @@ type Deps struct {
 	// page in flight commits and snooze, to resume on the next worker, and
 	// no job starts a run.
 	Drain <-chan struct{}
-	// AuthRemedy says what to do when the API refuses the credentials (run
-	// usersync auth login, check USERSYNC_API_TOKEN), for the error logged.
-	AuthRemedy string
-	// Observe, when set, is told of every finished run. kind is the job's
-	// metric kind, MetricIncremental or MetricBackfill: a full backfill is a
-	// backfill, though its run is recorded as warehouse.KindFull.
-	Observe func(kind string, sum syncer.Summary, err error, d time.Duration)
+	// Observe, when set, is told of every finished run of account. kind is
+	// the job's metric kind, MetricIncremental or MetricBackfill: a full
+	// backfill is a backfill, though its run is recorded as
+	// warehouse.KindFull.
+	Observe func(account, kind string, sum syncer.Summary, err error, d time.Duration)
 	// ObserveReconcile, when set, is told of every finished reconcile.
-	ObserveReconcile func(sum syncer.ReconcileSummary, err error, d time.Duration)
+	ObserveReconcile func(account string, sum syncer.ReconcileSummary, err error, d time.Duration)
 	// ObserveSnapshot, when set, is told of every snapshot job that ran
 	// the snapshot writer.
-	ObserveSnapshot func(out SnapshotOutcome, err error)
-	// MaxDeleteShare is the reconcile safety valve (0: the default, 5%).
-	MaxDeleteShare float64
-	// ReconcileMembership is syncer.ReconcileRequest.Membership.
-	ReconcileMembership string
-	Logger              *slog.Logger
+	ObserveSnapshot func(account string, out SnapshotOutcome, err error)
+	Logger          *slog.Logger
 }
 
 func (d *Deps) timeout() time.Duration {
@@ -61,10 +65,6 @@ func (d *Deps) timeout() time.Duration {
 	return d.JobTimeout
 }
 
-// lockWait is how long a job waits for another run to release the sync lock
-// before snoozing.
-const lockWait = 20 * time.Second
-
 // The kind label of the metrics of runs: the job that ran, not the run's
 // kind (a full backfill runs a warehouse.KindFull run).
 const (
@@ -72,57 +72,70 @@ const (
 	MetricBackfill    = "backfill"
 )
 
-// runSync runs one sync of req for job, tells Observe of it under the metric
-// kind metric, and maps its outcome.
-func (d *Deps) runSync(ctx context.Context, job *rivertype.JobRow, metric string, req syncer.Request) error {
-	req.JobID, req.Drain, req.LockTimeout = &job.ID, d.Drain, lockWait
+// runSync runs one sync of req for job in account a, tells Observe of it
+// under the metric kind metric, and maps its outcome. A sync lock held by
+// another run of the account snoozes the job at once (no LockTimeout): a
+// job waiting in a worker slot would hold back every other account's.
+func (d *Deps) runSync(ctx context.Context, a *Account, job *rivertype.JobRow, metric string, req syncer.Request) error {
+	req.JobID, req.Drain = &job.ID, d.Drain
 	start := time.Now()
-	sum, err := d.Syncer.Run(ctx, req)
+	sum, err := a.Syncer.Run(ctx, req)
 	if d.Observe != nil {
-		d.Observe(metric, sum, err, time.Since(start))
+		d.Observe(a.Name, metric, sum, err, time.Since(start))
 	}
 	if err != nil {
-		d.logEnd(ctx, job, req.Kind, err)
-		return outcome(err)
+		d.logEnd(ctx, a, job, req.Kind, err)
+		return outcome(err, job)
 	}
-	d.afterRun(ctx)
+	d.afterRun(ctx, a)
 	return nil
 }
 
 // stopping snoozes a job the process took while it was stopping (River may
 // start a job fetched as it stops): no new run starts after "no new jobs",
 // and the job runs on the next worker.
-func (d *Deps) stopping(ctx context.Context, job *rivertype.JobRow) error {
+func (d *Deps) stopping(ctx context.Context, job *rivertype.JobRow, account string) error {
 	select {
 	case <-d.Drain:
-		d.Logger.InfoContext(ctx, "the worker is stopping: the job runs again on the next worker", "job_id", job.ID, "kind", job.Kind)
+		d.Logger.InfoContext(ctx, "the worker is stopping: the job runs again on the next worker", "account", AccountName(account),
+			"job_id", job.ID, "kind", job.Kind)
 		return river.JobSnooze(drainedSnooze)
 	default:
 		return nil
 	}
 }
 
+// start is what every job does first: snooze when the process stops, then
+// open its account (a paused or removed one cancels the job).
+func (d *Deps) start(ctx context.Context, job *rivertype.JobRow, account string) (*Account, error) {
+	if err := d.stopping(ctx, job, account); err != nil {
+		return nil, err
+	}
+	return d.account(ctx, job, account)
+}
+
 // errSnapshotsOff cancels a snapshot job on a worker without a destination.
 var errSnapshotsOff = errors.New("snapshots are not configured on this worker (USERSYNC_SNAPSHOT_DIR)")
 
-// afterRun enqueues a snapshot when snapshots follow runs, or when the last
-// snapshot job was skipped because no run had completed (a run was under
-// way, or stopped part way): that snapshot waited for a run to succeed, this
-// one, rather than for the next tick of its schedule. The snapshot is a job
-// of its own, so a failing destination never fails the sync.
-func (d *Deps) afterRun(ctx context.Context) {
-	if d.Snapshot == nil {
+// afterRun enqueues a snapshot of a when snapshots follow runs, or when the
+// last snapshot job was skipped because no run had completed (a run was
+// under way, or stopped part way): that snapshot waited for a run to
+// succeed, this one, rather than for the next tick of its schedule. The
+// snapshot is a job of its own, so a failing destination never fails the
+// sync.
+func (d *Deps) afterRun(ctx context.Context, a *Account) {
+	if a.Snapshot == nil {
 		return
 	}
 	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
 		return // not run by a River client (tests calling Work directly)
 	}
-	if !d.SnapshotAfterSync && !lastSnapshotWaits(ctx, client) {
+	if !a.SnapshotAfterSync && !lastSnapshotWaits(ctx, client, a.Name) {
 		return
 	}
-	if _, err := client.Insert(ctx, SnapshotArgs{}, nil); err != nil {
-		d.Logger.WarnContext(ctx, "could not enqueue the snapshot after the run", "error", err.Error())
+	if _, err := client.Insert(ctx, SnapshotArgs{Account: accountArg(a.Name)}, nil); err != nil {
+		a.Logger.WarnContext(ctx, "could not enqueue the snapshot after the run", "error", err.Error())
 	}
 }
 
@@ -137,10 +150,11 @@ func (w *SyncWorker) Timeout(*river.Job[SyncArgs]) time.Duration { return w.d.ti
 
 // Work implements river.Worker.
 func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
-	if err := w.d.stopping(ctx, job.JobRow); err != nil {
+	a, err := w.d.start(ctx, job.JobRow, job.Args.Account)
+	if err != nil {
 		return err
 	}
-	return w.d.runSync(ctx, job.JobRow, MetricIncremental, syncer.Request{Kind: warehouse.KindIncremental})
+	return w.d.runSync(ctx, a, job.JobRow, MetricIncremental, syncer.Request{Kind: warehouse.KindIncremental})
 }
 
 // BackfillWorker runs backfills: a full sync, or a closed updatedAt range.
@@ -154,21 +168,24 @@ func (w *BackfillWorker) Timeout(*river.Job[BackfillArgs]) time.Duration { retur
 
 // Work implements river.Worker.
 func (w *BackfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs]) error {
-	if err := w.d.stopping(ctx, job.JobRow); err != nil {
+	a, err := w.d.start(ctx, job.JobRow, job.Args.Account)
+	if err != nil {
 		return err
 	}
 	req := syncer.Request{Kind: warehouse.KindBackfill, Since: job.Args.Since, Until: job.Args.Until}
 	if job.Args.Full || (job.Args.Since == nil && job.Args.Until == nil) {
 		req = syncer.Request{Kind: warehouse.KindFull}
 	}
-	return w.d.runSync(ctx, job.JobRow, MetricBackfill, req)
+	return w.d.runSync(ctx, a, job.JobRow, MetricBackfill, req)
 }
 
-// lastSnapshotWaits reports whether the newest completed snapshot job was
-// skipped because no run had completed (SnapshotOutcome.NotReady).
-func lastSnapshotWaits(ctx context.Context, client *river.Client[pgx.Tx]) bool {
-	res, err := client.JobList(ctx, river.NewJobListParams().Kinds(KindSnapshot).States(rivertype.JobStateCompleted).
-		OrderBy(river.JobListOrderByID, river.SortOrderDesc).First(1))
+// lastSnapshotWaits reports whether the newest completed snapshot job of
+// account was skipped because no run had completed (SnapshotOutcome.NotReady).
+func lastSnapshotWaits(ctx context.Context, client *river.Client[pgx.Tx], account string) bool {
+	params := river.NewJobListParams().Kinds(KindSnapshot).States(rivertype.JobStateCompleted).
+		OrderBy(river.JobListOrderByID, river.SortOrderDesc).First(1)
+	params = params.Where("coalesce(args->>'account', '') = @account", river.NamedArgs{"account": accountArg(account)})
+	res, err := client.JobList(ctx, params)
 	if err != nil || len(res.Jobs) == 0 {
 		return false // at worst the snapshot waits for its schedule
 	}
@@ -187,15 +204,16 @@ func (w *SnapshotWorker) Timeout(*river.Job[SnapshotArgs]) time.Duration { retur
 
 // Work implements river.Worker.
 func (w *SnapshotWorker) Work(ctx context.Context, job *river.Job[SnapshotArgs]) error {
-	if w.d.Snapshot == nil {
-		return river.JobCancel(errSnapshotsOff)
-	}
-	if err := w.d.stopping(ctx, job.JobRow); err != nil {
+	a, err := w.d.start(ctx, job.JobRow, job.Args.Account)
+	if err != nil {
 		return err
 	}
-	out, err := w.d.Snapshot(ctx)
+	if a.Snapshot == nil {
+		return river.JobCancel(errSnapshotsOff)
+	}
+	out, err := a.Snapshot(ctx)
 	if w.d.ObserveSnapshot != nil {
-		w.d.ObserveSnapshot(out, err)
+		w.d.ObserveSnapshot(a.Name, out, err)
 	}
 	if err != nil {
 		return err
@@ -220,27 +238,4 @@ type SnapshotOutcome struct {
 	// Bytes is the size of the Parquet files of snapshot ID (the metric
 	// usersync_snapshot_last_bytes).
 	Bytes int64 `json:"bytes,omitempty"`
-}
-
-// LastSnapshot returns the outcome of the newest completed snapshot job and
-// when it finished; a zero outcome when none is kept.
-func LastSnapshot(ctx context.Context, pool *pgxpool.Pool, riverSchema string) (SnapshotOutcome, time.Time, error) {
-	var out SnapshotOutcome
-	var raw []byte
-	var at time.Time
-	q, err := newStatements(riverSchema)
-	if err != nil {
-		return out, at, err
-	}
-	err = pool.QueryRow(ctx, q.lastSnapshot, KindSnapshot).Scan(&raw, &at)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return out, at, nil
-	}
-	if err != nil {
-		return out, at, fmt.Errorf("reading the last snapshot job: %w", err)
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return out, at, fmt.Errorf("reading the last snapshot job: %w", err)
-	}
-	return out, at, nil
 }

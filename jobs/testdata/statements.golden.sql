@@ -11,33 +11,48 @@ SELECT to_regclass($1 || '.river_job') IS NOT NULL;
 SELECT EXISTS (SELECT FROM "usersync_river".river_leader WHERE expires_at > now());
 
 -- jobs.lastCreated
-SELECT max(created_at), now() FROM "usersync_river".river_job WHERE kind = $1;
+SELECT max(created_at), now() FROM "usersync_river".river_job
+WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2;
 
 -- jobs.jobCounts
-SELECT kind, state::text, count(*) FROM "usersync_river".river_job
-WHERE kind LIKE 'usersync\_%' GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, state::text, count(*) FROM "usersync_river".river_job
+WHERE kind LIKE 'usersync\_%' AND kind <> 'usersync_due'
+  AND ($1::text IS NULL OR coalesce(nullif(args->>'account', ''), 'default') = $1)
+GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 
 -- jobs.oldestRunning
-SELECT kind, greatest(extract(epoch FROM now() - min(attempted_at)), 0)::float8
+SELECT coalesce(nullif(args->>'account', ''), 'default'), kind,
+       greatest(extract(epoch FROM now() - min(attempted_at)), 0)::float8
 FROM "usersync_river".river_job
-WHERE state = 'running' AND kind = ANY($1) AND attempted_at IS NOT NULL GROUP BY kind;
+WHERE state = 'running' AND kind = ANY($1) AND attempted_at IS NOT NULL GROUP BY 1, 2;
 
 -- jobs.oldestSnapshotJob
-SELECT min(created_at) FROM "usersync_river".river_job WHERE kind = $1;
+SELECT min(created_at) FROM "usersync_river".river_job WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2;
 
 -- jobs.lastCurrentSnapshot
 SELECT finalized_at, coalesce((metadata->'output'->>'bytes')::bigint, 0) FROM "usersync_river".river_job
-WHERE kind = $1 AND state = 'completed' AND metadata ? 'output'
+WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2 AND state = 'completed' AND metadata ? 'output'
   AND NOT coalesce((metadata->'output'->>'not_ready')::boolean, false)
 ORDER BY id DESC LIMIT 1;
 
 -- jobs.lastSnapshot
 SELECT metadata->'output', finalized_at FROM "usersync_river".river_job
-WHERE kind = $1 AND state = 'completed' AND metadata ? 'output' ORDER BY id DESC LIMIT 1;
+WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2 AND state = 'completed' AND metadata ? 'output'
+ORDER BY id DESC LIMIT 1;
 
 -- jobs.releaseOrphans
 UPDATE "usersync_river".river_job
 SET state = 'available', scheduled_at = now(),
     errors = errors || jsonb_build_object('at', now(), 'attempt', attempt,
         'error', 'the worker running this job stopped without finishing it (no session holds the sync lock); made available again to resume')
-WHERE state = 'running' AND kind IN ($1, $2, $3) AND attempted_at < now() - make_interval(secs => $4);
+WHERE state = 'running' AND kind IN ($1, $2, $3) AND attempted_at < now() - make_interval(secs => $4)
+  AND coalesce(nullif(args->>'account', ''), 'default') = $5;
+
+-- jobs.pruneDue
+DELETE FROM "usersync_river".river_job
+WHERE kind = 'usersync_due' AND finalized_at < now() - make_interval(secs => $1);
+
+-- jobs.lastCreatedByAccount
+SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, max(created_at), now()
+FROM "usersync_river".river_job WHERE kind = ANY($1) GROUP BY 1, 2
+UNION ALL SELECT NULL, NULL, NULL, now();

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -23,6 +24,19 @@ func tokenStore(e *env, store *warehouse.Store) (*tokens.Store, error) {
 // newAPIClient builds the API client from the configuration: a static token,
 // or OAuth whose rotated refresh token lives in the warehouse's oauth_tokens.
 func newAPIClient(ctx context.Context, e *env, store *warehouse.Store) (*jsonapi.Client, error) {
+	return buildAPIClient(ctx, e, store, 0)
+}
+
+// newWorkerAPIClient is newAPIClient for a worker's jobs: a rate-limit wait
+// longer than USERSYNC_RATE_LIMIT_WAIT ends the run, whose job snoozes,
+// rather than hold a worker slot that another account's job could use.
+func newWorkerAPIClient(ctx context.Context, e *env, store *warehouse.Store) (*jsonapi.Client, error) {
+	return buildAPIClient(ctx, e, store, e.cfg.RateLimitWait)
+}
+
+// buildAPIClient builds the API client; maxWait is
+// jsonapi.Options.MaxRateLimitWait (0: the client's default).
+func buildAPIClient(ctx context.Context, e *env, store *warehouse.Store, maxWait time.Duration) (*jsonapi.Client, error) {
 	if err := e.cfg.requireAPI(); err != nil {
 		return nil, usageError{err}
 	}
@@ -53,6 +67,7 @@ func newAPIClient(ctx context.Context, e *env, store *warehouse.Store) (*jsonapi
 	}
 	c, err := jsonapi.NewClient(jsonapi.Options{
 		BaseURL: e.cfg.APIURL, BaseURLSetting: "USERSYNC_API_URL", Auth: auth, UserAgent: UserAgent(), Logger: e.logger, MaxBodyBytes: e.cfg.MaxResponseBytes, MaxBodyBytesInFlight: e.cfg.MaxResponseMemory, Budget: e.cfg.APIBudget,
+		MaxRateLimitWait: maxWait,
 	})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("configuring the API client: %w", err)}

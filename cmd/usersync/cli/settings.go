@@ -53,6 +53,11 @@ type Config struct {
 	JobTimeout          time.Duration
 	ShutdownTimeout     time.Duration
 	Workers             int
+	LongWorkers         int
+	SnapshotWorkers     int
+	FleetTick           time.Duration
+	RateLimitWait       time.Duration
+	AccountCache        int
 	DataConnections     bool
 	OrphanAge           time.Duration
 	ReconcileMaxDelete  float64
@@ -110,7 +115,7 @@ type setting struct {
 }
 
 func settings() []setting {
-	return append(baseSettings(), piiSettings()...)
+	return append(append(baseSettings(), piiSettings()...), fleetSettings()...)
 }
 
 func baseSettings() []setting {
@@ -280,7 +285,7 @@ func baseSettings() []setting {
 			set: func(c *Config, v string) error { return parseDuration(&c.ShutdownTimeout, v, time.Second, time.Hour) }},
 		{Env: "USERSYNC_ORPHAN_AGE", Scope: fleetWide, Flag: "orphan-age", Default: "2m", Meaning: "a sync, backfill or reconcile job marked running this long while no session holds the sync lock is taken for a dead worker's (kill -9, OOM) and made available again, to resume at once.",
 			set: func(c *Config, v string) error { return parseDuration(&c.OrphanAge, v, time.Second, 24*time.Hour) }},
-		{Env: "USERSYNC_WORKERS", Scope: fleetWide, Flag: "workers", Default: "2", Meaning: "jobs a worker process runs at once (runs share one sync lock per schema).",
+		{Env: "USERSYNC_WORKERS", Scope: fleetWide, Flag: "workers", Default: "2", Meaning: "incremental syncs a worker process runs at once, of any account (the queue default; backfills, reconciles and snapshots have slots of their own: USERSYNC_LONG_WORKERS, USERSYNC_SNAPSHOT_WORKERS). The runs of one account share its sync lock: a job that finds it held snoozes at once rather than wait in a slot.",
 			set: func(c *Config, v string) error { return parseInt(&c.Workers, v, 1, 16) }},
 	}
 }

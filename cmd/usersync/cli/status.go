@@ -72,10 +72,10 @@ func readStatusReport(ctx context.Context, e *env, runs int) (statusReport, erro
 	if r.st.CredentialsRefused != nil {
 		r.st.CredentialsRefused.Remedy = authRemedy(e.cfg)
 	}
-	if r.jobCounts, err = jobs.JobCounts(ctx, pool, e.riverSchema()); err != nil {
+	if r.jobCounts, err = jobs.JobCounts(ctx, pool, e.riverSchema(), jobs.AccountName(e.jobAccount())); err != nil {
 		return r, fmt.Errorf("reading the job queue: %w", err)
 	}
-	if r.snap, r.snapAt, err = jobs.LastSnapshot(ctx, pool, e.riverSchema()); err != nil {
+	if r.snap, r.snapAt, err = jobs.LastSnapshot(ctx, pool, e.riverSchema(), jobs.AccountName(e.jobAccount())); err != nil {
 		return r, err
 	}
 	if r.scope, err = grantedScope(ctx, e, store); err != nil {

@@ -26,8 +26,12 @@ func workerCommand() command {
 		summary: "run the daemon: scheduled syncs, backfills, reconciles and snapshots from the job queue",
 		details: `Runs a River client on the database: every job kind is registered, and the
 leader among the running workers enqueues the periodic jobs from the schedules,
-so several replicas never duplicate a schedule. Serves /healthz, /readyz,
-/metrics and the job UI (/riverui/) on USERSYNC_HTTP_ADDR.
+so several replicas never duplicate a schedule. One fleet serves every account:
+the registered accounts' schedules are turned into jobs every
+USERSYNC_FLEET_TICK; incremental syncs, backfills and reconciles, and snapshots
+run in slots of their own (USERSYNC_WORKERS, USERSYNC_LONG_WORKERS,
+USERSYNC_SNAPSHOT_WORKERS). Serves /healthz, /readyz, /metrics and the job UI
+(/riverui/) on USERSYNC_HTTP_ADDR.
 
 When the database does not answer at start, or its schemas are not migrated
 yet, the worker waits for it instead of exiting: /healthz answers, /readyz
@@ -87,14 +91,12 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	sweeper := &jobs.Sweeper{Pool: w.pool, Store: w.store, RiverSchema: w.riverSchema, OrphanAge: cfg.OrphanAge,
+	sweeper := &jobs.Sweeper{Pool: w.pool, Store: w.store, Accounts: w.fleet.Registered, RiverSchema: w.riverSchema, OrphanAge: cfg.OrphanAge,
 		Every: min(30*time.Second, cfg.OrphanAge), Logger: e.logger}
 	var swept sync.WaitGroup
 	swept.Go(func() { sweeper.Run(runCtx) })
 	defer func() { cancelRun(); swept.Wait() }() // the sweeper ends before the pool closes, however this returns
-	e.logger.Info("worker started", "schema", cfg.Schema, "river_schema", w.riverSchema, "workers", cfg.Workers,
-		"sync_schedule", cfg.SyncSchedule, "reconcile_schedule", cfg.ReconcileSchedule, "snapshot_schedule", cfg.SnapshotSchedule,
-		"http_addr", cfg.HTTPAddr)
+	logStarted(e, w.riverSchema)
 
 	select {
 	case <-ctx.Done():
@@ -104,6 +106,15 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	err = stopWorker(e, rc, w.drain, sigs)
 	cancelRun()
 	return err
+}
+
+// logStarted logs the worker's start with its settings.
+func logStarted(e *env, riverSchema string) {
+	cfg := e.cfg
+	e.logger.Info("worker started", "schema", cfg.Schema, "river_schema", riverSchema, "workers", cfg.Workers,
+		"long_workers", cfg.LongWorkers, "snapshot_workers", cfg.SnapshotWorkers, "fleet_tick", cfg.FleetTick.String(),
+		"sync_schedule", cfg.SyncSchedule, "reconcile_schedule", cfg.ReconcileSchedule, "snapshot_schedule", cfg.SnapshotSchedule,
+		"http_addr", cfg.HTTPAddr)
 }
 
 // stopWorker stops River after the first signal: no new jobs, running ones

@@ -32,37 +32,51 @@ type workerParts struct {
 	store       *warehouse.Store
 	riverSchema string
 	metrics     *jobs.Metrics
+	fleet       *fleet // the accounts; its default account is set by start
 	snapshot    func(context.Context) (jobs.SnapshotOutcome, error)
 	drain       chan struct{}
 	api         *jsonapi.Client // built by start
 }
 
 // newWorkerParts opens the pool (which connects only when used) and builds
-// the store, the metrics and the snapshot writer. Close the pool when done.
+// the store, the metrics, the fleet and the default account's snapshot
+// writer. Close the pool when done.
 func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*workerParts, error) {
-	pool, err := newPool(ctx, e, int32(e.cfg.Workers)+6)
+	cfg := e.cfg
+	pool, err := newPool(ctx, e, int32(cfg.Workers+cfg.LongWorkers+cfg.SnapshotWorkers)+7)
 	if err != nil {
 		return nil, err
 	}
-	w := &workerParts{schedules: schedules, pool: pool, riverSchema: jobs.RiverSchema(e.cfg.Schema), drain: make(chan struct{})}
-	if w.store, err = warehouse.NewStore(pool, e.cfg.Schema); err != nil {
+	w := &workerParts{schedules: schedules, pool: pool, riverSchema: jobs.RiverSchema(cfg.Schema), drain: make(chan struct{})}
+	if w.store, err = warehouse.NewStore(pool, cfg.Schema); err != nil {
 		pool.Close()
 		return nil, usageError{err}
 	}
-	w.metrics = jobs.NewMetrics(jobs.MetricsConfig{Pool: pool, Store: w.store, Schema: e.cfg.Schema, RiverSchema: w.riverSchema,
-		SnapshotInterval: snapshotInterval(e.cfg, schedules), Snapshots: e.cfg.SnapshotDir != "off", Logger: e.logger})
-	if e.cfg.SnapshotDir == "off" {
+	registered := func(ctx context.Context) ([]jobs.Registered, error) { return w.fleet.Registered(ctx) }
+	w.metrics = jobs.NewMetrics(jobs.MetricsConfig{Pool: pool, Store: w.store, Schema: cfg.Schema, RiverSchema: w.riverSchema,
+		SnapshotInterval: snapshotInterval(cfg, schedules), Snapshots: cfg.SnapshotDir != "off", Accounts: registered, Logger: e.logger})
+	w.fleet = newFleet(e, pool, w.metrics, nil)
+	if cfg.SnapshotDir == "off" {
 		return w, nil
 	}
-	sw, err := newSnapshotWriter(e, pool, e.cfg.SnapshotDir)
+	de := defaultEnv(e)
+	sw, err := newSnapshotWriter(de, pool, cfg.SnapshotDir)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
 	w.snapshot = func(ctx context.Context) (jobs.SnapshotOutcome, error) {
-		return writeSnapshotJob(ctx, e, sw)
+		return writeSnapshotJob(ctx, de, sw)
 	}
 	return w, nil
+}
+
+// defaultEnv is e for the default account's jobs: its logger names the
+// account.
+func defaultEnv(e *env) *env {
+	de := *e
+	de.logger = defaultLogger(e)
+	return &de
 }
 
 // snapshotInterval is the longest wait between snapshots the schedules
@@ -84,29 +98,29 @@ func snapshotInterval(cfg Config, s jobs.Schedules) time.Duration {
 // from then on the worker works and /readyz checks the database.
 func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandler) (*river.Client[pgx.Tx], error) {
 	cfg := e.cfg
-	api, err := newAPIClient(ctx, e, w.store)
+	de := defaultEnv(e)
+	api, err := newWorkerAPIClient(ctx, de, w.store)
 	if err != nil {
 		return nil, err
 	}
-	w.metrics.WatchAPI(api)
+	w.metrics.WatchAPI(jobs.DefaultAccount, api)
 	w.api = api
+	def := accountDeps(de, jobs.DefaultAccount, syncer.New(api, w.store, cfg.syncerConfig(de.logger)), w.store)
+	def.Snapshot = w.snapshot
+	w.fleet.def = def // before River starts the workers that read it
 	deps := &jobs.Deps{
-		Syncer:              syncer.New(api, w.store, cfg.syncerConfig(e.logger)),
-		Store:               w.store,
-		Snapshot:            w.snapshot,
-		SnapshotAfterSync:   cfg.SnapshotAfterSync,
-		JobTimeout:          cfg.JobTimeout,
-		Drain:               w.drain,
-		AuthRemedy:          authRemedy(cfg),
-		Observe:             w.metrics.Observe,
-		ObserveReconcile:    w.metrics.ObserveReconcile,
-		ObserveSnapshot:     w.metrics.ObserveSnapshot,
-		MaxDeleteShare:      cfg.ReconcileMaxDelete,
-		ReconcileMembership: cfg.ReconcileMembership,
-		Logger:              e.logger,
+		Accounts:   w.fleet,
+		Syncer:     def.Syncer,
+		Store:      w.store,
+		Snapshot:   w.snapshot,
+		JobTimeout: cfg.JobTimeout,
+		Drain:      w.drain,
+		Observe:    w.metrics.Observe, ObserveReconcile: w.metrics.ObserveReconcile, ObserveSnapshot: w.metrics.ObserveSnapshot,
+		Logger: e.logger,
 	}
 	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: w.pool, RiverSchema: w.riverSchema, Deps: deps, Schedules: w.schedules,
-		MaxWorkers: cfg.Workers, SoftStop: cfg.ShutdownTimeout, Logger: quietLogger(e)})
+		Accounts: w.fleet.Registered, FleetTick: cfg.FleetTick, MaxWorkers: cfg.Workers, LongWorkers: cfg.LongWorkers,
+		SnapshotWorkers: cfg.SnapshotWorkers, SoftStop: cfg.ShutdownTimeout, Logger: quietLogger(e)})
 	if err != nil {
 		return nil, err
 	}

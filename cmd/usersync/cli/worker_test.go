@@ -170,9 +170,9 @@ func TestWorkerScheduleFollowsMutations(t *testing.T) {
 	}
 	code, metrics := get(t, base+"/metrics", "")
 	sch := `schema="` + c.store.Schema() + `"` // every series names its deployment
-	for _, want := range []string{`usersync_runs_total{kind="incremental",` + sch + `,status="succeeded"}`, "usersync_watermark_lag_seconds",
-		`usersync_rows_total{kind="incremental",outcome="updated",` + sch + `}`, `usersync_api_requests_total{` + sch + `,status="200"}`,
-		`usersync_quarantine_unresolved{` + sch + `} 0`, `usersync_jobs{kind="usersync_sync",` + sch + `,state="completed"}`} {
+	for _, want := range []string{`usersync_runs_total{account="default",kind="incremental",` + sch + `,status="succeeded"}`, "usersync_watermark_lag_seconds",
+		`usersync_rows_total{account="default",kind="incremental",outcome="updated",` + sch + `}`, `usersync_api_requests_total{account="default",` + sch + `,status="200"}`,
+		`usersync_quarantine_unresolved{account="default",` + sch + `} 0`, `usersync_jobs{account="default",kind="usersync_sync",` + sch + `,state="completed"}`} {
 		if code != 200 || !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
@@ -247,13 +247,13 @@ func TestBackfillMetricsKind(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		metrics = string(body)
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 2 &&
-			strings.Contains(metrics, `usersync_runs_total{kind="backfill",schema="`+c.store.Schema()+`",status="succeeded"} 2`) ||
+			strings.Contains(metrics, `usersync_runs_total{account="default",kind="backfill",schema="`+c.store.Schema()+`",status="succeeded"} 2`) ||
 			strings.Contains(metrics, `kind="full"`)
 	})
 	if strings.Contains(metrics, `kind="full"`) {
 		t.Errorf("/metrics counts a backfill as kind=\"full\":\n%s", grepLines(metrics, "usersync_r"))
 	}
-	if !strings.Contains(metrics, `usersync_rows_total{kind="backfill",outcome="inserted",schema="`+c.store.Schema()+`"} 200`) {
+	if !strings.Contains(metrics, `usersync_rows_total{account="default",kind="backfill",outcome="inserted",schema="`+c.store.Schema()+`"} 200`) {
 		t.Errorf("/metrics lacks the backfills' 200 inserted users:\n%s", grepLines(metrics, "usersync_r"))
 	}
 }
@@ -620,15 +620,15 @@ func TestLockWaitIsNotAFailure(t *testing.T) {
 	}
 	waitFor(t, "a sync to snooze on the held lock", 60*time.Second, func() bool {
 		m := metrics()
-		return strings.Contains(m, `usersync_lock_waits_total{kind="incremental",`+sch+`} `) &&
-			!strings.Contains(m, `usersync_lock_waits_total{kind="incremental",`+sch+`} 0`)
+		return strings.Contains(m, `usersync_lock_waits_total{account="default",kind="incremental",`+sch+`} `) &&
+			!strings.Contains(m, `usersync_lock_waits_total{account="default",kind="incremental",`+sch+`} 0`)
 	})
 	lock.Release()
 	waitFor(t, "a sync once the lock is free", 60*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded'`) >= 1
 	})
 	for _, status := range []string{"failed", "snoozed"} {
-		if m := metrics(); strings.Contains(m, `usersync_runs_total{kind="incremental",`+sch+`,status="`+status+`"}`) {
+		if m := metrics(); strings.Contains(m, `usersync_runs_total{account="default",kind="incremental",`+sch+`,status="`+status+`"}`) {
 			t.Errorf("a lock wait was counted as a %s run:\n%s", status, grepLines(m, "usersync_r"))
 		}
 	}

@@ -1,0 +1,22 @@
+package cli
+
+import "time"
+
+// fleetSettings are the worker's settings of #41's fleet: the slots of its
+// queues, its tick for the registered accounts, the bound on a job's wait
+// for the API's rate limit and how many accounts it keeps open. All are
+// fleet-wide: one worker serves every account.
+func fleetSettings() []setting {
+	return []setting{
+		{Env: "USERSYNC_LONG_WORKERS", Scope: fleetWide, Flag: "long-workers", Default: "1", Meaning: "backfills and reconciles a worker process runs at once, of any account, in slots of their own (the queue usersync_long): a long backfill never takes a slot of the incremental syncs (USERSYNC_WORKERS).",
+			set: func(c *Config, v string) error { return parseInt(&c.LongWorkers, v, 1, 16) }},
+		{Env: "USERSYNC_SNAPSHOT_WORKERS", Scope: fleetWide, Flag: "snapshot-workers", Default: "1", Meaning: "snapshots a worker process writes at once, of any account, in slots of their own (the queue usersync_snapshot).",
+			set: func(c *Config, v string) error { return parseInt(&c.SnapshotWorkers, v, 1, 16) }},
+		{Env: "USERSYNC_FLEET_TICK", Scope: fleetWide, Flag: "fleet-tick", Default: "10s", Meaning: "how often the worker reads the registered accounts and inserts the jobs their schedules make due (the job usersync_due): a registered account's scheduled job starts up to this late, and a paused or removed account gets no job from the next tick on. The default account's schedules run at their exact times, as before accounts.",
+			set: func(c *Config, v string) error { return parseDuration(&c.FleetTick, v, time.Second, time.Hour) }},
+		{Env: "USERSYNC_RATE_LIMIT_WAIT", Scope: fleetWide, Flag: "rate-limit-wait", Default: "10s", Meaning: "longest a worker's job waits in its slot for the API's rate limit (a 429's Retry-After, or pacing when USERSYNC_API_BUDGET's share is spent) before it stops, keeping its checkpoint, and snoozes until the wait is over, freeing the slot for other accounts' jobs. Commands run by hand (usersync sync) wait up to a minute.",
+			set: func(c *Config, v string) error { return parseDuration(&c.RateLimitWait, v, time.Second, time.Hour) }},
+		{Env: "USERSYNC_ACCOUNT_CACHE", Scope: fleetWide, Flag: "account-cache", Default: "64", Meaning: "registered accounts whose API client, syncer and snapshot writer a worker keeps open between jobs; the least recently used beyond it are closed and opened again for their next job, so a worker's memory stays flat however many accounts there are.",
+			set: func(c *Config, v string) error { return parseInt(&c.AccountCache, v, 1, 100000) }},
+	}
+}

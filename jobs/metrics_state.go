@@ -1,0 +1,209 @@
+package jobs
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/usersync/usersync/sync/jsonapi"
+)
+
+var (
+	lagDesc = prometheus.NewDesc("usersync_watermark_lag_seconds",
+		"How far the account's users watermark is behind now; grows when its syncs stop succeeding.", []string{"account"}, nil)
+	quarantineDesc = prometheus.NewDesc("usersync_quarantine_unresolved",
+		"Resources of the account in quarantine not yet resolved by a later sync.", []string{"account"}, nil)
+	liveDesc   = prometheus.NewDesc("usersync_users_live", "Live (not deleted) users in the account's warehouse.", []string{"account"}, nil)
+	jobsDesc   = prometheus.NewDesc("usersync_jobs", "River jobs of usersync by account, kind and state.", []string{"account", "kind", "state"}, nil)
+	oldestDesc = prometheus.NewDesc("usersync_jobs_oldest_running_seconds",
+		"How long the oldest running job of each account and kind has been in its current attempt; 0 when none runs (the default account's kinds always have a series, other accounts' only while one runs).", []string{"account", "kind"}, nil)
+	upDesc = prometheus.NewDesc("usersync_database_up", "1 when the last scrape could read the database (the default account's warehouse): about the fleet, no account label.", nil, nil)
+)
+
+// stateCollector reads the warehouses and the queue at scrape time.
+type stateCollector struct {
+	river    *riverDB
+	def      Registered
+	accounts ListAccounts
+	logger   *slog.Logger
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- lagDesc
+	ch <- quarantineDesc
+	ch <- liveDesc
+	ch <- jobsDesc
+	ch <- oldestDesc
+	ch <- upDesc
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	up := c.collectWarehouse(ctx, ch, c.def)
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, map[bool]float64{true: 1}[up])
+	if !up {
+		return // the database does not answer: no more to read
+	}
+	for _, a := range listAccounts(ctx, c.accounts, c.logger) {
+		c.collectWarehouse(ctx, ch, a)
+	}
+	counts, err := c.river.jobCounts(ctx, nil)
+	if err != nil {
+		c.logger.Warn("metrics could not read the job queue", "error", err.Error())
+		return
+	}
+	for _, jc := range counts {
+		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(jc.Count), jc.Account, jc.Kind, jc.State)
+	}
+	ages, err := c.river.oldestRunning(ctx)
+	if err != nil {
+		c.logger.Warn("metrics could not read the running jobs", "error", err.Error())
+		return
+	}
+	for _, ja := range ages {
+		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, ja.Running.Seconds(), ja.Account, ja.Kind)
+	}
+}
+
+// collectWarehouse reads the gauges of a's warehouse and says whether it
+// could.
+func (c *stateCollector) collectWarehouse(ctx context.Context, ch chan<- prometheus.Metric, a Registered) bool {
+	st, err := a.Store.Status(ctx, 0)
+	if err != nil {
+		c.logger.Warn("metrics could not read the warehouse", "account", a.Name, "error", err.Error())
+		return false
+	}
+	if st.Watermark != nil {
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, time.Since(*st.Watermark).Seconds(), a.Name)
+	}
+	ch <- prometheus.MustNewConstMetric(quarantineDesc, prometheus.GaugeValue, float64(st.Quarantined), a.Name)
+	ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(st.Users), a.Name)
+	return true
+}
+
+// listAccounts returns the registered accounts, none when list is nil or
+// fails (logged: the default account's series are still worth reporting).
+func listAccounts(ctx context.Context, list ListAccounts, logger *slog.Logger) []Registered {
+	if list == nil {
+		return nil
+	}
+	as, err := list(ctx)
+	if err != nil {
+		logger.Warn("metrics could not read the accounts", "error", err.Error())
+		return nil
+	}
+	return as
+}
+
+var (
+	requestsDesc = prometheus.NewDesc("usersync_api_requests_total", "API requests sent, by account and HTTP status (0: no response).", []string{"account", "status"}, nil)
+	limitedDesc  = prometheus.NewDesc("usersync_api_rate_limited_total", "API responses with status 429, by account.", []string{"account"}, nil)
+	retriesDesc  = prometheus.NewDesc("usersync_api_retries_total", "API requests retried after a fault, by account.", []string{"account"}, nil)
+	budgetDesc   = prometheus.NewDesc("usersync_api_ratelimit_remaining", "Requests left in the account's API rate-limit window, as last reported.", []string{"account"}, nil)
+	limitDesc    = prometheus.NewDesc("usersync_api_ratelimit_limit", "Requests the API allows the account in its rate-limit window (x-ratelimit-limit), as last reported.", []string{"account"}, nil)
+)
+
+// apiTotals are the counters of an account's API clients that were
+// replaced: a replacement continues them, so the counters never go back.
+type apiTotals struct {
+	byStatus             map[int]int64
+	rateLimited, retries int64
+}
+
+// apiCollector exposes the API clients' own counters, one client per
+// account at a time.
+type apiCollector struct {
+	mu      sync.Mutex
+	clients map[string]*jsonapi.Client
+	retired map[string]*apiTotals
+}
+
+func (c *apiCollector) watch(account string, client *jsonapi.Client) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.clients[account]; old != client {
+		c.fold(account, old)
+	}
+	c.clients[account] = client
+}
+
+// forget stops reading account's client, keeping its counters.
+func (c *apiCollector) forget(account string, client *jsonapi.Client) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.clients[account] == client {
+		c.fold(account, client)
+		delete(c.clients, account)
+	}
+}
+
+// fold adds the counters of old (nil: none) to account's retired ones.
+func (c *apiCollector) fold(account string, old *jsonapi.Client) {
+	if old == nil {
+		return
+	}
+	t := c.retired[account]
+	if t == nil {
+		t = &apiTotals{byStatus: map[int]int64{}}
+		c.retired[account] = t
+	}
+	st := old.Stats()
+	for status, n := range st.ByStatus {
+		t.byStatus[status] += n
+	}
+	t.rateLimited += st.RateLimited
+	t.retries += st.Retries
+}
+
+func (c *apiCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- requestsDesc
+	ch <- limitedDesc
+	ch <- retriesDesc
+	ch <- budgetDesc
+	ch <- limitDesc
+}
+
+func (c *apiCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for account, t := range c.retired {
+		if c.clients[account] == nil {
+			c.collect(ch, account, jsonapi.Stats{RateLimit: jsonapi.RateLimit{Remaining: -1, Limit: -1}}, t)
+		}
+	}
+	for account, client := range c.clients {
+		t := c.retired[account]
+		if t == nil {
+			t = &apiTotals{}
+		}
+		c.collect(ch, account, client.Stats(), t)
+	}
+}
+
+// collect sends the counters of account: st, its client's, plus t, its
+// replaced clients'.
+func (c *apiCollector) collect(ch chan<- prometheus.Metric, account string, st jsonapi.Stats, t *apiTotals) {
+	byStatus := map[int]int64{}
+	for status, n := range t.byStatus {
+		byStatus[status] += n
+	}
+	for status, n := range st.ByStatus {
+		byStatus[status] += n
+	}
+	for status, n := range byStatus {
+		ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(n), account, strconv.Itoa(status))
+	}
+	ch <- prometheus.MustNewConstMetric(limitedDesc, prometheus.CounterValue, float64(st.RateLimited+t.rateLimited), account)
+	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(st.Retries+t.retries), account)
+	if st.RateLimit.Remaining >= 0 {
+		ch <- prometheus.MustNewConstMetric(budgetDesc, prometheus.GaugeValue, float64(st.RateLimit.Remaining), account)
+	}
+	if st.RateLimit.Limit >= 0 {
+		ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(st.RateLimit.Limit), account)
+	}
+}
