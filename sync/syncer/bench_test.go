@@ -155,45 +155,6 @@ func typedPages(b *testing.B, url string) [][]normalize.Row {
 	}
 }
 
-// BenchmarkRawCopy is the yardstick of BenchmarkBackfill: the same users,
-// fetched and typed beforehand, copied straight into an empty copy of the
-// users table (indexes included), one transaction per 1,000 rows, the way a
-// sync commits.
-func BenchmarkRawCopy(b *testing.B) {
-	n := benchUsers(b)
-	sim := apisim.New(apisim.Options{Seed: 1, Users: n})
-	srv := httptest.NewServer(sim)
-	defer srv.Close()
-	pool := schematest.NewPool(b, 4)
-	ctx := context.Background()
-	var rows []normalize.Row
-	for _, page := range typedPages(b, srv.URL) {
-		rows = append(rows, page...)
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		name := schematest.NewSchemaName(b, pool)
-		if _, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := pool.Exec(ctx, `CREATE TABLE "`+name+`".users_raw (LIKE "`+name+`".users INCLUDING ALL)`); err != nil {
-			b.Fatal(err)
-		}
-		store, _ := warehouse.NewStore(pool, name)
-		u, err := users.New(store)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		took, err := u.CopyUsersRaw(ctx, "users_raw", rows, 1000) // times the COPY alone
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(n)/took.Seconds(), "users/s")
-	}
-}
-
 // BenchmarkLoadPages is the backfill without the API: the same pages,
 // fetched and typed beforehand, written by the sync's writer (LoadUsers)
 // into a fresh schema. It bounds what BenchmarkBackfill can reach.

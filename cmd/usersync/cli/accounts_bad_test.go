@@ -40,7 +40,7 @@ func TestEverySettingHasAScope(t *testing.T) {
 // schemas.
 func TestAccountsBadInput(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t)
+	f := newRegistryFleet(t)
 	_, url := f.simulator(t, 7, 20)
 	const secret = "bad-input-secret-0123456789"
 	tok := f.secretFile(t, "tok", secret)
@@ -105,7 +105,7 @@ func TestAccountsBadInput(t *testing.T) {
 // and its snapshots, and only its own.
 func TestAccountsDropData(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t)
+	f := newRegistryFleet(t)
 	_, url := f.simulator(t, 9, 30)
 	usSchema := schematest.NewSchemaName(t, f.pool)
 	f.env["USERSYNC_API_TOKEN"] = "us-token-from-the-environment"
@@ -144,7 +144,7 @@ func TestAccountsDropData(t *testing.T) {
 // accounts set stores it, and the next sync works; its schema never changes.
 func TestAccountsSetRotatesToken(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t)
+	f := newRegistryFleet(t)
 	sim := apisim.New(apisim.Options{Seed: 11, Users: 40, Token: "the-right-token-0123456789"})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
@@ -181,7 +181,7 @@ func TestAccountsSetRotatesToken(t *testing.T) {
 // own token store, and its sync runs on the token stored there.
 func TestAccountsOAuth(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t)
+	f := newRegistryFleet(t)
 	sim := apisim.New(apisim.Options{Seed: 13, Users: 30, ClientID: "eu-cid", ClientSecret: "eu-client-secret-0123456789"})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)

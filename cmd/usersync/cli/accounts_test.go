@@ -18,18 +18,18 @@ import (
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
-// fleet is a default account (newCLIEnv) and the means to add accounts,
+// registryFleet is a default account (newCLIEnv) and the means to add accounts,
 // each served by a simulator of its own.
-type fleet struct {
+type registryFleet struct {
 	*cliEnv
 	pool *pgxpool.Pool
 	dir  string
 }
 
-func newFleet(t *testing.T) *fleet {
+func newRegistryFleet(t *testing.T) *registryFleet {
 	t.Helper()
 	c := newCLIEnv(t, apisim.Options{Seed: 3, Users: 120})
-	f := &fleet{cliEnv: c, pool: schematest.NewPool(t, 4), dir: t.TempDir()}
+	f := &registryFleet{cliEnv: c, pool: schematest.NewPool(t, 4), dir: t.TempDir()}
 	c.env["USERSYNC_SNAPSHOT_DIR"] = filepath.Join(f.dir, "snapshots")
 	union := c.env["USERSYNC_SCHEMA"] + "_all"
 	t.Cleanup(func() { _, _ = f.pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+union+`" CASCADE`) })
@@ -37,7 +37,7 @@ func newFleet(t *testing.T) *fleet {
 }
 
 // simulator starts a simulated API of its own for an account.
-func (f *fleet) simulator(t *testing.T, seed int64, users int) (*apisim.Server, string) {
+func (f *registryFleet) simulator(t *testing.T, seed int64, users int) (*apisim.Server, string) {
 	t.Helper()
 	sim := apisim.New(apisim.Options{Seed: seed, Users: users})
 	srv := httptest.NewServer(sim)
@@ -46,7 +46,7 @@ func (f *fleet) simulator(t *testing.T, seed int64, users int) (*apisim.Server, 
 }
 
 // secretFile writes a secret to a file of its own.
-func (f *fleet) secretFile(t *testing.T, name, secret string) string {
+func (f *registryFleet) secretFile(t *testing.T, name, secret string) string {
 	t.Helper()
 	p := filepath.Join(f.dir, name)
 	if err := os.WriteFile(p, []byte(secret+"\n"), 0o600); err != nil {
@@ -58,7 +58,7 @@ func (f *fleet) secretFile(t *testing.T, name, secret string) string {
 // state is the registry and which of the schemas exist, to compare before
 // and after a refused command (other tests make and drop schemas of their
 // own meanwhile).
-func (f *fleet) state(t *testing.T, schemas ...string) string {
+func (f *registryFleet) state(t *testing.T, schemas ...string) string {
 	t.Helper()
 	var reg, exist string
 	river := f.env["USERSYNC_SCHEMA"] + "_river"
@@ -75,7 +75,7 @@ func (f *fleet) state(t *testing.T, schemas ...string) string {
 	return reg + "\n" + exist
 }
 
-func (f *fleet) mustRun(t *testing.T, args ...string) string {
+func (f *registryFleet) mustRun(t *testing.T, args ...string) string {
 	t.Helper()
 	code, out, errs := run(t, f.env, args...)
 	if code != ExitOK {
@@ -84,7 +84,7 @@ func (f *fleet) mustRun(t *testing.T, args ...string) string {
 	return out
 }
 
-func (f *fleet) count(t *testing.T, q string) int {
+func (f *registryFleet) count(t *testing.T, q string) int {
 	t.Helper()
 	var n int
 	if err := f.pool.QueryRow(context.Background(), q).Scan(&n); err != nil {
@@ -99,7 +99,7 @@ func (f *fleet) count(t *testing.T, q string) int {
 // resumed, given a backfill job that names it, and removed, its data kept.
 func TestAccountsLifecycle(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t)
+	f := newRegistryFleet(t)
 	euSim, euURL := f.simulator(t, 5, 80)
 	euSchema := schematest.NewSchemaName(t, f.pool)
 	const secret = "eu-secret-token-0123456789"
@@ -202,7 +202,7 @@ func TestAccountsLifecycle(t *testing.T) {
 
 // checkAllAccountsDBT holds schema --format dbt --all-accounts to the union
 // views: every view, with its columns in order, the account first.
-func checkAllAccountsDBT(t *testing.T, f *fleet) {
+func checkAllAccountsDBT(t *testing.T, f *registryFleet) {
 	t.Helper()
 	var file dbtFile
 	if err := yaml.Unmarshal([]byte(f.mustRun(t, "schema", "--format", "dbt", "--all-accounts")), &file); err != nil || len(file.Sources) != 1 {
