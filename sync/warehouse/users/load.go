@@ -17,7 +17,7 @@ func (s *Store) Write(ctx context.Context, rows []normalize.Row, bad []warehouse
 	if cp != nil {
 		w = cp.Writer()
 	}
-	p, err := s.prepareUsers(ctx, rows, bad, w, false)
+	p, err := s.prepareUsers(ctx, rows, bad, w)
 	if err != nil {
 		return warehouse.Counts{}, err
 	}

@@ -13,8 +13,6 @@ import (
 type userSQL struct {
 	beginPage          string // a page's transaction, its lock waits bounded
 	usersEmpty         string
-	allNewSavepoint    string
-	allNewRollback     string
 	archiveVersions    string // superseded versions of the staged users, into user_version_history
 	copyTeams          string // binary COPY of (user_id, team_id) into user_teams
 	deleteTeams        string
@@ -53,7 +51,7 @@ func newUserSQL(schemaName string, users pgrow.Table, lockTimeout string) (userS
 	var q userSQL
 	err = sqlfile.Assign("users", st, map[string]*string{
 		"beginPage": &q.beginPage, "usersEmpty": &q.usersEmpty, "archiveVersions": &q.archiveVersions,
-		"allNewSavepoint": &q.allNewSavepoint, "allNewRollback": &q.allNewRollback,
+
 		"copyTeams": &q.copyTeams, "deleteTeams": &q.deleteTeams, "insertTeams": &q.insertTeams,
 		"reopenTeams":       &q.reopenTeams,
 		"resolveQuarantine": &q.resolveQuarantine, "insertQuarantine": &q.insertQuarantine, "checkpoint": &q.checkpoint,

@@ -2,11 +2,9 @@ package users
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -29,15 +27,11 @@ type userPage struct {
 	w    pgrow.Writer
 	c    warehouse.Counts
 	b    *pgx.Batch // the linkage diff, sent with the checkpoint
-	// allNew, once written: whether every user of the page was new to the
-	// warehouse (a page without users keeps what it was tried as).
-	allNew bool
 }
 
-// prepareUsers begins a page's transaction and writes its heavy part; with
-// tryAllNew, the page is first written as all new (see writeAllNew). The
+// prepareUsers begins a page's transaction and writes its heavy part. The
 // page must then be committed or rolled back.
-func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []warehouse.Quarantined, w pgrow.Writer, tryAllNew bool) (*userPage, error) {
+func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []warehouse.Quarantined, w pgrow.Writer) (*userPage, error) {
 	rows = dedupe(rows)
 	p := &userPage{s: s, rows: rows, bad: bad, w: w, b: &pgx.Batch{}}
 	// Pages written at once must never wait for each other's locks (the
@@ -49,7 +43,7 @@ func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []wa
 		return nil, fmt.Errorf("loading %d users: beginning: %w", len(rows), err)
 	}
 	p.tx = tx
-	if err := p.write(ctx, tryAllNew); err != nil {
+	if err := p.write(ctx); err != nil {
 		p.rollback(ctx)
 		return nil, fmt.Errorf("loading %d users: %w", len(rows), err)
 	}
@@ -57,19 +51,10 @@ func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []wa
 }
 
 // write compares the page with the warehouse (one indexed read, two when
-// rows left linkage unsent) and writes what differs (see apply). A page
-// tried as all new skips the read unless one of its users was stored.
-func (p *userPage) write(ctx context.Context, tryAllNew bool) error {
+// rows left linkage unsent) and writes what differs (see apply).
+func (p *userPage) write(ctx context.Context) error {
 	if len(p.rows) == 0 {
-		p.allNew = tryAllNew
 		return nil
-	}
-	if tryAllNew {
-		ok, err := p.writeAllNew(ctx)
-		if ok || err != nil {
-			p.allNew = ok
-			return err
-		}
 	}
 	s, t := p.s, p.s.table
 	stored, err := s.readStored(ctx, p.tx, t, p.rows)
@@ -82,30 +67,7 @@ func (p *userPage) write(ctx context.Context, tryAllNew bool) error {
 	} else if n > 0 {
 		c = classify(p.rows, stored, s.links)
 	}
-	p.allNew = len(c.fresh) == len(p.rows)
 	return p.apply(ctx, c, stored)
-}
-
-// writeAllNew writes the page as if none of its users were stored, without
-// reading the warehouse: on an initial load nearly every page is new, and
-// the read cost a round trip and an index probe per user (docs/benchmarks.md).
-// It writes under a savepoint. When a user was stored after all (an earlier
-// page of the walk held it: the COPY breaks users' primary key), it rolls
-// back to the savepoint and reports false, and the page is classified
-// against the warehouse instead.
-func (p *userPage) writeAllNew(ctx context.Context) (bool, error) {
-	if _, err := p.tx.Exec(ctx, p.s.sql.allNewSavepoint); err != nil {
-		return false, fmt.Errorf("setting the all-new savepoint: %w", err)
-	}
-	err := p.apply(ctx, classify(p.rows, nil, p.s.links), nil)
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != "23505" { // unique_violation
-		return err == nil, err
-	}
-	if _, err := p.tx.Exec(ctx, p.s.sql.allNewRollback); err != nil {
-		return false, fmt.Errorf("rolling back to the all-new savepoint: %w", err)
-	}
-	return false, nil
 }
 
 // apply writes a classified page: users new to the warehouse are copied

@@ -54,31 +54,25 @@ type Options struct {
 //     no two goroutines hold it at once.
 //   - A load that starts on an empty warehouse builds user_teams' team_id
 //     index once at the end instead of row by row (see teamindex.go).
-//   - On such a load, and after a page whose users were all new, a page is
-//     written as all new without reading the warehouse first, and is
-//     classified against it only if one of its users was stored after all
-//     (see writeAllNew).
 //
 // Add hands it pages; Finish waits for them and returns the checkpoint.
 // A Load is used from one goroutine.
 type Load struct {
-	s         *Store
-	o         Options
-	cp        warehouse.Checkpoint // after the last page that left the pipeline
-	number    int64                // pages added, counted from cp's at Begin
-	inflight  []*pageWrite
-	err       error // the first error, in page order
-	deferred  bool  // the team index was dropped and is built by Finish
-	tryAllNew bool  // the next page is tried as all new
+	s        *Store
+	o        Options
+	cp       warehouse.Checkpoint // after the last page that left the pipeline
+	number   int64                // pages added, counted from cp's at Begin
+	inflight []*pageWrite
+	err      error // the first error, in page order
+	deferred bool  // the team index was dropped and is built by Finish
 }
 
 // pageWrite is one page in flight.
 type pageWrite struct {
-	ids    map[int64]bool       // the page's user ids, quarantined ones included
-	done   chan struct{}        // closed when the page committed or failed
-	cp     warehouse.Checkpoint // after the page, once done (when err is nil)
-	allNew bool                 // every user of the page was new, once done
-	err    error                // set before done is closed
+	ids  map[int64]bool       // the page's user ids, quarantined ones included
+	done chan struct{}        // closed when the page committed or failed
+	cp   warehouse.Checkpoint // after the page, once done (when err is nil)
+	err  error                // set before done is closed
 }
 
 // Begin starts a load continuing from cp (a new run's, or the one a
@@ -95,7 +89,6 @@ func (s *Store) Begin(ctx context.Context, cp warehouse.Checkpoint, o Options) (
 	if err != nil {
 		return nil, err
 	}
-	l.tryAllNew = empty
 	if empty {
 		if l.deferred, err = s.deferTeamIndex(ctx); err != nil {
 			return nil, err
@@ -125,10 +118,10 @@ func (l *Load) Add(ctx context.Context, p Page) error {
 	}
 	l.inflight = append(l.inflight, pw)
 	l.number++
-	base, number, tryAllNew := l.cp, l.number, l.tryAllNew
+	base, number := l.cp, l.number
 	go func() {
 		defer close(pw.done)
-		pw.cp, pw.allNew, pw.err = l.write(ctx, p, number, prev, base, tryAllNew)
+		pw.cp, pw.err = l.write(ctx, p, number, prev, base)
 		if pw.err == nil && p.Release != nil {
 			p.Release()
 		}
@@ -140,25 +133,24 @@ func (l *Load) Add(ctx context.Context, p Page) error {
 // the predecessor's error.
 var errEarlierPage = errors.New("an earlier page failed")
 
-// write writes page number: prepared at once (tried as all new with
-// tryAllNew), committed after prev (the page before it, nil when none in
-// flight, base then being the checkpoint it follows) has committed. It
-// returns the checkpoint after the page and whether its users were all new.
-func (l *Load) write(ctx context.Context, p Page, number int64, prev *pageWrite, base warehouse.Checkpoint, tryAllNew bool) (warehouse.Checkpoint, bool, error) {
+// write writes page number: prepared at once, committed after prev (the
+// page before it, nil when none in flight, base then being the checkpoint
+// it follows) has committed. It returns the checkpoint after the page.
+func (l *Load) write(ctx context.Context, p Page, number int64, prev *pageWrite, base warehouse.Checkpoint) (warehouse.Checkpoint, error) {
 	start := time.Now()
-	page, err := l.s.prepareUsers(ctx, p.Rows, p.Bad, base.Writer(), tryAllNew)
+	page, err := l.s.prepareUsers(ctx, p.Rows, p.Bad, base.Writer())
 	if prev != nil {
 		<-prev.done
 		if prev.err != nil {
 			if page != nil {
 				page.rollback(ctx)
 			}
-			return warehouse.Checkpoint{}, false, errEarlierPage
+			return warehouse.Checkpoint{}, errEarlierPage
 		}
 		base = prev.cp
 	}
 	if err != nil {
-		return warehouse.Checkpoint{}, false, fmt.Errorf("writing page %d: %w", number, err)
+		return warehouse.Checkpoint{}, fmt.Errorf("writing page %d: %w", number, err)
 	}
 	base.NextURL = p.NextURL
 	if l.o.Requests != nil {
@@ -166,12 +158,12 @@ func (l *Load) write(ctx context.Context, p Page, number int64, prev *pageWrite,
 	}
 	_, next, err := page.commit(ctx, &base)
 	if err != nil {
-		return warehouse.Checkpoint{}, false, fmt.Errorf("writing page %d: %w", number, err)
+		return warehouse.Checkpoint{}, fmt.Errorf("writing page %d: %w", number, err)
 	}
 	if l.o.Committed != nil {
 		l.o.Committed(next, len(p.Rows)+len(p.Bad), time.Since(start))
 	}
-	return next, page.allNew, nil
+	return next, nil
 }
 
 // pop waits for the oldest page in flight.
@@ -182,7 +174,7 @@ func (l *Load) pop() {
 	if l.err == nil {
 		l.err = pw.err
 		if pw.err == nil {
-			l.cp, l.tryAllNew = pw.cp, pw.allNew
+			l.cp = pw.cp
 		}
 	}
 }

@@ -12,14 +12,6 @@ BEGIN; SET LOCAL lock_timeout = '{{lock_timeout}}'
 -- name: usersEmpty
 SELECT NOT EXISTS (SELECT FROM {{schema}}.users)
 
--- name: allNewSavepoint
--- A page written as all new, without reading the warehouse, rolls back to
--- it when one of its users was stored after all (see writeAllNew).
-SAVEPOINT usersync_all_new
-
--- name: allNewRollback
-ROLLBACK TO SAVEPOINT usersync_all_new
-
 -- name: archiveVersions
 -- Before the upsert replaces a user's content, its current version (held in
 -- the users row) is closed into the history.
