@@ -89,8 +89,10 @@ func runBackfill(ctx context.Context, e *env, args jobs.BackfillArgs, wait bool,
 	if !wait {
 		return nil
 	}
-	riverSchema := jobs.RiverSchema(e.cfg.Schema)
-	alive := func(ctx context.Context) (bool, error) { return jobs.WorkerRunning(ctx, pool, riverSchema) }
+	alive, err := jobs.WorkerRunning(pool, jobs.RiverSchema(e.cfg.Schema))
+	if err != nil {
+		return err
+	}
 	return waitForJob(ctx, e, store, rc, res.Job.ID, poll, alive)
 }
 
