@@ -143,7 +143,7 @@ func TestMonitoringRulesPerAccount(t *testing.T) {
 func TestMonitoringDashboardPerAccount(t *testing.T) {
 	t.Parallel()
 	dash := readFile(t, "deploy/monitoring/grafana-dashboard.json")
-	if !strings.Contains(dash, `"name": "account"`) || !strings.Contains(dash, `label_values(usersync_jobs_oldest_running_seconds, account)`) {
+	if !strings.Contains(dash, `"name": "account"`) || !strings.Contains(dash, `label_values(usersync_users_live, account)`) {
 		t.Error("the dashboard has no query variable account listing the label's values")
 	}
 	want := append(slices.Clone(deploymentLabels), "account")

@@ -138,11 +138,10 @@ func runStatus(err error) string {
 	return "failed"
 }
 
-// notStarted says whether a job's run ended before it started: the sync
-// lock was still held by another run when its wait ended. That is a wait,
-// not a run, and counts as one in usersync_lock_waits_total only: as a run it
-// would add a run of the lock wait's length (a fraction of a millisecond for
-// a reconcile, which does not wait) to the durations.
+// notStarted says whether a job's run ended before it started: its
+// account's sync lock was held by another run. That is a wait, not a run,
+// and counts as one in usersync_lock_waits_total only: as a run it would add
+// a run of a fraction of a millisecond to the durations.
 func (m *Metrics) notStarted(account, kind string, err error) bool {
 	if !errors.Is(err, warehouse.ErrLocked) {
 		return false

@@ -141,8 +141,8 @@ func TestLockWaitIsNotARun(t *testing.T) {
 		}
 	}
 
-	// A sync whose 20-second wait for the lock ended with it still held is
-	// no 20-second run either (the wait is too long to hold it here).
+	// A sync that found the lock held (after a wait, as a job of an earlier
+	// release waited 20 s) is no run either.
 	e.metrics.Observe(DefaultAccount, MetricIncremental, syncer.Summary{}, fmt.Errorf("syncing users: %w", warehouse.ErrLocked), 20*time.Second)
 	if got := e.count(t, "usersync_run_duration_seconds", `kind="incremental"`); got != 0 {
 		t.Errorf("a sync that found the lock held is counted in the durations %v times", got)

@@ -44,11 +44,11 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	up := c.collectWarehouse(ctx, ch, c.def)
-	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, map[bool]float64{true: 1}[up])
-	if !up {
+	if !c.collectWarehouse(ctx, ch, c.def) {
+		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
 		return // the database does not answer: no more to read
 	}
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
 	for _, a := range listAccounts(ctx, c.accounts, c.logger) {
 		c.collectWarehouse(ctx, ch, a)
 	}

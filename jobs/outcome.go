@@ -18,18 +18,20 @@ import (
 // run holds snoozes at once rather than wait in a worker slot, first for
 // lockedSnoozeFirst, then twice as long each time it finds the lock held
 // again, up to lockedSnooze: a short run ahead of it (a small backfill, a
-// sync) is followed at once, a long one (a full backfill) is polled a few
-// times a minute.
+// sync) is followed within a second or two, a long one (a full backfill) is
+// polled every few seconds. lockedSnooze stays within River's scheduler
+// interval (5 s): a longer snooze leaves the job scheduled until the
+// scheduler's next pass, up to 5 s more.
 const (
 	lockedSnoozeFirst = time.Second
-	lockedSnooze      = 10 * time.Second
+	lockedSnooze      = 5 * time.Second
 	drainedSnooze     = time.Second // the process stopped mid-run; another takes over
 )
 
 // lockedSnoozeAfter is the snooze of a job that found its account's lock
 // held after snoozing snoozes times.
 func lockedSnoozeAfter(snoozes int64) time.Duration {
-	if snoozes >= 4 {
+	if snoozes >= 3 {
 		return lockedSnooze
 	}
 	return min(lockedSnoozeFirst<<snoozes, lockedSnooze)

@@ -182,19 +182,23 @@ func LastSnapshot(ctx context.Context, pool *pgxpool.Pool, riverSchema, account 
 	return out, at, nil
 }
 
-// WorkerRunning says whether a worker runs on the job queue in riverSchema:
-// every running River client takes part in its leader election, and a leader
-// renews its term every few seconds, so a live term means one runs.
-func WorkerRunning(ctx context.Context, pool *pgxpool.Pool, riverSchema string) (bool, error) {
+// WorkerRunning returns a function that says whether a worker runs on the
+// job queue in riverSchema, for a caller that asks again and again (usersync
+// backfill --wait): every running River client takes part in its leader
+// election, and a leader renews its term every few seconds, so a live term
+// means one runs.
+func WorkerRunning(pool *pgxpool.Pool, riverSchema string) (func(ctx context.Context) (bool, error), error) {
 	r, err := newRiverDB(pool, riverSchema)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	var ok bool
-	if err := pool.QueryRow(ctx, r.q.workerRunning).Scan(&ok); err != nil {
-		return false, fmt.Errorf("reading the job queue's leader: %w", err)
-	}
-	return ok, nil
+	return func(ctx context.Context) (bool, error) {
+		var ok bool
+		if err := pool.QueryRow(ctx, r.q.workerRunning).Scan(&ok); err != nil {
+			return false, fmt.Errorf("reading the job queue's leader: %w", err)
+		}
+		return ok, nil
+	}, nil
 }
 
 // lastCreated returns when a job of kind was last created for account (nil

@@ -41,6 +41,6 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 		w.d.logEnd(ctx, a, job.JobRow, "reconcile", err)
 		return outcome(err, job.JobRow)
 	}
-	w.d.afterRun(ctx, a)
+	w.d.afterRun(ctx, a, false)
 	return nil
 }

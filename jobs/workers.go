@@ -87,7 +87,7 @@ func (d *Deps) runSync(ctx context.Context, a *Account, job *rivertype.JobRow, m
 		d.logEnd(ctx, a, job, req.Kind, err)
 		return outcome(err, job)
 	}
-	d.afterRun(ctx, a)
+	d.afterRun(ctx, a, true)
 	return nil
 }
 
@@ -120,10 +120,11 @@ var errSnapshotsOff = errors.New("snapshots are not configured on this worker (U
 // afterRun enqueues a snapshot of a when snapshots follow runs, or when the
 // last snapshot job was skipped because no run had completed (a run was
 // under way, or stopped part way): that snapshot waited for a run to
-// succeed, this one, rather than for the next tick of its schedule. The
-// snapshot is a job of its own, so a failing destination never fails the
-// sync.
-func (d *Deps) afterRun(ctx context.Context, a *Account) {
+// succeed, this one, rather than for the next tick of its schedule; but
+// not after a reconcile (walks false) when no sync had walked every user
+// yet, which only a sync's success changes. The snapshot is a job of its
+// own, so a failing destination never fails the sync.
+func (d *Deps) afterRun(ctx context.Context, a *Account, walks bool) {
 	if a.Snapshot == nil {
 		return
 	}
@@ -131,7 +132,7 @@ func (d *Deps) afterRun(ctx context.Context, a *Account) {
 	if err != nil {
 		return // not run by a River client (tests calling Work directly)
 	}
-	if !a.SnapshotAfterSync && !lastSnapshotWaits(ctx, client, a.Name) {
+	if !a.SnapshotAfterSync && !lastSnapshotWaits(ctx, client, a.Name, walks) {
 		return
 	}
 	if _, err := client.Insert(ctx, SnapshotArgs{Account: accountArg(a.Name)}, nil); err != nil {
@@ -180,8 +181,9 @@ func (w *BackfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs])
 }
 
 // lastSnapshotWaits reports whether the newest completed snapshot job of
-// account was skipped because no run had completed (SnapshotOutcome.NotReady).
-func lastSnapshotWaits(ctx context.Context, client *river.Client[pgx.Tx], account string) bool {
+// account was skipped because no run had completed (SnapshotOutcome.NotReady)
+// and a run that walks users (walks) or any run may make the next one ready.
+func lastSnapshotWaits(ctx context.Context, client *river.Client[pgx.Tx], account string, walks bool) bool {
 	params := river.NewJobListParams().Kinds(KindSnapshot).States(rivertype.JobStateCompleted).
 		OrderBy(river.JobListOrderByID, river.SortOrderDesc).First(1)
 	params = params.Where("coalesce(args->>'account', '') = @account", river.NamedArgs{"account": accountArg(account)})
@@ -190,7 +192,7 @@ func lastSnapshotWaits(ctx context.Context, client *river.Client[pgx.Tx], accoun
 		return false // at worst the snapshot waits for its schedule
 	}
 	var out SnapshotOutcome
-	return json.Unmarshal(res.Jobs[0].Output(), &out) == nil && out.NotReady
+	return json.Unmarshal(res.Jobs[0].Output(), &out) == nil && out.NotReady && (walks || !out.WaitsForWalk)
 }
 
 // SnapshotWorker writes Parquet snapshots.
@@ -235,6 +237,10 @@ type SnapshotOutcome struct {
 	// the next run to succeed enqueues a snapshot, whatever
 	// SnapshotAfterSync says.
 	NotReady bool `json:"not_ready,omitempty"`
+	// WaitsForWalk marks a NotReady snapshot skipped while no sync had
+	// walked every user yet: a reconcile's success does not make the next
+	// one ready, and enqueues none.
+	WaitsForWalk bool `json:"waits_for_walk,omitempty"`
 	// Bytes is the size of the Parquet files of snapshot ID (the metric
 	// usersync_snapshot_last_bytes).
 	Bytes int64 `json:"bytes,omitempty"`

@@ -22,6 +22,9 @@ type NotReadyError struct {
 	// has walked every user yet.
 	RunID        int64
 	Kind, Status string
+	// NoCompleteWalk says no run has walked every user yet, whatever else
+	// is in the way: only a sync's success can make a snapshot ready.
+	NoCompleteWalk bool
 }
 
 // Error says why no snapshot was written.
@@ -50,5 +53,6 @@ func checkSettled(ctx context.Context, tx pgx.Tx, q statements) error {
 	default:
 		return nil
 	}
+	last.NoCompleteWalk = !complete
 	return &last
 }

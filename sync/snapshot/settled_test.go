@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -249,6 +250,12 @@ func TestCheckSettled(t *testing.T) {
 			t.Errorf("%s: %v; want a snapshot", tc.name, err)
 		case !tc.ready && (!errors.As(err, &nr) || nr.RunID != tc.runID || nr.Reason == ""):
 			t.Errorf("%s: %v; want a NotReadyError naming run %d", tc.name, err, tc.runID)
+		case !tc.ready:
+			// A run walked every user: a sync that succeeded, not ranged.
+			walked := slices.ContainsFunc(tc.runs, func(r run) bool { return r.status == "succeeded" && !r.ranged && r.kind != "reconcile" })
+			if nr.NoCompleteWalk == walked {
+				t.Errorf("%s: NoCompleteWalk %t, want %t", tc.name, nr.NoCompleteWalk, !walked)
+			}
 		}
 	}
 }

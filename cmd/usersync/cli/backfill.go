@@ -90,8 +90,10 @@ func runBackfill(ctx context.Context, e *env, args jobs.BackfillArgs, wait bool,
 	if !wait {
 		return nil
 	}
-	riverSchema := e.riverSchema()
-	alive := func(ctx context.Context) (bool, error) { return jobs.WorkerRunning(ctx, pool, riverSchema) }
+	alive, err := jobs.WorkerRunning(pool, e.riverSchema())
+	if err != nil {
+		return err
+	}
 	return waitForJob(ctx, e, store, rc, res.Job.ID, poll, alive)
 }
 

@@ -84,7 +84,7 @@ func writeSnapshotJob(ctx context.Context, e *env, sw *snapshot.Writer) (jobs.Sn
 		return jobs.SnapshotOutcome{ID: m.ID, Skipped: true, Reason: "nothing changed since snapshot " + m.ID, Bytes: manifestBytes(m)}, nil
 	case errors.As(err, &notReady):
 		e.logger.InfoContext(ctx, "snapshot skipped: "+notReady.Reason)
-		return jobs.SnapshotOutcome{Skipped: true, Reason: notReady.Reason, NotReady: true}, nil
+		return jobs.SnapshotOutcome{Skipped: true, Reason: notReady.Reason, NotReady: true, WaitsForWalk: notReady.NoCompleteWalk}, nil
 	}
 	return jobs.SnapshotOutcome{ID: m.ID, Bytes: manifestBytes(m)}, err
 }
