@@ -395,7 +395,10 @@ func TestTwoWorkers(t *testing.T) {
 			t.Fatal(errs)
 		}
 	}
-	waitFor(t, "the backfills and several scheduled syncs", 60*time.Second, func() bool {
+	// Runs of one account hand its lock over by snoozing (1 s, doubling to
+	// 5 s) rather than waiting in a slot (#41), so the eight backfills queue
+	// behind each other for longer than before.
+	waitFor(t, "the backfills and several scheduled syncs", 120*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 8 &&
 			c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_sync' AND state = 'completed'`) >= 3
 	})
