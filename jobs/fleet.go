@@ -36,13 +36,12 @@ type DueWorker struct {
 func (w *DueWorker) Work(ctx context.Context, job *river.Job[DueArgs]) error {
 	accounts, err := w.list(ctx)
 	if err != nil {
-		w.logger.WarnContext(ctx, "the fleet's tick could not read the accounts; the next tick tries again", "error", err.Error())
+		// River logs the failed tick; the next tick tries again.
 		return fmt.Errorf("listing the accounts: %w", err)
 	}
 	last, now, err := w.lastCreated(ctx)
 	if err != nil {
-		w.logger.WarnContext(ctx, "the fleet's tick could not read when each account's jobs last ran; the next tick tries again", "error", err.Error())
-		return err
+		return fmt.Errorf("reading when each account's jobs last ran: %w", err)
 	}
 	client := river.ClientFromContext[pgx.Tx](ctx)
 	for _, a := range accounts {
