@@ -114,7 +114,8 @@ func givenValues(e *env, fs *flag.FlagSet, files map[string]*string, fromEnv boo
 		_, set := vals[s.Env]
 		// The default account's secrets are in a worker's environment
 		// under the same names: only those of the account's own way to
-		// authenticate are taken, and the command says which.
+		// authenticate are taken (a static token beside OAuth settings
+		// would be refused), and the command says which.
 		otherWay := (oauth && s.Env == "USERSYNC_API_TOKEN") || (!oauth && strings.HasPrefix(s.Env, "USERSYNC_OAUTH_"))
 		if fromEnv && s.Secret && !set && !otherWay && e.getenv(s.Env) != "" {
 			vals[s.Env], sources[s.Env] = e.getenv(s.Env), s.Env
