@@ -21,11 +21,16 @@ type account struct {
 	Name   string
 	Cfg    Config
 	Paused bool
+	// Err, when set, says why the account's stored settings no longer make
+	// a Config (a parser grew stricter, the row was edited by hand); Cfg is
+	// then empty. One such account never stops the others (#41).
+	Err error
 }
 
 // loadAccounts returns the default account first, then every registered one
-// by name, each with its effective Config. A deployment whose registry was
-// never made (not migrated since #41) has the default account alone.
+// by name, each with its effective Config, or with Err when its settings do
+// not make one. A deployment whose registry was never made (not migrated
+// since #41) has the default account alone.
 func loadAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]account, error) {
 	fleet := e.fleetConfig()
 	out := []account{{Name: accounts.Default, Cfg: fleet}}
@@ -39,10 +44,7 @@ func loadAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]account, e
 	}
 	for _, a := range list {
 		cfg, err := accountConfig(fleet, a.Name, a.Settings, nil)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, account{Name: a.Name, Cfg: cfg, Paused: a.Paused()})
+		out = append(out, account{Name: a.Name, Cfg: cfg, Paused: a.Paused(), Err: err})
 	}
 	return out, nil
 }

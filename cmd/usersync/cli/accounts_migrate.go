@@ -30,6 +30,9 @@ func migrateAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]string,
 	}
 	var lines []string
 	for _, a := range all[1:] {
+		if a.Err != nil {
+			return nil, usageError{a.Err}
+		}
 		res, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: a.Cfg.Schema, ReaderRole: a.Cfg.ReaderRole})
 		if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {
 			return nil, usageError{fmt.Errorf("account %s: USERSYNC_READER_ROLE %s is the migrating user or a role it belongs to", a.Name, a.Cfg.ReaderRole)}

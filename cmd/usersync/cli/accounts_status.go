@@ -39,6 +39,9 @@ func readAccountStatuses(ctx context.Context, e *env) ([]accountStatus, error) {
 	}
 	var out []accountStatus
 	for _, a := range all[1:] {
+		if a.Err != nil {
+			return nil, a.Err
+		}
 		st, err := accountRunStatus(ctx, pool, a, time.Now())
 		if err != nil {
 			return nil, fmt.Errorf("account %s: %w", a.Name, err)

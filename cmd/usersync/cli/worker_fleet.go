@@ -86,6 +86,8 @@ func (f *fleet) Open(ctx context.Context, name string) (*jobs.Account, error) {
 		return nil, jobs.ErrAccountRemoved
 	case a.Paused:
 		return nil, jobs.ErrAccountPaused
+	case a.Err != nil:
+		return nil, a.Err
 	}
 	fp := fingerprint(a.Cfg)
 	f.mu.Lock()
@@ -188,6 +190,10 @@ func (f *fleet) Registered(ctx context.Context) ([]jobs.Registered, error) {
 	out := make([]jobs.Registered, 0, len(accounts))
 	for _, a := range accounts {
 		if a.Name == jobs.DefaultAccount {
+			continue
+		}
+		if a.Err != nil {
+			f.e.logger.WarnContext(ctx, "an account's settings are not valid; its jobs are not scheduled", "account", a.Name, "error", a.Err.Error())
 			continue
 		}
 		store, err := f.store(a.Cfg.Schema)

@@ -27,7 +27,9 @@ import (
 // when its settings change, and at most USERSYNC_ACCOUNT_CACHE are kept
 // (the least recently used closed, its API counters kept). A paused
 // account's job is refused with jobs.ErrAccountPaused, an unknown one's with
-// jobs.ErrAccountRemoved; Registered lists every account but the default one.
+// jobs.ErrAccountRemoved, one whose stored settings no longer parse with
+// their error; Registered lists every account but the default one and
+// those.
 func TestWorkerFleetOpensAccounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -43,7 +45,9 @@ func TestWorkerFleetOpensAccounts(t *testing.T) {
 		Logger: e.logger})
 	f := newFleet(e, pool, metrics, &jobs.Account{Name: jobs.DefaultAccount})
 	f.max = 2
-	accounts := []account{{Name: "default", Cfg: e.cfg}, {Name: "a", Cfg: cfgA}, {Name: "b", Cfg: cfgB}, {Name: "p", Cfg: cfgB, Paused: true}}
+	broken := errors.New("account x: USERSYNC_SYNC_SCHEDULE is not a valid schedule")
+	accounts := []account{{Name: "default", Cfg: e.cfg}, {Name: "a", Cfg: cfgA}, {Name: "b", Cfg: cfgB}, {Name: "p", Cfg: cfgB, Paused: true},
+		{Name: "x", Err: broken}}
 	f.load = func(context.Context, *env, *pgxpool.Pool) ([]account, error) { return accounts, nil }
 
 	for _, c := range []struct {
@@ -84,12 +88,14 @@ func TestWorkerFleetOpensAccounts(t *testing.T) {
 	if got := apiRequests(t, metrics, "a"); got != requests || requests == "" {
 		t.Errorf("a's API requests: %q once closed, %q before", got, requests)
 	}
-	for name, want := range map[string]error{"p": jobs.ErrAccountPaused, "gone": jobs.ErrAccountRemoved} {
+	for name, want := range map[string]error{"p": jobs.ErrAccountPaused, "gone": jobs.ErrAccountRemoved, "x": broken} {
 		if _, err := f.Open(ctx, name); !errors.Is(err, want) {
 			t.Errorf("opening %s: %v, want %v", name, err, want)
 		}
 	}
 	reg, err := f.Registered(ctx)
+	// x, whose settings no longer parse, is left out (logged): the others
+	// are scheduled as ever.
 	if err != nil || len(reg) != 3 || reg[0].Name != "a" || reg[0].Schedules.Sync == nil || reg[1].Schedules.Sync != nil || !reg[2].Paused {
 		t.Errorf("Registered: %+v, %v", reg, err)
 	}
