@@ -295,7 +295,9 @@ func TestMonitoringRulesUnitTests(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// promtool evaluates every case of two deployments and two accounts:
+	// seconds on an idle machine, over two minutes on a loaded one (#41).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, promtool, "test", "rules", filepath.Join(root, rulesTestFile)).CombinedOutput()
 	if err != nil {
