@@ -183,7 +183,7 @@ func (d *driver) scaleNames(keep func(*scaleAccount) bool) string {
 // churn stops, every account converges, and the table and the checks.
 func (d *driver) scale(ctx context.Context) (passed, failed int) {
 	d.env = append(d.env, d.scaleEnv()...)
-	s := &scaleRun{d: d, peak: map[int]int64{}}
+	s := &scaleRun{d: d, peak: map[int]int64{}, steady: map[int]int64{}}
 	if err := s.register(ctx); err != nil {
 		fmt.Fprintf(d.out, "scale: registering the accounts: FAILED: %v\n", err)
 		return 0, 1

@@ -47,6 +47,7 @@ func (s *scaleRun) converge(ctx context.Context) []string {
 		pause(ctx, time.Second)
 	}
 	s.ended = s.dbNow(ctx)
+	fmt.Fprintf(d.out, "scale: the churn stopped; every account converged %s later\n", s.ended.Sub(s.frozen).Round(100*time.Millisecond))
 	return problems
 }
 

@@ -49,11 +49,13 @@ type scaleFigures struct {
 	reqFaulty, minFaulty      int64
 	worstRatio                float64
 	worstRatioAccount         string
-	peaks                     []int64
+	peaks, steady             []int64
 	starts                    []int
 	restarts                  int
 	pgClass, dbSize           int64
 	jobs, peakJobs10s         int64
+	kept                      int64 // river_job rows at the end
+	tickMedian, tickMax       time.Duration
 	window                    time.Duration
 	runs                      []*accountRuns
 }
@@ -71,7 +73,7 @@ func (s *scaleRun) measure(ctx context.Context) (*scaleFigures, error) {
 	slices.Sort(took)
 	f.addMedian, f.addP95, f.addMax = took[len(took)/2], took[len(took)*95/100], took[len(took)-1]
 	for i, r := range s.replicas {
-		f.peaks, f.starts = append(f.peaks, s.peak[i]), append(f.starts, r.starts)
+		f.peaks, f.steady, f.starts = append(f.peaks, s.peak[i]), append(f.steady, s.steady[i]), append(f.starts, r.starts)
 	}
 	if err := s.readRuns(ctx, f); err != nil {
 		return nil, err
@@ -85,10 +87,28 @@ func (s *scaleRun) measure(ctx context.Context) (*scaleFigures, error) {
 	err := d.pool.QueryRow(ctx, `SELECT coalesce(sum(n), 0), coalesce(max(n), 0) FROM (
 			SELECT count(*) AS n FROM "chaos_river".river_job WHERE state = 'completed' AND finalized_at BETWEEN $1 AND $2
 			GROUP BY date_bin('10 seconds', finalized_at, $1)) b`, s.began, s.ended).Scan(&f.jobs, &f.peakJobs10s)
+	if err == nil {
+		err = s.tickCost(ctx, f)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("counting the jobs: %w", err)
 	}
 	return f, nil
+}
+
+// tickCost reads how long the fleet's ticks (usersync_due) took, from
+// their jobs, and how many jobs the database keeps: the tick reads when
+// each account's jobs were last created from all of them.
+func (s *scaleRun) tickCost(ctx context.Context, f *scaleFigures) error {
+	var median, most float64
+	err := s.d.pool.QueryRow(ctx, `SELECT coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY d), 0), coalesce(max(d), 0)
+		FROM (SELECT extract(epoch FROM finalized_at - attempted_at) AS d FROM "chaos_river".river_job
+			WHERE kind = 'usersync_due' AND state = 'completed' AND finalized_at BETWEEN $1 AND $2) t`, s.began, s.ended).Scan(&median, &most)
+	if err != nil {
+		return err
+	}
+	f.tickMedian, f.tickMax = time.Duration(median*float64(time.Second)), time.Duration(most*float64(time.Second))
+	return s.d.pool.QueryRow(ctx, `SELECT count(*) FROM "chaos_river".river_job`).Scan(&f.kept)
 }
 
 // readRuns reads every account's sync_runs.
@@ -203,11 +223,13 @@ func (f *scaleFigures) print(w io.Writer, so scaleOptions) {
 	row("API requests against the least the successful runs needed", "healthy: %d of %d (x%.2f; worst account x%.2f, %s); faulty: %d of %d (x%.2f)",
 		f.reqHealthy, f.minHealthy, ratio(f.reqHealthy, f.minHealthy), f.worstRatio, f.worstRatioAccount, f.reqFaulty, f.minFaulty, ratio(f.reqFaulty, f.minFaulty))
 	for i, p := range f.peaks {
-		row(fmt.Sprintf("peak RSS of worker %d (VmHWM)", i), "%s (the highest of its %d processes)", mib(p), f.starts[i])
+		row(fmt.Sprintf("peak RSS of worker %d", i), "%s (VmHWM, the highest of its %d processes); %s once every account was mirrored (VmRSS sampled)",
+			mib(p), f.starts[i], mib(f.steady[i]))
 	}
 	row("PostgreSQL catalog", "%d pg_class rows (%d per account), database %s", f.pgClass, f.pgClass/int64(f.accounts), mib(f.dbSize))
 	row("jobs River ran", "%d in %s: %.1f a second (peak %.1f over 10 s); %d rolling restarts",
 		f.jobs, f.window.Round(time.Second), float64(f.jobs)/max(f.window.Seconds(), 1), float64(f.peakJobs10s)/10, f.restarts)
+	row("the fleet's tick (`usersync_due`)", "%s median, %s max, with %d jobs kept", f.tickMedian.Round(time.Millisecond), f.tickMax.Round(time.Millisecond), f.kept)
 	fmt.Fprintln(w)
 }
 

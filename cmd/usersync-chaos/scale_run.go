@@ -22,6 +22,7 @@ type scaleRun struct {
 	d          *driver
 	replicas   []*replica
 	peak       map[int]int64 // the highest VmHWM of each replica's processes, bytes
+	steady     map[int]int64 // the highest VmRSS sampled once every account was mirrored
 	registered time.Duration // registering every account, wall
 	began      time.Time     // the workers started
 	mirrored   time.Time     // every account first mirrored
@@ -54,7 +55,7 @@ func (s *scaleRun) register(ctx context.Context) error {
 				if err != nil {
 					errs = append(errs, err)
 				}
-				if done++; done%100 == 0 {
+				if done++; done%100 == 0 && done < len(d.scaleAccounts) {
 					fmt.Fprintf(d.out, "scale: %d accounts registered in %s\n", done, time.Since(began).Round(time.Second))
 				}
 				mu.Unlock()
@@ -68,6 +69,7 @@ func (s *scaleRun) register(ctx context.Context) error {
 	close(work)
 	wg.Wait()
 	s.registered = time.Since(began)
+	fmt.Fprintf(d.out, "scale: %d accounts registered in %s\n", len(d.scaleAccounts), s.registered.Round(time.Second))
 	return errors.Join(errs...)
 }
 
@@ -197,26 +199,31 @@ func (s *scaleRun) unsynced(ctx context.Context, pending []string, since time.Ti
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// sample keeps each replica's highest VmHWM so far.
+// sample keeps each replica's highest VmHWM so far and, once every
+// account was mirrored (the first full syncs are behind), its highest
+// VmRSS.
 func (s *scaleRun) sample() {
 	for i, r := range s.replicas {
-		if r.p.alive() {
-			if hwm := vmHWM(r.p.cmd.Process.Pid); hwm > s.peak[i] {
-				s.peak[i] = hwm
-			}
+		if !r.p.alive() {
+			continue
+		}
+		pid := r.p.cmd.Process.Pid
+		s.peak[i] = max(s.peak[i], procStatus(pid, "VmHWM:"))
+		if !s.mirrored.IsZero() {
+			s.steady[i] = max(s.steady[i], procStatus(pid, "VmRSS:"))
 		}
 	}
 }
 
-// vmHWM reads a process's peak resident set size, in bytes (0 when it
-// cannot).
-func vmHWM(pid int) int64 {
+// procStatus reads a field of a process's /proc status in kB, in bytes
+// (0 when it cannot).
+func procStatus(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return kb * 1024
 		}
