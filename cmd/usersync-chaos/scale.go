@@ -183,6 +183,13 @@ func (d *driver) scaleNames(keep func(*scaleAccount) bool) string {
 // churn stops, every account converges, and the table and the checks.
 func (d *driver) scale(ctx context.Context) (passed, failed int) {
 	d.env = append(d.env, d.scaleEnv()...)
+	var faulty []string
+	for _, a := range d.scaleAccounts {
+		if a.fault >= 0 {
+			faulty = append(faulty, a.name+" ("+faultNames[a.fault]+")")
+		}
+	}
+	fmt.Fprintf(d.out, "scale: faulty accounts: %s\n", strings.Join(faulty, ", "))
 	s := &scaleRun{d: d, peak: map[int]int64{}, steady: map[int]int64{}}
 	if err := s.register(ctx); err != nil {
 		fmt.Fprintf(d.out, "scale: registering the accounts: FAILED: %v\n", err)

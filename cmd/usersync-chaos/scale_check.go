@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,28 +64,52 @@ func (s *scaleRun) check(ctx context.Context, f *scaleFigures) []string {
 			return []string{err.Error()}
 		}
 	}
-	var problems []string
-	compare := func(name, schema string, sim *apisim.Server) {
-		store, err := warehouse.NewStore(d.pool, schema)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("account %s: %v", name, err))
-			return
-		}
-		for _, p := range append(syncertest.Compare(ctx, sim, store), syncertest.HistoryProblems(ctx, store)...) {
-			problems = append(problems, fmt.Sprintf("account %s's warehouse differs from its API: %s", name, p))
-		}
-	}
-	compare("default", schemaName, d.sim)
-	for _, a := range d.scaleAccounts {
-		if !a.revoked {
-			compare(a.name, a.schema, a.server)
-		}
-	}
+	problems := s.compareAll(ctx)
 	if f != nil {
 		problems = append(problems, s.failedAlone(f)...)
 	}
 	problems = append(problems, s.logsNameTheRevoked()...)
 	return append(problems, d.noJobStuck(ctx, 0)...)
+}
+
+// compareAll compares every account's warehouse but the revoked ones'
+// with its simulated API, a few accounts at once.
+func (s *scaleRun) compareAll(ctx context.Context) []string {
+	d := s.d
+	type target struct {
+		name, schema string
+		sim          *apisim.Server
+	}
+	targets := []target{{"default", schemaName, d.sim}}
+	for _, a := range d.scaleAccounts {
+		if !a.revoked {
+			targets = append(targets, target{a.name, a.schema, a.server})
+		}
+	}
+	found := make([][]string, len(targets))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := range work {
+				t := targets[i]
+				store, err := warehouse.NewStore(d.pool, t.schema)
+				if err != nil {
+					found[i] = []string{fmt.Sprintf("account %s: %v", t.name, err)}
+					continue
+				}
+				for _, p := range append(syncertest.Compare(ctx, t.sim, store), syncertest.HistoryProblems(ctx, store)...) {
+					found[i] = append(found[i], fmt.Sprintf("account %s's warehouse differs from its API: %s", t.name, p))
+				}
+			}
+		})
+	}
+	for i := range targets {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return slices.Concat(found...)
 }
 
 // failedAlone checks that every revoked account has a failed run whose
