@@ -64,10 +64,10 @@ type scaleFigures struct {
 // replicas' peaks.
 func (s *scaleRun) measure(ctx context.Context) (*scaleFigures, error) {
 	d := s.d
-	f := &scaleFigures{accounts: len(d.scaleAccounts) + 1, users: len(d.sim.Users()), registered: s.registered, restarts: s.restarts}
+	f := &scaleFigures{accounts: len(d.scaleAccounts) + 1, users: len(d.sim.UserIDs()), registered: s.registered, restarts: s.restarts}
 	var took []time.Duration
 	for _, a := range d.scaleAccounts {
-		f.users += len(a.server.Users())
+		f.users += len(a.server.UserIDs())
 		took = append(took, a.addTook)
 	}
 	slices.Sort(took)
