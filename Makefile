@@ -98,6 +98,10 @@ chaos: ## fault injection: 30 faults (20 kill -9) with seed 1, then with three r
 soak: ## weeks of operation in minutes: two replicas for 10 minutes (SOAK_ARGS to change), then checks that fail when their rule is broken, and a line of figures
 	$(GO) run ./cmd/usersync-chaos -seed 1 -soak 10m $(SOAK_ARGS)
 
+.PHONY: scale
+scale: ## many accounts, one fleet: 500 accounts of 2,000 users and 3 of 100,000 on two replicas with faults, a revoked token and rolling restarts; prints a table of figures and checks every account (SCALE_ARGS to change)
+	$(GO) run ./cmd/usersync-chaos -seed 1 -scale -accounts 500 -account-users 2000 -large 3 -large-users 100000 -replicas 2 -faulty 10 -revoked 2 $(SCALE_ARGS)
+
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 60s; make test runs 5000 inputs each)
 	@for t in $(FUZZ_TARGETS); do \

@@ -41,6 +41,9 @@ type driver struct {
 	env     []string
 	primary *proc
 	churn   apisim.Churn
+	// fleet and scaleAccounts are the scale run's simulated accounts.
+	fleet         *apisim.Fleet
+	scaleAccounts []*scaleAccount
 	// remaining is the lowest x-ratelimit-remaining the simulator sent.
 	remaining lowest
 }
@@ -89,18 +92,14 @@ func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
 	if err := d.freshDatabase(ctx); err != nil {
 		return nil, err
 	}
-	// RestoreEvery brings back teams, roles and profiles, some between two
-	// dimension passes (never marked deleted): users written meanwhile hold
-	// no link to them until the reconcile's scan shows the API's linkage.
-	// The converging sync's lookback re-fetches most such users first, so a
-	// run rarely needs the reconcile for it;
-	// TestReconcileRelinksWhatNoPassSawDeleted always does.
-	d.churn = apisim.Churn{Every: 4, Update: 12, Create: 2, DeleteEvery: 9, Memberships: 2, EditEvery: 7, RestoreEvery: 11}
-	d.sim = apisim.New(apisim.Options{Seed: o.seed, Users: o.users, RefreshToken: "chaos-refresh-0",
-		ClientID: "chaos-client", ClientSecret: "chaos-client-secret", TokenTTL: 20 * time.Second,
-		Knobs: apisim.Knobs{Churn: d.churn}})
+	var api http.Handler
+	if o.scale.on {
+		api = d.scaleSimulator()
+	} else {
+		api = d.chaosSimulator()
+	}
 	d.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d.sim.ServeHTTP(w, r)
+		api.ServeHTTP(w, r)
 		d.remaining.see(w.Header())
 	}))
 	d.env = append(os.Environ(),
@@ -115,12 +114,36 @@ func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
 	if out, err := d.usersync(ctx, "migrate"); err != nil {
 		return nil, fmt.Errorf("migrating: %w: %s", err, out)
 	}
-	if o.soak > 0 {
+	switch {
+	case o.scale.on:
+		fmt.Fprintf(d.out, "scale: seed %d, %s, database %s\n", o.seed, o.scale, d.pgURL)
+	case o.soak > 0:
 		fmt.Fprintf(d.out, "soak: seed %d, %s, %d users, database %s\n", o.seed, o.soak, o.users, d.pgURL)
-	} else {
+	default:
 		fmt.Fprintf(d.out, "chaos: seed %d, %d faults (%d kill -9), %d users, database %s\n", o.seed, o.faults, o.kills, o.users, d.pgURL)
 	}
 	return d, nil
+}
+
+// chaosSimulator is the fault driver's simulated API: one changing dataset
+// whose default account signs in with OAuth.
+func (d *driver) chaosSimulator() http.Handler {
+	// RestoreEvery brings back teams, roles and profiles, some between two
+	// dimension passes (never marked deleted): users written meanwhile hold
+	// no link to them until the reconcile's scan shows the API's linkage.
+	// The converging sync's lookback re-fetches most such users first, so a
+	// run rarely needs the reconcile for it;
+	// TestReconcileRelinksWhatNoPassSawDeleted always does.
+	d.churn = apisim.Churn{Every: 4, Update: 12, Create: 2, DeleteEvery: 9, Memberships: 2, EditEvery: 7, RestoreEvery: 11}
+	d.sim = apisim.New(d.defaultOptions(d.o.users, apisim.Knobs{Churn: d.churn}))
+	return d.sim
+}
+
+// defaultOptions are the simulated default account's: the driver's
+// settings of USERSYNC_OAUTH_* sign in to it.
+func (d *driver) defaultOptions(users int, k apisim.Knobs) apisim.Options {
+	return apisim.Options{Seed: d.o.seed, Users: users, RefreshToken: "chaos-refresh-0",
+		ClientID: "chaos-client", ClientSecret: "chaos-client-secret", TokenTTL: 20 * time.Second, Knobs: k}
 }
 
 // buildUsersync returns bin, or builds the usersync binary into tmp when

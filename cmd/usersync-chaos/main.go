@@ -37,6 +37,7 @@ type options struct {
 	converge time.Duration
 	keep     bool
 	soak     time.Duration
+	scale    scaleOptions
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -51,7 +52,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.converge, "converge", 90*time.Second, "how long the system may take to converge after a fault")
 	fs.BoolVar(&o.keep, "keep", false, "keep the chaos database cluster running, and the worker logs, afterwards")
 	fs.DurationVar(&o.soak, "soak", 0, "instead of faults, run two worker replicas this long with rolling restarts, a long backfill, a rate-limit budget and links-only teams, then check operations (restarts, failures, budget, snapshots)")
+	scaleFlags(fs, &o.scale)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := o.scale.validate(); o.scale.on && err != nil {
+		fmt.Fprintf(stderr, "usersync-chaos: %v\n", err)
 		return 2
 	}
 	if o.kills > o.faults {
@@ -66,7 +72,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	drive := d.run
-	if o.soak > 0 {
+	switch {
+	case o.scale.on:
+		drive = d.scale
+	case o.soak > 0:
 		drive = d.soak
 	}
 	passed, failed := drive(ctx)

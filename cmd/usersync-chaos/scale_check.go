@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/usersync/usersync/sync/apisim"
+	"github.com/usersync/usersync/sync/syncer/syncertest"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// converge stops the churn in every account (the faults stay) and waits
+// until every account but the revoked ones has a successful sync that
+// started after that.
+func (s *scaleRun) converge(ctx context.Context) []string {
+	d := s.d
+	still := func(k *apisim.Knobs) { k.Churn = apisim.Churn{} }
+	_ = d.sim.UpdateKnobs(still)
+	pending := []string{schemaName}
+	for _, a := range d.scaleAccounts {
+		_ = a.server.UpdateKnobs(still)
+		if !a.revoked {
+			pending = append(pending, a.schema)
+		}
+	}
+	s.frozen = s.dbNow(ctx)
+	deadline := time.Now().Add(d.o.scale.convergeMax)
+	var problems []string
+	for ctx.Err() == nil {
+		s.sample()
+		if pending = s.unsynced(ctx, pending, s.frozen); len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			problems = append(problems, fmt.Sprintf("%d accounts had no successful sync within %s of the churn's stop: %s",
+				len(pending), d.o.scale.convergeMax, strings.Join(first(pending, 5), ", ")))
+			break
+		}
+		pause(ctx, time.Second)
+	}
+	s.ended = s.dbNow(ctx)
+	fmt.Fprintf(d.out, "scale: the churn stopped; every account converged %s later\n", s.ended.Sub(s.frozen).Round(100*time.Millisecond))
+	return problems
+}
+
+// check runs the scale run's checks: every account but the revoked ones
+// mirrors its simulated API; the revoked accounts failed, their errors
+// naming them, and no other healthy account failed a run; no job is stuck.
+func (s *scaleRun) check(ctx context.Context, f *scaleFigures) []string {
+	d := s.d
+	if name := d.o.scale.breakAccount; name != "" {
+		if err := s.breakWarehouse(ctx, name); err != nil {
+			return []string{err.Error()}
+		}
+	}
+	problems := s.compareAll(ctx)
+	if f != nil {
+		problems = append(problems, s.failedAlone(f)...)
+	}
+	problems = append(problems, s.logsNameTheRevoked()...)
+	return append(problems, d.noJobStuck(ctx, 0)...)
+}
+
+// compareAll compares every account's warehouse but the revoked ones'
+// with its simulated API, a few accounts at once.
+func (s *scaleRun) compareAll(ctx context.Context) []string {
+	d := s.d
+	type target struct {
+		name, schema string
+		sim          *apisim.Server
+	}
+	targets := []target{{"default", schemaName, d.sim}}
+	for _, a := range d.scaleAccounts {
+		if !a.revoked {
+			targets = append(targets, target{a.name, a.schema, a.server})
+		}
+	}
+	found := make([][]string, len(targets))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := range work {
+				t := targets[i]
+				store, err := warehouse.NewStore(d.pool, t.schema)
+				if err != nil {
+					found[i] = []string{fmt.Sprintf("account %s: %v", t.name, err)}
+					continue
+				}
+				for _, p := range append(syncertest.Compare(ctx, t.sim, store), syncertest.HistoryProblems(ctx, store)...) {
+					found[i] = append(found[i], fmt.Sprintf("account %s's warehouse differs from its API: %s", t.name, p))
+				}
+			}
+		})
+	}
+	for i := range targets {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return slices.Concat(found...)
+}
+
+// failedAlone checks that every revoked account has a failed run whose
+// error is the refused token, and that no healthy account has a failed run.
+func (s *scaleRun) failedAlone(f *scaleFigures) []string {
+	var problems []string
+	for _, ar := range f.runs {
+		var failed int
+		refused := false
+		for _, r := range ar.runs {
+			if r.status == "failed" {
+				failed++
+				refused = refused || (r.err != nil && strings.Contains(*r.err, "401"))
+			}
+		}
+		switch {
+		case ar.acct != nil && ar.acct.revoked && !refused:
+			problems = append(problems, fmt.Sprintf("revoked account %s has no failed run saying 401 (%d failed runs)", ar.name, failed))
+		case (ar.acct == nil || ar.acct.healthy()) && failed > 0:
+			problems = append(problems, fmt.Sprintf("healthy account %s has %d failed runs", ar.name, failed))
+		}
+	}
+	return problems
+}
+
+// logsNameTheRevoked checks that the workers' logs name every revoked
+// account in a line about its refused token, and that their lines of level
+// ERROR name only revoked or faulty accounts.
+func (s *scaleRun) logsNameTheRevoked() []string {
+	d := s.d
+	files, _ := filepath.Glob(filepath.Join(d.tmp, "worker-*.log"))
+	named := map[string]bool{}
+	errorsOf := map[string][]string{}
+	for _, file := range files {
+		scanLog(file, func(line map[string]any) {
+			account, _ := line["account"].(string)
+			level, _ := line["level"].(string)
+			text := fmt.Sprint(line["error"], " ", line["msg"])
+			if account != "" && strings.Contains(text, "401") {
+				named[account] = true
+			}
+			if level == "ERROR" {
+				errorsOf[account] = append(errorsOf[account], fmt.Sprint(line["msg"]))
+			}
+		})
+	}
+	var problems []string
+	for _, a := range d.scaleAccounts {
+		if a.revoked && !named[a.name] {
+			problems = append(problems, fmt.Sprintf("no worker log line names revoked account %s with its 401", a.name))
+		}
+	}
+	for name, msgs := range errorsOf {
+		if a := d.scaleAccount(name); a == nil || a.healthy() {
+			problems = append(problems, fmt.Sprintf("%d worker log lines of level ERROR about account %q, which is healthy (%q)", len(msgs), name, msgs[0]))
+		}
+	}
+	return problems
+}
+
+// scaleAccount returns the account named name, nil for none.
+func (d *driver) scaleAccount(name string) *scaleAccount {
+	for _, a := range d.scaleAccounts {
+		if a.name == name {
+			return a
+		}
+	}
+	return nil
+}
+
+// scanLog calls fn with each JSON line of a worker's log.
+func scanLog(file string, fn func(map[string]any)) {
+	fh, err := os.Open(file) //nolint:gosec // G304: the driver's own log
+	if err != nil {
+		return
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line map[string]any
+		if json.Unmarshal(sc.Bytes(), &line) == nil {
+			fn(line)
+		}
+	}
+}
+
+// breakWarehouse changes one live user of an account's warehouse, so that
+// the checks must find it (-break-account).
+func (s *scaleRun) breakWarehouse(ctx context.Context, name string) error {
+	schema := schemaName
+	if a := s.d.scaleAccount(name); a != nil {
+		schema = a.schema
+	}
+	q := `UPDATE %[1]s.users SET custom1 = 'changed by -break-account'
+		WHERE id = (SELECT min(id) FROM %[1]s.users WHERE deleted_at IS NULL)`
+	if _, err := s.d.pool.Exec(ctx, fmt.Sprintf(q, pgx.Identifier{schema}.Sanitize())); err != nil {
+		return fmt.Errorf("breaking account %s's warehouse: %w", name, err)
+	}
+	fmt.Fprintf(s.d.out, "scale: changed a user of account %s's warehouse (-break-account)\n", name)
+	return nil
+}
