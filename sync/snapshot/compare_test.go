@@ -34,7 +34,8 @@ func pgRows(t testing.TB, pool *pgxpool.Pool, schemaName string, tbl schema.Tabl
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := pool.Query(context.Background(), q.reading(tbl, ""))
+	read, _ := q.reading(tbl, chunk{kind: wholeTable})
+	rows, err := pool.Query(context.Background(), read)
 	if err != nil {
 		t.Fatalf("querying %s: %v", tbl.Name, err)
 	}

@@ -193,6 +193,7 @@
 // sync/warehouse/sqlfile once per Writer (statements.go), and in
 // testdata/statements.golden.sql, rendered for schema usersync with each
 // table's SELECT, which TestStatementsGolden keeps true. What cannot be a
-// parameter (a table's columns and name, a chunk's condition, the exported
-// snapshot's id) is filled as the statement is sent.
+// parameter (a table's columns and name, a view's key column, the exported
+// snapshot's id) is filled as the statement is sent; a chunk's bounds are
+// parameters (chunks.go).
 package snapshot

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
-	"strings"
 	"sync"
 	"time"
 
@@ -109,145 +107,11 @@ func (rs *readers) close(ctx context.Context) {
 	rs.conns, rs.txs = nil, rs.txs[:1]
 }
 
-// chunks returns the WHERE conditions of t's chunks for the readers rs, in
-// order; a single "" reads the whole table in one query. One reader reads
-// every table in one query: chunks would only leave the server idle between
-// one and the next, while the reader drains the socket and sends the next
-// query.
-func (w *Writer) chunks(ctx context.Context, rs *readers, t schema.Table) ([]string, error) {
-	if len(rs.txs) == 1 {
-		return []string{""}, nil
-	}
-	return w.planChunks(ctx, rs.txs[0], t)
-}
-
-// planChunks returns the WHERE conditions of t's chunks, in order.
-func (w *Writer) planChunks(ctx context.Context, tx pgx.Tx, t schema.Table) ([]string, error) {
-	stats := func(table string) (blocks, size, rows int64, err error) {
-		err = tx.QueryRow(ctx, w.sql.relationStats, pgx.Identifier{w.schema, table}.Sanitize()).Scan(&blocks, &size, &rows)
-		if err != nil {
-			err = fmt.Errorf("sizing %s: %w", table, err)
-		}
-		return blocks, size, rows, err
-	}
-	if !t.View {
-		blocks, size, rows, err := stats(t.Name)
-		if err != nil {
-			return nil, err
-		}
-		return ctidChunks(blocks, w.chunkCount(size, rows)), nil
-	}
-	key, ok := viewKey(t)
-	if !ok {
-		return []string{""}, nil
-	}
-	_, size, rows, err := stats("users")
-	if err != nil {
-		return nil, err
-	}
-	n := w.chunkCount(size, rows)
-	if n <= 1 {
-		return []string{""}, nil
-	}
-	var lo, hi *int64
-	if err := tx.QueryRow(ctx, w.sql.idRange).Scan(&lo, &hi); err != nil {
-		return nil, fmt.Errorf("bounding the users' ids: %w", err)
-	}
-	if lo == nil || hi == nil {
-		return []string{""}, nil
-	}
-	return keyChunks(pgx.Identifier{key}.Sanitize(), *lo, *hi, n), nil
-}
-
-// chunkCount is how many chunks a relation of size bytes and rows
-// estimated rows is read in: one per BatchBytes (or chunkBytes) of storage or
-// BatchRows rows, whichever gives more.
-func (w *Writer) chunkCount(size, rows int64) int {
-	target := int64(w.opts.BatchBytes)
-	if w.opts.chunkBytes > 0 {
-		target = int64(w.opts.chunkBytes)
-	}
-	n := (size + target - 1) / target
-	if rows > 0 {
-		n = max(n, (rows+int64(w.opts.BatchRows)-1)/int64(w.opts.BatchRows))
-	}
-	return int(max(n, 1))
-}
-
-// ctidChunks splits blocks heap blocks into n ranges of whole blocks. The
-// first range is open below and the last open above, so that every row
-// version is in exactly one range whatever the table's size is now.
-func ctidChunks(blocks int64, n int) []string {
-	n = int(min(int64(n), blocks))
-	if n <= 1 {
-		return []string{""}
-	}
-	out := make([]string, n)
-	bound := func(i int) int64 { return blocks * int64(i) / int64(n) }
-	for i := range out {
-		var conds []string
-		if i > 0 {
-			conds = append(conds, fmt.Sprintf("ctid >= '(%d,0)'::tid", bound(i)))
-		}
-		if i < n-1 {
-			conds = append(conds, fmt.Sprintf("ctid < '(%d,0)'::tid", bound(i+1)))
-		}
-		out[i] = strings.Join(conds, " AND ")
-	}
-	return out
-}
-
-// keyChunks splits the ids from lo to hi into n ranges of column (a quoted
-// identifier), after a chunk of the rows where it is NULL (none, where it is
-// a primary key, but an index scan finds none quickly). The first range also
-// takes every id below lo, the last every id above hi, so that every row is
-// in exactly one chunk.
-func keyChunks(column string, lo, hi int64, n int) []string {
-	span := uint64(hi) - uint64(lo) // hi >= lo: exact, even across the sign
-	if hi < lo || span < uint64(n) {
-		n = 1
-	}
-	if n <= 1 {
-		return []string{""}
-	}
-	bound := func(i int) int64 { // lo + span*i/n, without overflow
-		h, l := bits.Mul64(span, uint64(i))
-		q, _ := bits.Div64(h, l, uint64(n))
-		return int64(uint64(lo) + q)
-	}
-	out := []string{column + " IS NULL"}
-	for i := range n {
-		switch i {
-		case 0:
-			out = append(out, fmt.Sprintf("%s < %d", column, bound(1)))
-		case n - 1:
-			out = append(out, fmt.Sprintf("%s >= %d", column, bound(i)))
-		default:
-			out = append(out, fmt.Sprintf("%s >= %d AND %s < %d", column, bound(i), column, bound(i+1)))
-		}
-	}
-	return out
-}
-
-// viewKey returns the user id column a view is split on: users_current's
-// id, the user_id of the others. A view without one is read in one query.
-func viewKey(t schema.Table) (string, bool) {
-	if t.Name == "users_current" {
-		return "id", true
-	}
-	for _, c := range t.Columns {
-		if c.Name == "user_id" && c.Type == "bigint" {
-			return c.Name, true
-		}
-	}
-	return "", false
-}
-
 // readTable reads t's chunks with the readers and calls write with its
 // batches in chunk order, on this goroutine. Each reader decodes into its
 // own builders and hands over one finished batch at a time; until write
 // takes it, the reader waits, holding only that batch.
-func (w *Writer) readTable(ctx context.Context, rs *readers, t schema.Table, sch *arrow.Schema, chunks []string, write func(batch) error) error {
+func (w *Writer) readTable(ctx context.Context, rs *readers, t schema.Table, sch *arrow.Schema, chunks []chunk, write func(batch) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	n := min(len(rs.txs), len(chunks))
@@ -315,11 +179,12 @@ func mergeChunks(ctx context.Context, outs []chan batch, chunks int, write func(
 	return nil
 }
 
-// readChunk reads the rows of t matching cond ("" for all) into records of at
+// readChunk reads the rows of t in chunk c into records of at
 // most BatchRows rows (or BatchBytes bytes) and sends them on out, the last
 // (or an empty batch, for a chunk without rows) with end set.
-func (w *Writer) readChunk(ctx context.Context, tx pgx.Tx, t schema.Table, bb *batchBuilder, cond string, out chan<- batch) error {
-	rows, err := tx.Query(ctx, w.sql.reading(t, cond), pgx.QueryExecModeDescribeExec)
+func (w *Writer) readChunk(ctx context.Context, tx pgx.Tx, t schema.Table, bb *batchBuilder, c chunk, out chan<- batch) error {
+	query, args := w.sql.reading(t, c)
+	rows, err := tx.Query(ctx, query, append([]any{pgx.QueryExecModeDescribeExec}, args...)...)
 	if err != nil {
 		return fmt.Errorf("querying: %w", err)
 	}

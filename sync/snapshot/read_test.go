@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,57 +15,47 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// chunkBound matches the bounds of a chunk condition.
-var chunkBound = regexp.MustCompile(`(>=|<) '?\(?(-?[0-9]+)`)
-
-// bounds returns the lower and upper bounds of a chunk condition (ok false
-// where it has none).
-func bounds(t *testing.T, cond string) (lo, hi int64, hasLo, hasHi bool) {
-	t.Helper()
-	for _, m := range chunkBound.FindAllStringSubmatch(cond, -1) {
-		v, err := strconv.ParseInt(m[2], 10, 64)
-		if err != nil {
-			t.Fatalf("bound of %q: %v", cond, err)
-		}
-		if m[1] == ">=" {
-			lo, hasLo = v, true
-		} else {
-			hi, hasHi = v, true
-		}
-	}
-	return lo, hi, hasLo, hasHi
-}
-
 // checkPartition checks that chunks are contiguous ranges whose first is
 // open below and last open above, after a chunk of NULLs for key ranges.
-func checkPartition(t *testing.T, chunks []string, want int) {
+func checkPartition(t *testing.T, chunks []chunk, want int) {
 	t.Helper()
-	if len(chunks) > 1 && strings.HasSuffix(chunks[0], " IS NULL") {
+	if len(chunks) > 1 && chunks[0].kind == keyNull {
 		chunks = chunks[1:]
 		want--
 	}
 	if len(chunks) != want {
-		t.Fatalf("%d chunks, want %d: %q", len(chunks), want, chunks)
+		t.Fatalf("%d chunks, want %d: %+v", len(chunks), want, chunks)
 	}
 	if want == 1 {
-		if chunks[0] != "" {
-			t.Errorf("one chunk has condition %q", chunks[0])
+		if chunks[0].kind != wholeTable {
+			t.Errorf("one chunk reads %+v", chunks[0])
 		}
 		return
 	}
-	var prevHi int64
+	kind := chunks[0].kind
+	first, last := int64(0), int64(lastBlock) // a blockRange's to is excluded
+	if kind == keyRange {
+		first, last = math.MinInt64, math.MaxInt64 // a keyRange's to is included
+	}
 	for i, c := range chunks {
-		lo, hi, hasLo, hasHi := bounds(t, c)
-		if hasLo != (i > 0) || hasHi != (i < len(chunks)-1) {
-			t.Errorf("chunk %d of %d: %q", i, len(chunks), c)
+		if c.kind != kind || (kind != blockRange && kind != keyRange) {
+			t.Fatalf("chunk %d of %d: %+v", i, len(chunks), c)
 		}
-		if i > 0 && lo != prevHi {
-			t.Errorf("chunk %d starts at %d, the previous ends at %d", i, lo, prevHi)
+		if i == 0 && c.from != first || i == len(chunks)-1 && c.to != last {
+			t.Errorf("chunk %d of %d does not reach the end: %+v", i, len(chunks), c)
 		}
-		if hasLo && hasHi && hi <= lo {
-			t.Errorf("chunk %d is empty: %q", i, c)
+		if i > 0 {
+			prev := chunks[i-1].to
+			if kind == keyRange {
+				prev++
+			}
+			if c.from != prev {
+				t.Errorf("chunk %d starts at %d, the previous ends before %d", i, c.from, prev)
+			}
 		}
-		prevHi = hi
+		if c.to < c.from || kind == blockRange && c.to == c.from {
+			t.Errorf("chunk %d is empty: %+v", i, c)
+		}
 	}
 }
 
@@ -77,21 +65,22 @@ func TestChunks(t *testing.T) {
 	checkPartition(t, ctidChunks(1000, 1), 1)
 	checkPartition(t, ctidChunks(3, 10), 3) // never less than a block
 	checkPartition(t, ctidChunks(1000, 7), 7)
-	checkPartition(t, ctidChunks(math.MaxUint32, 300), 300)
-	if got := ctidChunks(10, 2); !slices.Equal(got, []string{"ctid < '(5,0)'::tid", "ctid >= '(5,0)'::tid"}) {
-		t.Errorf("ctidChunks(10, 2) = %q", got)
+	checkPartition(t, ctidChunks(math.MaxUint32-1, 300), 300)
+	if got := ctidChunks(10, 2); !slices.Equal(got, []chunk{{kind: blockRange, from: 0, to: 5}, {kind: blockRange, from: 5, to: lastBlock}}) {
+		t.Errorf("ctidChunks(10, 2) = %+v", got)
 	}
 
-	checkPartition(t, keyChunks(`"id"`, 5, 5, 4), 1)
-	checkPartition(t, keyChunks(`"id"`, 9, 5, 4), 1)
-	checkPartition(t, keyChunks(`"id"`, 1, 3, 4), 1) // fewer ids than chunks
-	checkPartition(t, keyChunks(`"id"`, 1, 1_000_000, 300), 301)
-	checkPartition(t, keyChunks(`"id"`, -50, 50, 7), 8)
-	checkPartition(t, keyChunks(`"id"`, math.MinInt64, math.MaxInt64, 300), 301)
-	got := keyChunks(`"user_id"`, 1, 100, 3)
-	want := []string{`"user_id" IS NULL`, `"user_id" < 34`, `"user_id" >= 34 AND "user_id" < 67`, `"user_id" >= 67`}
+	checkPartition(t, keyChunks("id", 5, 5, 4), 1)
+	checkPartition(t, keyChunks("id", 9, 5, 4), 1)
+	checkPartition(t, keyChunks("id", 1, 3, 4), 1) // fewer ids than chunks
+	checkPartition(t, keyChunks("id", 1, 1_000_000, 300), 301)
+	checkPartition(t, keyChunks("id", -50, 50, 7), 8)
+	checkPartition(t, keyChunks("id", math.MinInt64, math.MaxInt64, 300), 301)
+	got := keyChunks("user_id", 1, 100, 3)
+	want := []chunk{{kind: keyNull, key: "user_id"}, {kind: keyRange, key: "user_id", from: math.MinInt64, to: 33},
+		{kind: keyRange, key: "user_id", from: 34, to: 66}, {kind: keyRange, key: "user_id", from: 67, to: math.MaxInt64}}
 	if !slices.Equal(got, want) {
-		t.Errorf("keyChunks = %q, want %q", got, want)
+		t.Errorf("keyChunks = %+v, want %+v", got, want)
 	}
 }
 
@@ -112,10 +101,10 @@ func TestPlanChunks(t *testing.T) {
 	defer tx.Rollback(ctx)
 	for _, tc := range []struct {
 		table string
-		split string // what the chunks split on; "" for one chunk
+		split string // the key the chunks split on, "ctid" for heap blocks; "" for one chunk
 	}{
 		{"users", "ctid"}, {"user_teams", "ctid"}, {"roles", ""},
-		{"users_current", `"id"`}, {"user_versions", `"user_id"`}, {"user_relationships", `"user_id"`},
+		{"users_current", "id"}, {"user_versions", "user_id"}, {"user_relationships", "user_id"},
 	} {
 		chunks, err := w.planChunks(ctx, tx, tableByName(t, tc.table))
 		if err != nil {
@@ -125,8 +114,12 @@ func TestPlanChunks(t *testing.T) {
 			checkPartition(t, chunks, 1)
 			continue
 		}
-		if len(chunks) < 3 || !strings.HasPrefix(chunks[2], tc.split+" >= ") {
-			t.Errorf("%s: chunks %q, want several on %s", tc.table, chunks, tc.split)
+		want := chunk{kind: keyRange, key: tc.split}
+		if tc.split == "ctid" {
+			want = chunk{kind: blockRange}
+		}
+		if len(chunks) < 3 || chunks[2].kind != want.kind || chunks[2].key != want.key {
+			t.Errorf("%s: chunks %+v, want several on %s", tc.table, chunks, tc.split)
 			continue
 		}
 		checkPartition(t, chunks, len(chunks))

@@ -13,7 +13,7 @@ var update = flag.Bool("update", false, "rewrite "+golden.File)
 // TestStatementsGolden keeps testdata/statements.golden.sql, every statement
 // a snapshot runs rendered for schema usersync, true: those of
 // sql/snapshot.sql, then the query reading each snapshot table, derived from
-// the catalog, and examples of the queries of a chunk and of a reader's
+// the catalog, and examples of the queries of each kind of chunk and of a reader's
 // import of the snapshot.
 func TestStatementsGolden(t *testing.T) {
 	q, err := newStatements("usersync")
@@ -25,20 +25,23 @@ func TestStatementsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reads []string
-	var chunks [2]string
+	var chunks [3]string
 	for _, tbl := range tables {
-		reads = append(reads, q.reading(tbl, ""))
+		read, _ := q.reading(tbl, chunk{kind: wholeTable})
+		reads = append(reads, read)
 		switch tbl.Name {
 		case "users":
-			chunks[0] = q.reading(tbl, ctidChunks(1000, 4)[1])
+			chunks[0], _ = q.reading(tbl, ctidChunks(1000, 4)[1])
 		case "users_current":
-			chunks[1] = q.reading(tbl, keyChunks(`"id"`, 1, 1000, 4)[2])
+			keys := keyChunks("id", 1, 1000, 4)
+			chunks[1], _ = q.reading(tbl, keys[0])
+			chunks[2], _ = q.reading(tbl, keys[2])
 		}
 	}
 	g := golden.New("./sync/snapshot")
 	g.Add("snapshot", q)
-	g.Add("snapshot.rendered", struct{ Tables, UsersChunk, UsersCurrentChunk, Import string }{
-		strings.Join(reads, ";\n"), chunks[0], chunks[1], q.importing("00000003-00000002-1"),
+	g.Add("snapshot.rendered", struct{ Tables, UsersChunk, UsersCurrentNullChunk, UsersCurrentChunk, Import string }{
+		strings.Join(reads, ";\n"), chunks[0], chunks[1], chunks[2], q.importing("00000003-00000002-1"),
 	})
 	g.Check(t, *update)
 }

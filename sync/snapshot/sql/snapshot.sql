@@ -3,8 +3,8 @@
 -- cannot be a parameter: {{snapshot_id}}, the exported snapshot's id as a
 -- quoted literal (SET takes no parameters); {{columns}} and {{table}}, a
 -- table's quoted columns (jsonb as its JSON text) and name, derived from
--- the catalog; {{chunk}}, a chunk's condition (a range of ctid or of the
--- user id, read.go's ctidChunks and keyChunks).
+-- the catalog; {{key}}, the quoted user id column a view is read by in
+-- chunks (read.go's viewKey).
 
 -- name: lock
 -- The transaction-scoped advisory lock of a destination ($1, its name):
@@ -70,6 +70,18 @@ SELECT min(id), max(id) FROM {{schema}}.users
 -- Every row of a table, in one query.
 SELECT {{columns}} FROM {{table}}
 
--- name: selectChunk
--- The rows of one chunk of a table.
-SELECT {{columns}} FROM {{table}} WHERE {{chunk}}
+-- name: selectBlocks
+-- The rows of a range of heap blocks: from the tid $1 (inclusive) to the
+-- tid $2 (exclusive), a TID range scan. The first chunk starts at (0,0), the
+-- last ends at (4294967295,0), past every block a table can have.
+SELECT {{columns}} FROM {{table}} WHERE ctid >= $1::tid AND ctid < $2::tid
+
+-- name: selectKeys
+-- The rows of a view whose user id is from $1 to $2, both included (the
+-- last chunk ends at the largest bigint).
+SELECT {{columns}} FROM {{table}} WHERE {{key}} BETWEEN $1::bigint AND $2::bigint
+
+-- name: selectKeyNull
+-- The rows of a view without a user id: a chunk of its own, as BETWEEN
+-- never takes them.
+SELECT {{columns}} FROM {{table}} WHERE {{key}} IS NULL
