@@ -13,6 +13,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse/pgrow"
+	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
 // The phases of pii apply, in order: the tables it rewrites.
@@ -281,8 +282,8 @@ func (pd *Store) CommentColumns(ctx context.Context) error {
 			if current[column{table, a.Column()}] == want {
 				continue
 			}
-			b.Queue(fmt.Sprintf("COMMENT ON COLUMN %s.%s.%s IS %s", pd.q, schema.QuoteIdentifier(table),
-				schema.QuoteIdentifier(a.Column()), schema.QuoteLiteral(want)))
+			b.Queue(sqlfile.Fill(pd.sql.commentColumn, map[string]string{"table": schema.QuoteIdentifier(table),
+				"column": schema.QuoteIdentifier(a.Column()), "comment": schema.QuoteLiteral(want)}))
 		}
 	}
 	if b.Len() == 0 {

@@ -34,7 +34,7 @@ var sqlFiles embed.FS
 type personalSQL struct {
 	notePolicy, columnComments, policies, applied               string
 	forgetCurrent, forgetHash, forgetVersions, forgetQuarantine string
-	insertErasure                                               string
+	insertErasure, commentColumn                                string
 	purgeDeleted, applyProgress, applyStart, applySave          string
 	usersBatch, usersRewrite, versionsBatch, versionsRewrite    string
 	quarantineBatch, quarantineRewrite, policyKeys              string
@@ -65,13 +65,14 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 		"clear_personal": strings.Join(personal, " = NULL, ") + " = NULL",
 		"hash_columns":   strings.Join(pgrow.QuoteAll(hashed), ", "), "drop_any": dropAny,
 		"hash_assign": hashAssign.String(), "drop_assign": dropAssign.String(),
+		"table": sqlfile.Later, "column": sqlfile.Later, "comment": sqlfile.Later, // see commentColumn
 	})
 	if err != nil {
 		return personalSQL{}, err
 	}
 	var q personalSQL
 	err = sqlfile.Assign("personal", st, map[string]*string{
-		"notePolicy": &q.notePolicy, "columnComments": &q.columnComments, "policies": &q.policies, "applied": &q.applied,
+		"notePolicy": &q.notePolicy, "columnComments": &q.columnComments, "commentColumn": &q.commentColumn, "policies": &q.policies, "applied": &q.applied,
 		"forgetCurrent": &q.forgetCurrent, "forgetHash": &q.forgetHash, "forgetVersions": &q.forgetVersions, "forgetQuarantine": &q.forgetQuarantine,
 		"insertErasure": &q.insertErasure, "purgeDeleted": &q.purgeDeleted, "applyProgress": &q.applyProgress,
 		"applyStart": &q.applyStart, "applySave": &q.applySave, "usersBatch": &q.usersBatch, "usersRewrite": &q.usersRewrite,
@@ -88,7 +89,6 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 type Store struct {
 	pool   *pgxpool.Pool
 	schema string
-	q      string // the quoted schema name
 	rehash pgrow.Rehash
 	p      *normalize.Policy
 	sql    personalSQL
@@ -105,7 +105,7 @@ func New(st *warehouse.Store, p *normalize.Policy) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: st.Pool(), schema: st.Schema(), q: schema.QuoteIdentifier(st.Schema()), rehash: rehash, p: p, sql: q}, nil
+	return &Store{pool: st.Pool(), schema: st.Schema(), rehash: rehash, p: p, sql: q}, nil
 }
 
 // NotePolicy records that rows are being written under the policy (names

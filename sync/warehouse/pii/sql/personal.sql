@@ -20,6 +20,12 @@ FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
 WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = $1) AND c.relname IN ('users', 'user_version_history')
 AND a.attnum > 0 AND NOT a.attisdropped
 
+-- name: commentColumn
+-- A column's comment, as the policy makes it: filled as it is sent, being
+-- what COMMENT takes no parameter for ({{table}} and {{column}} quoted
+-- names, {{comment}} a quoted literal).
+COMMENT ON COLUMN {{schema}}.{{table}}.{{column}} IS {{comment}}
+
 -- name: policies
 -- The policies written under since the last pii apply that finished (all
 -- of them when none has), newest first.

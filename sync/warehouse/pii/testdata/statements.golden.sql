@@ -39,6 +39,9 @@ DELETE FROM "usersync".quarantine WHERE resource_type = 'user' AND resource_id =
 INSERT INTO "usersync".erasures (user_id, found, versions_deleted, quarantine_deleted, columns_cleared)
 VALUES ($1, $2, $3, $4, $5);
 
+-- personal.commentColumn
+COMMENT ON COLUMN "usersync".{{table}}.{{column}} IS {{comment}};
+
 -- personal.purgeDeleted
 WITH gone AS (DELETE FROM "usersync".users WHERE deleted_at < $1 RETURNING id),
 history AS (DELETE FROM "usersync".user_version_history WHERE user_id IN (SELECT id FROM gone) RETURNING 1),
