@@ -151,7 +151,7 @@ func NewClient(opts Options) (*Client, error) {
 		return nil, errors.New("jsonapi: Options.MaxBodyBytesInFlight must be at least MaxBodyBytes")
 	}
 	return &Client{base: base, auth: opts.Auth, log: opts.Logger,
-		http: underBaseRedirects(sameOriginRedirects(opts.HTTPClient), base.EscapedPath()),
+		http:  underBaseRedirects(sameOriginRedirects(opts.HTTPClient), base.EscapedPath()),
 		clock: opts.Clock, opts: opts, budget: newBodyBudget(opts.MaxBodyBytesInFlight)}, nil
 }
 
