@@ -56,7 +56,8 @@ func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
 type Options struct {
 	// BaseURL is the scheme and host of the API ("https://api.example.com"),
 	// optionally with a path prefix; requests go to BaseURL + "/api/v2/...".
-	// Next links must stay on its scheme and host.
+	// Next links and redirects must stay on its scheme, host and port, and
+	// under its path (segment by segment, without dot segments).
 	BaseURL string
 	// BaseURLSetting names what holds BaseURL, such as USERSYNC_API_URL,
 	// in the error of an API that never answers. Default: "its URL".
@@ -149,7 +150,8 @@ func NewClient(opts Options) (*Client, error) {
 	if opts.MaxBodyBytesInFlight < opts.MaxBodyBytes {
 		return nil, errors.New("jsonapi: Options.MaxBodyBytesInFlight must be at least MaxBodyBytes")
 	}
-	return &Client{base: base, auth: opts.Auth, log: opts.Logger, http: sameOriginRedirects(opts.HTTPClient),
+	return &Client{base: base, auth: opts.Auth, log: opts.Logger,
+		http:  underBaseRedirects(sameOriginRedirects(opts.HTTPClient), base.EscapedPath()),
 		clock: opts.Clock, opts: opts, budget: newBodyBudget(opts.MaxBodyBytesInFlight)}, nil
 }
 
@@ -235,8 +237,8 @@ func (c *Client) Get(ctx context.Context, resource string, q Query) (*jsondoc.Do
 }
 
 // checkLink parses a link from the server (or a stored one), resolves it
-// against ref when it is relative, and refuses one whose scheme and host
-// differ from the base URL's.
+// against ref when it is relative, and refuses one off the base URL's
+// origin (scheme, host, port) or path (outsideBase).
 func (c *Client) checkLink(link string, ref *url.URL) (string, error) {
 	u, err := url.Parse(link)
 	if err != nil {
@@ -248,11 +250,14 @@ func (c *Client) checkLink(link string, ref *url.URL) (string, error) {
 	switch {
 	case !u.IsAbs():
 		return "", &NextLinkError{URL: sanitizeURL(link), Reason: "not an absolute URL"}
-	case !strings.EqualFold(u.Scheme, c.base.Scheme) || !strings.EqualFold(u.Host, c.base.Host):
+	case !c.sameOrigin(u):
 		return "", &NextLinkError{URL: sanitizeURL(link),
-			Reason: "its scheme and host differ from the base URL " + c.base.Scheme + "://" + c.base.Host}
+			Reason: "its scheme, host or port differ from the base URL's " + origin(c.base)}
 	case u.User != nil:
 		return "", &NextLinkError{URL: sanitizeURL(link), Reason: "it holds credentials"}
+	}
+	if why := outsideBase(c.base.EscapedPath(), u); why != "" {
+		return "", &NextLinkError{URL: sanitizeURL(link), Reason: why}
 	}
 	return u.String(), nil
 }

@@ -132,7 +132,7 @@ type NextLinkError struct {
 
 // Error implements error.
 func (e *NextLinkError) Error() string {
-	return "refusing next link " + e.URL + ": " + e.Reason
+	return "refusing next link " + jsondoc.OneLine(e.URL) + ": " + e.Reason
 }
 
 // QueryError reports a Query the client will not send, such as a form the

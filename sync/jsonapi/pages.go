@@ -81,8 +81,8 @@ func (c *Client) Collection(resource string, q Query) *Pages {
 
 // Resume returns an iterator that continues from nextURL, a checkpoint
 // stored earlier (Client.CheckpointURL of a Page.NextURL; pass a stored
-// value through CheckpointURL again rather than trust it). The URL is checked as a next link is (same scheme and host
-// as the base URL). An empty nextURL means the walk had ended: Next returns
+// value through CheckpointURL again rather than trust it). The URL is checked as a next link is (on the base URL's
+// origin and under its path). An empty nextURL means the walk had ended: Next returns
 // no page.
 func (c *Client) Resume(nextURL string) *Pages {
 	p := &Pages{c: c, resource: "resumed", next: nextURL}

@@ -9,12 +9,22 @@ import (
 
 // RedirectError is a redirect the client refused: one to another origin
 // (scheme, host or port) than the request's, which would carry the bearer
-// token or the OAuth client secret there. It is not retried.
+// token or the OAuth client secret there, or, from the API client, one off
+// the base URL's path (another account's, when many share a host). It is
+// not retried.
 type RedirectError struct {
-	From, To string // origins only: scheme://host:port
+	// From and To are origins only (scheme://host:port), with the path
+	// when Reason is set.
+	From, To string
+	// Reason says why a redirect within the origin was refused; "" for one
+	// to another origin.
+	Reason string
 }
 
 func (e *RedirectError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("refusing a redirect from %s to %s: %s", e.From, e.To, e.Reason)
+	}
 	return fmt.Sprintf("refusing a redirect from %s to %s: credentials never leave the configured origin", e.From, e.To)
 }
 
