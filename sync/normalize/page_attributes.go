@@ -143,7 +143,7 @@ func (s *pageScanner) stringValue(v int, t schema.JSONType) (end int, val any, o
 // written while the string is in use. The single pass gives it bytes of a
 // response body only. A body is reused
 // for a later page once its page is released (jsonapi.Page.Release, called
-// by warehouse.UsersLoad after the page's commit), so a row's strings live
+// by the syncer's pipeline after the page's commit), so a row's strings live
 // no longer than its page; under the usersync_poison build tag a released
 // body is overwritten at once, and a row kept longer fails the tests.
 func bytesString(b []byte) string {
