@@ -227,11 +227,11 @@ func TestWritePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := func(ids ...int) []normalize.Row {
-		var users []string
+		var data []string
 		for _, id := range ids {
-			users = append(users, warehousetest.User(id, "x", `{"data": [{"id": 1, "type": "team"}]}`, `{"data": null}`))
+			data = append(data, warehousetest.User(id, "x", `{"data": [{"id": 1, "type": "team"}]}`, `{"data": null}`))
 		}
-		return warehousetest.Rows(t, schema.User(), `{"data": [`+strings.Join(users, ",")+`]}`)
+		return warehousetest.Rows(t, schema.User(), `{"data": [`+strings.Join(data, ",")+`]}`)
 	}
 	base := warehouse.Checkpoint{RunID: runID, Progress: warehouse.Progress{Pages: 4, Fetched: 40, Requests: 7}}
 	w := base.Writer()
