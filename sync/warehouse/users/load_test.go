@@ -256,7 +256,7 @@ func TestWritePage(t *testing.T) {
 	}
 	// One transaction wrote the users, their teams and the checkpoint.
 	if n := warehousetest.Count(t, s, `SELECT count(DISTINCT xmin::text) FROM (SELECT xmin FROM %s.users
-		UNION ALL SELECT xmin FROM %[1]s.user_teams UNION ALL SELECT xmin FROM %[1]s.sync_runs)`); n != 1 {
+		UNION ALL SELECT xmin FROM %[1]s.user_teams UNION ALL SELECT xmin FROM %[1]s.sync_runs) written`); n != 1 {
 		t.Errorf("the page and its checkpoint were written by %d transactions, want 1", n)
 	}
 
