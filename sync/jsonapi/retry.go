@@ -28,7 +28,6 @@ const (
 type attempt struct {
 	verdict verdict
 	doc     *jsondoc.Document
-	body    []byte // the body doc was decoded from
 	err     error
 	status  int
 	header  http.Header
@@ -36,9 +35,9 @@ type attempt struct {
 }
 
 // fetch GETs reqURL with retries and decodes the document. It returns the
-// body the document was decoded from and the URL finally requested, which
-// differs from reqURL when a 502 or 504 made it halve page[size].
-func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDecoder) (*jsondoc.Document, []byte, string, error) {
+// URL finally requested, which differs from reqURL when a 502 or 504 made
+// it halve page[size].
+func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDecoder) (*jsondoc.Document, string, error) {
 	endpoint := "/"
 	if u, err := url.Parse(reqURL); err == nil {
 		endpoint = c.endpoint(u)
@@ -55,10 +54,10 @@ func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDe
 		var err error
 		switch a.verdict {
 		case verdictDone:
-			return a.doc, a.body, reqURL, a.err
+			return a.doc, reqURL, a.err
 		case verdictReauth:
 			if reauthed || !c.auth.Invalidate(a.token) {
-				return nil, nil, reqURL, &AuthError{StatusCode: a.status, Err: a.err}
+				return nil, reqURL, &AuthError{StatusCode: a.status, Err: a.err}
 			}
 			reauthed = true
 			continue
@@ -70,7 +69,7 @@ func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDe
 			reqURL, err = c.backoff(ctx, reqURL, a, failures, start, answered)
 		}
 		if err != nil {
-			return nil, nil, reqURL, err
+			return nil, reqURL, err
 		}
 	}
 }
@@ -126,7 +125,7 @@ func (c *Client) classify(a *attempt, reqURL string, body []byte, decode jsondoc
 			a.verdict, a.err = verdictRetry, fmt.Errorf("%s %s: %w", http.MethodGet, requestURI(sanitizeURL(reqURL)), err)
 			return
 		}
-		a.verdict, a.doc, a.body = verdictDone, doc, body
+		a.verdict, a.doc = verdictDone, doc
 	case a.status == http.StatusUnauthorized:
 		a.verdict, a.err = verdictReauth, responseError(reqURL, a.status, body)
 	case a.status == http.StatusTooManyRequests:

@@ -156,7 +156,7 @@ func typedPages(b *testing.B, url string) [][]normalize.Row {
 }
 
 // BenchmarkLoadPages is the backfill without the API: the same pages,
-// fetched and typed beforehand, written by the sync's writer (LoadUsers)
+// fetched and typed beforehand, written one at a time (users.Store.Write)
 // into a fresh schema. It bounds what BenchmarkBackfill can reach.
 func BenchmarkLoadPages(b *testing.B) {
 	sim := apisim.New(apisim.Options{Seed: 1, Users: benchUsers(b)})

@@ -28,7 +28,7 @@ type Config struct {
 	Lookback time.Duration // how far before the watermark incremental runs start (default 10m)
 	Prefetch int           // pages fetched ahead of the one being handed to the writers (default 1)
 	// Writers is how many users pages are written at once, each on its own
-	// connection (default 2; see users.Load). With Prefetch 1, at
+	// connection (default 2; see pipeline.go). With Prefetch 1, at
 	// most Writers+2 pages are in memory: one fetched ahead, one waiting for
 	// a writer, and the ones being written.
 	Writers int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -12,7 +13,6 @@ import (
 	"github.com/usersync/usersync/sync/jsondoc"
 	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
-	"github.com/usersync/usersync/sync/warehouse/users"
 )
 
 // usersQuery is the first request of a users walk over [from, until]:
@@ -47,6 +47,29 @@ func (s *Syncer) UserQuery() jsonapi.Query {
 		q = q.ProvideDataConnections()
 	}
 	return q
+}
+
+// walkPage is one page of a users walk, typed, as the pipeline writes it.
+type walkPage struct {
+	rows []normalize.Row
+	bad  []warehouse.Quarantined // resources that could not be typed
+	// nextURL is the walk's next link as the checkpoint stores it ("" on
+	// the last page): a resumed run continues from it.
+	nextURL string
+}
+
+// ids returns the page's user ids, quarantined ones included.
+func (p walkPage) ids() map[int64]bool {
+	ids := make(map[int64]bool, len(p.rows)+len(p.bad))
+	for i := range p.rows {
+		ids[p.rows[i].ID] = true
+	}
+	for _, q := range p.bad {
+		if id, err := strconv.ParseInt(q.ID, 10, 64); err == nil {
+			ids[id] = true
+		}
+	}
+	return ids
 }
 
 // usersWalk is a run's users walk, started before the dimension pass (see
@@ -85,23 +108,23 @@ func (r *run) prefetch(ctx context.Context, pages *jsonapi.Pages) *jsonapi.Prefe
 	return jsonapi.Prefetch(ctx, pages.DecodeData(r.s.decodeUsers), r.s.cfg.Prefetch)
 }
 
-// syncUsers hands each page of the walk started by startUsers to a
-// users.Load, which writes it in one transaction with the
-// checkpoint; a walk refused at its first request is walked again as
-// it can be.
+// syncUsers hands each page of the walk started by startUsers to the run's
+// pipeline, which writes it in one transaction with the checkpoint; a walk
+// refused at its first request is walked again as it can be.
 func (r *run) syncUsers(ctx context.Context, first *usersWalk) error {
 	if first == nil {
 		return nil
 	}
-	load, err := r.s.users.Begin(ctx, r.cp, r.loadOptions(ctx))
+	deferred, err := r.s.users.StartLoad(ctx, r.s.cfg.Logger)
 	if err != nil {
 		return err
 	}
+	pipe := r.usersPipeline(ctx)
 	startPages := r.cp.Progress.Pages
-	committedNone := func() bool { return load.Checkpoint().Progress.Pages == startPages }
-	err = r.walk(ctx, load, first.pages)
+	committedNone := func() bool { return pipe.Checkpoint().Progress.Pages == startPages }
+	err = r.walk(ctx, pipe, first.pages)
 	if err != nil && !first.fromLink && committedNone() && r.s.refusedInclude(ctx, err) {
-		err = r.walk(ctx, load, r.usersPages(ctx, r.from))
+		err = r.walk(ctx, pipe, r.usersPages(ctx, r.from))
 	}
 	if err != nil && first.fromLink && committedNone() && isStaleCursor(err) {
 		// The stored next link no longer works: walk again from just before
@@ -114,51 +137,61 @@ func (r *run) syncUsers(ctx context.Context, first *usersWalk) error {
 			}
 		}
 		r.s.cfg.Logger.WarnContext(ctx, "stored next link refused; restarting the walk from the checkpoint", "run_id", r.runID, "from", fmtTime(from))
-		err = r.walk(ctx, load, r.usersPages(ctx, from))
+		err = r.walk(ctx, pipe, r.usersPages(ctx, from))
 		if err != nil && committedNone() && r.s.refusedInclude(ctx, err) {
-			err = r.walk(ctx, load, r.usersPages(ctx, from))
+			err = r.walk(ctx, pipe, r.usersPages(ctx, from))
 		}
 	}
-	cp, ferr := load.Finish(ctx)
-	r.cp = cp
-	if err == nil {
-		err = ferr
-	} else if ferr != nil && !errors.Is(err, ferr) {
-		err = errors.Join(err, ferr)
+	return r.endUsers(ctx, pipe, deferred, err)
+}
+
+// endUsers waits for the pipeline's pages, takes the checkpoint after the
+// last one committed, and builds the team index if StartLoad deferred it
+// (even when the walk failed). err is the walk's error; the pages' and the
+// index's are added to it, each once.
+func (r *run) endUsers(ctx context.Context, pipe *pipeline, deferred bool, err error) error {
+	werr := pipe.Wait()
+	ierr := r.s.users.EndLoad(ctx, r.s.cfg.Logger, deferred) // once the pages are in
+	for _, e := range []error{werr, ierr} {
+		switch {
+		case err == nil:
+			err = e
+		case e != nil && !errors.Is(err, e):
+			err = errors.Join(err, e)
+		}
 	}
+	r.cp = pipe.Checkpoint()
 	return err
 }
 
-// loadOptions configures the run's users.Load: its writers, the
-// request counters each checkpoint stores, and progress after each page.
-func (r *run) loadOptions(ctx context.Context) users.Options {
-	return users.Options{
-		Writers:  r.s.cfg.Writers,
-		Logger:   r.s.cfg.Logger,
-		Requests: r.fillRequests,
-		Committed: func(cp warehouse.Checkpoint, rows int, took time.Duration) {
-			r.s.cfg.Logger.DebugContext(ctx, "page committed", "run_id", r.runID, "page", cp.Progress.Pages, "rows", rows, "write_ms", took.Milliseconds())
-			if r.s.cfg.Progress != nil {
-				r.s.cfg.Progress(Progress{RunID: r.runID, Kind: r.req.Kind, Pages: cp.Progress.Pages,
-					Rows: cp.Progress.Fetched, Elapsed: r.s.cfg.Now().Sub(r.started)})
-			}
-		},
+// usersPipeline returns the run's users pipeline: its writers, the request
+// counters each checkpoint stores, and progress after each page.
+func (r *run) usersPipeline(ctx context.Context) *pipeline {
+	p := newPipeline(r.s.users, r.cp, r.s.cfg.Writers)
+	p.requests = r.fillRequests
+	p.committed = func(cp warehouse.Checkpoint, rows int, took time.Duration) {
+		r.s.cfg.Logger.DebugContext(ctx, "page committed", "run_id", r.runID, "page", cp.Progress.Pages, "rows", rows, "write_ms", took.Milliseconds())
+		if r.s.cfg.Progress != nil {
+			r.s.cfg.Progress(Progress{RunID: r.runID, Kind: r.req.Kind, Pages: cp.Progress.Pages,
+				Rows: cp.Progress.Fetched, Elapsed: r.s.cfg.Now().Sub(r.started)})
+		}
 	}
+	return p
 }
 
 func (r *run) draining() bool { return closed(r.req.Drain) }
 
-// walk reads the pages of a prefetched walk and hands them to load. It
+// walk reads the pages of a prefetched walk and hands them to pipe. It
 // returns once every page it handed over has been written or has failed,
 // and the walk has stopped.
-func (r *run) walk(ctx context.Context, load *users.Load, pages *jsonapi.Prefetched) error {
-	defer func() { _ = load.Wait() }()
+func (r *run) walk(ctx context.Context, pipe *pipeline, pages *jsonapi.Prefetched) error {
+	defer func() { _ = pipe.Wait() }()
 	for p, err := range pages.Pages() {
-		if failed := load.Failed(); failed != nil {
+		if failed := pipe.Failed(); failed != nil {
 			return failed
 		}
 		if err != nil {
-			if failed := load.Wait(); failed != nil {
+			if failed := pipe.Wait(); failed != nil {
 				return failed
 			}
 			return err // the client names the page and request, or the walk was cancelled
@@ -167,24 +200,22 @@ func (r *run) walk(ctx context.Context, load *users.Load, pages *jsonapi.Prefetc
 		r.count(rows)
 		next, err := r.s.client.CheckpointURL("users", p.NextURL)
 		if err != nil {
-			p.Release()
 			return fmt.Errorf("checkpointing users page %d: %w", p.Number, err)
 		}
-		page := users.Page{Rows: rows, Bad: bad, NextURL: next, Release: p.Release}
-		if err := load.Add(ctx, page); err != nil {
+		if err := pipe.Add(ctx, walkPage{rows: rows, bad: bad, nextURL: next}); err != nil {
 			return err
 		}
 		if p.NextURL != "" && r.draining() {
-			if err := load.Wait(); err != nil {
+			if err := pipe.Wait(); err != nil {
 				return err
 			}
 			return ErrDrained
 		}
 	}
-	return load.Wait()
+	return pipe.Wait()
 }
 
-// count notes what the run reports of a page's users besides the load.
+// count notes what the run reports of a page's users besides the writes.
 func (r *run) count(rows []normalize.Row) {
 	for i := range rows {
 		if !rows[i].TeamsSent {

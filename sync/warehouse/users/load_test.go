@@ -2,18 +2,15 @@ package users_test
 
 import (
 	"context"
-	"fmt"
-	"slices"
+	"errors"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/internal/loadtest"
 	"github.com/usersync/usersync/sync/warehouse/internal/warehousetest"
-	"github.com/usersync/usersync/sync/warehouse/users"
 )
 
 func TestLoadUsers(t *testing.T) {
@@ -215,111 +212,70 @@ func TestLoadUsersLinkage(t *testing.T) {
 	}
 }
 
-// TestUsersLoad writes pages through a UsersLoad with two writers: pages
-// sharing a user wait for each other, the checkpoint passes from page to
-// page in order, each page is released once committed, and the stored
-// checkpoint is the last page's.
-func TestUsersLoad(t *testing.T) {
+// TestWritePage: one page written with WritePage. after is called once
+// the page is prepared and before anything of it is visible; the page
+// commits with after's checkpoint, advanced by the page, in the same
+// transaction; when after fails, the page is rolled back and after's error
+// returned; when preparing fails, after is not called.
+func TestWritePage(t *testing.T) {
 	t.Parallel()
 	s := warehousetest.NewStore(t)
+	u := loadtest.Users(t, s)
 	ctx := context.Background()
 	runID, err := s.Runs().Start(ctx, warehouse.KindFull, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var committed []int64
-	var mu sync.Mutex
-	l, err := loadtest.Users(t, s).Begin(ctx, warehouse.Checkpoint{RunID: runID}, users.Options{Writers: 2,
-		Requests: func(p *warehouse.Progress) { p.Requests = p.Pages + 1 },
-		Committed: func(cp warehouse.Checkpoint, _ int, _ time.Duration) {
-			mu.Lock()
-			committed = append(committed, cp.Progress.Pages)
-			mu.Unlock()
-		}})
+	rows := func(ids ...int) []normalize.Row {
+		var data []string
+		for _, id := range ids {
+			data = append(data, warehousetest.User(id, "x", `{"data": [{"id": 1, "type": "team"}]}`, `{"data": null}`))
+		}
+		return warehousetest.Rows(t, schema.User(), `{"data": [`+strings.Join(data, ",")+`]}`)
+	}
+	base := warehouse.Checkpoint{RunID: runID, Progress: warehouse.Progress{Pages: 4, Fetched: 40, Requests: 7}}
+	w := base.Writer()
+	visible := int64(-1)
+	cp, err := u.WritePage(ctx, rows(1, 2), nil, w, func() (warehouse.Checkpoint, error) {
+		visible = warehousetest.Count(t, s, `SELECT count(*) FROM %s.users`)
+		next := base
+		next.NextURL = "http://x/next"
+		return next, nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	released := make([]bool, 6)
-	for i := range released {
-		// Pages 2 and 3 share user 1 with page 1: written after it.
-		id := 1 + i
-		if i == 2 || i == 3 {
-			id = 1
-		}
-		page := fmt.Sprintf(`{"data": [%s]}`, warehousetest.User(id, fmt.Sprint("title ", i), `{"data": [{"id": 1, "type": "team"}]}`, `{"data": null}`))
-		next := fmt.Sprintf("http://x/next/%d", i+1)
-		if i == len(released)-1 {
-			next = ""
-		}
-		if err := l.Add(ctx, users.Page{Rows: warehousetest.Rows(t, schema.User(), page), NextURL: next,
-			Release: func() { released[i] = true }}); err != nil {
-			t.Fatal(err)
-		}
+	if visible != 0 {
+		t.Errorf("%d users visible when after was called, want none before the commit", visible)
 	}
-	cp, err := l.Finish(ctx)
-	if err != nil {
-		t.Fatal(err)
+	if cp.Progress.Pages != 5 || cp.Progress.Fetched != 42 || cp.Progress.Inserted != 2 || cp.Progress.Requests != 7 || cp.NextURL != "http://x/next" {
+		t.Errorf("checkpoint after the page: %+v", cp)
 	}
-	if !slices.Equal(committed, []int64{1, 2, 3, 4, 5, 6}) {
-		t.Errorf("pages committed in the order %v", committed)
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE next_url = 'http://x/next' AND pages = 5 AND fetched = 42 AND inserted = 2 AND requests = 7`); n != 1 {
+		t.Error("checkpoint not written")
 	}
-	if !slices.Equal(released, []bool{true, true, true, true, true, true}) {
-		t.Errorf("released %v", released)
+	// One transaction wrote the users, their teams and the checkpoint.
+	if n := warehousetest.Count(t, s, `SELECT count(DISTINCT xmin::text) FROM (SELECT xmin FROM %s.users
+		UNION ALL SELECT xmin FROM %[1]s.user_teams UNION ALL SELECT xmin FROM %[1]s.sync_runs) written`); n != 1 {
+		t.Errorf("the page and its checkpoint were written by %d transactions, want 1", n)
 	}
-	if cp.Progress.Pages != 6 || cp.Progress.Fetched != 6 || cp.Progress.Inserted != 4 || cp.Progress.Updated != 2 || cp.NextURL != "" || cp.Progress.Requests != 6 {
-		t.Errorf("checkpoint after the load: %+v", cp)
-	}
-	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE next_url IS NULL AND pages = 6 AND requests = 6 AND updated = 2`); n != 1 {
-		t.Error("stored checkpoint is not the last page's")
-	}
-	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users WHERE id = 1 AND title = 'title 3'`); n != 1 {
-		t.Error("user 1 does not hold the last page's title")
-	}
-}
 
-// TestUsersLoadStopsAtFailure: a page that fails stops the load; the pages
-// after it never commit, the checkpoint stays the last committed page's, and
-// a failed page is not released.
-func TestUsersLoadStopsAtFailure(t *testing.T) {
-	t.Parallel()
-	s := warehousetest.NewStore(t)
-	ctx := context.Background()
-	runID, err := s.Runs().Start(ctx, warehouse.KindFull, nil, nil, nil)
-	if err != nil {
-		t.Fatal(err)
+	stop := errors.New("test: the page before failed")
+	_, err = u.WritePage(ctx, rows(3), nil, w, func() (warehouse.Checkpoint, error) { return warehouse.Checkpoint{}, stop })
+	if !errors.Is(err, stop) {
+		t.Errorf("WritePage with after failing: %v, want after's error", err)
 	}
-	l, err := loadtest.Users(t, s).Begin(ctx, warehouse.Checkpoint{RunID: runID}, users.Options{Writers: 2})
-	if err != nil {
-		t.Fatal(err)
+	bad := rows(4)
+	bad[0].Values = bad[0].Values[:1] // cannot be encoded
+	called := false
+	_, err = u.WritePage(ctx, bad, nil, w, func() (warehouse.Checkpoint, error) { called = true; return cp, nil })
+	if err == nil || called {
+		t.Errorf("WritePage of a page that cannot be written: err %v, after called %v; want an error and no call", err, called)
 	}
-	released := make([]bool, 3)
-	var addErr error
-	for i := range released {
-		r := warehousetest.Rows(t, schema.User(), fmt.Sprintf(`{"data": [%s]}`, warehousetest.User(1+i, "x", `{"data": []}`, `{"data": null}`)))
-		if i == 1 {
-			r[0].Values = r[0].Values[:1] // cannot be encoded
-		}
-		if addErr = l.Add(ctx, users.Page{Rows: r, NextURL: fmt.Sprint("http://x/", i), Release: func() { released[i] = true }}); addErr != nil {
-			break
-		}
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users WHERE id IN (3, 4)`); n != 0 {
+		t.Errorf("%d users of the failed pages stored", n)
 	}
-	cp, err := l.Finish(ctx)
-	if err == nil || !strings.Contains(err.Error(), "writing page 2") {
-		t.Fatalf("Finish: %v, want page 2's error", err)
-	}
-	if addErr != nil && addErr.Error() != err.Error() {
-		t.Errorf("Add returned %v, Finish %v", addErr, err)
-	}
-	if cp.Progress.Pages != 1 || cp.NextURL != "http://x/0" {
-		t.Errorf("checkpoint %+v, want page 1's", cp)
-	}
-	if released[1] || released[2] || !released[0] {
-		t.Errorf("released %v, want only page 1", released)
-	}
-	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users`); n != 1 {
-		t.Errorf("%d users written, want page 1's only", n)
-	}
-	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE pages = 1 AND next_url = 'http://x/0'`); n != 1 {
-		t.Error("stored checkpoint is not page 1's")
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.sync_runs WHERE pages = 5`); n != 1 {
+		t.Error("a failed page moved the checkpoint")
 	}
 }

@@ -15,10 +15,38 @@ import (
 // per-team membership diff (ReplaceTeamMembers). In a backfill it costs
 // more than the table's own rows: every (user, team) pair goes into it at
 // a random place. An initial load, which starts with user_teams empty,
-// drops it (deferTeamIndex) and builds it once the walk ends
-// (EnsureTeamIndex): one sorted build instead of a random insert per pair.
+// drops it (StartLoad) and builds it once the walk ends (EndLoad): one
+// sorted build instead of a random insert per pair.
 // A load that dies before it ends leaves the index missing; every sync and
 // reconcile builds it before it reads or writes user_teams.
+
+// StartLoad readies user_teams' team_id index for a users walk: on a
+// warehouse with no user it drops it (deferTeamIndex), for EndLoad to build
+// once the walk ends; otherwise it builds it if a walk that died left it
+// missing. It reports whether it dropped it, which EndLoad takes.
+func (s *Store) StartLoad(ctx context.Context, log *slog.Logger) (deferred bool, err error) {
+	empty, err := s.usersEmpty(ctx)
+	if err != nil {
+		return false, err
+	}
+	if empty {
+		if deferred, err = s.deferTeamIndex(ctx); err != nil || deferred {
+			return deferred, err
+		}
+	}
+	return false, s.EnsureTeamIndex(ctx, log)
+}
+
+// EndLoad builds the team_id index that StartLoad dropped (deferred: what
+// StartLoad returned), whether the walk failed or not and even when ctx is
+// cancelled: the warehouse is queried meanwhile, and a failed walk may not
+// be resumed soon.
+func (s *Store) EndLoad(ctx context.Context, log *slog.Logger, deferred bool) error {
+	if !deferred {
+		return nil
+	}
+	return s.EnsureTeamIndex(context.WithoutCancel(ctx), log)
+}
 
 // teamIndex is the index's name, as migration 0001 created it (sql/users.sql
 // names it too).

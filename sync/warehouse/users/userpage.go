@@ -18,7 +18,7 @@ import (
 // quarantine and checkpoint). Two pages with no user in common touch no
 // common row until their checkpoints, so a page may be prepared on one
 // connection while the page before it is being committed on another, as
-// long as it commits after it (Load keeps that order).
+// long as it commits after it (WritePage's caller keeps that order).
 type userPage struct {
 	s    *Store
 	tx   pgx.Tx
