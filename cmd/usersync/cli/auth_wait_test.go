@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -67,4 +68,69 @@ func TestWorkerWaitsForLogin(t *testing.T) {
 	if code := w.stop(t); code != ExitOK {
 		t.Errorf("worker exit %d", code)
 	}
+}
+
+// TestWorkerWaitsForAnAccountsLogin: a registered account with OAuth and no
+// token stored waits alone: the worker names it and its login (usersync auth
+// login --account NAME) in its log and on /healthz, the default account's
+// syncs run meanwhile, and once the account's login is done its jobs run.
+func TestWorkerWaitsForAnAccountsLogin(t *testing.T) {
+	t.Parallel()
+	f := newOAuthAccountFleet(t)
+	f.env["USERSYNC_SCHEDULE_MIN_INTERVAL"] = "1s"
+	f.mustRun(t, "accounts", "set", "oa", "--sync-schedule", "@every 1s")
+	addr := freeAddr(t)
+	w := startWorker(t, workerEnv(f.cliEnv, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 1s", "USERSYNC_FLEET_TICK": "1s",
+		"USERSYNC_HTTP_ADDR": addr, "USERSYNC_SNAPSHOT_DIR": "off"}))
+	oaSchema := f.accountSchema(t, "oa")
+	waitFor(t, "/healthz to name the account waiting for its login", 60*time.Second, func() bool {
+		_, body := getQuiet("http://" + addr + "/healthz")
+		return body == "ok: no OAuth refresh token is stored for account oa: its jobs wait until usersync auth login --account oa stores one\n"
+	})
+	waitFor(t, "a sync of the default account meanwhile", 30*time.Second, func() bool {
+		return f.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded' AND job_id IS NOT NULL`) >= 1
+	})
+	var told []string
+	for _, l := range strings.Split(w.logs.String(), "\n") {
+		if strings.Contains(l, "OAuth is configured but no refresh token is stored for the account") {
+			told = append(told, l)
+		}
+	}
+	if len(told) != 1 || !strings.Contains(told[0], `"account":"oa"`) || !strings.Contains(told[0], `"action":"usersync auth login --account oa`) {
+		t.Errorf("the worker's lines on the awaited login, want one naming oa and its login:\n%s", strings.Join(told, "\n"))
+	}
+
+	if code, _, errs := run(t, f.env, "auth", "login", "--account", "oa", "--follow-redirect", "--redirect-port", "0"); code != ExitOK {
+		t.Fatalf("auth login --account oa: exit %d: %s", code, errs)
+	}
+	waitFor(t, "a sync of account oa after its login", 60*time.Second, func() bool {
+		return f.count(t, `SELECT count(*) FROM "`+oaSchema+`".sync_runs WHERE status = 'succeeded' AND job_id IS NOT NULL`) >= 1
+	})
+	waitFor(t, "/healthz to be plain again", 10*time.Second, func() bool {
+		_, body := getQuiet("http://" + addr + "/healthz")
+		return body == "ok\n"
+	})
+}
+
+// getQuiet is get that reports a failed request as status 0, for a server
+// that may not listen yet.
+func getQuiet(url string) (int, string) {
+	resp, err := http.Get(url) //nolint:gosec,noctx // a test's loopback server
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// accountSchema is the schema of registered account name.
+func (f *registryFleet) accountSchema(t *testing.T, name string) string {
+	t.Helper()
+	var s string
+	if err := f.pool.QueryRow(context.Background(), `SELECT settings->>'USERSYNC_SCHEMA' FROM "`+f.env["USERSYNC_SCHEMA"]+`_river".accounts
+		WHERE name = $1`, name).Scan(&s); err != nil || s == "" {
+		t.Fatalf("the schema of account %s: %q, %v", name, s, err)
+	}
+	return s
 }
