@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // Schedules are the periodic jobs: a nil Schedule is off.
@@ -77,10 +78,13 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 			return DueArgs{}, nil
 		}, &river.PeriodicJobOpts{ID: KindDue, RunOnStart: true}))
 	}
+	accounts := newJobAccounts()
 	rcfg := &river.Config{
 		Schema:       cfg.RiverSchema,
 		Workers:      workers,
 		PeriodicJobs: periodic,
+		// River's own lines about a job name its account (workers_log.go).
+		Middleware: []rivertype.Middleware{&accountMiddleware{jobs: accounts}},
 		Queues: map[string]river.QueueConfig{
 			QueueSync:     {MaxWorkers: max(cfg.MaxWorkers, 1)},
 			QueueLong:     {MaxWorkers: max(cfg.LongWorkers, 1)},
@@ -89,7 +93,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		},
 		SoftStopTimeout: cfg.SoftStop,
 		MaxAttempts:     MaxAttempts,
-		Logger:          cfg.Logger,
+		Logger:          riverLogger(cfg.Logger, accounts),
 		JobTimeout:      -1,
 		// due reads when each periodic job last ran from the jobs kept:
 		// keep them longer than the longest period worth catching up.

@@ -42,7 +42,11 @@ type HTTPConfig struct {
 	// UIHosts are the host names (no port) the job UI answers to besides
 	// localhost and IP addresses; see hostGuard.
 	UIHosts []string
-	Logger  *slog.Logger
+	// Health, when set, says what the live worker waits for (an account's
+	// OAuth login): /healthz answers 200 with it after "ok", since the
+	// process works and a restart would not help.
+	Health func() string
+	Logger *slog.Logger
 }
 
 // maxUIBody bounds a request body of the job UI, whose API takes small JSON
@@ -135,6 +139,12 @@ func NewHTTPHandler(cfg HTTPConfig) (*HTTPHandler, error) {
 	h.SetWaiting("starting")
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if cfg.Health != nil {
+			if note := cfg.Health(); note != "" {
+				_, _ = fmt.Fprintf(w, "ok: %s\n", note)
+				return
+			}
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	h.mux.HandleFunc("GET /readyz", h.readyz)

@@ -85,8 +85,7 @@ func NewMetrics(cfg MetricsConfig) *Metrics {
 	}
 	defaultAcct := Registered{Name: DefaultAccount, Store: cfg.Store, SnapshotInterval: cfg.SnapshotInterval, Snapshots: cfg.Snapshots}
 	m.own = []prometheus.Collector{m.rows, m.runs, m.duration, m.recon, m.lockWaits, m.snapshots,
-		&stateCollector{river: river, def: defaultAcct, accounts: cfg.Accounts, logger: cfg.Logger},
-		&snapshotCollector{river: river, def: defaultAcct, accounts: cfg.Accounts, logger: cfg.Logger}, m.api}
+		&stateCollector{river: river, def: defaultAcct, accounts: cfg.Accounts, logger: cfg.Logger}, m.api}
 	m.Seen(DefaultAccount)
 	if cfg.Client != nil {
 		m.WatchAPI(DefaultAccount, cfg.Client)
@@ -132,6 +131,8 @@ func runStatus(err error) string {
 		return "succeeded"
 	case syncer.Interrupted(err):
 		return "interrupted"
+	case errors.Is(err, ErrAwaitingLogin):
+		return "failed" // its job snoozes, but the run failed and nothing will run until a login
 	case errors.As(outcome(err, nil), &snooze):
 		return "snoozed"
 	}

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,37 +18,11 @@ var (
 		"The longest wait between two snapshots the account's schedules promise; absent when none is scheduled.", []string{"account"}, nil)
 )
 
-// snapshotCollector reads the last snapshot jobs at scrape time. They are
-// kept in the database for jobRetention, so every replica reports the same
-// values, and a restart forgets nothing: a gauge set by the process would
-// vanish with it, and a worker restarting in a loop would never report the
-// snapshots it stopped writing.
-type snapshotCollector struct {
-	river    *riverDB
-	def      Registered
-	accounts ListAccounts
-	logger   *slog.Logger
-}
-
-func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- snapshotSuccessDesc
-	ch <- snapshotBytesDesc
-	ch <- snapshotSinceDesc
-	ch <- snapshotIntervalDesc
-}
-
-func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c.collect(ctx, ch, c.def)
-	for _, a := range listAccounts(ctx, c.accounts, c.logger) {
-		c.collect(ctx, ch, a)
-	}
-}
-
-func (c *snapshotCollector) collect(ctx context.Context, ch chan<- prometheus.Metric, a Registered) {
+// collectSnapshots sends the gauges of a's snapshot jobs, when its
+// snapshots are written, and says whether it could read them.
+func (c *stateCollector) collectSnapshots(ctx context.Context, ch chan<- prometheus.Metric, a Registered) bool {
 	if !a.Snapshots {
-		return
+		return true
 	}
 	if a.SnapshotInterval > 0 {
 		ch <- prometheus.MustNewConstMetric(snapshotIntervalDesc, prometheus.GaugeValue, a.SnapshotInterval.Seconds(), a.Name)
@@ -57,7 +30,7 @@ func (c *snapshotCollector) collect(ctx context.Context, ch chan<- prometheus.Me
 	st, err := c.river.snapshotJobs(ctx, a.Name)
 	if err != nil {
 		c.logger.Warn("metrics could not read the snapshot jobs", "account", a.Name, "error", err.Error())
-		return
+		return false
 	}
 	if !st.Since.IsZero() {
 		ch <- prometheus.MustNewConstMetric(snapshotSinceDesc, prometheus.GaugeValue, unixSeconds(st.Since), a.Name)
@@ -66,6 +39,7 @@ func (c *snapshotCollector) collect(ctx context.Context, ch chan<- prometheus.Me
 		ch <- prometheus.MustNewConstMetric(snapshotSuccessDesc, prometheus.GaugeValue, unixSeconds(st.LastSuccess), a.Name)
 		ch <- prometheus.MustNewConstMetric(snapshotBytesDesc, prometheus.GaugeValue, float64(st.LastBytes), a.Name)
 	}
+	return true
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,10 +22,28 @@ var (
 	jobsDesc   = prometheus.NewDesc("usersync_jobs", "River jobs of usersync by account, kind and state.", []string{"account", "kind", "state"}, nil)
 	oldestDesc = prometheus.NewDesc("usersync_jobs_oldest_running_seconds",
 		"How long the oldest running job of each account and kind has been in its current attempt; 0 when none runs (the default account's kinds always have a series, other accounts' only while one runs).", []string{"account", "kind"}, nil)
-	upDesc = prometheus.NewDesc("usersync_database_up", "1 when the last scrape could read the database (the default account's warehouse): about the fleet, no account label.", nil, nil)
+	upDesc        = prometheus.NewDesc("usersync_database_up", "1 when the last scrape could read the database (the default account's warehouse): about the fleet, no account label.", nil, nil)
+	accountUpDesc = prometheus.NewDesc("usersync_account_scrape_up",
+		"1 when the scrape read the account's gauges (its warehouse's and its snapshot jobs') within the account's own time; 0 when a read failed or timed out, and the account's gauges are missing from the scrape.", []string{"account"}, nil)
 )
 
-// stateCollector reads the warehouses and the queue at scrape time.
+// A scrape reads each account's gauges by itself, within
+// accountReadTimeout, at most accountReads at once, so that an account whose
+// reads are slow or fail (a table locked, a schema dropped by hand) costs
+// its own series only, and says so in usersync_account_scrape_up; the
+// whole scrape stays within scrapeTimeout, below Prometheus's default
+// scrape_timeout (10 s).
+const (
+	accountReads       = 4
+	accountReadTimeout = 2 * time.Second
+	scrapeTimeout      = 8 * time.Second
+)
+
+// stateCollector reads the warehouses, the snapshot jobs and the queue at
+// scrape time. The snapshot jobs are kept in the database for jobRetention,
+// so every replica reports the same values, and a restart forgets nothing:
+// a gauge set by the process would vanish with it, and a worker restarting
+// in a loop would never report the snapshots it stopped writing.
 type stateCollector struct {
 	river    *riverDB
 	def      Registered
@@ -33,25 +52,41 @@ type stateCollector struct {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- lagDesc
-	ch <- quarantineDesc
-	ch <- liveDesc
-	ch <- jobsDesc
-	ch <- oldestDesc
-	ch <- upDesc
+	for _, d := range []*prometheus.Desc{lagDesc, quarantineDesc, liveDesc, jobsDesc, oldestDesc, upDesc, accountUpDesc,
+		snapshotSuccessDesc, snapshotBytesDesc, snapshotSinceDesc, snapshotIntervalDesc} {
+		ch <- d
+	}
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	if !c.collectWarehouse(ctx, ch, c.def) {
-		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
-		return // the database does not answer: no more to read
+	read := c.collectAccount(ctx, ch, c.def)
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, gaugeOf(read))
+	if !read && !c.answers(ctx) {
+		return // the database does not answer: every other read would fail too
 	}
-	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
-	for _, a := range listAccounts(ctx, c.accounts, c.logger) {
-		c.collectWarehouse(ctx, ch, a)
+	c.collectQueue(ctx, ch)
+	c.collectAccounts(ctx, ch, listAccounts(ctx, c.accounts, c.logger))
+}
+
+func gaugeOf(ok bool) float64 {
+	if ok {
+		return 1
 	}
+	return 0
+}
+
+// answers says whether the database answers a ping within an account's
+// time.
+func (c *stateCollector) answers(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, accountReadTimeout)
+	defer cancel()
+	return c.river.pool.Ping(ctx) == nil
+}
+
+// collectQueue reads the jobs of every account, in two queries.
+func (c *stateCollector) collectQueue(ctx context.Context, ch chan<- prometheus.Metric) {
 	counts, err := c.river.jobCounts(ctx, nil)
 	if err != nil {
 		c.logger.Warn("metrics could not read the job queue", "error", err.Error())
@@ -68,6 +103,44 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, ja := range ages {
 		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, ja.Running.Seconds(), ja.Account, ja.Kind)
 	}
+}
+
+// collectAccounts reads the registered accounts' gauges, accountReads at
+// once. Those the scrape's time ran out before are reported not read, in
+// one line for all.
+func (c *stateCollector) collectAccounts(ctx context.Context, ch chan<- prometheus.Metric, list []Registered) {
+	slots := make(chan struct{}, accountReads)
+	var wg sync.WaitGroup
+	var late atomic.Int64
+	for _, a := range list {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			if ctx.Err() != nil {
+				late.Add(1)
+				ch <- prometheus.MustNewConstMetric(accountUpDesc, prometheus.GaugeValue, 0, a.Name)
+				return
+			}
+			c.collectAccount(ctx, ch, a)
+		})
+	}
+	wg.Wait()
+	if n := late.Load(); n > 0 {
+		c.logger.Warn("metrics ran out of time before reading some accounts: their gauges are missing from this scrape",
+			"accounts", n, "scrape_timeout", scrapeTimeout.String())
+	}
+}
+
+// collectAccount reads a's gauges within accountReadTimeout, sends those it
+// could read and whether it read them all (usersync_account_scrape_up), and
+// says whether it could read a's warehouse.
+func (c *stateCollector) collectAccount(ctx context.Context, ch chan<- prometheus.Metric, a Registered) bool {
+	ctx, cancel := context.WithTimeout(ctx, accountReadTimeout)
+	defer cancel()
+	warehouse := c.collectWarehouse(ctx, ch, a)
+	snapshots := c.collectSnapshots(ctx, ch, a)
+	ch <- prometheus.MustNewConstMetric(accountUpDesc, prometheus.GaugeValue, gaugeOf(warehouse && snapshots), a.Name)
+	return warehouse
 }
 
 // collectWarehouse reads the gauges of a's warehouse and says whether it

@@ -28,6 +28,39 @@ const (
 	drainedSnooze     = time.Second // the process stopped mid-run; another takes over
 )
 
+// ErrAwaitingLogin is the error of a run of an account that authenticates
+// with OAuth while no refresh token is stored for it yet (usersync auth
+// login has not run): a worker started before the login works on, and the
+// account's jobs snooze (loginSnoozeAfter), without using an attempt, until
+// the login stores one.
+var ErrAwaitingLogin = errors.New("no OAuth refresh token is stored yet")
+
+// A job awaiting its account's login snoozes loginSnoozeFirst, then twice as
+// long each time up to loginSnooze: a login done soon after the worker's
+// start is followed within seconds, a forgotten one costs a failed run
+// every few minutes (each says what to run), not one a second.
+const (
+	loginSnoozeFirst = 5 * time.Second
+	loginSnooze      = 5 * time.Minute
+)
+
+// loginSnoozeAfter is the snooze of a job that found no stored OAuth grant
+// after snoozing snoozes times.
+func loginSnoozeAfter(snoozes int64) time.Duration {
+	if snoozes >= 6 {
+		return loginSnooze
+	}
+	return min(loginSnoozeFirst<<snoozes, loginSnooze)
+}
+
+// LoginCommand is the command that stores the OAuth grant of account.
+func LoginCommand(account string) string {
+	if AccountName(account) == DefaultAccount {
+		return "usersync auth login"
+	}
+	return "usersync auth login --account " + account
+}
+
 // lockedSnoozeAfter is the snooze of a job that found its account's lock
 // held after snoozing snoozes times.
 func lockedSnoozeAfter(snoozes int64) time.Duration {
@@ -70,6 +103,8 @@ func outcome(err error, job *rivertype.JobRow) error {
 		return river.JobSnooze(drainedSnooze)
 	case errors.As(err, &rl):
 		return river.JobSnooze(min(max(rl.RetryAfter, time.Second), jsonapi.MaxWait))
+	case errors.Is(err, ErrAwaitingLogin):
+		return river.JobSnooze(loginSnoozeAfter(snoozes(job)))
 	case refused(err):
 		return river.JobCancel(err)
 	}
@@ -100,12 +135,23 @@ func (d *Deps) logEnd(ctx context.Context, a *Account, job *rivertype.JobRow, ki
 		a.Logger.InfoContext(ctx, "run interrupted by the shutdown; its job runs again and resumes it", attrs...)
 	case syncer.Paused(err):
 		a.Logger.InfoContext(ctx, "run paused by the API's rate limit; its job runs again and resumes it", attrs...)
+	case errors.Is(err, ErrAwaitingLogin):
+		a.Logger.InfoContext(ctx, "no OAuth refresh token is stored for the account yet: the job waits for the login and runs again",
+			append(attrs, "action", LoginCommand(a.Name))...)
 	case errors.As(err, &auth):
 		a.Logger.ErrorContext(ctx, "the API refused usersync's credentials: no run can succeed until they are fixed; the job is cancelled",
-			append(attrs, "action", a.AuthRemedy)...)
+			append(attrs, "action", d.remedy(ctx, a))...)
 	case refused(err):
 		a.Logger.ErrorContext(ctx, "run failed and will not be retried; the job is cancelled", attrs...)
 	default:
 		a.Logger.WarnContext(ctx, "run failed; the job retries it", attrs...)
 	}
+}
+
+// remedy says what to do when the API refuses a's credentials.
+func (d *Deps) remedy(ctx context.Context, a *Account) string {
+	if d.Remedy != nil {
+		return d.Remedy(ctx, a.Name)
+	}
+	return a.AuthRemedy
 }

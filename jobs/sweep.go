@@ -56,10 +56,9 @@ func (s *Sweeper) Run(ctx context.Context) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if n, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-			s.Logger.Warn("sweeping orphaned jobs failed", "error", err.Error())
-		} else if n > 0 {
-			s.Logger.Info("made orphaned jobs available again", "jobs", n)
+		// Each account's jobs made available are logged by Sweep, naming it.
+		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			s.logger().Warn("sweeping orphaned jobs failed", "error", err.Error())
 		}
 		select {
 		case <-ctx.Done():
@@ -69,8 +68,9 @@ func (s *Sweeper) Run(ctx context.Context) {
 	}
 }
 
-// Sweep makes every account's orphaned sync-type jobs available and
-// returns how many.
+// Sweep makes every account's orphaned sync-type jobs available, logs how
+// many of each account's, and returns how many in all; its error names the
+// accounts whose jobs it could not sweep.
 func (s *Sweeper) Sweep(ctx context.Context) (int64, error) {
 	s.once.Do(func() { s.river, s.err = newRiverDB(s.Pool, s.RiverSchema) })
 	if s.err != nil {
@@ -91,9 +91,19 @@ func (s *Sweeper) Sweep(ctx context.Context) (int64, error) {
 		n += m
 		if err != nil {
 			errs = append(errs, fmt.Errorf("account %s: %w", a.Name, err))
+		} else if m > 0 {
+			s.logger().InfoContext(ctx, "made orphaned jobs available again", "account", a.Name, "jobs", m)
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// logger is Logger, or none when unset.
+func (s *Sweeper) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
 }
 
 // sweep makes a's orphaned jobs available.

@@ -34,6 +34,11 @@ type Deps struct {
 	// AuthRemedy says what to do when the API refuses the credentials (run
 	// usersync auth login, check USERSYNC_API_TOKEN), for the error logged.
 	AuthRemedy string
+	// Remedy, when set, says what to do when the API refuses the
+	// credentials of account (a registered one's names it: usersync auth
+	// login --account NAME), for the error logged in place of the
+	// Account's AuthRemedy.
+	Remedy func(ctx context.Context, account string) string
 	// MaxDeleteShare is the reconcile safety valve (0: the default, 5%).
 	MaxDeleteShare float64
 	// ReconcileMembership is syncer.ReconcileRequest.Membership.

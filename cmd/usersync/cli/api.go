@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/tokens"
@@ -42,28 +43,10 @@ func buildAPIClient(ctx context.Context, e *env, store *warehouse.Store, maxWait
 	}
 	auth := jsonapi.StaticToken(e.cfg.APIToken)
 	if e.cfg.OAuthTokenURL != "" {
-		tokens, err := tokenStore(e, store)
-		if err != nil {
+		var err error
+		if auth, err = oauthFor(ctx, e, store); err != nil {
 			return nil, err
 		}
-		if e.cfg.OAuthRefreshToken == "" {
-			stored, err := tokens.Load(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if stored == "" {
-				return nil, usageError{errors.New("no OAuth refresh token: none is stored for this client and token URL, and USERSYNC_OAUTH_REFRESH_TOKEN is not set; run usersync auth login")}
-			}
-		}
-		o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{
-			TokenURL: e.cfg.OAuthTokenURL, URLSetting: "USERSYNC_OAUTH_TOKEN_URL", ClientID: e.cfg.OAuthClientID,
-			ClientSecret: e.cfg.OAuthClientSecret, RefreshToken: e.cfg.OAuthRefreshToken, Store: tokens,
-			UserAgent: UserAgent(), Logger: e.logger,
-		})
-		if err != nil {
-			return nil, usageError{fmt.Errorf("configuring OAuth: %w", err)}
-		}
-		auth = o
 	}
 	c, err := jsonapi.NewClient(jsonapi.Options{
 		BaseURL: e.cfg.APIURL, BaseURLSetting: "USERSYNC_API_URL", Auth: auth, UserAgent: UserAgent(), Logger: e.logger, MaxBodyBytes: e.cfg.MaxResponseBytes, MaxBodyBytesInFlight: e.cfg.MaxResponseMemory, Budget: e.cfg.APIBudget,
@@ -73,6 +56,40 @@ func buildAPIClient(ctx context.Context, e *env, store *warehouse.Store, maxWait
 		return nil, usageError{fmt.Errorf("configuring the API client: %w", err)}
 	}
 	return c, nil
+}
+
+// oauthFor is the OAuth authenticator of e's account, whose rotated refresh
+// token is kept in store's oauth_tokens. When none is stored and none is
+// configured, a command exits 2 saying to run usersync auth login, and a
+// worker (e.logins set) works on, its account's jobs waiting for the login
+// (awaitLogin).
+func oauthFor(ctx context.Context, e *env, store *warehouse.Store) (jsonapi.Authenticator, error) {
+	tokens, err := tokenStore(e, store)
+	if err != nil {
+		return nil, err
+	}
+	stored := ""
+	if e.cfg.OAuthRefreshToken == "" {
+		if stored, err = tokens.Load(ctx); err != nil {
+			return nil, err
+		}
+		if stored == "" && e.logins == nil {
+			return nil, usageError{fmt.Errorf("no OAuth refresh token: none is stored for this client and token URL, and USERSYNC_OAUTH_REFRESH_TOKEN is not set; run %s",
+				jobs.LoginCommand(e.account))}
+		}
+	}
+	o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{
+		TokenURL: e.cfg.OAuthTokenURL, URLSetting: "USERSYNC_OAUTH_TOKEN_URL", ClientID: e.cfg.OAuthClientID,
+		ClientSecret: e.cfg.OAuthClientSecret, RefreshToken: e.cfg.OAuthRefreshToken, Store: tokens,
+		UserAgent: UserAgent(), Logger: e.logger,
+	})
+	if err != nil {
+		return nil, usageError{fmt.Errorf("configuring OAuth: %w", err)}
+	}
+	if e.cfg.OAuthRefreshToken == "" && stored == "" {
+		return &awaitLogin{oauth: o, store: tokens, waits: e.logins, account: jobs.AccountName(e.account), logger: e.logger}, nil
+	}
+	return o, nil
 }
 
 // authRemedy says what to do when the API or its token endpoint refuses the

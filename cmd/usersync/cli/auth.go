@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -165,7 +166,7 @@ func exchangeAndStore(ctx context.Context, e *env, store *warehouse.Store, code,
 	}
 	grant, err := o.ExchangeCode(ctx, code, redirectURI, verifier)
 	if err != nil {
-		return explainExchange(err)
+		return explainExchange(err, jobs.LoginCommand(e.account))
 	}
 	fmt.Fprintf(e.stdout, "Authorized: the refresh token is stored in %s.oauth_tokens for client %s at %s.\n",
 		store.Schema(), e.cfg.OAuthClientID, redactQuery(e.cfg.OAuthTokenURL))
@@ -181,15 +182,15 @@ func exchangeAndStore(ctx context.Context, e *env, store *warehouse.Store, code,
 }
 
 // explainExchange turns the token endpoint's refusals into one line that
-// says what to do.
-func explainExchange(err error) error {
+// says what to do; login is the command that was run.
+func explainExchange(err error, login string) error {
 	var ae *jsonapi.AuthError
 	if !errors.As(err, &ae) {
 		return err
 	}
 	switch ae.Code {
 	case "invalid_grant":
-		return errors.New("exchanging the code: the token endpoint refused it (invalid_grant): it was already used, expired, or was issued for another redirect URI or PKCE verifier; run usersync auth login again")
+		return fmt.Errorf("exchanging the code: the token endpoint refused it (invalid_grant): it was already used, expired, or was issued for another redirect URI or PKCE verifier; run %s again", login)
 	case "invalid_client", "unauthorized_client":
 		return fmt.Errorf("exchanging the code: the token endpoint refused the client (%s): check USERSYNC_OAUTH_CLIENT_ID and USERSYNC_OAUTH_CLIENT_SECRET", ae.Code)
 	}

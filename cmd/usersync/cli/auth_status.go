@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/warehouse/tokens"
 )
 
@@ -49,21 +50,23 @@ a token.`,
 					}{e.cfg.OAuthClientID, redactQuery(e.cfg.OAuthTokenURL), info, e.cfg.OAuthRefreshToken != ""}
 					return writeJSON(e.stdout, out)
 				}
-				printAuthStatus(e.stdout, e.cfg, store.Schema(), info, time.Now())
+				printAuthStatus(e.stdout, e.cfg, store.Schema(), jobs.LoginCommand(e.account), info, time.Now())
 				return nil
 			}
 		},
 	}
 }
 
-func printAuthStatus(w io.Writer, cfg Config, schemaName string, info tokens.Info, now time.Time) {
+// printAuthStatus prints info of the grant of cfg kept in schemaName; login
+// is the command that stores one (usersync auth login [--account NAME]).
+func printAuthStatus(w io.Writer, cfg Config, schemaName, login string, info tokens.Info, now time.Time) {
 	fmt.Fprintf(w, "client         %s at %s\n", cfg.OAuthClientID, redactQuery(cfg.OAuthTokenURL))
 	if !info.Stored {
-		fmt.Fprintf(w, "stored token   none in %s.oauth_tokens: run usersync auth login\n", schemaName)
+		fmt.Fprintf(w, "stored token   none in %s.oauth_tokens: run %s\n", schemaName, login)
 	} else {
 		fmt.Fprintf(w, "stored token   yes, in %s.oauth_tokens\n", schemaName)
 		if f := info.RefreshFailure; f != nil {
-			fmt.Fprintf(w, "last refresh   %s\n", refreshFailureLine(*f, now))
+			fmt.Fprintf(w, "last refresh   %s\n", refreshFailureLine(*f, login, now))
 		}
 		printAccessExpiry(w, info, now)
 		if info.RotatedAt != nil {
@@ -81,10 +84,11 @@ func printAuthStatus(w io.Writer, cfg Config, schemaName string, info tokens.Inf
 	fmt.Fprintf(w, "fallback       %s\n", fallback)
 }
 
-// refreshFailureLine says when the last refresh failed, why and what to do.
-func refreshFailureLine(f tokens.RefreshFailure, now time.Time) string {
+// refreshFailureLine says when the last refresh failed, why and what to do
+// (login: the command that stores a new grant).
+func refreshFailureLine(f tokens.RefreshFailure, login string, now time.Time) string {
 	ago := max(now.Sub(f.At), 0).Round(time.Second)
-	remedy := "run usersync auth login (the grant was revoked or expired; a running worker picks up the new one)"
+	remedy := "run " + login + " (the grant was revoked or expired; a running worker picks up the new one)"
 	if f.Code == "" {
 		remedy = "the worker retries; check USERSYNC_OAUTH_TOKEN_URL and the network if it goes on"
 	}

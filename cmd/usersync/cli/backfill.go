@@ -65,6 +65,9 @@ func runBackfill(ctx context.Context, e *env, args jobs.BackfillArgs, wait bool,
 		return err
 	}
 	defer pool.Close()
+	if err := refusePaused(ctx, e, pool); err != nil {
+		return err
+	}
 	rc, err := jobs.NewInsertClient(pool, e.riverSchema(), quietLogger(e))
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/snapshot"
 )
@@ -37,7 +38,7 @@ func (c *checker) checkAPI(ctx context.Context) {
 		if client, err = newAPIClient(ctx, c.e, c.store); err != nil {
 			c.results = append(c.results, checkResult{Name: "api", Detail: "not checked: no credential to send (see the token check)",
 				Fix: "fix the token check first", after: "token"})
-			c.fail("token", oneLine(err.Error()), authRemedy(c.e.cfg))
+			c.fail("token", oneLine(err.Error()), c.e.authRemedy())
 			c.notChecked("budget", "token")
 			return
 		}
@@ -55,12 +56,17 @@ func (c *checker) checkAPI(ctx context.Context) {
 		c.checkBudget(client.Stats().RateLimit)
 	case errors.As(err, &ae) && errors.As(err, &re): // the API itself refused
 		c.pass("api", fmt.Sprintf("answered at %s (%d: it refuses the credentials)", host, re.StatusCode))
-		c.fail("token", oneLine(err.Error()), authRemedy(c.e.cfg))
+		c.fail("token", oneLine(err.Error()), c.e.authRemedy())
+		c.notChecked("budget", "token")
+	case errors.Is(err, jobs.ErrAwaitingLogin): // a worker started before the login
+		c.results = append(c.results, checkResult{Name: "api", Detail: "not checked: no access token to send (no OAuth refresh token is stored)",
+			Fix: "fix the token check first", after: "token"})
+		c.fail("token", oneLine(err.Error()), "run "+jobs.LoginCommand(c.e.account)+" with the worker's settings and DATABASE_URL: the worker's jobs wait for it")
 		c.notChecked("budget", "token")
 	case errors.As(err, &ae): // the token endpoint refused the grant
 		c.results = append(c.results, checkResult{Name: "api", Detail: "not checked: no access token to send (the token endpoint refused the grant)",
 			Fix: "fix the token check first", after: "token"})
-		c.fail("token", oneLine(err.Error()), authRemedy(c.e.cfg))
+		c.fail("token", oneLine(err.Error()), c.e.authRemedy())
 		c.notChecked("budget", "token")
 	default:
 		c.fail("api", oneLine(err.Error()), fixAPI)

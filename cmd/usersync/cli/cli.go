@@ -41,6 +41,10 @@ type env struct {
 	// Config (accounts.go).
 	account string
 	fleet   *Config
+	// logins, in a worker, are the accounts whose OAuth login it waits
+	// for: an account without a stored refresh token waits rather than
+	// stops the worker (auth_wait.go). nil in every other command.
+	logins *loginWaits
 }
 
 // command is one subcommand. setup registers the command's own flags on fs

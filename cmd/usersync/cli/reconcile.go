@@ -37,6 +37,9 @@ USERSYNC_RECONCILE_RESUME_WITHIN of the walk's start.`,
 					return err
 				}
 				defer pool.Close()
+				if err := refusePaused(ctx, e, pool); err != nil {
+					return err
+				}
 				client, err := newAPIClient(ctx, e, store)
 				if err != nil {
 					return err

@@ -53,6 +53,9 @@ set aside with a warning, not taken for the newest, and left to remove by hand.`
 					return err
 				}
 				defer pool.Close()
+				if err := refusePaused(ctx, e, pool); err != nil {
+					return err
+				}
 				w, err := newSnapshotWriter(e, pool, dir)
 				if err != nil {
 					return err

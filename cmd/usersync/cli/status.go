@@ -70,7 +70,7 @@ func readStatusReport(ctx context.Context, e *env, runs int) (statusReport, erro
 	}
 	cleanStatus(&r.st)
 	if r.st.CredentialsRefused != nil {
-		r.st.CredentialsRefused.Remedy = authRemedy(e.cfg)
+		r.st.CredentialsRefused.Remedy = e.authRemedy()
 	}
 	if r.jobCounts, err = jobs.JobCounts(ctx, pool, e.riverSchema(), jobs.AccountName(e.jobAccount())); err != nil {
 		return r, fmt.Errorf("reading the job queue: %w", err)

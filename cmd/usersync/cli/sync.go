@@ -12,8 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
 // ExitQuarantined is the exit code of a run that completed but quarantined
@@ -103,6 +106,9 @@ func runSync(ctx context.Context, e *env, req syncer.Request, live bool) (syncer
 		return syncer.Summary{}, err
 	}
 	defer pool.Close()
+	if err := refusePaused(ctx, e, pool); err != nil {
+		return syncer.Summary{}, err
+	}
 	client, err := newAPIClient(ctx, e, store)
 	if err != nil {
 		return syncer.Summary{}, err
@@ -120,6 +126,32 @@ func runSync(ctx context.Context, e *env, req syncer.Request, live bool) (syncer
 		return sum, fmt.Errorf("%w; run with --wait-lock to wait for it", err)
 	}
 	return sum, err
+}
+
+// refusePaused refuses the work of a paused account (sync, backfill,
+// reconcile, snapshot) with one line saying since when it is paused and how
+// to resume it: a pause stops all of the account's work, by hand as by its
+// schedules, so that whoever paused it (its API being migrated, its token
+// being replaced, its budget wanted elsewhere) can count on nothing
+// reading its API or writing its schema until it is resumed. The default
+// account is never paused.
+func refusePaused(ctx context.Context, e *env, pool *pgxpool.Pool) error {
+	if !e.registered() {
+		return nil
+	}
+	reg, err := accounts.New(pool, e.riverSchema())
+	if err != nil {
+		return err
+	}
+	a, err := reg.Get(ctx, e.account)
+	if err != nil {
+		return fmt.Errorf("reading account %s: %w", e.account, err)
+	}
+	if a.PausedAt == nil {
+		return nil
+	}
+	return usageError{fmt.Errorf("account %s is paused (since %s): none of its work runs, by hand or scheduled; usersync accounts resume %s resumes it",
+		e.account, a.PausedAt.UTC().Format(time.RFC3339), e.account)}
 }
 
 // requireMigrated fails with a clear message when the schema is missing or

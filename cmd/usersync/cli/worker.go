@@ -37,14 +37,21 @@ When the database does not answer at start, or its schemas are not migrated
 yet, the worker waits for it instead of exiting: /healthz answers, /readyz
 answers 503 with the reason, /metrics reports usersync_database_up 0, and it
 tries again after 1 s, then twice as long each time up to 30 s, logging each
-try; it starts working once the database answers.
+try; it starts working once the database answers. An account that uses OAuth
+and has no refresh token stored yet does not stop it either: it logs once the
+usersync auth login command to run, /healthz says so, and the account's jobs
+wait for the login.
 
 On SIGTERM or SIGINT it stops fetching jobs, lets the page in flight commit,
 gives running jobs USERSYNC_SHUTDOWN_TIMEOUT to end (an interrupted run keeps its
 checkpoint and its job is picked up again), then exits 0. A second signal stops
 at once.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			return runWorker
+			return func(ctx context.Context, e *env, args []string) error {
+				we := *e
+				we.logins = newLoginWaits() // an account not logged in yet waits: the worker works on
+				return runWorker(ctx, &we, args)
+			}
 		},
 	}
 }
@@ -75,7 +82,7 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	defer cancelRun()
 	handler, srv, err := startHTTP(runCtx, e, jobs.HTTPConfig{Pool: w.pool, Schema: cfg.Schema, RiverSchema: w.riverSchema,
 		Metrics: w.metrics, Addr: cfg.HTTPAddr, UIToken: cfg.HTTPToken, UIBasicAuth: cfg.HTTPBasicAuth, UIHosts: cfg.HTTPHosts,
-		Logger: quietLogger(e)})
+		Health: e.logins.note, Logger: quietLogger(e)})
 	if err != nil {
 		return err
 	}

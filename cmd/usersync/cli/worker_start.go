@@ -116,6 +116,7 @@ func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandl
 		JobTimeout: cfg.JobTimeout,
 		Drain:      w.drain,
 		Observe:    w.metrics.Observe, ObserveReconcile: w.metrics.ObserveReconcile, ObserveSnapshot: w.metrics.ObserveSnapshot,
+		Remedy: func(ctx context.Context, account string) string { return remedyOf(ctx, e, account) },
 		Logger: e.logger,
 	}
 	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: w.pool, RiverSchema: w.riverSchema, Deps: deps, Schedules: w.schedules,
