@@ -81,6 +81,7 @@ func commands() []command {
 		accountsPauseCommand(),
 		accountsResumeCommand(),
 		accountsRemoveCommand(),
+		accountsViewsCommand(),
 	}
 }
 
