@@ -39,7 +39,7 @@ type Member struct{ Name, Schema string }
 
 type unionStatements struct {
 	serverVersion, owner, columns, drop, create, comment, view, roleExists, grantUsage, grantSelect string
-	lock, tryLock                                                                                  string
+	lock, tryLock                                                                                   string
 }
 
 func newUnionStatements() (unionStatements, error) {
