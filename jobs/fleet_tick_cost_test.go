@@ -53,11 +53,16 @@ func TestFleetTickCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d accounts' jobs kept, made in %s", accounts, time.Since(began).Round(time.Second))
+	// Migrating again makes the index over the jobs kept, where this
+	// version has one: what upgrading to it costs.
+	if _, err := pool.Exec(ctx, `DROP INDEX IF EXISTS "`+riverSchema+`".usersync_river_job_account_kind_created`); err != nil {
+		t.Fatal(err)
+	}
 	indexed := time.Now()
 	if _, err := MigrateRiver(ctx, pool, riverSchema, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("migrating again (the index on the jobs kept, where this version makes one): %s", time.Since(indexed).Round(time.Millisecond))
+	t.Logf("migrating again (making the index over the jobs kept, where this version has one): %s", time.Since(indexed).Round(time.Millisecond))
 	sync, _ := ParseSchedule("sync", "@every 5m", time.Second)
 	daily, _ := ParseSchedule("reconcile", "@every 48h", time.Second)
 	list := make([]Registered, accounts)
