@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -122,11 +123,21 @@ func (f *fleet) parse(ctx context.Context, reg *accounts.Registry, h accounts.He
 
 // refreshViews is the fleet tick's last step: it remakes the union views
 // when the registered accounts changed since they were made (accounts add
-// --no-views), unless another process is remaking them.
+// --no-views), unless another process is remaking them. While accounts are
+// being registered (one added or changed less than viewsSettle ago) it
+// waits: remade at every tick of a bulk registration, each time over every
+// account, the views would cost in N² again, in the worker.
 func (f *fleet) refreshViews(ctx context.Context) error {
 	reg, err := f.registry()
 	if err != nil {
 		return err
+	}
+	since, ok, err := reg.SinceChange(ctx)
+	if err != nil {
+		return err
+	}
+	if ok && since < viewsSettle(f.e.cfg.FleetTick) {
+		return nil
 	}
 	u := fleetUnion(f.e, reg)
 	changed, err := u.RefreshIfStale(ctx, f.pool)
@@ -141,3 +152,7 @@ func (f *fleet) refreshViews(ctx context.Context) error {
 	}
 	return nil
 }
+
+// viewsSettle is how long the registry stays unchanged before the fleet's
+// tick remakes the union views: three ticks, at least 10 s.
+func viewsSettle(tick time.Duration) time.Duration { return max(3*tick, 10*time.Second) }

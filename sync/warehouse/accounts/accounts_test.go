@@ -6,6 +6,7 @@ import (
 	"flag"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -220,6 +221,9 @@ func TestRegistryHeads(t *testing.T) {
 	if _, err := r.Head(ctx, "eu"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Head before migrate: %v", err)
 	}
+	if _, ok, err := r.SinceChange(ctx); err != nil || ok {
+		t.Fatalf("SinceChange before migrate: %v, %v; want none", ok, err)
+	}
 	if err := r.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +233,9 @@ func TestRegistryHeads(t *testing.T) {
 	a, err := r.Get(ctx, "eu")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if since, ok, err := r.SinceChange(ctx); err != nil || !ok || since < 0 || since > time.Minute {
+		t.Errorf("SinceChange just after an add: %s, %v, %v", since, ok, err)
 	}
 	heads, err := r.Heads(ctx)
 	if err != nil || len(heads) != 1 || heads[0] != (Head{Name: "eu", Schema: "s_eu", Stamp: a.Stamp}) || a.Stamp == "" {

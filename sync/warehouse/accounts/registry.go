@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -171,6 +172,19 @@ func (r *Registry) Head(ctx context.Context, name string) (Head, error) {
 		return Head{}, fmt.Errorf("account %s: %w", name, ErrNotFound)
 	}
 	return Head{}, fmt.Errorf("reading account %s: %w", name, err)
+}
+
+// SinceChange is how long ago the last account was added or changed; ok is
+// false when none is registered (or the registry was never made).
+func (r *Registry) SinceChange(ctx context.Context) (since time.Duration, ok bool, err error) {
+	var secs *float64
+	if err := r.db.QueryRow(ctx, r.sql.sinceChange).Scan(&secs); err != nil {
+		return 0, false, noRegistryIsNone(fmt.Errorf("reading the registry's last change: %w", err))
+	}
+	if secs == nil {
+		return 0, false, nil
+	}
+	return time.Duration(*secs * float64(time.Second)), true, nil
 }
 
 func scanHead(row pgx.CollectableRow) (Head, error) {

@@ -41,6 +41,11 @@ SELECT name, settings, paused_at, created_at, updated_at, md5(settings::text) FR
 -- changed.
 SELECT name, settings->>'USERSYNC_SCHEMA', paused_at IS NOT NULL, md5(settings::text) FROM {{schema}}.accounts ORDER BY name
 
+-- name: sinceChange
+-- Seconds since the last account was added or changed (NULL: none is
+-- registered), by the database's clock.
+SELECT extract(epoch FROM now() - max(updated_at))::float8 FROM {{schema}}.accounts
+
 -- name: head
 -- One account without its settings: what the worker reads for each job.
 SELECT name, settings->>'USERSYNC_SCHEMA', paused_at IS NOT NULL, md5(settings::text) FROM {{schema}}.accounts WHERE name = $1

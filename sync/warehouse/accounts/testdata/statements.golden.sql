@@ -54,6 +54,9 @@ SELECT name, settings->>'USERSYNC_SCHEMA', paused_at IS NOT NULL, md5(settings::
 -- accounts.head
 SELECT name, settings->>'USERSYNC_SCHEMA', paused_at IS NOT NULL, md5(settings::text) FROM "usersync_river".accounts WHERE name = $1;
 
+-- accounts.sinceChange
+SELECT extract(epoch FROM now() - max(updated_at))::float8 FROM "usersync_river".accounts;
+
 -- union.serverVersion
 SELECT current_setting('server_version_num')::int;
 
