@@ -32,6 +32,9 @@ type ClientConfig struct {
 	// default account only).
 	Accounts  ListAccounts
 	FleetTick time.Duration
+	// AfterTick, when set, ends each fleet tick (the union views, remade
+	// when the accounts changed); its error is logged.
+	AfterTick func(ctx context.Context) error
 	// MaxWorkers is how many incremental syncs (QueueSync) run at once in
 	// this process, LongWorkers how many backfills and reconciles
 	// (QueueLong), SnapshotWorkers how many snapshots (QueueSnapshot): each
@@ -68,7 +71,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	if list == nil {
 		list = func(context.Context) ([]Registered, error) { return nil, nil }
 	}
-	river.AddWorker(workers, &DueWorker{list: list, river: rdb, logger: cfg.Deps.Logger})
+	river.AddWorker(workers, &DueWorker{list: list, afterTick: cfg.AfterTick, river: rdb, logger: cfg.Deps.Logger})
 	periodic := defaultPeriodic(cfg, rdb)
 	if cfg.Accounts != nil && cfg.FleetTick > 0 {
 		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.FleetTick), func() (river.JobArgs, *river.InsertOpts) {

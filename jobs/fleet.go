@@ -18,18 +18,28 @@ const dueKept = time.Hour
 // DueWorker is the fleet's tick. River's periodic jobs are fixed when a
 // worker starts, so the registered accounts, which come and go without a
 // restart, are scheduled by this one periodic job instead: at each tick it
-// reads the registry and inserts, for every account not paused, each job
-// whose schedule has a tick that no job of the account served yet (the
-// decision of due, by the database's clock). The jobs are unique per
-// account and kind while one is active, so ticks on several replicas, or a
-// tick while the last job still runs, add nothing. The default account
-// keeps its periodic jobs (due.go); a paused or removed account gets no job
-// from the next tick on.
+// reads the registry and inserts, in one batch, for every account not
+// paused, each job whose schedule has a tick that no job of the account
+// served yet (the decision of due, by the database's clock). The jobs are
+// unique per account and kind while one is active, so ticks on several
+// replicas, or a tick while the last job still runs, add nothing. The
+// default account keeps its periodic jobs (due.go); a paused or removed
+// account gets no job from the next tick on.
+//
+// Its reads do not grow with the jobs kept: the last job of each account
+// and kind is one probe of usersync's index on River's jobs
+// (createAccountIndex).
+//
+// An account's first reconcile is not due at once, as its first sync is: a
+// reconcile on an empty warehouse walks the whole account for nothing. It
+// waits for the account's first completed sync (or backfill), which has
+// seen every user, and is then due at its schedule's first tick after it.
 type DueWorker struct {
 	river.WorkerDefaults[DueArgs]
-	list   ListAccounts
-	river  *riverDB
-	logger *slog.Logger
+	list      ListAccounts
+	afterTick func(ctx context.Context) error
+	river     *riverDB
+	logger    *slog.Logger
 }
 
 // Work implements river.Worker.
@@ -39,11 +49,47 @@ func (w *DueWorker) Work(ctx context.Context, job *river.Job[DueArgs]) error {
 		// River logs the failed tick; the next tick tries again.
 		return fmt.Errorf("listing the accounts: %w", err)
 	}
-	last, now, err := w.lastCreated(ctx)
+	params, err := w.dueJobs(ctx, accounts)
 	if err != nil {
-		return fmt.Errorf("reading when each account's jobs last ran: %w", err)
+		return err
 	}
-	client := river.ClientFromContext[pgx.Tx](ctx)
+	if len(params) > 0 {
+		client := river.ClientFromContext[pgx.Tx](ctx)
+		if _, err := client.InsertMany(ctx, params); err != nil {
+			return fmt.Errorf("inserting the accounts' %d due jobs: %w", len(params), err)
+		}
+	}
+	if _, err := w.river.pool.Exec(ctx, w.river.q.pruneDue, dueKept.Seconds()); err != nil {
+		w.logger.WarnContext(ctx, "could not delete the fleet's old ticks", "error", err.Error())
+	}
+	if w.afterTick != nil {
+		if err := w.afterTick(ctx); err != nil {
+			w.logger.WarnContext(ctx, "the fleet's tick could not finish its upkeep; the next tick tries again", "error", err.Error())
+		}
+	}
+	return nil
+}
+
+// dueJobs are the jobs of the accounts not paused that are due now.
+func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river.InsertManyParams, error) {
+	var names []string
+	for _, a := range accounts {
+		if !a.Paused {
+			names = append(names, a.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	last, now, err := w.lastCreated(ctx, names)
+	if err != nil {
+		return nil, fmt.Errorf("reading when each account's jobs last ran: %w", err)
+	}
+	synced, err := w.firstSynced(ctx, names, last)
+	if err != nil {
+		return nil, fmt.Errorf("reading when each account first synced: %w", err)
+	}
+	var params []river.InsertManyParams
 	for _, a := range accounts {
 		if a.Paused {
 			continue
@@ -59,42 +105,73 @@ func (w *DueWorker) Work(ctx context.Context, job *river.Job[DueArgs]) error {
 			if j.s == nil || (j.args.Kind() == KindSnapshot && !a.Snapshots) {
 				continue
 			}
-			if at, ok := last[[2]string{a.Name, j.args.Kind()}]; ok && !isDueNow(j.s, &at, now) {
+			at, ok := last[[2]string{a.Name, j.args.Kind()}]
+			if !ok && j.args.Kind() == KindReconcile && a.Schedules.Sync != nil {
+				// Its first reconcile: served, as it were, by the
+				// first sync; none yet, none due.
+				if at, ok = synced[a.Name]; !ok {
+					continue
+				}
+			}
+			if ok && !isDueNow(j.s, &at, now) {
 				continue
 			}
-			if _, err := client.Insert(ctx, j.args, nil); err != nil {
-				return fmt.Errorf("inserting the %s job of account %s: %w", j.args.Kind(), a.Name, err)
-			}
+			params = append(params, river.InsertManyParams{Args: j.args})
 		}
 	}
-	if _, err := w.river.pool.Exec(ctx, w.river.q.pruneDue, dueKept.Seconds()); err != nil {
-		w.logger.WarnContext(ctx, "could not delete the fleet's old ticks", "error", err.Error())
-	}
-	return nil
+	return params, nil
 }
 
-// lastCreated returns when the last job of each account and kind was
-// created, and the database's now.
-func (w *DueWorker) lastCreated(ctx context.Context) (map[[2]string]time.Time, time.Time, error) {
-	rows, err := w.river.pool.Query(ctx, w.river.q.lastCreatedByAccount, []string{KindSync, KindReconcile, KindSnapshot})
+// lastCreated returns when the last job of each of the accounts and each
+// kind was created (none kept: no entry), and the database's now.
+func (w *DueWorker) lastCreated(ctx context.Context, names []string) (map[[2]string]time.Time, time.Time, error) {
+	rows, err := w.river.pool.Query(ctx, w.river.q.lastCreatedOf, names, []string{KindSync, KindReconcile, KindSnapshot})
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("reading when each account's jobs last ran: %w", err)
+		return nil, time.Time{}, err
 	}
 	defer rows.Close()
 	last := map[[2]string]time.Time{}
 	var now time.Time
 	for rows.Next() {
-		var account, kind *string
+		var account, kind string
 		var at *time.Time
 		if err := rows.Scan(&account, &kind, &at, &now); err != nil {
-			return nil, now, fmt.Errorf("reading when each account's jobs last ran: %w", err)
+			return nil, now, err
 		}
-		if account != nil && kind != nil && at != nil {
-			last[[2]string{*account, *kind}] = *at
+		if at != nil {
+			last[[2]string{account, kind}] = *at
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, now, fmt.Errorf("reading when each account's jobs last ran: %w", err)
+	return last, now, rows.Err()
+}
+
+// firstSynced returns when the first sync or backfill kept of each account
+// that has no reconcile job kept completed (none did: no entry).
+func (w *DueWorker) firstSynced(ctx context.Context, names []string, last map[[2]string]time.Time) (map[string]time.Time, error) {
+	var never []string
+	for _, n := range names {
+		if _, ok := last[[2]string{n, KindReconcile}]; !ok {
+			never = append(never, n)
+		}
 	}
-	return last, now, nil
+	out := map[string]time.Time{}
+	if len(never) == 0 {
+		return out, nil
+	}
+	rows, err := w.river.pool.Query(ctx, w.river.q.firstSynced, never, KindSync, KindBackfill)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var account string
+		var at *time.Time
+		if err := rows.Scan(&account, &at); err != nil {
+			return nil, err
+		}
+		if at != nil {
+			out[account] = *at
+		}
+	}
+	return out, rows.Err()
 }

@@ -92,7 +92,9 @@ type accountSpec struct {
 	opts     apisim.Options
 	token    string // the client's; the simulator accepts "right"
 	schedule string // the sync schedule, "off" for none
-	paused   bool
+	// reconcile is the reconcile schedule; "" for none.
+	reconcile string
+	paused    bool
 }
 
 func newFleetEnv(t *testing.T, specs ...accountSpec) *fleetEnv {
@@ -157,7 +159,13 @@ func newTestAccount(t *testing.T, pool *pgxpool.Pool, logger *slog.Logger, s acc
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testAccount{name: s.name, sim: sim, store: store, schedule: Schedules{Sync: sched}, paused: s.paused,
+	var rec Schedule
+	if s.reconcile != "" {
+		if rec, err = ParseSchedule("reconcile", s.reconcile, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &testAccount{name: s.name, sim: sim, store: store, schedule: Schedules{Sync: sched, Reconcile: rec}, paused: s.paused,
 		acct: &Account{Name: s.name, Syncer: syncer.New(client, store, syncer.Config{Logger: alog}), Store: store, Logger: alog}}
 }
 

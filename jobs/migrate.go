@@ -18,7 +18,8 @@ import (
 // an operator can tell the two apart at a glance.
 func RiverSchema(warehouseSchema string) string { return warehouseSchema + "_river" }
 
-// MigrateRiver creates River's schema and applies River's migrations to it.
+// MigrateRiver creates River's schema, applies River's migrations to it and
+// makes usersync's index of River's jobs by account (createAccountIndex).
 // River's migrator takes no lock, so callers hold the migration lock
 // (warehouse.WithMigrationLock). It returns the versions applied.
 func MigrateRiver(ctx context.Context, pool *pgxpool.Pool, riverSchema string, logger *slog.Logger) ([]int, error) {
@@ -36,6 +37,9 @@ func MigrateRiver(ctx context.Context, pool *pgxpool.Pool, riverSchema string, l
 	res, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil)
 	if err != nil {
 		return nil, fmt.Errorf("applying River migrations: %w", err)
+	}
+	if _, err := pool.Exec(ctx, q.createAccountIndex); err != nil {
+		return nil, fmt.Errorf("indexing the jobs by account: %w", err)
 	}
 	out := make([]int, 0, len(res.Versions))
 	for _, v := range res.Versions {

@@ -18,7 +18,7 @@ var sqlFiles embed.FS
 type statements struct {
 	createSchema, jobTableExists, workerRunning, lastCreated, jobCounts, oldestRunning string
 	oldestSnapshotJob, lastCurrentSnapshot, lastSnapshot, releaseOrphans, pruneDue     string
-	lastCreatedByAccount                                                               string
+	createAccountIndex, lastCreatedOf, firstSynced                                     string
 }
 
 func newStatements(riverSchema string) (statements, error) {
@@ -32,7 +32,7 @@ func newStatements(riverSchema string) (statements, error) {
 		"lastCreated": &q.lastCreated, "jobCounts": &q.jobCounts, "oldestRunning": &q.oldestRunning,
 		"oldestSnapshotJob": &q.oldestSnapshotJob, "lastCurrentSnapshot": &q.lastCurrentSnapshot,
 		"lastSnapshot": &q.lastSnapshot, "releaseOrphans": &q.releaseOrphans, "pruneDue": &q.pruneDue,
-		"lastCreatedByAccount": &q.lastCreatedByAccount,
+		"createAccountIndex": &q.createAccountIndex, "lastCreatedOf": &q.lastCreatedOf, "firstSynced": &q.firstSynced,
 	})
 }
 

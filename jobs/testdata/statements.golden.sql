@@ -52,7 +52,24 @@ WHERE state = 'running' AND kind IN ($1, $2, $3) AND attempted_at < now() - make
 DELETE FROM "usersync_river".river_job
 WHERE kind = 'usersync_due' AND finalized_at < now() - make_interval(secs => $1);
 
--- jobs.lastCreatedByAccount
-SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, max(created_at), now()
-FROM "usersync_river".river_job WHERE kind = ANY($1) GROUP BY 1, 2
-UNION ALL SELECT NULL, NULL, NULL, now();
+-- jobs.createAccountIndex
+CREATE INDEX IF NOT EXISTS usersync_river_job_account_kind_created
+ON "usersync_river".river_job ((coalesce(nullif(args->>'account', ''), 'default')), kind, created_at);
+
+-- jobs.lastCreatedOf
+SELECT a.account, k.kind,
+	(SELECT j.created_at FROM "usersync_river".river_job j
+	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = k.kind
+	 ORDER BY j.created_at DESC LIMIT 1),
+	now()
+FROM unnest($1::text[]) AS a(account), unnest($2::text[]) AS k(kind);
+
+-- jobs.firstSynced
+SELECT a.account, least(
+	(SELECT j.finalized_at FROM "usersync_river".river_job j
+	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = $2 AND j.state = 'completed'
+	 ORDER BY j.created_at LIMIT 1),
+	(SELECT j.finalized_at FROM "usersync_river".river_job j
+	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = $3 AND j.state = 'completed'
+	 ORDER BY j.created_at LIMIT 1))
+FROM unnest($1::text[]) AS a(account);

@@ -29,9 +29,13 @@ never go on the command line: --api-token-file, --oauth-client-secret-file,
 --oauth-refresh-token-file and --pii-key-file are read once and stored; else the
 variables of the account's way to authenticate (the static token, or OAuth's when
 an OAuth setting is given) are taken from the environment, and add says which.
-Nothing is left half-made on an error.`,
+Nothing is left half-made on an error. It then remakes the union views
+(<USERSYNC_SCHEMA>_all), which costs more the more accounts there are: to
+register many accounts, give --no-views to each and let a running worker remake
+them at its next fleet tick (or run usersync accounts views once).`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			files := secretFileFlags(fs)
+			noViews := fs.Bool("no-views", false, "do not remake the union views: a running worker's next fleet tick does, or usersync accounts views (for registering many accounts)")
 			return func(ctx context.Context, e *env, args []string) error {
 				name, err := oneAccountName("add", args)
 				if err != nil {
@@ -48,7 +52,7 @@ Nothing is left half-made on an error.`,
 				if err := cfg.requireAPI(); err != nil {
 					return usageError{fmt.Errorf("account %s: %w", name, err)}
 				}
-				if err := addAccount(ctx, e, accounts.Account{Name: name, Settings: vals}, cfg); err != nil {
+				if err := addAccount(ctx, e, accounts.Account{Name: name, Settings: vals}, cfg, !*noViews); err != nil {
 					return err
 				}
 				saidFromEnvironment(e, name, sources)
@@ -192,8 +196,9 @@ func nameFirst(cmd string, args []string) []string {
 }
 
 // addAccount creates and migrates the account's schema and stores it, under
-// the migration lock; on any error it drops what it made.
-func addAccount(ctx context.Context, e *env, a accounts.Account, cfg Config) error {
+// the migration lock, and remakes the union views when views is set; on any
+// error it drops what it made.
+func addAccount(ctx context.Context, e *env, a accounts.Account, cfg Config, views bool) error {
 	pool, err := openPool(ctx, e, 4)
 	if err != nil {
 		return err
@@ -209,7 +214,7 @@ func addAccount(ctx context.Context, e *env, a accounts.Account, cfg Config) err
 			return err
 		}
 		made := false
-		res, made, err = createAccount(ctx, e, pool, reg, a, cfg)
+		res, made, err = createAccount(ctx, e, pool, reg, a, cfg, views)
 		if err != nil && made {
 			if derr := reg.DropSchema(context.WithoutCancel(ctx), a.Schema()); derr != nil {
 				return fmt.Errorf("%w (and undoing it: %w)", err, derr)
@@ -224,13 +229,16 @@ func addAccount(ctx context.Context, e *env, a accounts.Account, cfg Config) err
 	for _, n := range res.Notices {
 		fmt.Fprintf(e.stdout, "notice: %s\n", n)
 	}
+	if !views {
+		fmt.Fprintf(e.stdout, "account %s: the union views were not remade (--no-views): a running worker remakes them at its next fleet tick, or run usersync accounts views\n", a.Name)
+	}
 	return nil
 }
 
-// createAccount migrates the new schema, stores the row and remakes the
-// union views; made says the schema was created (so is to be dropped on an
-// error).
-func createAccount(ctx context.Context, e *env, pool *pgxpool.Pool, reg *accounts.Registry, a accounts.Account, cfg Config) (warehouse.MigrateResult, bool, error) {
+// createAccount migrates the new schema, stores the row and, when views is
+// set, remakes the union views; made says the schema was created (so is to
+// be dropped on an error).
+func createAccount(ctx context.Context, e *env, pool *pgxpool.Pool, reg *accounts.Registry, a accounts.Account, cfg Config, views bool) (warehouse.MigrateResult, bool, error) {
 	res, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: a.Schema(), ReaderRole: cfg.ReaderRole})
 	if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {
 		return res, true, usageError{fmt.Errorf("account %s: USERSYNC_READER_ROLE %s is the migrating user or a role it belongs to", a.Name, cfg.ReaderRole)}
@@ -248,6 +256,9 @@ func createAccount(ctx context.Context, e *env, pool *pgxpool.Pool, reg *account
 			err = usageError{err}
 		}
 		return res, true, err
+	}
+	if !views {
+		return res, true, nil
 	}
 	if err := refreshUnion(ctx, e, pool, reg); err != nil {
 		if rerr := reg.Remove(context.WithoutCancel(ctx), a.Name); rerr != nil {

@@ -59,22 +59,31 @@ func checkNewAccount(ctx context.Context, e *env, reg *accounts.Registry, a acco
 }
 
 // refreshUnion remakes the views that unite the fleet's accounts, after an
-// account came or went. A server older than PostgreSQL 15 gets none, with a
-// warning.
+// account came or went, unless they are the accounts' already. A server
+// older than PostgreSQL 15 gets none, with a warning.
 func refreshUnion(ctx context.Context, e *env, pool *pgxpool.Pool, reg *accounts.Registry) error {
-	fleet := e.fleetConfig()
-	list, err := reg.List(ctx)
-	if err != nil {
-		return err
-	}
-	members := []accounts.Member{{Name: accounts.Default, Schema: fleet.Schema}}
-	for _, a := range list {
-		members = append(members, accounts.Member{Name: a.Name, Schema: a.Schema()})
-	}
-	err = accounts.RefreshUnion(ctx, pool, accounts.UnionSchema(fleet.Schema), fleet.ReaderRole, members)
+	_, err := fleetUnion(e, reg).Refresh(ctx, pool)
 	if errors.Is(err, accounts.ErrUnionNeedsPG15) {
 		e.logger.WarnContext(ctx, err.Error())
 		return nil
 	}
 	return err
+}
+
+// fleetUnion is the fleet's union views: the default account and every
+// registered one, read from the registry when they are made.
+func fleetUnion(e *env, reg *accounts.Registry) accounts.Union {
+	fleet := e.fleetConfig()
+	return accounts.Union{Schema: accounts.UnionSchema(fleet.Schema), ReaderRole: fleet.ReaderRole,
+		Members: func(ctx context.Context) ([]accounts.Member, error) {
+			heads, err := reg.Heads(ctx)
+			if err != nil {
+				return nil, err
+			}
+			members := []accounts.Member{{Name: accounts.Default, Schema: fleet.Schema}}
+			for _, h := range heads {
+				members = append(members, accounts.Member{Name: h.Name, Schema: h.Schema})
+			}
+			return members, nil
+		}}
 }

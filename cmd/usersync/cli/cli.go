@@ -85,6 +85,7 @@ func commands() []command {
 		accountsPauseCommand(),
 		accountsResumeCommand(),
 		accountsRemoveCommand(),
+		accountsViewsCommand(),
 	}
 }
 

@@ -3,8 +3,7 @@ package cli
 import (
 	"container/list"
 	"context"
-	"crypto/sha256"
-	"fmt"
+	"errors"
 	"log/slog"
 	"sync"
 
@@ -14,13 +13,20 @@ import (
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
 // fleet is the worker's view of the accounts (#41): it opens an account for
-// each job (jobs.AccountSource) and lists the registered ones for the
-// fleet's tick, the metrics and the sweeper (jobs.ListAccounts), both from
-// loadAccounts, so that an account added, changed, paused or removed is
-// seen without a restart.
+// each job (jobs.AccountSource), reading that account's row alone, and lists
+// the registered ones for the fleet's tick, the metrics and the sweeper
+// (jobs.ListAccounts), so that an account added, changed, paused or removed
+// is seen without a restart.
+//
+// What it parses of a stored row is kept while the row's stamp (the md5 of
+// its settings) stays: the tick, every few seconds, reads the accounts'
+// names, schemas, pauses and stamps, and parses again only the rows that
+// changed, warning once per change of a row whose settings are not valid
+// (and once when the worker starts), not at every tick.
 //
 // An opened account (its API client, syncer and snapshot writer) is kept
 // for the account's next jobs, in a cache of at most USERSYNC_ACCOUNT_CACHE
@@ -29,79 +35,106 @@ import (
 // what it learnt between jobs (the rate limit last reported, which paces the
 // next requests within USERSYNC_API_BUDGET; the OAuth access token, which
 // each rebuild would refresh, rotating the refresh token). An entry is
-// rebuilt when its account's settings change. The default account is opened
-// once, at start, as before accounts.
+// rebuilt when its account's stored settings change. The default account is
+// opened once, at start, as before accounts.
 type fleet struct {
 	e       *env
 	pool    *pgxpool.Pool
-	load    func(ctx context.Context, e *env, pool *pgxpool.Pool) ([]account, error)
 	metrics *jobs.Metrics
 	def     *jobs.Account
 
-	mu     sync.Mutex
-	max    int
-	order  *list.List               // of *openAccount, most recently used first
-	open   map[string]*list.Element // by account name
+	listMu sync.Mutex // one Registered at a time: each change is parsed (and warned about) once
+
+	mu    sync.Mutex
+	reg   *accounts.Registry
+	max   int
+	order *list.List               // of *openAccount, most recently used first
+	open  map[string]*list.Element // by account name
+	known map[string]*knownAccount // every registered account as Registered last read it, by name
+	// stores are the warehouse stores by schema: those of the registered
+	// accounts (the metrics and the sweeper read each one's warehouse at
+	// every scrape and sweep) and of the accounts open; one leaves with
+	// the last of the two (pruneStores).
 	stores map[string]*warehouse.Store
+}
+
+// knownAccount is what Registered parsed of an account's stored row.
+type knownAccount struct {
+	stamp string
+	reg   jobs.Registered // its Paused is read at every tick
+	ok    bool            // false: its settings are not valid, it is not scheduled
 }
 
 // openAccount is a registered account opened for its jobs.
 type openAccount struct {
-	name string
-	fp   [32]byte // of the account's settings: a change rebuilds it
-	acct *jobs.Account
-	api  *jsonapi.Client
+	name   string
+	stamp  string // of the stored settings it was opened with: a change rebuilds it
+	schema string
+	acct   *jobs.Account
+	api    *jsonapi.Client
 }
 
 func newFleet(e *env, pool *pgxpool.Pool, metrics *jobs.Metrics, def *jobs.Account) *fleet {
-	return &fleet{e: e, pool: pool, load: loadAccounts, metrics: metrics, def: def, max: max(e.cfg.AccountCache, 1),
-		order: list.New(), open: map[string]*list.Element{}, stores: map[string]*warehouse.Store{}}
+	return &fleet{e: e, pool: pool, metrics: metrics, def: def, max: max(e.cfg.AccountCache, 1),
+		order: list.New(), open: map[string]*list.Element{}, known: map[string]*knownAccount{}, stores: map[string]*warehouse.Store{}}
 }
 
-// find returns the account named name, nil when no such account is
-// registered.
-func (f *fleet) find(ctx context.Context, name string) (*account, error) {
-	accounts, err := f.load(ctx, f.e, f.pool)
-	if err != nil {
-		return nil, fmt.Errorf("reading the accounts: %w", err)
-	}
-	for i := range accounts {
-		if accounts[i].Name == name {
-			return &accounts[i], nil
+// registry is the fleet's registry, made once.
+func (f *fleet) registry() (*accounts.Registry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.reg == nil {
+		reg, err := accounts.New(f.pool, f.e.riverSchema())
+		if err != nil {
+			return nil, err
 		}
+		f.reg = reg
 	}
-	return nil, nil
+	return f.reg, nil
 }
 
-// Open implements jobs.AccountSource.
+// Open implements jobs.AccountSource. It reads the account's head (pause
+// and stamp); its settings only when they changed since it was opened.
 func (f *fleet) Open(ctx context.Context, name string) (*jobs.Account, error) {
 	if name == jobs.DefaultAccount {
 		return f.def, nil
 	}
-	a, err := f.find(ctx, name)
+	reg, err := f.registry()
+	if err != nil {
+		return nil, err
+	}
+	h, err := reg.Head(ctx, name)
 	switch {
+	case errors.Is(err, accounts.ErrNotFound):
+		return nil, jobs.ErrAccountRemoved
 	case err != nil:
 		return nil, err
-	case a == nil:
-		return nil, jobs.ErrAccountRemoved
-	case a.Paused:
+	case h.Paused:
 		return nil, jobs.ErrAccountPaused
-	case a.Err != nil:
-		return nil, a.Err
 	}
-	fp := fingerprint(a.Cfg)
 	f.mu.Lock()
-	if el, ok := f.open[name]; ok && el.Value.(*openAccount).fp == fp {
+	if el, ok := f.open[name]; ok && el.Value.(*openAccount).stamp == h.Stamp {
 		f.order.MoveToFront(el)
 		f.mu.Unlock()
 		return el.Value.(*openAccount).acct, nil
 	}
 	f.mu.Unlock()
-	oa, err := f.build(ctx, a)
+	a, err := reg.Get(ctx, name)
+	if errors.Is(err, accounts.ErrNotFound) {
+		return nil, jobs.ErrAccountRemoved
+	}
 	if err != nil {
 		return nil, err
 	}
-	oa.fp = fp
+	cfg, err := accountConfig(f.e.fleetConfig(), a.Name, a.Settings, nil)
+	if err != nil {
+		return nil, err
+	}
+	oa, err := f.build(ctx, &account{Name: a.Name, Cfg: cfg})
+	if err != nil {
+		return nil, err
+	}
+	oa.stamp = a.Stamp
 	f.keep(oa)
 	return oa.acct, nil
 }
@@ -121,6 +154,7 @@ func (f *fleet) keep(oa *openAccount) {
 		delete(f.open, old.name)
 		f.metrics.ForgetAPI(old.name, old.api)
 	}
+	f.pruneStores()
 }
 
 // accountEnv is the environment of a's jobs: its configuration, and a
@@ -152,7 +186,7 @@ func (f *fleet) build(ctx context.Context, a *account) (*openAccount, error) {
 		acct.Snapshot = func(ctx context.Context) (jobs.SnapshotOutcome, error) { return writeSnapshotJob(ctx, ae, sw) }
 	}
 	f.metrics.Seen(a.Name)
-	return &openAccount{name: a.Name, acct: acct, api: api}, nil
+	return &openAccount{name: a.Name, schema: a.Cfg.Schema, acct: acct, api: api}, nil
 }
 
 // accountDeps is what the jobs of the account name in ae run with, but
@@ -162,61 +196,6 @@ func accountDeps(ae *env, name string, s *syncer.Syncer, store *warehouse.Store)
 	return &jobs.Account{Name: name, Syncer: s, Store: store, SnapshotAfterSync: cfg.SnapshotAfterSync,
 		AuthRemedy: authRemedy(cfg), MaxDeleteShare: cfg.ReconcileMaxDelete, ReconcileMembership: cfg.ReconcileMembership,
 		Logger: ae.logger}
-}
-
-// store returns the store of schema, made once.
-func (f *fleet) store(schema string) (*warehouse.Store, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if s, ok := f.stores[schema]; ok {
-		return s, nil
-	}
-	s, err := warehouse.NewStore(f.pool, schema)
-	if err != nil {
-		return nil, fmt.Errorf("USERSYNC_SCHEMA: %w", err)
-	}
-	f.stores[schema] = s
-	return s, nil
-}
-
-// Registered implements jobs.ListAccounts: every account but the default
-// one. An account whose schedules do not parse is listed without them
-// (logged): its warehouse is still watched.
-func (f *fleet) Registered(ctx context.Context) ([]jobs.Registered, error) {
-	accounts, err := f.load(ctx, f.e, f.pool)
-	if err != nil {
-		return nil, fmt.Errorf("reading the accounts: %w", err)
-	}
-	out := make([]jobs.Registered, 0, len(accounts))
-	for _, a := range accounts {
-		if a.Name == jobs.DefaultAccount {
-			continue
-		}
-		if a.Err != nil {
-			f.e.logger.WarnContext(ctx, "an account's settings are not valid; its jobs are not scheduled", "account", a.Name, "error", a.Err.Error())
-			continue
-		}
-		store, err := f.store(a.Cfg.Schema)
-		if err != nil {
-			f.e.logger.WarnContext(ctx, "an account's schema is not valid; its jobs are not scheduled", "account", a.Name, "error", err.Error())
-			continue
-		}
-		r := jobs.Registered{Name: a.Name, Paused: a.Paused, Store: store, Snapshots: f.e.cfg.SnapshotDir != "off"}
-		if r.Schedules, err = parseSchedules(a.Cfg, nil); err != nil {
-			f.e.logger.WarnContext(ctx, "an account's schedule is not valid; its jobs are not scheduled", "account", a.Name, "error", err.Error())
-			r.Schedules = jobs.Schedules{}
-		}
-		r.SnapshotInterval = snapshotInterval(a.Cfg, r.Schedules)
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-// fingerprint identifies an account's settings (secrets included, never
-// printed): an entry opened with others is rebuilt.
-func fingerprint(cfg Config) [32]byte {
-	cfg.PII = nil // derived from the PII settings, which are compared; a pointer
-	return sha256.Sum256(fmt.Appendf(nil, "%#v", cfg))
 }
 
 // defaultLogger is the logger of the default account's jobs.

@@ -18,14 +18,55 @@ import (
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/syncer/syncertest"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
+
+// testFleet is a worker's fleet over a real registry: the default account
+// of newCLIEnv (migrated, so its registry exists) and the accounts a test
+// registers.
+type testFleet struct {
+	f       *fleet
+	reg     *accounts.Registry
+	pool    *pgxpool.Pool
+	logs    *syncBuffer
+	metrics *jobs.Metrics
+}
+
+func newTestFleet(t *testing.T) *testFleet {
+	t.Helper()
+	def := newCLIEnv(t, apisim.Options{Seed: 50, Users: 10})
+	logs := &syncBuffer{}
+	e := &env{cfg: mustConfig(t, def.env), logger: slog.New(slog.NewTextHandler(logs, nil)), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	e.cfg.SnapshotDir = "off"
+	pool := schematest.NewPool(t, 4)
+	reg, err := accounts.New(pool, e.riverSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := jobs.NewMetrics(jobs.MetricsConfig{Pool: pool, Store: def.store, Schema: "fleet", RiverSchema: e.riverSchema(), Logger: e.logger})
+	return &testFleet{f: newFleet(e, pool, metrics, &jobs.Account{Name: jobs.DefaultAccount}), reg: reg, pool: pool, logs: logs, metrics: metrics}
+}
+
+// add registers account name served by c (its API, its token, its schema),
+// with more settings.
+func (tf *testFleet) add(t *testing.T, name string, c *cliEnv, more map[string]string) {
+	t.Helper()
+	s := map[string]string{"USERSYNC_SCHEMA": c.store.Schema(), "USERSYNC_API_URL": c.env["USERSYNC_API_URL"],
+		"USERSYNC_API_TOKEN": c.env["USERSYNC_API_TOKEN"]}
+	for k, v := range more {
+		s[k] = v
+	}
+	if err := tf.reg.Add(context.Background(), accounts.Account{Name: name, Settings: s}); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestWorkerFleetOpensAccounts (#41, point 2): the worker's fleet opens each
 // registered account with its own configuration (its API, its schema, its
 // logger naming it): a run through it mirrors the account's API into the
 // account's warehouse. An opened account is kept for its next jobs, rebuilt
-// when its settings change, and at most USERSYNC_ACCOUNT_CACHE are kept
-// (the least recently used closed, its API counters kept). A paused
+// when its stored settings change, and at most USERSYNC_ACCOUNT_CACHE are
+// kept (the least recently used closed, its API counters kept). A paused
 // account's job is refused with jobs.ErrAccountPaused, an unknown one's with
 // jobs.ErrAccountRemoved, one whose stored settings no longer parse with
 // their error; Registered lists every account but the default one and
@@ -33,22 +74,18 @@ import (
 func TestWorkerFleetOpensAccounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	tf := newTestFleet(t)
+	f := tf.f
+	f.max = 2
 	a := newCLIEnv(t, apisim.Options{Seed: 51, Users: 120})
 	b := newCLIEnv(t, apisim.Options{Seed: 52, Users: 80})
-	cfgA, cfgB := mustConfig(t, a.env), mustConfig(t, b.env)
-	cfgA.SyncSchedule, cfgB.SyncSchedule = "@every 5m", "off"
-	logs := &syncBuffer{}
-	e := &env{cfg: mustConfig(t, a.env), logger: slog.New(slog.NewTextHandler(logs, nil)), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
-	e.cfg.SnapshotDir = "off"
-	pool := schematest.NewPool(t, 4)
-	metrics := jobs.NewMetrics(jobs.MetricsConfig{Pool: pool, Store: a.store, Schema: "fleet", RiverSchema: jobs.RiverSchema(a.store.Schema()),
-		Logger: e.logger})
-	f := newFleet(e, pool, metrics, &jobs.Account{Name: jobs.DefaultAccount})
-	f.max = 2
-	broken := errors.New("account x: USERSYNC_SYNC_SCHEDULE is not a valid schedule")
-	accounts := []account{{Name: "default", Cfg: e.cfg}, {Name: "a", Cfg: cfgA}, {Name: "b", Cfg: cfgB}, {Name: "p", Cfg: cfgB, Paused: true},
-		{Name: "x", Err: broken}}
-	f.load = func(context.Context, *env, *pgxpool.Pool) ([]account, error) { return accounts, nil }
+	tf.add(t, "a", a, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 5m"})
+	tf.add(t, "b", b, map[string]string{"USERSYNC_SYNC_SCHEDULE": "off"})
+	tf.add(t, "p", b, map[string]string{"USERSYNC_SCHEMA": schematest.NewSchemaName(t, tf.pool)})
+	tf.add(t, "x", b, map[string]string{"USERSYNC_SCHEMA": schematest.NewSchemaName(t, tf.pool), "USERSYNC_SYNC_SCHEDULE": "every now and then"})
+	if err := tf.reg.Pause(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, c := range []struct {
 		name string
@@ -66,11 +103,13 @@ func TestWorkerFleetOpensAccounts(t *testing.T) {
 			t.Errorf("%s was opened again for its next job instead of kept", c.name)
 		}
 	}
-	if !strings.Contains(logs.String(), "account=a") || !strings.Contains(logs.String(), "account=b") {
-		t.Errorf("the accounts' runs do not log their names:\n%s", logs.String())
+	if !strings.Contains(tf.logs.String(), "account=a") || !strings.Contains(tf.logs.String(), "account=b") {
+		t.Errorf("the accounts' runs do not log their names:\n%s", tf.logs.String())
 	}
 	first, _ := f.Open(ctx, "a")
-	accounts[1].Cfg.PageSize = 50
+	if err := tf.reg.UpdateSettings(ctx, "a", map[string]string{"USERSYNC_PAGE_SIZE": "50"}); err != nil {
+		t.Fatal(err)
+	}
 	changed, _ := f.Open(ctx, "a")
 	if changed == first {
 		t.Fatal("a's settings changed and it was not opened again")
@@ -78,20 +117,25 @@ func TestWorkerFleetOpensAccounts(t *testing.T) {
 	if _, err := changed.Syncer.Run(ctx, syncer.Request{Kind: warehouse.KindIncremental}); err != nil {
 		t.Fatal(err)
 	}
-	requests := apiRequests(t, metrics, "a")
+	requests := apiRequests(t, tf.metrics, "a")
 	f.max = 1
-	accounts[2].Cfg.PageSize = 60
+	if err := tf.reg.UpdateSettings(ctx, "b", map[string]string{"USERSYNC_PAGE_SIZE": "60"}); err != nil {
+		t.Fatal(err)
+	}
 	_, _ = f.Open(ctx, "b") // opened again, which closes a, the least recently used
 	if f.order.Len() != 1 || f.open["a"] != nil {
 		t.Errorf("%d accounts kept open with a bound of 1", f.order.Len())
 	}
-	if got := apiRequests(t, metrics, "a"); got != requests || requests == "" {
+	if got := apiRequests(t, tf.metrics, "a"); got != requests || requests == "" {
 		t.Errorf("a's API requests: %q once closed, %q before", got, requests)
 	}
-	for name, want := range map[string]error{"p": jobs.ErrAccountPaused, "gone": jobs.ErrAccountRemoved, "x": broken} {
+	for name, want := range map[string]error{"p": jobs.ErrAccountPaused, "gone": jobs.ErrAccountRemoved} {
 		if _, err := f.Open(ctx, name); !errors.Is(err, want) {
 			t.Errorf("opening %s: %v, want %v", name, err, want)
 		}
+	}
+	if _, err := f.Open(ctx, "x"); err == nil || !strings.Contains(err.Error(), "account x: USERSYNC_SYNC_SCHEDULE") {
+		t.Errorf("opening x, whose schedule does not parse: %v", err)
 	}
 	reg, err := f.Registered(ctx)
 	// x, whose settings no longer parse, is left out (logged): the others

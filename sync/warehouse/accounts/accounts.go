@@ -39,6 +39,9 @@ var (
 	ErrNameTaken   = errors.New("an account of that name is registered")
 	ErrSchemaTaken = errors.New("another account uses that schema")
 	ErrNoRegistry  = errors.New("the account registry does not exist (run usersync migrate)")
+	// ErrBadSettings is a stored row whose settings are not a map of
+	// strings (edited by hand).
+	ErrBadSettings = errors.New("its settings are not a map of strings")
 )
 
 // ValidateName refuses a name that is not a lower-case identifier of at most
@@ -70,6 +73,9 @@ type Account struct {
 	PausedAt  *time.Time
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Stamp identifies the stored settings (their md5): equal stamps, equal
+	// settings.
+	Stamp string
 }
 
 // Schema is the account's warehouse schema.
@@ -78,6 +84,7 @@ func (a Account) Schema() string { return a.Settings[SchemaSetting] }
 type statements struct {
 	createTable, createSchemaIndex, comment, exists                                         string
 	insert, list, get, updateSettings, pause, resume, remove, schemaUse, dropSchema, tables string
+	heads, head, sinceChange                                                                string
 }
 
 func newStatements(riverSchema string) (statements, error) {
@@ -90,7 +97,8 @@ func newStatements(riverSchema string) (statements, error) {
 	return q, sqlfile.Assign("accounts", st, map[string]*string{"createTable": &q.createTable,
 		"createSchemaIndex": &q.createSchemaIndex, "comment": &q.comment, "exists": &q.exists, "insert": &q.insert,
 		"list": &q.list, "get": &q.get, "updateSettings": &q.updateSettings, "pause": &q.pause,
-		"resume": &q.resume, "remove": &q.remove, "schemaUse": &q.schemaUse, "dropSchema": &q.dropSchema})
+		"resume": &q.resume, "remove": &q.remove, "schemaUse": &q.schemaUse, "dropSchema": &q.dropSchema,
+		"heads": &q.heads, "head": &q.head, "sinceChange": &q.sinceChange})
 }
 
 // Registry is the accounts table of one fleet.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -150,6 +151,13 @@ func TestUnionViews(t *testing.T) {
 	if err := RefreshUnion(ctx, pool, union, "", members); err != nil {
 		t.Fatal(err)
 	}
+	// Views that are the members' already are left as they are.
+	u := Union{Schema: union, Members: func(context.Context) ([]Member, error) { return members, nil }}
+	for _, refresh := range []func(context.Context, *pgxpool.Pool) (bool, error){u.Refresh, u.RefreshIfStale} {
+		if changed, err := refresh(ctx, pool); err != nil || changed {
+			t.Errorf("refreshing current views: changed %v, %v", changed, err)
+		}
+	}
 	rows, err := pool.Query(ctx, `SELECT account, id, name FROM "`+union+`".teams ORDER BY account`)
 	if err != nil {
 		t.Fatal(err)
@@ -196,5 +204,56 @@ func TestUnionViews(t *testing.T) {
 	}
 	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, union).Scan(&exists); err != nil || !exists {
 		t.Fatalf("the foreign schema was dropped: %v %v", exists, err)
+	}
+}
+
+// TestRegistryHeads: the heads carry each account's schema, pause and the
+// stamp of its settings, which changes with them and only with them; a
+// registry never made has none, and no head of any name.
+func TestRegistryHeads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := schematest.NewPool(t, 4)
+	r, _ := newRegistry(t, pool, false)
+	if h, err := r.Heads(ctx); err != nil || h != nil {
+		t.Fatalf("Heads before migrate = %v, %v; want none", h, err)
+	}
+	if _, err := r.Head(ctx, "eu"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Head before migrate: %v", err)
+	}
+	if _, ok, err := r.SinceChange(ctx); err != nil || ok {
+		t.Fatalf("SinceChange before migrate: %v, %v; want none", ok, err)
+	}
+	if err := r.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Add(ctx, Account{Name: "eu", Settings: map[string]string{SchemaSetting: "s_eu", "USERSYNC_PAGE_SIZE": "10"}}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := r.Get(ctx, "eu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if since, ok, err := r.SinceChange(ctx); err != nil || !ok || since < 0 || since > time.Minute {
+		t.Errorf("SinceChange just after an add: %s, %v, %v", since, ok, err)
+	}
+	heads, err := r.Heads(ctx)
+	if err != nil || len(heads) != 1 || heads[0] != (Head{Name: "eu", Schema: "s_eu", Stamp: a.Stamp}) || a.Stamp == "" {
+		t.Fatalf("Heads = %+v, %v; Get's stamp %q", heads, err, a.Stamp)
+	}
+	if err := r.Pause(ctx, "eu"); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := r.Head(ctx, "eu"); err != nil || !h.Paused || h.Stamp != a.Stamp {
+		t.Errorf("Head of paused eu = %+v, %v; want paused, the same stamp", h, err)
+	}
+	if err := r.UpdateSettings(ctx, "eu", map[string]string{"USERSYNC_PAGE_SIZE": "20"}); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := r.Head(ctx, "eu"); err != nil || h.Stamp == a.Stamp {
+		t.Errorf("Head after a change of settings = %+v, %v; want a new stamp", h, err)
+	}
+	if _, err := r.Head(ctx, "us"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Head of an unknown account: %v", err)
 	}
 }

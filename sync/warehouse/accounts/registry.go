@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -82,11 +83,11 @@ func (r *Registry) Get(ctx context.Context, name string) (Account, error) {
 func scanAccount(row pgx.CollectableRow) (Account, error) {
 	var a Account
 	var settings []byte
-	if err := row.Scan(&a.Name, &settings, &a.PausedAt, &a.CreatedAt, &a.UpdatedAt); err != nil {
+	if err := row.Scan(&a.Name, &settings, &a.PausedAt, &a.CreatedAt, &a.UpdatedAt, &a.Stamp); err != nil {
 		return a, err
 	}
 	if err := json.Unmarshal(settings, &a.Settings); err != nil {
-		return a, fmt.Errorf("account %s: its settings are not a map of strings: %w", a.Name, err)
+		return a, fmt.Errorf("account %s: %w: %w", a.Name, ErrBadSettings, err)
 	}
 	return a, nil
 }
@@ -133,3 +134,72 @@ func (r *Registry) change(ctx context.Context, name, what, stmt string, args ...
 
 // Paused reports whether the account is paused.
 func (a Account) Paused() bool { return a.PausedAt != nil }
+
+// Head is a registered account without its settings: what a reader that
+// keeps what it parsed of each account needs to know whether to read it
+// again.
+type Head struct {
+	Name, Schema string
+	Paused       bool
+	Stamp        string // as Account.Stamp
+}
+
+// Heads returns every registered account's Head by name; none when the
+// registry was never created.
+func (r *Registry) Heads(ctx context.Context) ([]Head, error) {
+	rows, err := r.db.Query(ctx, r.sql.heads)
+	if err != nil {
+		return nil, noRegistryIsNone(fmt.Errorf("listing accounts: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, scanHead)
+	if err != nil {
+		return nil, noRegistryIsNone(fmt.Errorf("listing accounts: %w", err))
+	}
+	return out, nil
+}
+
+// Head returns the Head of account name, or ErrNotFound.
+func (r *Registry) Head(ctx context.Context, name string) (Head, error) {
+	rows, err := r.db.Query(ctx, r.sql.head, name)
+	if err == nil {
+		var h Head
+		h, err = pgx.CollectExactlyOneRow(rows, scanHead)
+		if err == nil {
+			return h, nil
+		}
+	}
+	if errors.Is(err, pgx.ErrNoRows) || noRegistryIsNone(err) == nil {
+		return Head{}, fmt.Errorf("account %s: %w", name, ErrNotFound)
+	}
+	return Head{}, fmt.Errorf("reading account %s: %w", name, err)
+}
+
+// SinceChange is how long ago the last account was added or changed; ok is
+// false when none is registered (or the registry was never made).
+func (r *Registry) SinceChange(ctx context.Context) (since time.Duration, ok bool, err error) {
+	var secs *float64
+	if err := r.db.QueryRow(ctx, r.sql.sinceChange).Scan(&secs); err != nil {
+		return 0, false, noRegistryIsNone(fmt.Errorf("reading the registry's last change: %w", err))
+	}
+	if secs == nil {
+		return 0, false, nil
+	}
+	return time.Duration(*secs * float64(time.Second)), true, nil
+}
+
+func scanHead(row pgx.CollectableRow) (Head, error) {
+	var h Head
+	err := row.Scan(&h.Name, &h.Schema, &h.Paused, &h.Stamp)
+	return h, err
+}
+
+// noRegistryIsNone is nil for the error of a registry that does not exist
+// (a deployment not migrated since #41: no table, or no River schema yet),
+// err otherwise.
+func noRegistryIsNone(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") {
+		return nil
+	}
+	return err
+}

@@ -2,8 +2,11 @@ package accounts
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -16,6 +19,12 @@ import (
 // unionMark starts the comment of a schema of union views: only such a
 // schema is ever dropped.
 const unionMark = "usersync union views:"
+
+// unionComment is the rest of the comment; the stamps follow it.
+const unionComment = " every account's analysts' tables, with an account column; remade by usersync migrate, " +
+	"accounts add, remove and views, and by the worker's fleet tick when the accounts change."
+
+var stampsPattern = regexp.MustCompile(`members:([0-9a-f]+) views:([0-9a-f]+)$`)
 
 // ErrUnionNeedsPG15 says the server cannot run views with the reader's
 // rights (security_invoker), so no union views are made.
@@ -30,65 +39,203 @@ type Member struct{ Name, Schema string }
 
 type unionStatements struct {
 	serverVersion, owner, columns, drop, create, comment, view, roleExists, grantUsage, grantSelect string
+	lock, tryLock                                                                                   string
 }
 
 func newUnionStatements() (unionStatements, error) {
 	var q unionStatements
 	st, err := sqlfile.Load(sqlFiles, "union", map[string]string{"union": sqlfile.Later, "view": sqlfile.Later,
-		"body": sqlfile.Later, "role": sqlfile.Later})
+		"body": sqlfile.Later, "role": sqlfile.Later, "text": sqlfile.Later})
 	if err != nil {
 		return q, err
 	}
 	return q, sqlfile.Assign("union", st, map[string]*string{"serverVersion": &q.serverVersion, "owner": &q.owner,
 		"columns": &q.columns, "drop": &q.drop, "create": &q.create, "comment": &q.comment, "view": &q.view,
-		"roleExists": &q.roleExists, "grantUsage": &q.grantUsage, "grantSelect": &q.grantSelect})
+		"roleExists": &q.roleExists, "grantUsage": &q.grantUsage, "grantSelect": &q.grantSelect,
+		"lock": &q.lock, "tryLock": &q.tryLock})
 }
 
-// RefreshUnion remakes the schema unionSchema: one view per analysts' table
+// Union is a fleet's union views: in Schema, one view per analysts' table
 // of the catalog that unites the members' tables, an account column first
-// (a column a member's table lacks reads NULL), readable by readerRole
-// ("" for none). Fewer than two members drop it: there is nothing to unite.
-// It refuses to touch a schema of that name that is not usersync's. Call it
-// inside warehouse.WithMigrationLock.
+// (a column a member's table lacks reads NULL), readable by ReaderRole (""
+// for none). Fewer than two members drop them: there is nothing to unite.
+// A schema of that name that is not usersync's is never touched.
+//
+// The schema's comment keeps two stamps: of the members (and the role) the
+// views were made for, and of the views' text. A refresh whose stamps are
+// those stored does nothing, so that remaking them costs only when the
+// accounts (or, after a migration, their tables) changed: each view is a
+// UNION ALL over every account, and remaking all of them at each of N
+// registrations would cost in N².
+type Union struct {
+	Schema     string
+	ReaderRole string
+	// Members lists the accounts to unite, the default one first. It is
+	// read again once the views' lock is taken, so that a refresh sees
+	// the registry as the refresh before it left it.
+	Members func(ctx context.Context) ([]Member, error)
+}
+
+// RefreshUnion refreshes the views of a fixed list of members (Union.Refresh).
 func RefreshUnion(ctx context.Context, pool *pgxpool.Pool, unionSchema, readerRole string, members []Member) error {
+	u := Union{Schema: unionSchema, ReaderRole: readerRole, Members: func(context.Context) ([]Member, error) { return members, nil }}
+	_, err := u.Refresh(ctx, pool)
+	return err
+}
+
+// Refresh remakes the views unless they are the members' already, waiting
+// for another refresh to end first; it says whether it changed them.
+func (u Union) Refresh(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	return u.refresh(ctx, pool, false)
+}
+
+// RefreshIfStale is Refresh for the worker's fleet tick, which calls it
+// every few seconds: it reads the members and the schema's comment, and
+// goes on only when the members' stamp is not the one stored; it does not
+// wait for another refresh (another replica's tick, an accounts command)
+// and does nothing then.
+func (u Union) RefreshIfStale(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	return u.refresh(ctx, pool, true)
+}
+
+func (u Union) refresh(ctx context.Context, pool *pgxpool.Pool, quick bool) (bool, error) {
 	q, err := newUnionStatements()
 	if err != nil {
+		return false, err
+	}
+	members, err := u.Members(ctx)
+	if err != nil {
+		return false, err
+	}
+	st, err := readUnionState(ctx, pool, q, u.Schema)
+	if err != nil {
+		return false, err
+	}
+	if quick && (st.ours && st.members == membersStamp(u.ReaderRole, members) || !st.ours && len(members) < 2) {
+		return false, nil
+	}
+	if len(members) >= 2 {
+		if err := canUnite(ctx, pool, q, u.Schema, st); err != nil {
+			return false, err
+		}
+	}
+	changed := false
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		lock := q.lock
+		if quick {
+			lock = q.tryLock
+		}
+		var got bool
+		if err := tx.QueryRow(ctx, lock, u.Schema).Scan(&got); err != nil {
+			return fmt.Errorf("taking the union views' lock: %w", err)
+		}
+		if !got {
+			return nil // another refresh runs: the next tick looks again
+		}
+		changed, err = u.remake(ctx, tx, q)
 		return err
-	}
-	fill := map[string]string{"union": schema.QuoteIdentifier(unionSchema), "role": schema.QuoteIdentifier(readerRole)}
+	})
+	return changed, err
+}
+
+// unionState is what the views' schema's comment says.
+type unionState struct {
+	exists, ours   bool
+	members, views string // the stamps stored; "" when none
+}
+
+func readUnionState(ctx context.Context, db DBTX, q unionStatements, unionSchema string) (unionState, error) {
+	var st unionState
 	var comment string
-	err = pool.QueryRow(ctx, q.owner, unionSchema).Scan(&comment)
-	exists := err == nil
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("reading schema %s: %w", unionSchema, err)
+	err := db.QueryRow(ctx, q.owner, unionSchema).Scan(&comment)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return st, nil
 	}
-	ours := exists && strings.HasPrefix(comment, unionMark)
-	if len(members) < 2 {
-		if !ours {
-			return nil // nothing to unite, nothing of usersync's to drop
-		}
-		if _, err := pool.Exec(ctx, sqlfile.Fill(q.drop, fill)); err != nil {
-			return fmt.Errorf("dropping the union views: %w", err)
-		}
-		return nil
+	if err != nil {
+		return st, fmt.Errorf("reading schema %s: %w", unionSchema, err)
 	}
-	if exists && !ours {
+	st.exists, st.ours = true, strings.HasPrefix(comment, unionMark)
+	if m := stampsPattern.FindStringSubmatch(comment); st.ours && m != nil {
+		st.members, st.views = m[1], m[2]
+	}
+	return st, nil
+}
+
+// canUnite refuses a schema of the views' name that is not usersync's, and
+// a server without security_invoker.
+func canUnite(ctx context.Context, db DBTX, q unionStatements, unionSchema string, st unionState) error {
+	if st.exists && !st.ours {
 		return fmt.Errorf("schema %s exists and is not usersync's union views; rename or drop it", unionSchema)
 	}
 	var version int
-	if err := pool.QueryRow(ctx, q.serverVersion).Scan(&version); err != nil {
+	if err := db.QueryRow(ctx, q.serverVersion).Scan(&version); err != nil {
 		return fmt.Errorf("reading the server's version: %w", err)
 	}
 	if version < 150000 {
 		return ErrUnionNeedsPG15
 	}
-	have, err := memberColumns(ctx, pool, q, members)
+	return nil
+}
+
+// remake makes the views in tx, which holds the views' lock, from the
+// members as they are now, unless the views stored are theirs already.
+func (u Union) remake(ctx context.Context, tx pgx.Tx, q unionStatements) (bool, error) {
+	members, err := u.Members(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return makeUnion(ctx, tx, q, fill, readerRole, unionViews(members, have))
-	})
+	st, err := readUnionState(ctx, tx, q, u.Schema)
+	if err != nil {
+		return false, err
+	}
+	fill := map[string]string{"union": schema.QuoteIdentifier(u.Schema), "role": schema.QuoteIdentifier(u.ReaderRole)}
+	if len(members) < 2 {
+		if !st.ours {
+			return false, nil // nothing to unite, nothing of usersync's to drop
+		}
+		if _, err := tx.Exec(ctx, sqlfile.Fill(q.drop, fill)); err != nil {
+			return false, fmt.Errorf("dropping the union views: %w", err)
+		}
+		return true, nil
+	}
+	if err := canUnite(ctx, tx, q, u.Schema, st); err != nil {
+		return false, err
+	}
+	have, err := memberColumns(ctx, tx, q, members)
+	if err != nil {
+		return false, err
+	}
+	views := unionViews(members, have)
+	ms, vs := membersStamp(u.ReaderRole, members), viewsStamp(u.ReaderRole, views)
+	if st.members == ms && st.views == vs {
+		// Granted again all the same: a role created since is granted
+		// by the next migrate, as before the stamps.
+		return false, grantUnion(ctx, tx, q, fill, u.ReaderRole)
+	}
+	fill["text"] = schema.QuoteLiteral(unionMark + unionComment + " members:" + ms + " views:" + vs)
+	return true, makeUnion(ctx, tx, q, fill, u.ReaderRole, views)
+}
+
+// membersStamp identifies the members and the reader role.
+func membersStamp(role string, members []Member) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q\n", role)
+	for _, m := range members {
+		fmt.Fprintf(h, "%q %q\n", m.Name, m.Schema)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// viewsStamp identifies the views' text and the reader role.
+func viewsStamp(role string, views map[string]string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q\n", role)
+	for _, t := range schema.Tables() {
+		if body, ok := views[t.Name]; ok {
+			fmt.Fprintf(h, "%s\n%s\n", t.Name, body)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 func makeUnion(ctx context.Context, tx pgx.Tx, q unionStatements, fill map[string]string, role string, views map[string]string) error {
@@ -104,6 +251,11 @@ func makeUnion(ctx context.Context, tx pgx.Tx, q unionStatements, fill map[strin
 			return fmt.Errorf("making the union views: %w", err)
 		}
 	}
+	return grantUnion(ctx, tx, q, fill, role)
+}
+
+// grantUnion grants role, when it exists, the union views.
+func grantUnion(ctx context.Context, tx pgx.Tx, q unionStatements, fill map[string]string, role string) error {
 	if role == "" {
 		return nil
 	}

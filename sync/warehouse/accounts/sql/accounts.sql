@@ -28,10 +28,27 @@ SELECT to_regclass($1) IS NOT NULL
 INSERT INTO {{schema}}.accounts (name, settings) VALUES ($1, $2)
 
 -- name: list
-SELECT name, settings, paused_at, created_at, updated_at FROM {{schema}}.accounts ORDER BY name
+-- The stamp (md5 of the stored settings) tells a reader that cached what it
+-- parsed whether the row changed, even by a hand edit that left updated_at.
+SELECT name, settings, paused_at, created_at, updated_at, md5(settings::text) FROM {{schema}}.accounts ORDER BY name
 
 -- name: get
-SELECT name, settings, paused_at, created_at, updated_at FROM {{schema}}.accounts WHERE name = $1
+SELECT name, settings, paused_at, created_at, updated_at, md5(settings::text) FROM {{schema}}.accounts WHERE name = $1
+
+-- name: heads
+-- Every account without its settings: what the worker reads at each of its
+-- fleet's ticks, parsing the settings again only of a row whose stamp
+-- changed.
+SELECT name, settings->>'USERSYNC_SCHEMA', paused_at IS NOT NULL, md5(settings::text) FROM {{schema}}.accounts ORDER BY name
+
+-- name: sinceChange
+-- Seconds since the last account was added or changed (NULL: none is
+-- registered), by the database's clock.
+SELECT extract(epoch FROM now() - max(updated_at))::float8 FROM {{schema}}.accounts
+
+-- name: head
+-- One account without its settings: what the worker reads for each job.
+SELECT name, settings->>'USERSYNC_SCHEMA', paused_at IS NOT NULL, md5(settings::text) FROM {{schema}}.accounts WHERE name = $1
 
 -- name: updateSettings
 -- $2 holds the settings to set; the schema is the account's for good.

@@ -22,10 +22,10 @@ SELECT to_regclass($1) IS NOT NULL;
 INSERT INTO "usersync_river".accounts (name, settings) VALUES ($1, $2);
 
 -- accounts.list
-SELECT name, settings, paused_at, created_at, updated_at FROM "usersync_river".accounts ORDER BY name;
+SELECT name, settings, paused_at, created_at, updated_at, md5(settings::text) FROM "usersync_river".accounts ORDER BY name;
 
 -- accounts.get
-SELECT name, settings, paused_at, created_at, updated_at FROM "usersync_river".accounts WHERE name = $1;
+SELECT name, settings, paused_at, created_at, updated_at, md5(settings::text) FROM "usersync_river".accounts WHERE name = $1;
 
 -- accounts.updateSettings
 UPDATE "usersync_river".accounts SET settings = settings || ($2::jsonb - 'USERSYNC_SCHEMA'), updated_at = now()
@@ -48,6 +48,15 @@ SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
 -- accounts.dropSchema
 DROP SCHEMA IF EXISTS {{target}} CASCADE;
 
+-- accounts.heads
+SELECT name, settings->>'USERSYNC_SCHEMA', paused_at IS NOT NULL, md5(settings::text) FROM "usersync_river".accounts ORDER BY name;
+
+-- accounts.head
+SELECT name, settings->>'USERSYNC_SCHEMA', paused_at IS NOT NULL, md5(settings::text) FROM "usersync_river".accounts WHERE name = $1;
+
+-- accounts.sinceChange
+SELECT extract(epoch FROM now() - max(updated_at))::float8 FROM "usersync_river".accounts;
+
 -- union.serverVersion
 SELECT current_setting('server_version_num')::int;
 
@@ -55,7 +64,9 @@ SELECT current_setting('server_version_num')::int;
 SELECT coalesce(obj_description(oid, 'pg_namespace'), '') FROM pg_namespace WHERE nspname = $1;
 
 -- union.columns
-SELECT table_schema, table_name, column_name FROM information_schema.columns WHERE table_schema = ANY($1);
+SELECT n.nspname, c.relname, a.attname FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = ANY($1) AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND a.attnum > 0 AND NOT a.attisdropped;
 
 -- union.drop
 DROP SCHEMA IF EXISTS {{union}} CASCADE;
@@ -64,7 +75,7 @@ DROP SCHEMA IF EXISTS {{union}} CASCADE;
 CREATE SCHEMA {{union}};
 
 -- union.comment
-COMMENT ON SCHEMA {{union}} IS 'usersync union views: every account''s analysts'' tables, with an account column; remade by usersync migrate and usersync accounts add and remove.';
+COMMENT ON SCHEMA {{union}} IS {{text}};
 
 -- union.view
 CREATE VIEW {{union}}.{{view}} WITH (security_invoker = true) AS {{body}};
@@ -77,3 +88,9 @@ GRANT USAGE ON SCHEMA {{union}} TO {{role}};
 
 -- union.grantSelect
 GRANT SELECT ON ALL TABLES IN SCHEMA {{union}} TO {{role}};
+
+-- union.lock
+SELECT true FROM pg_advisory_xact_lock(hashtext('usersync:union:' || $1));
+
+-- union.tryLock
+SELECT pg_try_advisory_xact_lock(hashtext('usersync:union:' || $1));

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/usersync/usersync/schema/schematest"
+)
+
+// TestAccountReaderRoles (#41 scale, point 7): a registered account's
+// USERSYNC_READER_ROLE (accounts add --reader-role) is granted its schema,
+// never the registry, another account's schema or the union views'; the
+// fleet's reader role is granted the default account's schema and the union
+// views, which run with the reader's rights (security_invoker): through them
+// it reads no more than it is granted, so they refuse it while it may not
+// read an account's tables, and serve every account once it may.
+func TestAccountReaderRoles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newRegistryFleet(t)
+	fleetSchema := f.env["USERSYNC_SCHEMA"]
+	fleetReader, euReader := fleetSchema+"_rd", fleetSchema+"_eurd"
+	t.Cleanup(func() {
+		for _, r := range []string{fleetReader, euReader} {
+			_, _ = f.pool.Exec(context.Background(), `DROP OWNED BY "`+r+`"`)
+			_, _ = f.pool.Exec(context.Background(), `DROP ROLE IF EXISTS "`+r+`"`)
+		}
+	})
+	f.env["USERSYNC_READER_ROLE"] = fleetReader
+	f.mustRun(t, "migrate")
+	_, euURL := f.simulator(t, 6, 30)
+	euSchema := schematest.NewSchemaName(t, f.pool)
+	f.mustRun(t, "accounts", "add", "eu", "--api-url", euURL, "--schema", euSchema,
+		"--api-token-file", f.secretFile(t, "eu.token", "eu-token"), "--reader-role", euReader)
+	f.mustRun(t, "sync", "--account", "eu", "--full")
+	f.mustRun(t, "sync", "--full")
+
+	as := func(role, query string) (int, error) {
+		var n int
+		err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL ROLE "`+role+`"`); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, query).Scan(&n)
+		})
+		return n, err
+	}
+	users := func(schema string) string { return fmt.Sprintf(`SELECT count(*)::int FROM %q.users`, schema) }
+	registry := fmt.Sprintf(`SELECT count(*)::int FROM %q.accounts`, fleetSchema+"_river")
+	union := fleetSchema + "_all"
+	for _, c := range []struct {
+		role, what, query string
+		rows              int // -1: refused
+	}{
+		{euReader, "its account's users", users(euSchema), 30},
+		{euReader, "its account's OAuth tokens", fmt.Sprintf(`SELECT count(*)::int FROM %q.oauth_tokens`, euSchema), -1},
+		{euReader, "the default account's users", users(fleetSchema), -1},
+		{euReader, "the registry", registry, -1},
+		{euReader, "the union views", users(union), -1},
+		{fleetReader, "the default account's users", users(fleetSchema), 120},
+		{fleetReader, "eu's users", users(euSchema), -1},
+		{fleetReader, "the registry", registry, -1},
+		{fleetReader, "the union views, which read eu's users too", users(union), -1},
+	} {
+		n, err := as(c.role, c.query)
+		switch {
+		case c.rows < 0 && !permissionDenied(err):
+			t.Errorf("%s reading %s: %d rows, %v; want permission denied", c.role, c.what, n, err)
+		case c.rows >= 0 && (err != nil || n != c.rows):
+			t.Errorf("%s reading %s: %d rows, %v; want %d", c.role, c.what, n, err, c.rows)
+		}
+	}
+	// Granted eu's reader role, the fleet's reads every account through the
+	// views; the registry stays refused.
+	if _, err := f.pool.Exec(ctx, `GRANT "`+euReader+`" TO "`+fleetReader+`"`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := as(fleetReader, users(union)+` WHERE account = 'eu'`); err != nil || n != 30 {
+		t.Errorf("the fleet's reader, granted eu's, reads %d of eu's users through the union views (%v), want 30", n, err)
+	}
+	if _, err := as(fleetReader, registry); !permissionDenied(err) {
+		t.Errorf("the fleet's reader, granted eu's, reads the registry: %v", err)
+	}
+}
+
+func permissionDenied(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42501"
+}

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/usersync/usersync/sync/warehouse/accounts"
+)
+
+func accountsViewsCommand() command {
+	return command{
+		name:    "accounts views",
+		summary: "remake the union views of every account now, unless they are current",
+		details: `Remakes the views that unite every account's analysts' tables
+(<USERSYNC_SCHEMA>_all), as accounts add does unless given --no-views, and as a
+running worker does at its fleet tick once the registered accounts changed. It
+does nothing when the views are those of the accounts already. For a deployment
+that registers many accounts with accounts add --no-views and has no worker
+running yet.`,
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usageError{fmt.Errorf("usersync accounts views takes no argument, not %q", args[0])}
+				}
+				pool, err := openPool(ctx, e, 2)
+				if err != nil {
+					return err
+				}
+				defer pool.Close()
+				reg, err := accounts.New(pool, e.riverSchema())
+				if err != nil {
+					return err
+				}
+				u := fleetUnion(e, reg)
+				changed, err := u.Refresh(ctx, pool)
+				if err != nil {
+					return err
+				}
+				what := "already current"
+				if changed {
+					what = "remade"
+				}
+				fmt.Fprintf(e.stdout, "union views in schema %s: %s\n", u.Schema, what)
+				return nil
+			}
+		},
+	}
+}

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/accounts"
+)
+
+// store returns the store of schema, made once while an account uses it.
+func (f *fleet) store(schema string) (*warehouse.Store, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.stores[schema]; ok {
+		return s, nil
+	}
+	s, err := warehouse.NewStore(f.pool, schema)
+	if err != nil {
+		return nil, fmt.Errorf("USERSYNC_SCHEMA: %w", err)
+	}
+	f.stores[schema] = s
+	return s, nil
+}
+
+// pruneStores drops the stores no registered account and no open one uses
+// (a removed account's, once it left the cache too). The caller holds mu.
+func (f *fleet) pruneStores() {
+	used := map[string]bool{}
+	for _, k := range f.known {
+		if k.ok {
+			used[k.reg.Store.Schema()] = true
+		}
+	}
+	for el := f.order.Front(); el != nil; el = el.Next() {
+		used[el.Value.(*openAccount).schema] = true
+	}
+	for s := range f.stores {
+		if !used[s] {
+			delete(f.stores, s)
+		}
+	}
+}
+
+// Registered implements jobs.ListAccounts: every account but the default
+// one, by name. It reads the registry's heads and parses the settings of
+// the rows whose stamp changed since the last call (every row, the first
+// time), each alone: a row that no longer parses is left out, with a
+// warning once per change, and never stops the others.
+func (f *fleet) Registered(ctx context.Context) ([]jobs.Registered, error) {
+	f.listMu.Lock()
+	defer f.listMu.Unlock()
+	reg, err := f.registry()
+	if err != nil {
+		return nil, err
+	}
+	heads, err := reg.Heads(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the accounts: %w", err)
+	}
+	f.mu.Lock()
+	known := f.known
+	f.mu.Unlock()
+	next := make(map[string]*knownAccount, len(heads))
+	out := make([]jobs.Registered, 0, len(heads))
+	for _, h := range heads {
+		k := known[h.Name]
+		if k == nil || k.stamp != h.Stamp {
+			if k, err = f.parse(ctx, reg, h); errors.Is(err, accounts.ErrNotFound) {
+				continue // removed since the heads were read
+			} else if err != nil {
+				return nil, fmt.Errorf("reading the accounts: %w", err)
+			}
+		}
+		next[h.Name] = k
+		if k.ok {
+			r := k.reg
+			r.Paused = h.Paused
+			out = append(out, r)
+		}
+	}
+	f.mu.Lock()
+	f.known = next
+	f.pruneStores()
+	f.mu.Unlock()
+	return out, nil
+}
+
+// parse reads the row of h's account and parses what the tick, the metrics and
+// the sweeper need of it, warning when its settings are not valid.
+func (f *fleet) parse(ctx context.Context, reg *accounts.Registry, h accounts.Head) (*knownAccount, error) {
+	a, err := reg.Get(ctx, h.Name)
+	switch {
+	case errors.Is(err, accounts.ErrBadSettings):
+		f.e.logger.WarnContext(ctx, "an account's settings are not valid; its jobs are not scheduled", "account", h.Name, "error", err.Error())
+		return &knownAccount{stamp: h.Stamp}, nil
+	case err != nil:
+		return nil, err
+	}
+	k := &knownAccount{stamp: a.Stamp}
+	cfg, err := accountConfig(f.e.fleetConfig(), a.Name, a.Settings, nil)
+	if err != nil {
+		f.e.logger.WarnContext(ctx, "an account's settings are not valid; its jobs are not scheduled", "account", a.Name, "error", err.Error())
+		return k, nil
+	}
+	store, err := f.store(cfg.Schema)
+	if err != nil {
+		f.e.logger.WarnContext(ctx, "an account's schema is not valid; its jobs are not scheduled", "account", a.Name, "error", err.Error())
+		return k, nil
+	}
+	r := jobs.Registered{Name: a.Name, Store: store, Snapshots: f.e.cfg.SnapshotDir != "off"}
+	if r.Schedules, err = parseSchedules(cfg, nil); err != nil {
+		f.e.logger.WarnContext(ctx, "an account's schedule is not valid; its jobs are not scheduled", "account", a.Name, "error", err.Error())
+		r.Schedules = jobs.Schedules{}
+	}
+	r.SnapshotInterval = snapshotInterval(cfg, r.Schedules)
+	k.reg, k.ok = r, true
+	return k, nil
+}
+
+// refreshViews is the fleet tick's last step: it remakes the union views
+// when the registered accounts changed since they were made (accounts add
+// --no-views), unless another process is remaking them. While accounts are
+// being registered (one added or changed less than viewsSettle ago) it
+// waits: remade at every tick of a bulk registration, each time over every
+// account, the views would cost in N² again, in the worker.
+func (f *fleet) refreshViews(ctx context.Context) error {
+	reg, err := f.registry()
+	if err != nil {
+		return err
+	}
+	since, ok, err := reg.SinceChange(ctx)
+	if err != nil {
+		return err
+	}
+	if ok && since < viewsSettle(f.e.cfg.FleetTick) {
+		return nil
+	}
+	u := fleetUnion(f.e, reg)
+	changed, err := u.RefreshIfStale(ctx, f.pool)
+	if errors.Is(err, accounts.ErrUnionNeedsPG15) {
+		return nil // usersync migrate warns of it
+	}
+	if err != nil {
+		return fmt.Errorf("remaking the union views: %w", err)
+	}
+	if changed {
+		f.e.logger.InfoContext(ctx, "remade the union views: the registered accounts changed", "schema", u.Schema)
+	}
+	return nil
+}
+
+// viewsSettle is how long the registry stays unchanged before the fleet's
+// tick remakes the union views: three ticks, at least 10 s.
+func viewsSettle(tick time.Duration) time.Duration { return max(3*tick, 10*time.Second) }
