@@ -15,6 +15,9 @@ GOVULNCHECK  := v1.9.0
 TOOLS        := $(CURDIR)/.dev/tools
 # The race detector costs 5-10x; these packages are cheap enough to run under it.
 RACE_PKGS    := ./...
+# Built with the usersync_poison tag, a released response body is overwritten at once: these
+# packages' tests then fail if a row outlives its page (sync/jsonapi/poison_on.go).
+POISON_PKGS  := ./sync/jsonapi ./sync/syncer
 # Fuzz targets: package and name. make test runs each for a count of inputs (FUZZTIME=5000x,
 # 1 to 4 s each here): with a duration, Go 1.26's fuzzing coordinator can fail a target with
 # "context deadline exceeded" as the time runs out, with no failing input (golang/go#75804,
@@ -35,10 +38,11 @@ build: ## build bin/usersync (static, version-stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/usersync
 
 .PHONY: test
-test: promtool node ## go vet and go test (race detector on) against a throwaway PostgreSQL
+test: promtool node ## go vet and go test (race detector on, then the sync under the usersync_poison tag) against a throwaway PostgreSQL
 	@export DATABASE_URL="$$($(PG) up)"; \
 	$(GO) vet ./... && \
 	$(GO) test -race -timeout 40m -count=1 $(RACE_PKGS) && \
+	$(GO) test -tags usersync_poison -timeout 20m -count=1 $(POISON_PKGS) && \
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5000x
 
 .PHONY: promtool

@@ -76,7 +76,8 @@ func TestBodiesWaitForTheBudget(t *testing.T) {
 	const limit, size = 1 << 20, 700 << 10
 	for _, withLength := range []bool{true, false} {
 		// Whether two reads overlap is the scheduler's to say: a loaded
-		// machine once read the four bodies one after the other. A budget that grants one body at a time fails every try.
+		// machine (CI's poison run) once read the four bodies one after the
+		// other. A budget that grants one body at a time fails every try.
 		var peak int64
 		for try := 0; try < 3 && peak < 2*size; try++ {
 			c := newClient(t, newGatedServer(t, 4, size, withLength), newFakeClock(t), func(o *Options) {

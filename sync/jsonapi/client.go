@@ -123,6 +123,8 @@ type Client struct {
 	opts  Options
 	stats stats
 	rate  rateState
+	// bodies keeps the buffers of released pages (see Page.Release).
+	bodies bodyPool
 	// budget bounds the bytes of the bodies being read (MaxBodyBytesInFlight).
 	budget *bodyBudget
 }
@@ -230,7 +232,7 @@ func (c *Client) Get(ctx context.Context, resource string, q Query) (*jsondoc.Do
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)
 	}
-	doc, _, err := c.fetch(ctx, u, nil)
+	doc, _, _, err := c.fetch(ctx, u, nil)
 	return doc, err
 }
 
@@ -295,7 +297,7 @@ func (c *Client) send(ctx context.Context, reqURL, token string, grant *bodyGran
 		return nil, nil, &TransportError{Method: req.Method, URL: sanitizeURL(reqURL), Err: stripURLError(err)}
 	}
 	defer resp.Body.Close()
-	body, err := readBody(ctx, resp, c.opts.MaxBodyBytes, grant)
+	body, err := readBody(ctx, resp, c.opts.MaxBodyBytes, c.bodies.get, grant)
 	if err != nil {
 		return resp, body, &TransportError{Method: req.Method, URL: sanitizeURL(reqURL), Err: fmt.Errorf("reading body: %w", err)}
 	}

@@ -121,11 +121,10 @@ func TestPagesDecodeDataMalformed(t *testing.T) {
 	}
 }
 
-// TestPageBodyIsItsOwn: each page is read into a buffer of its own, never
-// written once read, so a decoder's result may refer to the body's bytes
-// for as long as it is used (normalize's rows do). The decoder's result is
-// the array's bytes themselves.
-func TestPageBodyIsItsOwn(t *testing.T) {
+// TestPageRelease: a page's body is never reused while the page is held,
+// and a released page's buffer takes a later page. The decoder's result is
+// the array's bytes themselves, as the sync's decoder keeps strings of them.
+func TestPageRelease(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
@@ -153,19 +152,24 @@ func TestPageBodyIsItsOwn(t *testing.T) {
 		}
 		got = append(got, p)
 		arrays = append(arrays, string(p.Decoded.([]byte)))
+		if len(got) == 2 {
+			p.Release() // the second page's buffer takes the third
+		}
 	}
 	if len(got) != 4 {
 		t.Fatalf("read %d pages, want 4", len(got))
 	}
-	backing := map[*byte]int{}
-	for i, p := range got {
-		b := p.Decoded.([]byte)
-		if j, ok := backing[&b[:cap(b)][cap(b)-1]]; ok {
-			t.Errorf("pages %d and %d were read into the same buffer", j+1, i+1)
-		}
-		backing[&b[:cap(b)][cap(b)-1]] = i
-		if s := string(b); s != arrays[i] {
+	backing := func(p *Page) *byte { b := p.Decoded.([]byte); return &b[:cap(b)][cap(b)-1] }
+	if backing(got[2]) != backing(got[1]) {
+		t.Error("the third page was not read into the released second page's buffer")
+	}
+	if backing(got[3]) == backing(got[0]) || backing(got[3]) == backing(got[2]) {
+		t.Error("the fourth page was read into the buffer of a page not released")
+	}
+	for _, i := range []int{0, 2, 3} {
+		if s := string(got[i].Decoded.([]byte)); s != arrays[i] {
 			t.Errorf("page %d changed after it was read: %s, was %s", i+1, s, arrays[i])
 		}
 	}
+	got[1].Release() // again: a no-op
 }

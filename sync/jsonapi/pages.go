@@ -24,6 +24,22 @@ type Page struct {
 	// Client.CheckpointURL of it, and pass that to Client.Resume to continue
 	// later.
 	NextURL string
+
+	body []byte    // what the page was decoded from, until released
+	pool *bodyPool // where Release puts body
+}
+
+// Release gives the page's body back to the client, to read a later page
+// into. Call it once nothing refers to the page's data any more, decoded
+// values included: a DataDecoder's result may refer to the body's bytes,
+// which the later page overwrites. Pages not released are left to the
+// collector; releasing is only worth it on long walks. Release is
+// idempotent; no field of the page may be used after it.
+func (p *Page) Release() {
+	if p.body != nil {
+		p.pool.put(p.body)
+		p.body = nil
+	}
 }
 
 // Pages iterates over the pages of a collection by following links.next.
@@ -44,8 +60,8 @@ type Pages struct {
 // jsondoc.DataDecoder). Pages whose "data" is not an array are decoded as
 // usual. A decoder's error means the body is malformed: the client retries
 // the request as it does a truncated body, then returns the error. The
-// decoder's result may refer to the body: each page is read into a buffer
-// of its own, which the client never writes to once it is read.
+// decoder's result may refer to the body: the client never writes to it or
+// reuses it until the page is released (see Page.Release).
 func (p *Pages) DecodeData(decode jsondoc.DataDecoder) *Pages {
 	p.decode = decode
 	return p
@@ -101,7 +117,7 @@ func (p *Pages) Next(ctx context.Context) (*Page, error) {
 		}
 		reqURL = checked
 	}
-	doc, fetched, err := p.c.fetch(ctx, reqURL, p.decode)
+	doc, body, fetched, err := p.c.fetch(ctx, reqURL, p.decode)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s page %d: %w", p.resource, p.number+1, err)
 	}
@@ -111,7 +127,7 @@ func (p *Pages) Next(ctx context.Context) (*Page, error) {
 	}
 	p.number++
 	p.next, p.built = next, false
-	return &Page{Document: *doc, Number: p.number, URL: fetched, NextURL: next}, nil
+	return &Page{Document: *doc, Number: p.number, URL: fetched, NextURL: next, body: body, pool: &p.c.bodies}, nil
 }
 
 // resolveNext returns the next link of a page, resolved against the page's
@@ -180,6 +196,9 @@ func Prefetch(ctx context.Context, it *Pages, depth int) *Prefetched {
 			select {
 			case out <- pageResult{page, err}:
 			case <-ctx.Done():
+				if page != nil {
+					page.Release() // never sent: nobody else has it
+				}
 				p.cut = context.Cause(ctx)
 				return
 			}
@@ -193,11 +212,14 @@ func Prefetch(ctx context.Context, it *Pages, depth int) *Prefetched {
 
 // Stop ends the walk and waits for its goroutine, so that no request of
 // the walk is in flight once it returns; pages fetched and not read are
-// dropped. The Pages loop does it when it ends; call it for a walk that
+// released. The Pages loop does it when it ends; call it for a walk that
 // may never be read, never during that loop. A second call does nothing.
 func (p *Prefetched) Stop() {
 	p.stop()
-	for range p.results {
+	for r := range p.results {
+		if r.page != nil {
+			r.page.Release()
+		}
 	}
 }
 

@@ -327,8 +327,8 @@ func TestPrefetchStopsWhenTheReaderLeaves(t *testing.T) {
 }
 
 // TestPrefetchStop: Stop on a walk nobody read ends its goroutine before it
-// returns (no request in flight after it) and drops the pages fetched
-// ahead.
+// returns (no request in flight after it) and gives the bodies of the pages
+// fetched ahead back to the client.
 func TestPrefetchStop(t *testing.T) {
 	t.Parallel()
 	var served atomic.Int64
@@ -347,6 +347,12 @@ func TestPrefetchStop(t *testing.T) {
 		}
 	default:
 		t.Fatal("the walk's goroutine still runs after Stop")
+	}
+	c.bodies.mu.Lock()
+	kept := len(c.bodies.free)
+	c.bodies.mu.Unlock()
+	if kept != 2 {
+		t.Errorf("%d bodies back in the pool after Stop, want the 2 pages fetched ahead", kept)
 	}
 	p.Stop()
 	for page, err := range p.Pages() {

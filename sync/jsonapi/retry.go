@@ -28,6 +28,7 @@ const (
 type attempt struct {
 	verdict verdict
 	doc     *jsondoc.Document
+	body    []byte // the body doc was decoded from
 	err     error
 	status  int
 	header  http.Header
@@ -35,9 +36,9 @@ type attempt struct {
 }
 
 // fetch GETs reqURL with retries and decodes the document. It returns the
-// URL finally requested, which differs from reqURL when a 502 or 504 made
-// it halve page[size].
-func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDecoder) (*jsondoc.Document, string, error) {
+// body the document was decoded from and the URL finally requested, which
+// differs from reqURL when a 502 or 504 made it halve page[size].
+func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDecoder) (*jsondoc.Document, []byte, string, error) {
 	endpoint := "/"
 	if u, err := url.Parse(reqURL); err == nil {
 		endpoint = c.endpoint(u)
@@ -54,10 +55,10 @@ func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDe
 		var err error
 		switch a.verdict {
 		case verdictDone:
-			return a.doc, reqURL, a.err
+			return a.doc, a.body, reqURL, a.err
 		case verdictReauth:
 			if reauthed || !c.auth.Invalidate(a.token) {
-				return nil, reqURL, &AuthError{StatusCode: a.status, Err: a.err}
+				return nil, nil, reqURL, &AuthError{StatusCode: a.status, Err: a.err}
 			}
 			reauthed = true
 			continue
@@ -69,7 +70,7 @@ func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDe
 			reqURL, err = c.backoff(ctx, reqURL, a, failures, start, answered)
 		}
 		if err != nil {
-			return nil, reqURL, err
+			return nil, nil, reqURL, err
 		}
 	}
 }
@@ -125,7 +126,7 @@ func (c *Client) classify(a *attempt, reqURL string, body []byte, decode jsondoc
 			a.verdict, a.err = verdictRetry, fmt.Errorf("%s %s: %w", http.MethodGet, requestURI(sanitizeURL(reqURL)), err)
 			return
 		}
-		a.verdict, a.doc = verdictDone, doc
+		a.verdict, a.doc, a.body = verdictDone, doc, body
 	case a.status == http.StatusUnauthorized:
 		a.verdict, a.err = verdictReauth, responseError(reqURL, a.status, body)
 	case a.status == http.StatusTooManyRequests:

@@ -36,8 +36,9 @@ type Rejected struct {
 // The rows refer to b's bytes instead of copying them (the string values,
 // the attributes object the content hash is taken over, the data
 // connections): b must not be written to while the rows are in use. The
-// client reads each body into a buffer of its own and never writes to it
-// once read, so a row may keep those bytes as long as it lives.
+// client reads each body into a buffer of its own and reuses it only once
+// the caller releases the page (jsonapi.Page.Release), after writing the
+// rows.
 func (n *Normalizer) DecodeData(b []byte) (any, int, error) {
 	return n.decodeArray(b)
 }

@@ -141,9 +141,11 @@ func (s *pageScanner) stringValue(v int, t schema.JSONType) (end int, val any, o
 
 // bytesString returns b as a string without copying it: b must not be
 // written while the string is in use. The single pass gives it bytes of a
-// response body only, which the client reads into a buffer of the page's
-// own and never writes to once read (jsonapi's TestPageBodyIsItsOwn): the
-// string keeps the body alive and reads as sent for as long as it lives.
+// response body only. A body is reused
+// for a later page once its page is released (jsonapi.Page.Release, called
+// by the syncer's pipeline after the page's commit), so a row's strings live
+// no longer than its page; under the usersync_poison build tag a released
+// body is overwritten at once, and a row kept longer fails the tests.
 func bytesString(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b)) //nolint:gosec // G103: audited; the only use of unsafe
 }

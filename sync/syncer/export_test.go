@@ -24,6 +24,6 @@ func NewPipeline(u *users.Store, cp warehouse.Checkpoint, writers int, requests 
 }
 
 // AddPage, for the tests, is Add of a page of rows.
-func (p *pipeline) AddPage(ctx context.Context, rows []normalize.Row, nextURL string) error {
-	return p.Add(ctx, walkPage{rows: rows, nextURL: nextURL})
+func (p *pipeline) AddPage(ctx context.Context, rows []normalize.Row, nextURL string, release func()) error {
+	return p.Add(ctx, walkPage{rows: rows, nextURL: nextURL, release: release})
 }

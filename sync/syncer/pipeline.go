@@ -25,6 +25,9 @@ import (
 //     (errEarlierPage), and the pipeline reports the failed page's error.
 //   - The checkpoint passes from each page to the next with its commit: no
 //     two goroutines hold it at once.
+//   - A page is released once it has committed, and never when it failed:
+//     its rows may borrow a body that its release hands to a later page
+//     (jsonapi.Page.Release).
 //
 // Each rule has its test in pipeline_test.go. Add hands it pages; Wait
 // waits for them. A pipeline is used from one goroutine.
@@ -111,6 +114,9 @@ func (p *pipeline) write(ctx context.Context, pw *pageWrite, page walkPage, numb
 	pw.cp = cp
 	if p.committed != nil {
 		p.committed(cp, len(page.rows)+len(page.bad), time.Since(start))
+	}
+	if page.release != nil {
+		page.release()
 	}
 }
 

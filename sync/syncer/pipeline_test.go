@@ -97,41 +97,57 @@ func (e *pipeEnv) storedPages() (int64, error) {
 
 // TestPipelineCommitsInOrder: pages commit in the order they were added,
 // each with the checkpoint after it, passed from page to page (from a
-// resumed run's). Page 1 is held in flight, so that page 2, prepared
-// meanwhile, would commit first if nothing held it back.
+// resumed run's), and each is released once its commit is in the
+// warehouse. Page 1 is held in flight, so that page 2, prepared meanwhile,
+// would commit first if nothing held it back.
 func TestPipelineCommitsInOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newPipeEnv(t, 40)
 	e.onInsert(t, e.pages[0][0].ID, 0.5, false)
 	start := warehouse.Checkpoint{RunID: e.runID, Progress: warehouse.Progress{Pages: 5, Fetched: 50, Requests: 9}}
-	var committed []string
+	var committed []warehouse.Checkpoint
+	var released []int
+	var early []string
 	// The requests counted when a page's checkpoint is written: 10 more
 	// than the pages before it.
 	p := syncer.NewPipeline(e.users, start, 2, func(pr *warehouse.Progress) { pr.Requests = pr.Pages + 10 },
-		func(cp warehouse.Checkpoint) {
-			stored, err := e.storedPages() // the commit is in: its checkpoint is stored
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			committed = append(committed, fmt.Sprintf("%d/%d/%d/%s stored %d %v", cp.Progress.Pages, cp.Progress.Fetched, cp.Progress.Requests, cp.NextURL, stored, err))
-		})
+		func(cp warehouse.Checkpoint) { e.mu.Lock(); committed = append(committed, cp); e.mu.Unlock() })
 	defer func() { _ = p.Wait() }()
 	for i, rows := range e.pages {
 		next := fmt.Sprintf("http://x/next/%d", i+2)
 		if i == len(e.pages)-1 {
 			next = ""
 		}
-		if err := p.AddPage(ctx, rows, next); err != nil {
+		release := func() {
+			stored, err := e.storedPages()
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			released = append(released, i)
+			if err != nil || stored < int64(6+i) {
+				early = append(early, fmt.Sprintf("page %d released with %d pages stored (%v)", i+1, stored, err))
+			}
+		}
+		if err := p.AddPage(ctx, rows, next, release); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := p.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"6/60/15/http://x/next/2 stored 6 <nil>", "7/70/16/http://x/next/3 stored 7 <nil>",
-		"8/80/17/http://x/next/4 stored 8 <nil>", "9/90/18/ stored 9 <nil>"}
-	if !slices.Equal(committed, want) {
-		t.Errorf("checkpoints committed, in order (pages/fetched/requests/next, and the pages stored then):\n got %q\nwant %q", committed, want)
+	if !slices.Equal(released, []int{0, 1, 2, 3}) {
+		t.Errorf("pages released (so committed) in the order %v, want 0 1 2 3", released)
+	}
+	for _, m := range early {
+		t.Error(m)
+	}
+	var got []string
+	for _, cp := range committed {
+		got = append(got, fmt.Sprintf("%d/%d/%d/%s", cp.Progress.Pages, cp.Progress.Fetched, cp.Progress.Requests, cp.NextURL))
+	}
+	want := []string{"6/60/15/http://x/next/2", "7/70/16/http://x/next/3", "8/80/17/http://x/next/4", "9/90/18/"}
+	if !slices.Equal(got, want) {
+		t.Errorf("checkpoints committed (pages/fetched/requests/next):\n got %v\nwant %v", got, want)
 	}
 	if cp := p.Checkpoint(); cp.Progress.Pages != 9 || cp.Progress.Inserted != 40 || cp.NextURL != "" {
 		t.Errorf("checkpoint after the pages: %+v", cp)
@@ -154,7 +170,7 @@ func TestPipelineBoundsWriters(t *testing.T) {
 			p := e.pipeline(writers)
 			defer func() { _ = p.Wait() }()
 			for i, rows := range e.pages {
-				if err := p.AddPage(context.Background(), rows, ""); err != nil {
+				if err := p.AddPage(context.Background(), rows, "", nil); err != nil {
 					t.Fatal(err)
 				}
 				e.note("added %d", i+1)
@@ -184,7 +200,7 @@ func TestPipelineWaitsForASharedUser(t *testing.T) {
 	p := e.pipeline(2)
 	defer func() { _ = p.Wait() }()
 	for i, rows := range [][]normalize.Row{e.pages[0], append(slices.Clone(e.pages[1]), shared)} {
-		if err := p.AddPage(context.Background(), rows, ""); err != nil {
+		if err := p.AddPage(context.Background(), rows, "", nil); err != nil {
 			t.Fatal(err)
 		}
 		e.note("added %d", i+1)
@@ -205,9 +221,9 @@ func TestPipelineWaitsForASharedUser(t *testing.T) {
 
 // TestPipelineStopsAtFailure: a page that fails stops the pipeline. Page 2
 // fails after a while, so that page 3 is prepared meanwhile: page 3 does not
-// commit, the checkpoint stays page 1's, Failed does not wait for the pages
-// in flight, and Add (which then does not take its page) and Wait return
-// page 2's error.
+// commit, no page from page 2 on is released, the checkpoint stays page 1's,
+// Failed does not wait for the pages in flight, and Add (which then does
+// not take its page) and Wait return page 2's error.
 func TestPipelineStopsAtFailure(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -215,7 +231,14 @@ func TestPipelineStopsAtFailure(t *testing.T) {
 	e.onInsert(t, e.pages[1][0].ID, 0.5, true)
 	p := e.pipeline(2)
 	defer func() { _ = p.Wait() }()
-	add := func(i int) error { return p.AddPage(ctx, e.pages[i], fmt.Sprint("http://x/", i+1)) }
+	var released []int
+	add := func(i int) error {
+		return p.AddPage(ctx, e.pages[i], fmt.Sprint("http://x/", i+1), func() {
+			e.mu.Lock()
+			released = append(released, i)
+			e.mu.Unlock()
+		})
+	}
 	for i := range 2 {
 		if err := add(i); err != nil {
 			t.Fatal(err)
@@ -240,8 +263,8 @@ func TestPipelineStopsAtFailure(t *testing.T) {
 	if cp := p.Checkpoint(); cp.Progress.Pages != 1 || cp.NextURL != "http://x/1" {
 		t.Errorf("checkpoint %+v, want page 1's", cp)
 	}
-	if !slices.Equal(e.events, []string{"commit 1"}) {
-		t.Errorf("commits %v, want page 1's only", e.events)
+	if !slices.Equal(released, []int{0}) {
+		t.Errorf("pages released: %v, want page 1's only", released)
 	}
 	if n := e.count(t, `SELECT count(*) FROM %s.users`); n != 10 {
 		t.Errorf("%d users stored, want page 1's 10", n)

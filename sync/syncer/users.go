@@ -56,6 +56,7 @@ type walkPage struct {
 	// nextURL is the walk's next link as the checkpoint stores it ("" on
 	// the last page): a resumed run continues from it.
 	nextURL string
+	release func() // nil: nothing to release
 }
 
 // ids returns the page's user ids, quarantined ones included.
@@ -200,9 +201,10 @@ func (r *run) walk(ctx context.Context, pipe *pipeline, pages *jsonapi.Prefetche
 		r.count(rows)
 		next, err := r.s.client.CheckpointURL("users", p.NextURL)
 		if err != nil {
+			p.Release()
 			return fmt.Errorf("checkpointing users page %d: %w", p.Number, err)
 		}
-		if err := pipe.Add(ctx, walkPage{rows: rows, bad: bad, nextURL: next}); err != nil {
+		if err := pipe.Add(ctx, walkPage{rows: rows, bad: bad, nextURL: next, release: p.Release}); err != nil {
 			return err
 		}
 		if p.NextURL != "" && r.draining() {
