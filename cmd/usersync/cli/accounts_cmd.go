@@ -94,15 +94,15 @@ func printAccountList(w io.Writer, fleetSchema string, lines []accountLine) {
 }
 
 func accountsPauseCommand() command {
-	return accountActionCommand("pause", "stop scheduling an account's work (its data stays)",
+	return accountActionCommand("pause", "stop all of an account's work, scheduled and by hand (its data stays)",
 		func(ctx context.Context, reg *accounts.Registry, name string) error { return reg.Pause(ctx, name) },
-		"paused: the worker queues none of its work from its next scheduling pass; its data and schema stay")
+		"paused: the worker queues none of its work from its next scheduling pass, its queued jobs are cancelled when they start, and sync, backfill, reconcile and snapshot --account refuse it; its data and schema stay")
 }
 
 func accountsResumeCommand() command {
-	return accountActionCommand("resume", "schedule a paused account's work again",
+	return accountActionCommand("resume", "let a paused account's work run again",
 		func(ctx context.Context, reg *accounts.Registry, name string) error { return reg.Resume(ctx, name) },
-		"resumed: the worker schedules its work again")
+		"resumed: the worker schedules its work again, and commands by hand run")
 }
 
 // accountActionCommand is accounts pause or resume.

@@ -162,6 +162,7 @@ func (f *fleet) keep(oa *openAccount) {
 func (f *fleet) accountEnv(a *account) *env {
 	ae := *f.e
 	ae.cfg = a.Cfg
+	ae.account = a.Name
 	ae.logger = f.e.logger.With("account", a.Name)
 	return &ae
 }
@@ -194,7 +195,7 @@ func (f *fleet) build(ctx context.Context, a *account) (*openAccount, error) {
 func accountDeps(ae *env, name string, s *syncer.Syncer, store *warehouse.Store) *jobs.Account {
 	cfg := ae.cfg
 	return &jobs.Account{Name: name, Syncer: s, Store: store, SnapshotAfterSync: cfg.SnapshotAfterSync,
-		AuthRemedy: authRemedy(cfg), MaxDeleteShare: cfg.ReconcileMaxDelete, ReconcileMembership: cfg.ReconcileMembership,
+		AuthRemedy: ae.authRemedy(), MaxDeleteShare: cfg.ReconcileMaxDelete, ReconcileMembership: cfg.ReconcileMembership,
 		Logger: ae.logger}
 }
 

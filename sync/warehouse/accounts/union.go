@@ -38,19 +38,20 @@ func UnionSchema(fleetSchema string) string { return fleetSchema + "_all" }
 type Member struct{ Name, Schema string }
 
 type unionStatements struct {
-	serverVersion, owner, columns, drop, create, comment, view, roleExists, grantUsage, grantSelect string
-	lock, tryLock                                                                                   string
+	serverVersion, owner, columns, drop, create, comment, member, view, roleExists, grantUsage, grantSelect string
+	lock, tryLock                                                                                           string
 }
 
 func newUnionStatements() (unionStatements, error) {
 	var q unionStatements
 	st, err := sqlfile.Load(sqlFiles, "union", map[string]string{"union": sqlfile.Later, "view": sqlfile.Later,
-		"body": sqlfile.Later, "role": sqlfile.Later, "text": sqlfile.Later})
+		"body": sqlfile.Later, "role": sqlfile.Later, "text": sqlfile.Later,
+		"account": sqlfile.Later, "columns": sqlfile.Later, "schema": sqlfile.Later, "table": sqlfile.Later})
 	if err != nil {
 		return q, err
 	}
 	return q, sqlfile.Assign("union", st, map[string]*string{"serverVersion": &q.serverVersion, "owner": &q.owner,
-		"columns": &q.columns, "drop": &q.drop, "create": &q.create, "comment": &q.comment, "view": &q.view,
+		"columns": &q.columns, "drop": &q.drop, "create": &q.create, "comment": &q.comment, "member": &q.member, "view": &q.view,
 		"roleExists": &q.roleExists, "grantUsage": &q.grantUsage, "grantSelect": &q.grantSelect,
 		"lock": &q.lock, "tryLock": &q.tryLock})
 }
@@ -205,7 +206,7 @@ func (u Union) remake(ctx context.Context, tx pgx.Tx, q unionStatements) (bool, 
 	if err != nil {
 		return false, err
 	}
-	views := unionViews(members, have)
+	views := unionViews(q.member, members, have)
 	ms, vs := membersStamp(u.ReaderRole, members), viewsStamp(u.ReaderRole, views)
 	if st.members == ms && st.views == vs {
 		// Granted again all the same: a role created since is granted
@@ -297,8 +298,9 @@ func memberColumns(ctx context.Context, db DBTX, q unionStatements, members []Me
 }
 
 // unionViews is the query of each analysts' table's view: one SELECT per
-// member whose schema has the table, in the members' order.
-func unionViews(members []Member, have map[string]map[string]bool) map[string]string {
+// member whose schema has the table (the statement member), in the
+// members' order.
+func unionViews(member string, members []Member, have map[string]map[string]bool) map[string]string {
 	out := map[string]string{}
 	for _, t := range schema.Tables() {
 		if !t.Analysts {
@@ -310,7 +312,7 @@ func unionViews(members []Member, have map[string]map[string]bool) map[string]st
 			if cols == nil {
 				continue // not migrated yet: migrate remakes the views after
 			}
-			sel := []string{schema.QuoteLiteral(m.Name) + "::text AS account"}
+			var sel []string
 			for _, c := range t.Columns {
 				if c.Bookkeeping {
 					continue
@@ -321,8 +323,8 @@ func unionViews(members []Member, have map[string]map[string]bool) map[string]st
 				}
 				sel = append(sel, col)
 			}
-			parts = append(parts, "SELECT "+strings.Join(sel, ", ")+" FROM "+
-				schema.QuoteIdentifier(m.Schema)+"."+schema.QuoteIdentifier(t.Name))
+			parts = append(parts, sqlfile.Fill(member, map[string]string{"account": schema.QuoteLiteral(m.Name),
+				"columns": strings.Join(sel, ", "), "schema": schema.QuoteIdentifier(m.Schema), "table": schema.QuoteIdentifier(t.Name)}))
 		}
 		if len(parts) > 0 {
 			out[t.Name] = strings.Join(parts, "\nUNION ALL ")

@@ -2,8 +2,8 @@
 -- their own schema ({{union}}, <USERSYNC_SCHEMA>_all), remade in one
 -- transaction when the accounts change. Filled when they run, being
 -- identifiers: {{union}}, the views' schema; {{view}} and {{body}}, a view
--- and its query; {{role}}, the analysts' reader role; {{text}}, the
--- schema's comment. The views run with the reader's rights
+-- and its query (its members' SELECTs joined by UNION ALL); {{role}}, the
+-- analysts' reader role; {{text}}, the schema's comment. The views run with the reader's rights
 -- (security_invoker, PostgreSQL 15 and later), so nobody reads through them
 -- what they could not read directly.
 
@@ -43,6 +43,12 @@ SELECT true FROM pg_advisory_xact_lock(hashtext('usersync:union:' || $1))
 -- The fleet's tick does not wait for another refresh: the next tick looks
 -- again. True when taken.
 SELECT pg_try_advisory_xact_lock(hashtext('usersync:union:' || $1))
+
+-- name: member
+-- One account's part of a view: {{account}}, its name as a literal;
+-- {{columns}}, the view's columns as the account's table has them (NULL of
+-- the column's type for one it lacks); {{schema}} and {{table}}, quoted.
+SELECT {{account}}::text AS account, {{columns}} FROM {{schema}}.{{table}}
 
 -- name: view
 CREATE VIEW {{union}}.{{view}} WITH (security_invoker = true) AS {{body}}

@@ -77,6 +77,9 @@ CREATE SCHEMA {{union}};
 -- union.comment
 COMMENT ON SCHEMA {{union}} IS {{text}};
 
+-- union.member
+SELECT {{account}}::text AS account, {{columns}} FROM {{schema}}.{{table}};
+
 -- union.view
 CREATE VIEW {{union}}.{{view}} WITH (security_invoker = true) AS {{body}};
 
