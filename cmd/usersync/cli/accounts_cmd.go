@@ -8,11 +8,17 @@ import (
 	"io"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
 // withRegistry opens the database and the fleet's registry for f.
 func withRegistry(ctx context.Context, e *env, f func(*accounts.Registry) error) error {
+	return withRegistryPool(ctx, e, func(_ *pgxpool.Pool, reg *accounts.Registry) error { return f(reg) })
+}
+
+// withRegistryPool is withRegistry for an f that also needs the pool.
+func withRegistryPool(ctx context.Context, e *env, f func(*pgxpool.Pool, *accounts.Registry) error) error {
 	pool, err := openPool(ctx, e, 2)
 	if err != nil {
 		return err
@@ -22,7 +28,7 @@ func withRegistry(ctx context.Context, e *env, f func(*accounts.Registry) error)
 	if err != nil {
 		return err
 	}
-	return f(reg)
+	return f(pool, reg)
 }
 
 // notFound turns an unknown account into a usage error.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
@@ -23,17 +24,13 @@ running yet.`,
 				if len(args) > 0 {
 					return usageError{fmt.Errorf("usersync accounts views takes no argument, not %q", args[0])}
 				}
-				pool, err := openPool(ctx, e, 2)
-				if err != nil {
+				var u accounts.Union
+				var changed bool
+				err := withRegistryPool(ctx, e, func(pool *pgxpool.Pool, reg *accounts.Registry) (err error) {
+					u = fleetUnion(e, reg)
+					changed, err = u.Refresh(ctx, pool)
 					return err
-				}
-				defer pool.Close()
-				reg, err := accounts.New(pool, e.riverSchema())
-				if err != nil {
-					return err
-				}
-				u := fleetUnion(e, reg)
-				changed, err := u.Refresh(ctx, pool)
+				})
 				if err != nil {
 					return err
 				}
