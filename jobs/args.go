@@ -16,6 +16,9 @@ const (
 	KindSnapshot  = "usersync_snapshot"
 	// KindDue turns the registered accounts' schedules into jobs (fleet.go).
 	KindDue = "usersync_due"
+	// KindViews remakes the union views when the accounts changed
+	// (fleet.go).
+	KindViews = "usersync_views"
 )
 
 // The queues, each with its own bound of workers (ClientConfig), so that
@@ -110,8 +113,24 @@ func (DueArgs) Kind() string { return KindDue }
 
 // InsertOpts makes the tick unique while one is active: ticks that pile up
 // behind a slow one add nothing.
-func (DueArgs) InsertOpts() river.InsertOpts {
+func (DueArgs) InsertOpts() river.InsertOpts { return fleetOpts() }
+
+// ViewsArgs remakes the fleet's union views when the registered accounts
+// changed since they were made (ViewsWorker).
+type ViewsArgs struct{}
+
+// Kind implements river.JobArgs.
+func (ViewsArgs) Kind() string { return KindViews }
+
+// InsertOpts makes the remake unique while one is active.
+func (ViewsArgs) InsertOpts() river.InsertOpts { return fleetOpts() }
+
+// fleetOpts are the options of the fleet's own jobs: unique while one is
+// active, so that with QueueFleet's two slots the tick and the remake of
+// the views never wait for each other, and never retried, as the next
+// period's job decides again.
+func fleetOpts() river.InsertOpts {
 	o := uniqueOpts(QueueFleet)
-	o.MaxAttempts = 1 // the next tick decides again
+	o.MaxAttempts = 1
 	return o
 }

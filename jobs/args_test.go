@@ -24,6 +24,8 @@ func TestJobsStoredFormIsStable(t *testing.T) {
 		{SyncArgs{}, "usersync_sync", `{}`},
 		{ReconcileArgs{}, "usersync_reconcile", `{}`},
 		{SnapshotArgs{}, "usersync_snapshot", `{}`},
+		{DueArgs{}, "usersync_due", `{}`},
+		{ViewsArgs{}, "usersync_views", `{}`},
 		{BackfillArgs{Full: true}, "usersync_backfill", `{"full":true}`},
 		{BackfillArgs{Since: &since, Until: &until}, "usersync_backfill",
 			`{"since":"2026-01-02T03:04:05Z","until":"2026-01-04T03:04:05Z"}`},

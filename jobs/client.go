@@ -32,9 +32,12 @@ type ClientConfig struct {
 	// default account only).
 	Accounts  ListAccounts
 	FleetTick time.Duration
-	// AfterTick, when set, ends each fleet tick (the union views, remade
-	// when the accounts changed); its error is logged.
-	AfterTick func(ctx context.Context) error
+	// Views, when set, remakes the union views if the accounts changed:
+	// a job of its own (ViewsWorker) every ViewsEvery while an account is
+	// registered, never a step of the tick, which a remake over hundreds
+	// of accounts would hold for seconds.
+	Views      func(ctx context.Context) error
+	ViewsEvery time.Duration
 	// MaxWorkers is how many incremental syncs (QueueSync) run at once in
 	// this process, LongWorkers how many backfills and reconciles
 	// (QueueLong), SnapshotWorkers how many snapshots (QueueSnapshot): each
@@ -71,15 +74,28 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	if list == nil {
 		list = func(context.Context) ([]Registered, error) { return nil, nil }
 	}
-	river.AddWorker(workers, &DueWorker{list: list, afterTick: cfg.AfterTick, river: rdb, logger: cfg.Deps.Logger})
+	river.AddWorker(workers, &DueWorker{list: list, river: rdb, logger: cfg.Deps.Logger})
+	views := cfg.Views
+	if views == nil {
+		views = func(context.Context) error { return nil }
+	}
+	river.AddWorker(workers, &ViewsWorker{views: views})
 	periodic := defaultPeriodic(cfg, rdb)
 	if cfg.Accounts != nil && cfg.FleetTick > 0 {
 		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.FleetTick), func() (river.JobArgs, *river.InsertOpts) {
-			if !anyActive(cfg.Accounts, cfg.Deps.Logger) {
+			if _, active := anyAccount(cfg.Accounts, cfg.Deps.Logger); !active {
 				return nil, nil // no tick job while no account needs one
 			}
 			return DueArgs{}, nil
 		}, &river.PeriodicJobOpts{ID: KindDue, RunOnStart: true}))
+	}
+	if cfg.Accounts != nil && cfg.Views != nil && cfg.ViewsEvery > 0 {
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.ViewsEvery), func() (river.JobArgs, *river.InsertOpts) {
+			if registered, _ := anyAccount(cfg.Accounts, cfg.Deps.Logger); !registered {
+				return nil, nil // accounts remove remakes the views of the last one
+			}
+			return ViewsArgs{}, nil
+		}, &river.PeriodicJobOpts{ID: KindViews}))
 	}
 	accounts := newJobAccounts()
 	rcfg := &river.Config{
@@ -92,7 +108,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 			QueueSync:     {MaxWorkers: max(cfg.MaxWorkers, 1)},
 			QueueLong:     {MaxWorkers: max(cfg.LongWorkers, 1)},
 			QueueSnapshot: {MaxWorkers: max(cfg.SnapshotWorkers, 1)},
-			QueueFleet:    {MaxWorkers: 1},
+			QueueFleet:    {MaxWorkers: 2}, // the tick and the views' remake: one slot each (fleetOpts)
 		},
 		SoftStopTimeout: cfg.SoftStop,
 		MaxAttempts:     MaxAttempts,
@@ -151,22 +167,23 @@ func NewInsertClient(pool *pgxpool.Pool, riverSchema string, logger *slog.Logger
 	return c, nil
 }
 
-// anyActive says whether a registered account is not paused: only then is
-// a tick job inserted, so that a deployment of the default account alone
-// sees no job it did not see before accounts. When the accounts cannot be
-// read, the tick job is inserted and its failure says why.
-func anyActive(list ListAccounts, logger *slog.Logger) bool {
+// anyAccount says whether an account is registered, and whether one is
+// not paused: only then are the fleet's jobs inserted (the remake of the
+// views, the tick), so that a deployment of the default account alone sees
+// no job it did not see before accounts. When the accounts cannot be read,
+// both are true: the job is inserted and its failure says why.
+func anyAccount(list ListAccounts, logger *slog.Logger) (registered, active bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	accounts, err := list(ctx)
 	if err != nil {
-		logger.DebugContext(ctx, "the fleet's tick could not read the accounts", "error", err.Error())
-		return true
+		logger.DebugContext(ctx, "the fleet could not read the accounts", "error", err.Error())
+		return true, true
 	}
 	for _, a := range accounts {
 		if !a.Paused {
-			return true
+			return true, true
 		}
 	}
-	return false
+	return len(accounts) > 0, false
 }

@@ -10,9 +10,10 @@ import (
 	"github.com/riverqueue/river"
 )
 
-// dueKept is how long the fleet's finished ticks are kept: long enough to
-// read a failing tick's error in the job UI, short enough that one a few
-// seconds does not pile up for the retention of the other jobs.
+// dueKept is how long the fleet's finished jobs (its ticks and remakes of
+// the views) are kept: long enough to read a failing one's error in the
+// job UI, short enough that one every few seconds does not pile up for the
+// retention of the other jobs.
 const dueKept = time.Hour
 
 // DueWorker is the fleet's tick. River's periodic jobs are fixed when a
@@ -36,10 +37,9 @@ const dueKept = time.Hour
 // seen every user, and is then due at its schedule's first tick after it.
 type DueWorker struct {
 	river.WorkerDefaults[DueArgs]
-	list      ListAccounts
-	afterTick func(ctx context.Context) error
-	river     *riverDB
-	logger    *slog.Logger
+	list   ListAccounts
+	river  *riverDB
+	logger *slog.Logger
 }
 
 // Work implements river.Worker.
@@ -62,13 +62,21 @@ func (w *DueWorker) Work(ctx context.Context, job *river.Job[DueArgs]) error {
 	if _, err := w.river.pool.Exec(ctx, w.river.q.pruneDue, dueKept.Seconds()); err != nil {
 		w.logger.WarnContext(ctx, "could not delete the fleet's old ticks", "error", err.Error())
 	}
-	if w.afterTick != nil {
-		if err := w.afterTick(ctx); err != nil {
-			w.logger.WarnContext(ctx, "the fleet's tick could not finish its upkeep; the next tick tries again", "error", err.Error())
-		}
-	}
 	return nil
 }
+
+// ViewsWorker remakes the fleet's union views when the registered accounts
+// changed since they were made (accounts add --no-views), as a job of its
+// own beside the tick: a remake over hundreds of accounts takes seconds,
+// which in the tick would delay every account's due jobs. Its error fails
+// the job (it is not retried: the next period's job tries again).
+type ViewsWorker struct {
+	river.WorkerDefaults[ViewsArgs]
+	views func(ctx context.Context) error
+}
+
+// Work implements river.Worker.
+func (w *ViewsWorker) Work(ctx context.Context, _ *river.Job[ViewsArgs]) error { return w.views(ctx) }
 
 // dueJobs are the jobs of the accounts not paused that are due now.
 func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river.InsertManyParams, error) {

@@ -119,18 +119,27 @@ func newFleetEnv(t *testing.T, specs ...accountSpec) *fleetEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.client.Start(ctx); err != nil {
+	t.Cleanup(func() { // after the client stopped (cleanups run last first)
+		if t.Failed() {
+			t.Logf("logs:\n%s", e.logs.String())
+		}
+	})
+	startClient(t, e.client)
+	return e
+}
+
+// startClient starts client and, when the test ends, stops it, cancelling
+// the jobs still running.
+func startClient(t *testing.T, client *river.Client[pgx.Tx]) {
+	t.Helper()
+	if err := client.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		_ = e.client.StopAndCancel(stopCtx)
-		if t.Failed() {
-			t.Logf("logs:\n%s", e.logs.String())
-		}
+		_ = client.StopAndCancel(stopCtx)
 	})
-	return e
 }
 
 // newTestAccount migrates the account's schema and serves its simulated

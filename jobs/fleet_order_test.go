@@ -42,14 +42,7 @@ func TestFleetRunsOldestDueFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := client.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = client.Stop(stopCtx)
-	})
+	startClient(t, client)
 	var order []string
 	waitUntil(t, "the three syncs", 60*time.Second, func() bool {
 		order = nil

@@ -73,14 +73,7 @@ func startUnreadable(t *testing.T, opened func(ctx context.Context, name string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := client.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = client.StopAndCancel(stopCtx)
-	})
+	startClient(t, client)
 	for _, args := range []SyncArgs{{Account: "eu"}, {}} {
 		if _, err := client.Insert(ctx, args, nil); err != nil {
 			t.Fatal(err)

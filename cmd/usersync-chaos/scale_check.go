@@ -74,7 +74,7 @@ func (s *scaleRun) check(ctx context.Context, f *scaleFigures) []string {
 }
 
 // unionUnitesAll checks that the union views unite every account: the
-// accounts were added with --no-views, so the workers' fleet tick made them.
+// accounts were added with --no-views, so the workers' job usersync_views made them.
 func (s *scaleRun) unionUnitesAll(ctx context.Context) []string {
 	var def string
 	err := retry(ctx, func() error {
@@ -91,7 +91,7 @@ func (s *scaleRun) unionUnitesAll(ctx context.Context) []string {
 		}
 	}
 	if len(missing) > 0 {
-		return []string{fmt.Sprintf("the union view %s_all.users does not unite %d accounts (the workers' tick did not remake it): %s",
+		return []string{fmt.Sprintf("the union view %s_all.users does not unite %d accounts (the workers' job usersync_views did not remake it): %s",
 			schemaName, len(missing), strings.Join(first(missing, 5), ", "))}
 	}
 	return nil

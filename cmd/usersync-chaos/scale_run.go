@@ -80,7 +80,7 @@ func (s *scaleRun) add(ctx context.Context, dir string, a *scaleAccount) error {
 		return err
 	}
 	began := time.Now()
-	// --no-views: the workers' fleet tick remakes the union views once,
+	// --no-views: the workers' job usersync_views remakes the union views once,
 	// where each add would remake them over every account (N² in all).
 	out, err := s.d.usersync(ctx, "accounts", "add", a.name, "--api-url", a.apiURL, "--api-token-file", file, "--no-views")
 	a.addTook = time.Since(began)

@@ -25,9 +25,10 @@ WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2
 
 -- name: jobCounts
 -- $1 account (NULL: every account): the jobs of each account by kind and
--- state. The fleet's ticks belong to no account and are not counted.
+-- state. The fleet's own jobs (its ticks, the remakes of the union views)
+-- belong to no account and are not counted.
 SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, state::text, count(*) FROM {{river}}.river_job
-WHERE kind LIKE 'usersync\_%' AND kind <> 'usersync_due'
+WHERE kind LIKE 'usersync\_%' AND kind NOT IN ('usersync_due', 'usersync_views')
   AND ($1::text IS NULL OR coalesce(nullif(args->>'account', ''), 'default') = $1)
 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
 
@@ -69,10 +70,11 @@ WHERE state = 'running' AND kind IN ($1, $2, $3) AND attempted_at < now() - make
   AND coalesce(nullif(args->>'account', ''), 'default') = $5
 
 -- name: pruneDue
--- $1 seconds: the fleet's finished ticks older than that are deleted (one
--- a tick would otherwise be kept for the retention of every other job).
+-- $1 seconds: the fleet's finished jobs (ticks, remakes of the union views)
+-- older than that are deleted (one a tick would otherwise be kept for the
+-- retention of every other job).
 DELETE FROM {{river}}.river_job
-WHERE kind = 'usersync_due' AND finalized_at < now() - make_interval(secs => $1)
+WHERE kind IN ('usersync_due', 'usersync_views') AND finalized_at < now() - make_interval(secs => $1)
 
 -- name: createAccountIndex
 -- usersync's index on River's job table (River's migrations leave indexes

@@ -52,18 +52,9 @@ func TestNextLinkIntoAnotherAccountStopsTheRun(t *testing.T) {
 	t.Cleanup(srv.Close)
 	srvURL = srv.URL
 
-	pool := schematest.NewPool(t, 8)
-	name := schematest.NewSchemaName(t, pool)
 	ctx := context.Background()
-	if _, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name}); err != nil {
-		t.Fatal(err)
-	}
-	store, err := warehouse.NewStore(pool, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &testEnv{srv: srv, client: newClient(t, srv.URL+"/accounts/a", jsonapi.StaticToken(shared)), store: store}
-	_, err = runAlone(t, ctx, e.syncer(syncer.Config{PageSize: 20}), syncer.Request{Kind: warehouse.KindFull})
+	e := &testEnv{srv: srv, client: newClient(t, srv.URL+"/accounts/a", jsonapi.StaticToken(shared)), store: migratedStore(t, schematest.NewPool(t, 8))}
+	_, err := runAlone(t, ctx, e.syncer(syncer.Config{PageSize: 20}), syncer.Request{Kind: warehouse.KindFull})
 	if err == nil || !strings.Contains(err.Error(), "refusing next link "+srv.URL+"/api/v2/users") ||
 		!strings.Contains(err.Error(), "not under the base URL's path /accounts/a") {
 		t.Errorf("run error %v; want the next link refused, naming it and the base path", err)

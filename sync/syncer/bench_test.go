@@ -64,14 +64,7 @@ func peakHeap() (stop func() uint64) {
 // simulator at url: what each iteration of a sync benchmark starts from.
 func freshSync(b *testing.B, pool *pgxpool.Pool, url string) (*warehouse.Store, *jsonapi.Client) {
 	b.Helper()
-	name := schematest.NewSchemaName(b, pool)
-	if _, err := warehouse.Migrate(context.Background(), pool, warehouse.MigrateOptions{Schema: name}); err != nil {
-		b.Fatal(err)
-	}
-	store, err := warehouse.NewStore(pool, name)
-	if err != nil {
-		b.Fatal(err)
-	}
+	store := migratedStore(b, pool)
 	client, err := jsonapi.NewClient(jsonapi.Options{BaseURL: url, Auth: jsonapi.StaticToken("bench")})
 	if err != nil {
 		b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/apisim"
@@ -45,17 +46,23 @@ func newEnvWith(t *testing.T, opts apisim.Options, wrap func(*apisim.Server) htt
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	pool := schematest.NewPool(t, 8)
-	name := schematest.NewSchemaName(t, pool)
-	ctx := context.Background()
-	if _, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name}); err != nil {
-		t.Fatal(err)
+	store := migratedStore(t, schematest.NewPool(t, 8))
+	return &testEnv{sim: sim, srv: srv, client: newClient(t, srv.URL, jsonapi.StaticToken("test-token")), store: store}
+}
+
+// migratedStore migrates a schema of the test's own in pool and returns
+// its store.
+func migratedStore(tb testing.TB, pool *pgxpool.Pool) *warehouse.Store {
+	tb.Helper()
+	name := schematest.NewSchemaName(tb, pool)
+	if _, err := warehouse.Migrate(context.Background(), pool, warehouse.MigrateOptions{Schema: name}); err != nil {
+		tb.Fatal(err)
 	}
 	store, err := warehouse.NewStore(pool, name)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	return &testEnv{sim: sim, srv: srv, client: newClient(t, srv.URL, jsonapi.StaticToken("test-token")), store: store}
+	return store
 }
 
 func newClient(t *testing.T, url string, auth jsonapi.Authenticator) *jsonapi.Client {

@@ -22,8 +22,9 @@ type account struct {
 	Cfg    Config
 	Paused bool
 	// Err, when set, says why the account's stored settings no longer make
-	// a Config (a parser grew stricter, the row was edited by hand); Cfg is
-	// then empty. One such account never stops the others (#41).
+	// a Config (a parser grew stricter, the row was edited by hand); Cfg
+	// then holds its schema alone. One such account never stops the others
+	// (#41): status shows it with the error, migrate leaves it out.
 	Err error
 }
 
@@ -43,7 +44,16 @@ func loadAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]account, e
 		return nil, err
 	}
 	for _, a := range list {
-		cfg, err := accountConfig(fleet, a.Name, a.Settings, nil)
+		var cfg Config
+		var err error
+		if a.Invalid != nil {
+			err = a.Invalid
+		} else {
+			cfg, err = accountConfig(fleet, a.Name, a.Settings, nil)
+		}
+		if err != nil {
+			cfg = Config{Schema: a.Schema()}
+		}
 		out = append(out, account{Name: a.Name, Cfg: cfg, Paused: a.Paused(), Err: err})
 	}
 	return out, nil

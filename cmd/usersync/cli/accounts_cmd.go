@@ -48,11 +48,18 @@ type accountLine struct {
 	PausedAt  *time.Time `json:"paused_at"`
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
+	// Problem, when set, says which stored settings are not strings (a row
+	// edited by hand): the worker schedules none of its jobs.
+	Problem string `json:"problem,omitempty"`
 }
 
 func lineOf(a accounts.Account) accountLine {
-	return accountLine{Name: a.Name, Schema: a.Schema(), APIURL: a.Settings["USERSYNC_API_URL"], PausedAt: a.PausedAt,
+	l := accountLine{Name: a.Name, Schema: a.Schema(), APIURL: a.Settings["USERSYNC_API_URL"], PausedAt: a.PausedAt,
 		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
+	if a.Invalid != nil {
+		l.Problem = a.Invalid.Error()
+	}
+	return l
 }
 
 func accountsListCommand() command {
@@ -96,6 +103,9 @@ func printAccountList(w io.Writer, fleetSchema string, lines []accountLine) {
 			paused = "yes"
 		}
 		fmt.Fprintf(w, "%-20s  %-24s  %-7s  %s\n", l.Name, l.Schema, paused, l.APIURL)
+		if l.Problem != "" {
+			fmt.Fprintf(w, "%-20s  not scheduled: %s\n", "", l.Problem)
+		}
 	}
 }
 

@@ -14,8 +14,11 @@ import (
 
 // migrateAccounts is usersync migrate's part for the accounts (#41): it
 // makes the registry, migrates every registered account's schema and remakes
-// the union views, returning a line for each account. The caller holds the
-// migration lock.
+// the union views, returning a line for each account. An account whose
+// stored settings make no configuration is left out with a line that says
+// why, and never stops the others: the worker, which waits for migrate to
+// succeed, would otherwise not start for any account while one row is
+// broken. The caller holds the migration lock.
 func migrateAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]string, error) {
 	reg, err := accounts.New(pool, jobs.RiverSchema(e.cfg.Schema))
 	if err != nil {
@@ -31,7 +34,8 @@ func migrateAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]string,
 	var lines []string
 	for _, a := range all[1:] {
 		if a.Err != nil {
-			return nil, usageError{a.Err}
+			lines = append(lines, fmt.Sprintf("account %s: not migrated, its settings make no configuration: %v", a.Name, a.Err))
+			continue
 		}
 		res, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: a.Cfg.Schema, ReaderRole: a.Cfg.ReaderRole})
 		if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {

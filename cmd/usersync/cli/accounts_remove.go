@@ -32,8 +32,8 @@ account's name again on a terminal, or takes --yes; without either it refuses.`,
 					return err
 				}
 				return withRegistry(ctx, e, func(reg *accounts.Registry) error {
-					a, err := reg.Get(ctx, name)
-					if err != nil {
+					a, err := reg.Get(ctx, name) // a row edited by hand can be removed too
+					if err != nil && !errors.Is(err, accounts.ErrBadSettings) {
 						return notFound(name, err)
 					}
 					if *drop && !*yes {

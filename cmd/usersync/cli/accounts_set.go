@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
@@ -37,7 +39,16 @@ worker uses the new values from its next run of the account.`,
 				}
 				return withRegistry(ctx, e, func(reg *accounts.Registry) error {
 					a, err := reg.Get(ctx, name)
-					if err != nil {
+					var bad *accounts.SettingsError
+					switch {
+					case errors.As(err, &bad):
+						// The row is mended only if every value that is not a
+						// string is set again.
+						missing := slices.DeleteFunc(slices.Clone(bad.Keys), func(k string) bool { _, ok := vals[k]; return ok })
+						if len(missing) > 0 || bad.Keys == nil {
+							return usageError{fmt.Errorf("%w; this command must give %s too, to mend the row", bad, strings.Join(missing, ", "))}
+						}
+					case err != nil:
 						return notFound(name, err)
 					}
 					merged := map[string]string{}

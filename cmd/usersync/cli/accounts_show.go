@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,7 +35,7 @@ func accountsShowCommand() command {
 				}
 				return withRegistry(ctx, e, func(reg *accounts.Registry) error {
 					a, err := reg.Get(ctx, name)
-					if err != nil {
+					if err != nil && !errors.Is(err, accounts.ErrBadSettings) {
 						return notFound(name, err)
 					}
 					out := struct {
@@ -88,6 +89,9 @@ func printAccount(w io.Writer, a accountLine, settings []settingLine) {
 	}
 	fmt.Fprintf(w, "account      %s\nschema       %s\npaused       %s\ncreated      %s\nupdated      %s\n\n",
 		a.Name, a.Schema, paused, a.CreatedAt.Format(time.RFC3339), a.UpdatedAt.Format(time.RFC3339))
+	if a.Problem != "" {
+		fmt.Fprintf(w, "problem      %s\n\n", a.Problem)
+	}
 	for _, l := range settings {
 		v := l.Value
 		if v == "" {

@@ -23,10 +23,15 @@ type accountStatus struct {
 	// LagSeconds is how far its watermark is behind now; nil before its
 	// first sync.
 	LagSeconds *float64 `json:"watermark_lag_seconds"`
+	// Problem, when set, says why its stored settings make no
+	// configuration: the worker schedules none of its jobs until it is
+	// mended (usersync accounts set).
+	Problem string `json:"problem,omitempty"`
 }
 
 // readAccountStatuses reads each registered account's status; none when
-// the fleet has no registered account.
+// the fleet has no registered account. An account whose settings make no
+// configuration is listed with its problem, never stops the others.
 func readAccountStatuses(ctx context.Context, e *env) ([]accountStatus, error) {
 	pool, err := openPool(ctx, e, 2)
 	if err != nil {
@@ -40,7 +45,8 @@ func readAccountStatuses(ctx context.Context, e *env) ([]accountStatus, error) {
 	var out []accountStatus
 	for _, a := range all[1:] {
 		if a.Err != nil {
-			return nil, a.Err
+			out = append(out, accountStatus{Name: a.Name, Schema: a.Cfg.Schema, Paused: a.Paused, Problem: a.Err.Error()})
+			continue
 		}
 		st, err := accountRunStatus(ctx, pool, a, time.Now())
 		if err != nil {
@@ -94,5 +100,8 @@ func printAccountStatuses(w io.Writer, list []accountStatus) {
 			lag = time.Duration(*a.LagSeconds * float64(time.Second)).Round(time.Second).String()
 		}
 		fmt.Fprintf(w, "  %-20s  %-7s  %-20s  %s\n", a.Name, paused, last, lag)
+		if a.Problem != "" {
+			fmt.Fprintf(w, "  %-20s  not scheduled: %s\n", "", a.Problem)
+		}
 	}
 }

@@ -121,9 +121,10 @@ func (f *fleet) parse(ctx context.Context, reg *accounts.Registry, h accounts.He
 	return k, nil
 }
 
-// refreshViews is the fleet tick's last step: it remakes the union views
-// when the registered accounts changed since they were made (accounts add
-// --no-views), unless another process is remaking them. While accounts are
+// refreshViews is the fleet's job usersync_views (jobs.ViewsWorker, every
+// viewsSettle): it remakes the union views when the registered accounts
+// changed since they were made (accounts add --no-views), unless another
+// process is remaking them. While accounts are
 // being registered (one added or changed less than viewsSettle ago) it
 // waits: remade at every tick of a bulk registration, each time over every
 // account, the views would cost in N² again, in the worker.
@@ -134,7 +135,7 @@ func (f *fleet) refreshViews(ctx context.Context) error {
 	}
 	since, ok, err := reg.SinceChange(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading when the accounts last changed: %w", err)
 	}
 	if ok && since < viewsSettle(f.e.cfg.FleetTick) {
 		return nil
@@ -153,6 +154,7 @@ func (f *fleet) refreshViews(ctx context.Context) error {
 	return nil
 }
 
-// viewsSettle is how long the registry stays unchanged before the fleet's
-// tick remakes the union views: three ticks, at least 10 s.
+// viewsSettle is how long the registry stays unchanged before the fleet
+// remakes the union views, and how often its job usersync_views looks: three
+// ticks, at least 10 s.
 func viewsSettle(tick time.Duration) time.Duration { return max(3*tick, 10*time.Second) }

@@ -120,7 +120,7 @@ func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandl
 		Logger: e.logger,
 	}
 	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: w.pool, RiverSchema: w.riverSchema, Deps: deps, Schedules: w.schedules,
-		Accounts: w.fleet.Registered, FleetTick: cfg.FleetTick, AfterTick: w.fleet.refreshViews, MaxWorkers: cfg.Workers, LongWorkers: cfg.LongWorkers,
+		Accounts: w.fleet.Registered, FleetTick: cfg.FleetTick, Views: w.fleet.refreshViews, ViewsEvery: viewsSettle(cfg.FleetTick), MaxWorkers: cfg.Workers, LongWorkers: cfg.LongWorkers,
 		SnapshotWorkers: cfg.SnapshotWorkers, SoftStop: cfg.ShutdownTimeout, Logger: quietLogger(e)})
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,10 +40,33 @@ var (
 	ErrNameTaken   = errors.New("an account of that name is registered")
 	ErrSchemaTaken = errors.New("another account uses that schema")
 	ErrNoRegistry  = errors.New("the account registry does not exist (run usersync migrate)")
-	// ErrBadSettings is a stored row whose settings are not a map of
-	// strings (edited by hand).
-	ErrBadSettings = errors.New("its settings are not a map of strings")
+	// ErrBadSettings is a stored row whose settings are not all strings
+	// (edited by hand): a *SettingsError is one.
+	ErrBadSettings = errors.New("its settings are not all strings")
 )
+
+// SettingsError is a stored account whose settings are not all strings: a
+// row edited by hand. The registry still lists it, with the settings that
+// are strings, so that the commands that read every account (accounts list,
+// status, migrate, the worker's tick) go on for the others, and accounts set
+// can mend it.
+type SettingsError struct {
+	Account string
+	// Keys are the settings whose stored values are not strings, sorted;
+	// none when the settings are not a JSON object at all.
+	Keys []string
+}
+
+func (e *SettingsError) Error() string {
+	what := "its stored settings are not a JSON object"
+	if len(e.Keys) > 0 {
+		what = "stored setting(s) " + strings.Join(e.Keys, ", ") + " are not strings"
+	}
+	return fmt.Sprintf("account %s: %s (edited by hand?); give them again with usersync accounts set %s", e.Account, what, e.Account)
+}
+
+// Is makes a SettingsError ErrBadSettings.
+func (e *SettingsError) Is(target error) bool { return target == ErrBadSettings }
 
 // ValidateName refuses a name that is not a lower-case identifier of at most
 // 40 characters, and the default account's.
@@ -76,6 +100,9 @@ type Account struct {
 	// Stamp identifies the stored settings (their md5): equal stamps, equal
 	// settings.
 	Stamp string
+	// Invalid is set when some stored settings are not strings; Settings
+	// then holds the others.
+	Invalid *SettingsError
 }
 
 // Schema is the account's warehouse schema.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,5 +256,52 @@ func TestRegistryHeads(t *testing.T) {
 	}
 	if _, err := r.Head(ctx, "us"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Head of an unknown account: %v", err)
+	}
+}
+
+// TestRegistryListsAHandEditedRow: a row whose settings someone edited by
+// hand into values that are not strings is still listed, with the settings
+// that are strings and an error naming the others, so that whoever lists
+// every account goes on for the rest; Get returns it with that error, and
+// setting those values again as strings mends it.
+func TestRegistryListsAHandEditedRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := schematest.NewPool(t, 4)
+	r, name := newRegistry(t, pool, true)
+	riverSchema := name + "_river"
+	for _, name := range []string{"ap", "eu"} {
+		if err := r.Add(ctx, Account{Name: name, Settings: map[string]string{SchemaSetting: "s_" + name, "USERSYNC_PAGE_SIZE": "10"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `UPDATE "`+riverSchema+`".accounts SET settings = settings || '{"USERSYNC_PAGE_SIZE": 10, "USERSYNC_WORKERS": [2]}' WHERE name = 'eu'`); err != nil {
+		t.Fatal(err)
+	}
+	list, err := r.List(ctx)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("List beside eu's hand-edited row: %d accounts, %v", len(list), err)
+	}
+	if list[0].Invalid != nil {
+		t.Errorf("ap is valid, yet Invalid = %v", list[0].Invalid)
+	}
+	eu := list[1]
+	if eu.Invalid == nil || !slices.Equal(eu.Invalid.Keys, []string{"USERSYNC_PAGE_SIZE", "USERSYNC_WORKERS"}) || eu.Schema() != "s_eu" {
+		t.Fatalf("eu listed as %+v; want its schema, and its page size and workers named as not strings", eu)
+	}
+	msg := eu.Invalid.Error()
+	for _, want := range []string{"account eu", "USERSYNC_PAGE_SIZE, USERSYNC_WORKERS", "usersync accounts set eu"} {
+		if !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+			t.Errorf("the error %q should be one line naming %q", msg, want)
+		}
+	}
+	if a, err := r.Get(ctx, "eu"); !errors.Is(err, ErrBadSettings) || a.Name != "eu" || a.Schema() != "s_eu" {
+		t.Errorf("Get(eu) = %+v, %v; want the account and ErrBadSettings", a, err)
+	}
+	if err := r.UpdateSettings(ctx, "eu", map[string]string{"USERSYNC_PAGE_SIZE": "20", "USERSYNC_WORKERS": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := r.Get(ctx, "eu"); err != nil || a.Settings["USERSYNC_PAGE_SIZE"] != "20" {
+		t.Errorf("Get(eu) once mended = %+v, %v", a, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,8 +40,9 @@ func (r *Registry) Add(ctx context.Context, a Account) error {
 	return nil
 }
 
-// List returns every registered account by name; none when the registry
-// was never created (a deployment not migrated since #41).
+// List returns every registered account by name, those whose settings are
+// not all strings included (Account.Invalid); none when the registry was
+// never created (a deployment not migrated since #41).
 func (r *Registry) List(ctx context.Context) ([]Account, error) {
 	ok, err := r.Exists(ctx)
 	if err != nil || !ok {
@@ -57,7 +59,8 @@ func (r *Registry) List(ctx context.Context) ([]Account, error) {
 	return out, nil
 }
 
-// Get returns the account name, or ErrNotFound.
+// Get returns the account name, or ErrNotFound. An account whose stored
+// settings are not all strings is returned with its Invalid as the error.
 func (r *Registry) Get(ctx context.Context, name string) (Account, error) {
 	ok, err := r.Exists(ctx)
 	if err != nil {
@@ -77,6 +80,9 @@ func (r *Registry) Get(ctx context.Context, name string) (Account, error) {
 	if err != nil {
 		return Account{}, fmt.Errorf("reading account %s: %w", name, err)
 	}
+	if a.Invalid != nil {
+		return a, a.Invalid
+	}
 	return a, nil
 }
 
@@ -86,8 +92,23 @@ func scanAccount(row pgx.CollectableRow) (Account, error) {
 	if err := row.Scan(&a.Name, &settings, &a.PausedAt, &a.CreatedAt, &a.UpdatedAt, &a.Stamp); err != nil {
 		return a, err
 	}
-	if err := json.Unmarshal(settings, &a.Settings); err != nil {
-		return a, fmt.Errorf("account %s: %w: %w", a.Name, ErrBadSettings, err)
+	var raw map[string]any
+	if err := json.Unmarshal(settings, &raw); err != nil {
+		a.Invalid = &SettingsError{Account: a.Name}
+		return a, nil
+	}
+	a.Settings = make(map[string]string, len(raw))
+	var bad []string
+	for k, v := range raw {
+		if s, ok := v.(string); ok {
+			a.Settings[k] = s
+		} else {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		a.Invalid = &SettingsError{Account: a.Name, Keys: bad}
 	}
 	return a, nil
 }
