@@ -60,7 +60,7 @@ func (w *DueWorker) Work(ctx context.Context, job *river.Job[DueArgs]) error {
 		}
 	}
 	if _, err := w.river.pool.Exec(ctx, w.river.q.pruneDue, dueKept.Seconds()); err != nil {
-		w.logger.WarnContext(ctx, "could not delete the fleet's old ticks", "error", err.Error())
+		w.logger.WarnContext(ctx, "could not delete the fleet's old jobs", "error", err.Error())
 	}
 	return nil
 }

@@ -21,7 +21,10 @@ import (
 // gets no jobs, and its job that starts is cancelled, its data untouched.
 func TestFleetServesEveryAccount(t *testing.T) {
 	t.Parallel()
-	slow := apisim.Options{Seed: 41, Users: 1500, Knobs: apisim.Knobs{PageSizeCap: 100, Latency: 250 * time.Millisecond}}
+	// a's backfill: 30 pages of 250 ms at least, long against b's period
+	// even when the machine is loaded (15 pages made b's staleness under
+	// load a flaky fraction of it).
+	slow := apisim.Options{Seed: 41, Users: 3000, Knobs: apisim.Knobs{PageSizeCap: 100, Latency: 250 * time.Millisecond}}
 	e := newFleetEnv(t,
 		accountSpec{name: "a", opts: slow, token: "right", schedule: "off"},
 		accountSpec{name: "b", opts: apisim.Options{Seed: 42, Users: 60}, token: "right", schedule: "@every 1s"},

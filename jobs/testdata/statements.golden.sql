@@ -16,7 +16,7 @@ WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2;
 
 -- jobs.jobCounts
 SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, state::text, count(*) FROM "usersync_river".river_job
-WHERE kind LIKE 'usersync\_%' AND kind <> 'usersync_due'
+WHERE kind LIKE 'usersync\_%' AND kind NOT IN ('usersync_due', 'usersync_views')
   AND ($1::text IS NULL OR coalesce(nullif(args->>'account', ''), 'default') = $1)
 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 
@@ -50,7 +50,7 @@ WHERE state = 'running' AND kind IN ($1, $2, $3) AND attempted_at < now() - make
 
 -- jobs.pruneDue
 DELETE FROM "usersync_river".river_job
-WHERE kind = 'usersync_due' AND finalized_at < now() - make_interval(secs => $1);
+WHERE kind IN ('usersync_due', 'usersync_views') AND finalized_at < now() - make_interval(secs => $1);
 
 -- jobs.createAccountIndex
 CREATE INDEX IF NOT EXISTS usersync_river_job_account_kind_created
