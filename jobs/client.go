@@ -80,23 +80,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		views = func(context.Context) error { return nil }
 	}
 	river.AddWorker(workers, &ViewsWorker{views: views})
-	periodic := defaultPeriodic(cfg, rdb)
-	if cfg.Accounts != nil && cfg.FleetTick > 0 {
-		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.FleetTick), func() (river.JobArgs, *river.InsertOpts) {
-			if _, active := anyAccount(cfg.Accounts, cfg.Deps.Logger); !active {
-				return nil, nil // no tick job while no account needs one
-			}
-			return DueArgs{}, nil
-		}, &river.PeriodicJobOpts{ID: KindDue, RunOnStart: true}))
-	}
-	if cfg.Accounts != nil && cfg.Views != nil && cfg.ViewsEvery > 0 {
-		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.ViewsEvery), func() (river.JobArgs, *river.InsertOpts) {
-			if registered, _ := anyAccount(cfg.Accounts, cfg.Deps.Logger); !registered {
-				return nil, nil // accounts remove remakes the views of the last one
-			}
-			return ViewsArgs{}, nil
-		}, &river.PeriodicJobOpts{ID: KindViews}))
-	}
+	periodic := append(defaultPeriodic(cfg, rdb), fleetPeriodic(cfg)...)
 	accounts := newJobAccounts()
 	rcfg := &river.Config{
 		Schema:       cfg.RiverSchema,
@@ -152,6 +136,30 @@ func defaultPeriodic(cfg ClientConfig, rdb *riverDB) []*river.PeriodicJob {
 	add(KindReconcile, cfg.Schedules.Reconcile, ReconcileArgs{})
 	if cfg.Deps.Snapshot != nil {
 		add(KindSnapshot, cfg.Schedules.Snapshot, SnapshotArgs{})
+	}
+	return periodic
+}
+
+// fleetPeriodic returns the fleet's own periodic jobs: the tick, while an
+// account is not paused, and the remake of the union views, while one is
+// registered.
+func fleetPeriodic(cfg ClientConfig) []*river.PeriodicJob {
+	var periodic []*river.PeriodicJob
+	if cfg.Accounts != nil && cfg.FleetTick > 0 {
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.FleetTick), func() (river.JobArgs, *river.InsertOpts) {
+			if _, active := anyAccount(cfg.Accounts, cfg.Deps.Logger); !active {
+				return nil, nil // no tick job while no account needs one
+			}
+			return DueArgs{}, nil
+		}, &river.PeriodicJobOpts{ID: KindDue, RunOnStart: true}))
+	}
+	if cfg.Accounts != nil && cfg.Views != nil && cfg.ViewsEvery > 0 {
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.ViewsEvery), func() (river.JobArgs, *river.InsertOpts) {
+			if registered, _ := anyAccount(cfg.Accounts, cfg.Deps.Logger); !registered {
+				return nil, nil // accounts remove remakes the views of the last one
+			}
+			return ViewsArgs{}, nil
+		}, &river.PeriodicJobOpts{ID: KindViews}))
 	}
 	return periodic
 }

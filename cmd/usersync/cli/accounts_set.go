@@ -39,16 +39,7 @@ worker uses the new values from its next run of the account.`,
 				}
 				return withRegistry(ctx, e, func(reg *accounts.Registry) error {
 					a, err := reg.Get(ctx, name)
-					var bad *accounts.SettingsError
-					switch {
-					case errors.As(err, &bad):
-						// The row is mended only if every value that is not a
-						// string is set again.
-						missing := slices.DeleteFunc(slices.Clone(bad.Keys), func(k string) bool { _, ok := vals[k]; return ok })
-						if len(missing) > 0 || bad.Keys == nil {
-							return usageError{fmt.Errorf("%w; this command must give %s too, to mend the row", bad, strings.Join(missing, ", "))}
-						}
-					case err != nil:
+					if err := mends(err, vals); err != nil {
 						return notFound(name, err)
 					}
 					merged := map[string]string{}
@@ -74,4 +65,19 @@ worker uses the new values from its next run of the account.`,
 			}
 		},
 	}
+}
+
+// mends returns nil when Get's err is nil, or says a row whose stored
+// settings are not all strings (accounts.SettingsError) and vals sets each
+// of those again: only then is the row whole once vals is stored.
+func mends(err error, vals map[string]string) error {
+	var bad *accounts.SettingsError
+	if !errors.As(err, &bad) {
+		return err
+	}
+	missing := slices.DeleteFunc(slices.Clone(bad.Keys), func(k string) bool { _, ok := vals[k]; return ok })
+	if len(missing) > 0 || bad.Keys == nil {
+		return usageError{fmt.Errorf("%w; this command must give %s too, to mend the row", bad, strings.Join(missing, ", "))}
+	}
+	return nil
 }
