@@ -75,11 +75,9 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		list = func(context.Context) ([]Registered, error) { return nil, nil }
 	}
 	river.AddWorker(workers, &DueWorker{list: list, river: rdb, logger: cfg.Deps.Logger})
-	views := cfg.Views
-	if views == nil {
-		views = func(context.Context) error { return nil }
+	if cfg.Views != nil { // without it no views job is inserted either (fleetPeriodic)
+		river.AddWorker(workers, &ViewsWorker{views: cfg.Views})
 	}
-	river.AddWorker(workers, &ViewsWorker{views: views})
 	periodic := append(defaultPeriodic(cfg, rdb), fleetPeriodic(cfg)...)
 	accounts := newJobAccounts()
 	rcfg := &river.Config{

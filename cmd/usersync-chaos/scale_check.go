@@ -50,10 +50,11 @@ func (s *scaleRun) converge(ctx context.Context) []string {
 		pause(ctx, time.Second)
 	}
 	s.ended = s.dbNow(ctx)
+	took := s.ended.Sub(s.frozen).Round(100 * time.Millisecond)
 	if len(problems) == 0 {
-		fmt.Fprintf(d.out, "scale: the churn stopped; every account converged %s later\n", s.ended.Sub(s.frozen).Round(100*time.Millisecond))
+		fmt.Fprintf(d.out, "scale: the churn stopped; every account converged %s later\n", took)
 	} else {
-		fmt.Fprintf(d.out, "scale: the churn stopped; %d accounts had not converged %s later\n", len(pending), s.ended.Sub(s.frozen).Round(100*time.Millisecond))
+		fmt.Fprintf(d.out, "scale: the churn stopped; %d accounts had not converged %s later\n", len(pending), took)
 	}
 	return problems
 }
@@ -192,6 +193,8 @@ func (s *scaleRun) logsNameTheRevoked() []string {
 			switch {
 			case level == "ERROR" && account == "" && strings.HasSuffix(msg, completerRetry):
 				retries = append(retries, fmt.Sprint(line["err"]))
+			case level == "ERROR" && line["check"] != nil: // a start check: which, and why
+				errorsOf[account] = append(errorsOf[account], fmt.Sprintf("%s: %v: %v", msg, line["check"], line["detail"]))
 			case level == "ERROR":
 				errorsOf[account] = append(errorsOf[account], msg)
 			}
