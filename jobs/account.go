@@ -78,6 +78,9 @@ type Registered struct {
 	// SnapshotInterval is the longest wait between two snapshots the
 	// account's schedules promise (ScheduleInterval); 0 when none is.
 	SnapshotInterval time.Duration
+	// SyncInterval is the same of its syncs: the stale alert judges the
+	// account against its own schedule.
+	SyncInterval time.Duration
 	// Snapshots says whether the account's snapshots are written.
 	Snapshots bool
 }

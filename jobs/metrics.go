@@ -46,6 +46,8 @@ type MetricsConfig struct {
 	// scheduled (no usersync_snapshot_interval_seconds, so the stale alert
 	// does not apply).
 	SnapshotInterval time.Duration
+	// SyncInterval is the default account's, as Registered.SyncInterval.
+	SyncInterval time.Duration
 	// Snapshots says whether this worker writes the default account's
 	// snapshots: only then are the last snapshot's gauges read.
 	Snapshots bool
@@ -83,7 +85,8 @@ func NewMetrics(cfg MetricsConfig) *Metrics {
 	if err != nil {
 		panic(err) // the embedded SQL is fixed at build time: a test of every build renders it
 	}
-	defaultAcct := Registered{Name: DefaultAccount, Store: cfg.Store, SnapshotInterval: cfg.SnapshotInterval, Snapshots: cfg.Snapshots}
+	defaultAcct := Registered{Name: DefaultAccount, Store: cfg.Store, SnapshotInterval: cfg.SnapshotInterval,
+		SyncInterval: cfg.SyncInterval, Snapshots: cfg.Snapshots}
 	m.own = []prometheus.Collector{m.rows, m.runs, m.duration, m.recon, m.lockWaits, m.snapshots,
 		&stateCollector{river: river, def: defaultAcct, accounts: cfg.Accounts, logger: cfg.Logger}, m.api}
 	m.Seen(DefaultAccount)

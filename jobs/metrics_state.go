@@ -22,7 +22,12 @@ var (
 	jobsDesc   = prometheus.NewDesc("usersync_jobs", "River jobs of usersync by account, kind and state.", []string{"account", "kind", "state"}, nil)
 	oldestDesc = prometheus.NewDesc("usersync_jobs_oldest_running_seconds",
 		"How long the oldest running job of each account and kind has been in its current attempt; 0 when none runs (the default account's kinds always have a series, other accounts' only while one runs).", []string{"account", "kind"}, nil)
-	upDesc        = prometheus.NewDesc("usersync_database_up", "1 when the last scrape could read the database (the default account's warehouse): about the fleet, no account label.", nil, nil)
+	upDesc           = prometheus.NewDesc("usersync_database_up", "1 when the last scrape could read the database (the default account's warehouse): about the fleet, no account label.", nil, nil)
+	pausedDesc       = prometheus.NewDesc("usersync_account_paused", "1 while the account is paused (usersync accounts pause): its alerts are held.", []string{"account"}, nil)
+	syncIntervalDesc = prometheus.NewDesc("usersync_sync_interval_seconds",
+		"The longest wait between two syncs the account's schedule promises; absent when no sync is scheduled.", []string{"account"}, nil)
+	lastSuccessDesc = prometheus.NewDesc("usersync_sync_last_success_timestamp_seconds",
+		"When the account's newest incremental or backfill run that succeeded ended; absent before the first.", []string{"account"}, nil)
 	accountUpDesc = prometheus.NewDesc("usersync_account_scrape_up",
 		"1 when the scrape read the account's gauges (its warehouse's and its snapshot jobs') within the account's own time; 0 when a read failed or timed out, and the account's gauges are missing from the scrape.", []string{"account"}, nil)
 )
@@ -53,6 +58,7 @@ type stateCollector struct {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{lagDesc, quarantineDesc, liveDesc, jobsDesc, oldestDesc, upDesc, accountUpDesc,
+		pausedDesc, syncIntervalDesc, lastSuccessDesc,
 		snapshotSuccessDesc, snapshotBytesDesc, snapshotSinceDesc, snapshotIntervalDesc} {
 		ch <- d
 	}
@@ -137,6 +143,10 @@ func (c *stateCollector) collectAccounts(ctx context.Context, ch chan<- promethe
 func (c *stateCollector) collectAccount(ctx context.Context, ch chan<- prometheus.Metric, a Registered) bool {
 	ctx, cancel := context.WithTimeout(ctx, accountReadTimeout)
 	defer cancel()
+	ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, gaugeOf(a.Paused), a.Name)
+	if a.SyncInterval > 0 {
+		ch <- prometheus.MustNewConstMetric(syncIntervalDesc, prometheus.GaugeValue, a.SyncInterval.Seconds(), a.Name)
+	}
 	warehouse := c.collectWarehouse(ctx, ch, a)
 	snapshots := c.collectSnapshots(ctx, ch, a)
 	ch <- prometheus.MustNewConstMetric(accountUpDesc, prometheus.GaugeValue, gaugeOf(warehouse && snapshots), a.Name)
@@ -153,6 +163,9 @@ func (c *stateCollector) collectWarehouse(ctx context.Context, ch chan<- prometh
 	}
 	if st.Watermark != nil {
 		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, time.Since(*st.Watermark).Seconds(), a.Name)
+	}
+	if st.LastSuccess != nil {
+		ch <- prometheus.MustNewConstMetric(lastSuccessDesc, prometheus.GaugeValue, unixSeconds(*st.LastSuccess), a.Name)
 	}
 	ch <- prometheus.MustNewConstMetric(quarantineDesc, prometheus.GaugeValue, float64(st.Quarantined), a.Name)
 	ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, float64(st.Users), a.Name)

@@ -28,7 +28,10 @@ type Status struct {
 	CredentialsRefused *CredentialsRefused `json:"credentials_refused"`
 	Users              int64               `json:"users_live"`
 	CanWrite           *bool               `json:"can_write"` // the API user's write access to users, as last seen by a run
-	Runs               []RunStatus         `json:"runs"`
+	// LastSuccess is when the newest incremental or backfill run that
+	// succeeded ended; nil before the first.
+	LastSuccess *time.Time  `json:"last_success"`
+	Runs        []RunStatus `json:"runs"`
 }
 
 // RunStatus is one run as `status` shows it.
@@ -68,7 +71,7 @@ func (s *Store) Status(ctx context.Context, lastRuns int) (Status, error) {
 		st.Watermark = &wm
 	}
 	var drift []byte
-	err = s.pool.QueryRow(ctx, s.runs.sql.status).Scan(&st.Quarantined, &st.Users, &drift, &st.CanWrite, &st.FutureUpdatedAt, &st.RateLimit)
+	err = s.pool.QueryRow(ctx, s.runs.sql.status).Scan(&st.Quarantined, &st.Users, &drift, &st.CanWrite, &st.FutureUpdatedAt, &st.RateLimit, &st.LastSuccess)
 	if err != nil {
 		return st, fmt.Errorf("reading status: %w", err)
 	}

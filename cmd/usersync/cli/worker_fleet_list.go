@@ -117,6 +117,7 @@ func (f *fleet) parse(ctx context.Context, reg *accounts.Registry, h accounts.He
 		r.Schedules = jobs.Schedules{}
 	}
 	r.SnapshotInterval = snapshotInterval(cfg, r.Schedules)
+	r.SyncInterval = jobs.ScheduleInterval(r.Schedules.Sync, time.Now())
 	k.reg, k.ok = r, true
 	return k, nil
 }

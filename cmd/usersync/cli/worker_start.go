@@ -54,7 +54,7 @@ func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*wor
 	}
 	registered := func(ctx context.Context) ([]jobs.Registered, error) { return w.fleet.Registered(ctx) }
 	w.metrics = jobs.NewMetrics(jobs.MetricsConfig{Pool: pool, Store: w.store, Schema: cfg.Schema, RiverSchema: w.riverSchema,
-		SnapshotInterval: snapshotInterval(cfg, schedules), Snapshots: cfg.SnapshotDir != "off", Accounts: registered, Logger: e.logger})
+		SnapshotInterval: snapshotInterval(cfg, schedules), SyncInterval: jobs.ScheduleInterval(schedules.Sync, time.Now()), Snapshots: cfg.SnapshotDir != "off", Accounts: registered, Logger: e.logger})
 	w.fleet = newFleet(e, pool, w.metrics, nil)
 	if cfg.SnapshotDir == "off" {
 		return w, nil

@@ -73,7 +73,8 @@ SELECT
 	(SELECT can_write FROM {{schema}}.sync_runs WHERE can_write IS NOT NULL ORDER BY run_id DESC LIMIT 1),
 	coalesce((SELECT (summary->>'future_updated_at')::bigint FROM {{schema}}.sync_runs
 		WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1), 0),
-	(SELECT summary->'rate_limit' FROM {{schema}}.sync_runs WHERE summary ? 'rate_limit' ORDER BY run_id DESC LIMIT 1)
+	(SELECT summary->'rate_limit' FROM {{schema}}.sync_runs WHERE summary ? 'rate_limit' ORDER BY run_id DESC LIMIT 1),
+	(SELECT finished_at FROM {{schema}}.sync_runs WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1)
 
 -- name: credentialsRefused
 -- The newest run the API refused the credentials of, unless a run succeeded

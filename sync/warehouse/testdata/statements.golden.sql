@@ -70,7 +70,8 @@ SELECT
 	(SELECT can_write FROM "usersync".sync_runs WHERE can_write IS NOT NULL ORDER BY run_id DESC LIMIT 1),
 	coalesce((SELECT (summary->>'future_updated_at')::bigint FROM "usersync".sync_runs
 		WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1), 0),
-	(SELECT summary->'rate_limit' FROM "usersync".sync_runs WHERE summary ? 'rate_limit' ORDER BY run_id DESC LIMIT 1);
+	(SELECT summary->'rate_limit' FROM "usersync".sync_runs WHERE summary ? 'rate_limit' ORDER BY run_id DESC LIMIT 1),
+	(SELECT finished_at FROM "usersync".sync_runs WHERE status = 'succeeded' AND kind <> 'reconcile' ORDER BY run_id DESC LIMIT 1);
 
 -- runs.credentialsRefused
 SELECT run_id, kind, coalesce(finished_at, started_at), coalesce((summary->'credentials_refused'->>'status')::int, 0),
