@@ -116,7 +116,7 @@ func TestMonitoringDashboardPerDeployment(t *testing.T) {
 
 // fleetAlerts are the alerts about the fleet (its database, its workers),
 // not about one account.
-var fleetAlerts = []string{"UsersyncDatabaseDown", "UsersyncWorkerAbsent"}
+var fleetAlerts = []string{"UsersyncDatabaseDown", "UsersyncDatabaseRefusesWrites", "UsersyncLockBlocked", "UsersyncWorkerAbsent"}
 
 // TestMonitoringRulesPerAccount (#41, point 4): every alert about an account
 // keeps accounts apart as it keeps deployments apart, so that its labels

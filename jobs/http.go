@@ -28,8 +28,11 @@ import (
 
 // HTTPConfig configures the worker's HTTP surface.
 type HTTPConfig struct {
-	Pool        *pgxpool.Pool
-	Schema      string
+	Pool   *pgxpool.Pool
+	Schema string
+	// Store is the default account's warehouse: /readyz probes whether it
+	// takes writes.
+	Store       *warehouse.Store
 	RiverSchema string
 	Metrics     *Metrics
 	// Addr is the address the handler is served on: the job UI needs a
@@ -218,6 +221,11 @@ func ready(ctx context.Context, cfg HTTPConfig) error {
 	ok, err := RiverMigrationsCurrent(ctx, cfg.Pool, cfg.RiverSchema)
 	if err != nil || !ok {
 		return fmt.Errorf("job queue schema %s is not migrated (run usersync migrate)", cfg.RiverSchema)
+	}
+	if cfg.Store != nil {
+		if err := cfg.Store.Writable(ctx); errors.Is(err, warehouse.ErrWritesRefused) {
+			return err
+		}
 	}
 	return nil
 }

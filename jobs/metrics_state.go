@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/warehouse"
 )
 
 var (
@@ -22,7 +24,11 @@ var (
 	jobsDesc   = prometheus.NewDesc("usersync_jobs", "River jobs of usersync by account, kind and state.", []string{"account", "kind", "state"}, nil)
 	oldestDesc = prometheus.NewDesc("usersync_jobs_oldest_running_seconds",
 		"How long the oldest running job of each account and kind has been in its current attempt; 0 when none runs (the default account's kinds always have a series, other accounts' only while one runs).", []string{"account", "kind"}, nil)
-	upDesc           = prometheus.NewDesc("usersync_database_up", "1 when the last scrape could read the database (the default account's warehouse): about the fleet, no account label.", nil, nil)
+	upDesc       = prometheus.NewDesc("usersync_database_up", "1 when the database answered the scrape's ping: about the fleet, no account label (a locked table or a schema behind does not make it 0).", nil, nil)
+	writableDesc = prometheus.NewDesc("usersync_database_writable",
+		"1 when the default account's warehouse takes writes, 0 when it refuses them (read-only, disk full, permission lost), probed without writing; absent when the probe could not tell.", nil, nil)
+	lockWaitDesc = prometheus.NewDesc("usersync_database_lock_wait_seconds",
+		"How long the longest-waiting statement of any usersync session has waited for a lock another session holds; 0 when none waits.", nil, nil)
 	pausedDesc       = prometheus.NewDesc("usersync_account_paused", "1 while the account is paused (usersync accounts pause): its alerts are held.", []string{"account"}, nil)
 	syncIntervalDesc = prometheus.NewDesc("usersync_sync_interval_seconds",
 		"The longest wait between two syncs the account's schedule promises; absent when no sync is scheduled.", []string{"account"}, nil)
@@ -57,7 +63,7 @@ type stateCollector struct {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{lagDesc, quarantineDesc, liveDesc, jobsDesc, oldestDesc, upDesc, accountUpDesc,
+	for _, d := range []*prometheus.Desc{lagDesc, quarantineDesc, liveDesc, jobsDesc, oldestDesc, upDesc, writableDesc, lockWaitDesc, accountUpDesc,
 		pausedDesc, syncIntervalDesc, lastSuccessDesc,
 		snapshotSuccessDesc, snapshotBytesDesc, snapshotSinceDesc, snapshotIntervalDesc} {
 		ch <- d
@@ -67,11 +73,14 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	read := c.collectAccount(ctx, ch, c.def)
-	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, gaugeOf(read))
-	if !read && !c.answers(ctx) {
+	up := c.answers(ctx)
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, gaugeOf(up))
+	if !up {
+		ch <- prometheus.MustNewConstMetric(accountUpDesc, prometheus.GaugeValue, 0, c.def.Name)
 		return // the database does not answer: every other read would fail too
 	}
+	c.collectHealth(ctx, ch)
+	c.collectAccount(ctx, ch, c.def)
 	c.collectQueue(ctx, ch)
 	c.collectAccounts(ctx, ch, listAccounts(ctx, c.accounts, c.logger))
 }
@@ -81,6 +90,27 @@ func gaugeOf(ok bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// collectHealth sends whether the warehouse takes writes and how long a
+// usersync statement has waited for a lock: a database that refuses writes,
+// or a table someone holds, is neither down nor up.
+func (c *stateCollector) collectHealth(ctx context.Context, ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(ctx, accountReadTimeout)
+	defer cancel()
+	switch err := c.def.Store.Writable(ctx); {
+	case err == nil:
+		ch <- prometheus.MustNewConstMetric(writableDesc, prometheus.GaugeValue, 1)
+	case errors.Is(err, warehouse.ErrWritesRefused):
+		ch <- prometheus.MustNewConstMetric(writableDesc, prometheus.GaugeValue, 0)
+	default:
+		c.logger.Warn("metrics could not probe whether the database takes writes", "error", err.Error())
+	}
+	if wait, err := c.def.Store.LockWait(ctx); err != nil {
+		c.logger.Warn("metrics could not read the lock waits", "error", err.Error())
+	} else {
+		ch <- prometheus.MustNewConstMetric(lockWaitDesc, prometheus.GaugeValue, wait.Seconds())
+	}
 }
 
 // answers says whether the database answers a ping within an account's

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // ErrLocked is what Lock returns, when it does not wait, while another
@@ -34,25 +36,18 @@ func (s *Store) Lock(ctx context.Context, wait bool) (*SyncLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("acquiring a connection for the sync lock: %w", err)
 	}
-	for {
+	if wait {
+		err = waitLock(ctx, conn.Conn(), s.locks.tryLock, s.lockKey())
+	} else {
 		var ok bool
-		if err := conn.QueryRow(ctx, s.locks.tryLock, s.lockKey()).Scan(&ok); err != nil {
-			conn.Release()
-			return nil, fmt.Errorf("taking the sync lock: %w", err)
-		}
-		if ok {
-			break
-		}
-		if !wait {
+		if err = conn.QueryRow(ctx, s.locks.tryLock, s.lockKey()).Scan(&ok); err == nil && !ok {
 			conn.Release()
 			return nil, ErrLocked
 		}
-		select {
-		case <-ctx.Done():
-			conn.Release()
-			return nil, fmt.Errorf("waiting for the sync lock: %w", ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
+	}
+	if err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("taking the sync lock: %w", err)
 	}
 	return &SyncLock{release: func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -77,4 +72,23 @@ func (s *Store) LockHeld(ctx context.Context) (bool, error) {
 	}
 	l.Release()
 	return false, nil
+}
+
+// waitLock takes the advisory lock key on conn with tryLock, polling every
+// half second until it is free or ctx ends.
+func waitLock(ctx context.Context, conn *pgx.Conn, tryLock, key string) error {
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, tryLock, key).Scan(&ok); err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

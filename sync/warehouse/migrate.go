@@ -37,7 +37,9 @@ type MigrateResult struct {
 }
 
 // WithMigrationLock runs fn while holding the migration advisory lock on a
-// dedicated connection, waiting for any other migrator to finish first.
+// dedicated connection, waiting for any other migrator to finish first (by
+// polling, so that neither lock_timeout nor a stuck migrator ends the wait
+// but ctx does).
 func WithMigrationLock(ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context) error) (err error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -48,7 +50,7 @@ func WithMigrationLock(ctx context.Context, pool *pgxpool.Pool, fn func(ctx cont
 	if err != nil {
 		return err
 	}
-	if _, err := conn.Exec(ctx, q.lock, migrationLockKey); err != nil {
+	if err := waitLock(ctx, conn.Conn(), q.tryLock, migrationLockKey); err != nil {
 		return fmt.Errorf("taking the migration lock: %w", err)
 	}
 	defer func() {

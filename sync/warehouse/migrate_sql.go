@@ -76,7 +76,7 @@ func (q migrateSQL) grants(role string) string {
 
 // lockSQL holds the advisory locks' statements (sql/locks.sql).
 type lockSQL struct {
-	lock, tryLock, unlock string
+	tryLock, unlock, lockWait string
 }
 
 func newLockSQL() (lockSQL, error) {
@@ -85,6 +85,6 @@ func newLockSQL() (lockSQL, error) {
 		return lockSQL{}, err
 	}
 	var q lockSQL
-	err = sqlfile.Assign("locks", st, map[string]*string{"lock": &q.lock, "tryLock": &q.tryLock, "unlock": &q.unlock})
+	err = sqlfile.Assign("locks", st, map[string]*string{"tryLock": &q.tryLock, "unlock": &q.unlock, "lockWait": &q.lockWait})
 	return q, err
 }

@@ -10,7 +10,7 @@ import (
 type runSQL struct {
 	startRun, unfinishedRuns, abandonRuns, finishRun, advanceWatermark, endRun string
 	failedRunToResume, watermark, reopenRun, runOfJob, touchRun                string
-	status, credentialsRefused, lastRuns                                       string
+	status, credentialsRefused, lastRuns, writeProbe                           string
 }
 
 func newRunSQL(schemaName string) (runSQL, error) {
@@ -24,6 +24,7 @@ func newRunSQL(schemaName string) (runSQL, error) {
 		"finishRun": &q.finishRun, "advanceWatermark": &q.advanceWatermark, "endRun": &q.endRun,
 		"failedRunToResume": &q.failedRunToResume, "watermark": &q.watermark, "reopenRun": &q.reopenRun,
 		"runOfJob": &q.runOfJob, "touchRun": &q.touchRun, "status": &q.status, "credentialsRefused": &q.credentialsRefused, "lastRuns": &q.lastRuns,
+		"writeProbe": &q.writeProbe,
 	})
 	return q, err
 }

@@ -20,7 +20,7 @@ const checkTimeout = 90 * time.Second
 func checkCommand() command {
 	return command{
 		name:    "check",
-		summary: "say whether this deployment can work: database, migrations, reader role, API, token, budget, snapshots, schedules",
+		summary: "say whether this deployment can work: database, migrations, writes, reader role, API, token, budget, snapshots, schedules",
 		details: `Runs every check and prints a line for each: ok or FAIL, what was
 checked and what was found, and for a FAIL a line saying how to fix it. A check
 that needs one that failed (the token needs the API's settings, the reader role
@@ -107,6 +107,9 @@ func (c *checker) run(ctx context.Context, withDatabase bool) {
 		c.checkDatabase(ctx)
 		if !c.dbOK {
 			c.notChecked("migrations", "database")
+		}
+		if !c.migrated {
+			c.notChecked("writes", "migrations")
 		}
 	} else {
 		c.dbOK, c.migrated = true, true

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 const (
 	fixDatabase   = "check that PostgreSQL runs and accepts connections from this host, and DATABASE_URL's host, port, user and password"
 	fixMigrations = "run usersync migrate (with this version and USERSYNC_SCHEMA) and let it finish"
+	fixWrites     = "the database is read-only (a standby, default_transaction_read_only), its disk is full, or DATABASE_URL's user lost its grants on the schema: docs/operations.md#usersyncdatabaserefuseswrites"
 )
 
 // databaseReachable returns nil when the database answers, else why not.
@@ -43,8 +45,17 @@ func migrationsCurrent(ctx context.Context, store *warehouse.Store, riverSchema 
 	return nil
 }
 
-// checkDatabase is the database and migrations checks, in
-// databaseReachable's and migrationsCurrent's words.
+// writesTaken returns nil when the warehouse takes writes, else why not.
+func writesTaken(ctx context.Context, store *warehouse.Store) *notReady {
+	err := store.Writable(ctx)
+	if errors.Is(err, warehouse.ErrWritesRefused) {
+		return &notReady{err: err, public: err.Error(), check: fixWrites}
+	}
+	return nil // another error is the database's, which the other checks name
+}
+
+// checkDatabase is the database, migrations and writes checks, in
+// databaseReachable's, migrationsCurrent's and writesTaken's words.
 func (c *checker) checkDatabase(ctx context.Context) {
 	if nr := databaseReachable(ctx, c.e, c.store); nr != nil {
 		c.fail("database", oneLine(nr.err.Error()), nr.check)
@@ -58,6 +69,11 @@ func (c *checker) checkDatabase(ctx context.Context) {
 	}
 	c.pass("migrations", fmt.Sprintf("schemas %s and %s are current", c.store.Schema(), c.e.riverSchema()))
 	c.migrated = true
+	if nr := writesTaken(ctx, c.store); nr != nil {
+		c.fail("writes", oneLine(nr.err.Error()), nr.check)
+		return
+	}
+	c.pass("writes", "schema "+c.store.Schema()+" takes writes")
 }
 
 // checkReaderRole checks that USERSYNC_READER_ROLE exists and may read every

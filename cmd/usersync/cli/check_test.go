@@ -35,7 +35,7 @@ func runCheck(t *testing.T, env map[string]string) (int, string, map[string]chec
 	for _, c := range co.Checks {
 		byName[c.Name] = c
 	}
-	want := []string{"database", "migrations", "reader role", "api", "token", "budget", "snapshots", "schedules"}
+	want := []string{"database", "migrations", "writes", "reader role", "api", "token", "budget", "snapshots", "schedules"}
 	if co.Version != 1 || co.OK != (code == ExitOK) || len(co.Checks) != len(want) {
 		t.Errorf("check --json: version %d, ok %v with exit %d, %d checks:\n%s", co.Version, co.OK, code, len(co.Checks), jout)
 	}
@@ -79,7 +79,7 @@ func assertChecks(t *testing.T, what string, got map[string]checkResult, want ma
 
 func allChecks(ok bool) map[string]bool {
 	m := map[string]bool{}
-	for _, n := range []string{"database", "migrations", "reader role", "api", "token", "budget", "snapshots", "schedules"} {
+	for _, n := range []string{"database", "migrations", "writes", "reader role", "api", "token", "budget", "snapshots", "schedules"} {
 		m[n] = ok
 	}
 	return m
@@ -140,7 +140,7 @@ func TestCheckDatabaseDown(t *testing.T) {
 		t.Fatalf("check: exit %d\n%s", code, out)
 	}
 	want := allChecks(true)
-	want["database"], want["migrations"], want["reader role"] = false, false, false
+	want["database"], want["migrations"], want["writes"], want["reader role"] = false, false, false, false
 	assertChecks(t, "database down", got, want, map[string][]string{"database": {"connection refused fix: check that PostgreSQL runs"},
 		"migrations": {"not checked: the database check failed"}, "reader role": {"not checked"}})
 	if !strings.HasPrefix(out, "FAIL database: connecting to the database (DATABASE_URL postgres://usersync:xxxxx@127.0.0.1:") ||

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +57,11 @@ func newPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error)
 		pcfg.MaxConns = maxConns
 	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "usersync"
+	if e.cfg.LockTimeout > 0 {
+		// Every statement waits at most this long for a lock another session
+		// holds: a run fails and resumes rather than hang behind it.
+		pcfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(e.cfg.LockTimeout.Milliseconds(), 10)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening the database pool: %w", err)

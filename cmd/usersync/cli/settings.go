@@ -51,6 +51,7 @@ type Config struct {
 	ScheduleMinInterval time.Duration
 	SnapshotAfterSync   bool
 	JobTimeout          time.Duration
+	LockTimeout         time.Duration
 	ShutdownTimeout     time.Duration
 	Workers             int
 	LongWorkers         int
@@ -281,6 +282,8 @@ func baseSettings() []setting {
 			set: func(c *Config, v string) error { return parseBool(&c.SnapshotAfterSync, v) }},
 		{Env: "USERSYNC_JOB_TIMEOUT", Scope: fleetWide, Flag: "job-timeout", Default: "6h", Meaning: "longest a worker's run may take (0 for no bound); stuck jobs are rescued an hour after it. Size it above your longest full backfill.",
 			set: func(c *Config, v string) error { return parseDuration(&c.JobTimeout, v, 0, 7*24*time.Hour) }},
+		{Env: "USERSYNC_LOCK_TIMEOUT", Scope: fleetWide, Flag: "lock-timeout", Default: "1m", Meaning: "longest any statement of usersync waits for a lock another session holds (an analyst's query or a script holding a table) before it fails (PostgreSQL's lock_timeout): a run fails and resumes at its next try, a command says so; usersync_database_lock_wait_seconds shows the wait meanwhile.",
+			set: func(c *Config, v string) error { return parseDuration(&c.LockTimeout, v, time.Second, time.Hour) }},
 		{Env: "USERSYNC_SHUTDOWN_TIMEOUT", Scope: fleetWide, Flag: "shutdown-timeout", Default: "10s", Meaning: "how long a stopping worker lets running jobs commit their page in flight before cancelling them; deploy grace periods must exceed it.",
 			set: func(c *Config, v string) error { return parseDuration(&c.ShutdownTimeout, v, time.Second, time.Hour) }},
 		{Env: "USERSYNC_ORPHAN_AGE", Scope: fleetWide, Flag: "orphan-age", Default: "2m", Meaning: "a sync, backfill or reconcile job marked running this long while no session holds the sync lock is taken for a dead worker's (kill -9, OOM) and made available again, to resume at once.",

@@ -80,7 +80,7 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	defer w.pool.Close()
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
-	handler, srv, err := startHTTP(runCtx, e, jobs.HTTPConfig{Pool: w.pool, Schema: cfg.Schema, RiverSchema: w.riverSchema,
+	handler, srv, err := startHTTP(runCtx, e, jobs.HTTPConfig{Pool: w.pool, Schema: cfg.Schema, Store: w.store, RiverSchema: w.riverSchema,
 		Metrics: w.metrics, Addr: cfg.HTTPAddr, UIToken: cfg.HTTPToken, UIBasicAuth: cfg.HTTPBasicAuth, UIHosts: cfg.HTTPHosts,
 		Health: e.logins.note, Logger: quietLogger(e)})
 	if err != nil {

@@ -194,11 +194,15 @@ type notReady struct {
 	check  string // what an operator should check
 }
 
-// databaseReady returns nil when the database answers and both schemas are
-// migrated, else why not: usersync check's first two checks, in its words.
+// databaseReady returns nil when the database answers, both schemas are
+// migrated and the warehouse takes writes, else why not: usersync check's
+// first three checks, in its words.
 func databaseReady(ctx context.Context, e *env, store *warehouse.Store, riverSchema string) *notReady {
 	if nr := databaseReachable(ctx, e, store); nr != nil {
 		return nr
 	}
-	return migrationsCurrent(ctx, store, riverSchema)
+	if nr := migrationsCurrent(ctx, store, riverSchema); nr != nil {
+		return nr
+	}
+	return writesTaken(ctx, store)
 }

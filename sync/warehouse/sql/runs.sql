@@ -87,3 +87,9 @@ ORDER BY run_id DESC LIMIT 1
 
 -- name: lastRuns
 SELECT {{run_columns}} FROM {{schema}}.sync_runs ORDER BY run_id DESC LIMIT $1
+
+-- name: writeProbe
+-- Whether the warehouse takes writes, without writing anything: PostgreSQL
+-- refuses a read-only transaction (default_transaction_read_only, a standby)
+-- and a role without UPDATE before it finds no row to update.
+UPDATE {{schema}}.sync_runs SET heartbeat_at = heartbeat_at WHERE false

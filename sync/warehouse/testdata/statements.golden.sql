@@ -85,14 +85,19 @@ SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
 	coalesce(next_url, ''), max_updated_at, pages, fetched, inserted, updated, unchanged, quarantined,
 	requests, rate_limited, retries, unknown_attributes, coalesce(error, ''), job_id, summary, versions FROM "usersync".sync_runs ORDER BY run_id DESC LIMIT $1;
 
--- locks.lock
-SELECT pg_advisory_lock(hashtextextended($1, 0));
+-- runs.writeProbe
+UPDATE "usersync".sync_runs SET heartbeat_at = heartbeat_at WHERE false;
 
 -- locks.tryLock
 SELECT pg_try_advisory_lock(hashtextextended($1, 0));
 
 -- locks.unlock
 SELECT pg_advisory_unlock(hashtextextended($1, 0));
+
+-- locks.lockWait
+SELECT coalesce(max(extract(epoch FROM now() - query_start)), 0)::float8
+FROM pg_stat_activity
+WHERE datname = current_database() AND application_name = 'usersync' AND wait_event_type = 'Lock' AND state = 'active';
 
 -- migrate.createSchema
 CREATE SCHEMA IF NOT EXISTS "usersync";
