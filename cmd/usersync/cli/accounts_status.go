@@ -11,14 +11,19 @@ import (
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
-// accountStatus is a registered account as usersync status (of the fleet)
-// shows it.
+// accountStatus is an account as usersync status (of the fleet) shows it,
+// one line each.
 type accountStatus struct {
 	Name   string `json:"name"`
 	Schema string `json:"schema"`
 	Paused bool   `json:"paused"`
-	// LastSuccess is when its newest successful sync or backfill among
-	// its recent runs finished; nil when none did.
+	// State is the account's state in a word or a short phrase: ok,
+	// paused, never synced, credentials refused (HTTP 401), failing (its
+	// last run failed) or not scheduled (its settings make no
+	// configuration).
+	State string `json:"state"`
+	// LastSuccess is when its newest successful sync or backfill finished;
+	// nil when none did.
 	LastSuccess *time.Time `json:"last_successful_sync"`
 	// LagSeconds is how far its watermark is behind now; nil before its
 	// first sync.
@@ -29,9 +34,10 @@ type accountStatus struct {
 	Problem string `json:"problem,omitempty"`
 }
 
-// readAccountStatuses reads each registered account's status; none when
-// the fleet has no registered account. An account whose settings make no
-// configuration is listed with its problem, never stops the others.
+// readAccountStatuses reads every account's status, the default's first;
+// none when the fleet has no registered account (status shows the default's
+// in full). An account whose settings make no configuration is listed with
+// its problem, never stops the others.
 func readAccountStatuses(ctx context.Context, e *env) ([]accountStatus, error) {
 	pool, err := openPool(ctx, e, 2)
 	if err != nil {
@@ -42,10 +48,13 @@ func readAccountStatuses(ctx context.Context, e *env) ([]accountStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(all) < 2 {
+		return nil, nil
+	}
 	var out []accountStatus
-	for _, a := range all[1:] {
+	for _, a := range all {
 		if a.Err != nil {
-			out = append(out, accountStatus{Name: a.Name, Schema: a.Cfg.Schema, Paused: a.Paused, Problem: a.Err.Error()})
+			out = append(out, accountStatus{Name: a.Name, Schema: a.Cfg.Schema, Paused: a.Paused, State: "not scheduled", Problem: a.Err.Error()})
 			continue
 		}
 		st, err := accountRunStatus(ctx, pool, a, time.Now())
@@ -57,15 +66,15 @@ func readAccountStatuses(ctx context.Context, e *env) ([]accountStatus, error) {
 	return out, nil
 }
 
-// accountRunStatus reads a's watermark and its newest successful sync or
-// backfill among its last 50 runs.
+// accountRunStatus reads a's watermark, its last successful sync and its
+// state.
 func accountRunStatus(ctx context.Context, pool *pgxpool.Pool, a account, now time.Time) (accountStatus, error) {
 	out := accountStatus{Name: a.Name, Schema: a.Cfg.Schema, Paused: a.Paused}
 	store, err := warehouse.NewStore(pool, a.Cfg.Schema)
 	if err != nil {
 		return out, err
 	}
-	st, err := store.Status(ctx, 50)
+	st, err := store.Status(ctx, 1)
 	if err != nil {
 		return out, err
 	}
@@ -73,33 +82,41 @@ func accountRunStatus(ctx context.Context, pool *pgxpool.Pool, a account, now ti
 		lag := now.Sub(*st.Watermark).Seconds()
 		out.LagSeconds = &lag
 	}
-	for _, r := range st.Runs {
-		if r.Status == "succeeded" && r.Kind != "reconcile" && r.FinishedAt != nil {
-			out.LastSuccess = r.FinishedAt
-			break
-		}
-	}
+	out.LastSuccess = st.LastSuccess
+	out.State = accountState(a.Paused, st)
 	return out, nil
+}
+
+// accountState is an account's state in status's words.
+func accountState(paused bool, st warehouse.Status) string {
+	switch {
+	case paused:
+		return "paused"
+	case st.CredentialsRefused != nil:
+		return fmt.Sprintf("credentials refused (HTTP %d)", st.CredentialsRefused.StatusCode)
+	case len(st.Runs) > 0 && st.Runs[0].Status == "failed":
+		return "failing"
+	case st.LastSuccess == nil:
+		return "never synced"
+	}
+	return "ok"
 }
 
 func printAccountStatuses(w io.Writer, list []accountStatus) {
 	if len(list) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\naccounts     %d registered besides the default\n", len(list))
-	fmt.Fprintf(w, "  %-20s  %-7s  %-20s  %s\n", "NAME", "PAUSED", "LAST SUCCESSFUL SYNC", "LAG")
+	fmt.Fprintf(w, "\naccounts     %d (the default and %d registered)\n", len(list), len(list)-1)
+	fmt.Fprintf(w, "  %-20s  %-30s  %-20s  %s\n", "NAME", "STATE", "LAST SUCCESSFUL SYNC", "LAG")
 	for _, a := range list {
-		paused, last, lag := "no", "never", "-"
-		if a.Paused {
-			paused = "yes"
-		}
+		last, lag := "never", "-"
 		if a.LastSuccess != nil {
 			last = a.LastSuccess.UTC().Format("2006-01-02 15:04:05")
 		}
 		if a.LagSeconds != nil {
 			lag = time.Duration(*a.LagSeconds * float64(time.Second)).Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "  %-20s  %-7s  %-20s  %s\n", a.Name, paused, last, lag)
+		fmt.Fprintf(w, "  %-20s  %-30s  %-20s  %s\n", a.Name, a.State, last, lag)
 		if a.Problem != "" {
 			fmt.Fprintf(w, "  %-20s  not scheduled: %s\n", "", a.Problem)
 		}

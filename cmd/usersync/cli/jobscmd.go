@@ -178,6 +178,7 @@ func jobStates(list string, all bool) ([]rivertype.JobState, error) {
 // jobLine is a job as usersync jobs list shows it.
 type jobLine struct {
 	ID          int64           `json:"id"`
+	Account     string          `json:"account"`
 	Kind        string          `json:"kind"`
 	State       string          `json:"state"`
 	Attempt     int             `json:"attempt"`
@@ -192,7 +193,7 @@ type jobLine struct {
 func jobLines(rows []*rivertype.JobRow) []jobLine {
 	out := make([]jobLine, 0, len(rows))
 	for _, r := range rows {
-		l := jobLine{ID: r.ID, Kind: r.Kind, State: string(r.State), Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
+		l := jobLine{ID: r.ID, Account: jobAccountOf(r.Kind, r.EncodedArgs), Kind: r.Kind, State: string(r.State), Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
 			ScheduledAt: r.ScheduledAt.UTC(), AttemptedAt: r.AttemptedAt, FinalizedAt: r.FinalizedAt, Args: r.EncodedArgs}
 		if len(l.Args) == 0 {
 			l.Args = json.RawMessage("{}")
@@ -216,13 +217,28 @@ func printJobList(w io.Writer, lines []jobLine) {
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	}
-	fmt.Fprintf(w, "%8s  %-18s  %-9s  %-7s  %-19s  %-19s  %s\n", "ID", "KIND", "STATE", "ATTEMPT", "SCHEDULED", "ATTEMPTED", "LAST ERROR")
+	fmt.Fprintf(w, "%8s  %-16s  %-18s  %-9s  %-7s  %-19s  %-19s  %s\n", "ID", "ACCOUNT", "KIND", "STATE", "ATTEMPT", "SCHEDULED", "ATTEMPTED", "LAST ERROR")
 	for _, l := range lines {
 		last := l.LastError
 		if len(last) > 120 {
 			last = last[:117] + "..."
 		}
-		fmt.Fprintf(w, "%8d  %-18s  %-9s  %3d/%-3d  %-19s  %-19s  %s\n", l.ID, l.Kind, l.State, l.Attempt, l.MaxAttempts,
+		fmt.Fprintf(w, "%8d  %-16s  %-18s  %-9s  %3d/%-3d  %-19s  %-19s  %s\n", l.ID, l.Account, l.Kind, l.State, l.Attempt, l.MaxAttempts,
 			at(&l.ScheduledAt), at(l.AttemptedAt), last)
 	}
+}
+
+// jobAccountOf is the account a job is of: the one its arguments name, the
+// default account's when they name none, "-" for the fleet's own jobs.
+func jobAccountOf(kind string, args []byte) string {
+	if kind == jobs.KindDue || kind == jobs.KindViews {
+		return "-"
+	}
+	var a struct {
+		Account *string `json:"account"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Account == nil || *a.Account == "" {
+		return jobs.DefaultAccount
+	}
+	return *a.Account
 }

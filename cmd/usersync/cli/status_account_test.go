@@ -2,11 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/apisim"
 )
 
 // TestStatusCountsTheAccountsJobs: status --account NAME counts the jobs of
@@ -48,5 +50,56 @@ func TestStatusCountsTheAccountsJobs(t *testing.T) {
 	}
 	if out := f.mustRun(t, "status"); !strings.Contains(out, "backfill available: 1") {
 		t.Errorf("status does not count the default account's 1 backfill:\n%s", out)
+	}
+}
+
+// TestStatusSummarisesEveryAccount: plain status ends with one line per
+// account, the default's included, each with its state: ok, paused,
+// credentials refused (an API that revoked the token), never synced.
+func TestStatusSummarisesEveryAccount(t *testing.T) {
+	t.Parallel()
+	f := newRegistryFleet(t)
+	f.mustRun(t, "sync", "--full")
+	add := func(name string) *apisim.Server {
+		sim, url := f.simulator(t, 7, 10)
+		f.mustRun(t, "accounts", "add", name, "--api-url", url, "--schema", schematest.NewSchemaName(t, f.pool),
+			"--api-token-file", f.secretFile(t, name+".token", name+"-token-0123456789"))
+		return sim
+	}
+	add("eu")
+	add("ap")
+	rv := add("rv")
+	add("nw")
+	f.mustRun(t, "sync", "--account", "eu")
+	f.mustRun(t, "accounts", "pause", "ap")
+	rv.RevokeTokens()
+	if code, _, _ := run(t, f.env, "sync", "--account", "rv"); code == ExitOK {
+		t.Fatal("a sync against a revoked token succeeded")
+	}
+	var st struct {
+		Accounts []accountStatus `json:"accounts"`
+	}
+	out := f.mustRun(t, "status", "--json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	want := map[string]string{jobs.DefaultAccount: "ok", "eu": "ok", "ap": "paused", "rv": "credentials refused (HTTP 401)", "nw": "never synced"}
+	got := map[string]string{}
+	for _, a := range st.Accounts {
+		got[a.Name] = a.State
+	}
+	if len(got) != len(want) || st.Accounts[0].Name != jobs.DefaultAccount {
+		t.Errorf("status --json accounts: %+v, want the default first and %v", st.Accounts, want)
+	}
+	for name, state := range want {
+		if got[name] != state {
+			t.Errorf("account %s: state %q, want %q", name, got[name], state)
+		}
+	}
+	text := f.mustRun(t, "status")
+	for name, state := range want {
+		if !regexp.MustCompile(`(?m)^  ` + name + ` +` + regexp.QuoteMeta(state) + `  `).MatchString(text) {
+			t.Errorf("status has no line for %s in state %q:\n%s", name, state, text)
+		}
 	}
 }
