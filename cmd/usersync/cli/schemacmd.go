@@ -15,19 +15,22 @@ func schemaCommand() command {
 		name:    "schema",
 		summary: "print the warehouse's tables and columns with their meanings, as text, Markdown or a dbt sources.yml",
 		details: `--format dbt prints a dbt sources.yml for USERSYNC_SCHEMA: every table and view
-analysts read, with the catalog's meanings, unique and not_null tests on ids, relationships
-tests, and freshness on successful syncs (sync_runs.finished_at) that warns after two of
-USERSYNC_SYNC_SCHEDULE's longest intervals and errors after six. The source is named for
-USERSYNC_SCHEMA. --dbt-version (default 1.10) picks the form that dbt version reads without a
-deprecation warning: 1.10 and later put freshness and loaded_at_field under config and the tests'
-arguments under arguments; 1.9 only freshness; 1.8 neither. --all-accounts prints instead
-a source over the views that unite every account (<USERSYNC_SCHEMA>_all), each table
-with an account column first.`,
+analysts read, with the catalog's meanings; unique and not_null tests on keys, composite keys
+and one open version per id; relationships and accepted_values tests; personal-data columns
+marked (meta personal_data, tag pii) as the personal-data policy stores them; and freshness
+from the last successful sync, warning after two of USERSYNC_SYNC_SCHEDULE's longest intervals
+and failing after six. The source is named for USERSYNC_SCHEMA. --dbt-version takes what
+dbt --version prints (or major.minor) and picks the form that version reads: 1.10.8 and later
+(the default) freshness on every table through loaded_at_query and the tests' arguments under
+arguments; 1.9.5 to 1.10.7 freshness on sync_runs under config; 1.8.0 to 1.9.4 freshness on
+sync_runs at the top level. --all-accounts prints instead a source over the views that unite
+every account (<USERSYNC_SCHEMA>_all), each table with an account column first, and each
+account's freshness held to its own schedule (read from the registry).`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			format := fs.String("format", "text", "text, markdown or dbt (a sources.yml)")
-			dbtVersion := fs.String("dbt-version", "1.10", "with --format dbt: the dbt version the sources.yml is for (1.8 or later)")
+			dbtVersion := fs.String("dbt-version", "", "with --format dbt: the dbt version the sources.yml is for, as dbt --version prints it (1.8.0 or later; default: the newest form)")
 			all := fs.Bool("all-accounts", false, "with --format dbt: a source over the views uniting every account (<USERSYNC_SCHEMA>_all)")
-			return func(_ context.Context, e *env, _ []string) error {
+			return func(ctx context.Context, e *env, _ []string) error {
 				switch *format {
 				case "text":
 					printSchemaText(e.stdout, e.cfg.Schema)
@@ -38,9 +41,11 @@ with an account column first.`,
 					if err != nil {
 						return usageError{err}
 					}
-					out, err := dbtSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval, form)
+					var out string
 					if *all {
-						out, err = dbtAllAccounts(e.fleetConfig().Schema, form)
+						out, err = dbtAllAccountsOf(ctx, e, form)
+					} else {
+						out, err = dbtSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval, form, e.cfg.PII)
 					}
 					if err != nil {
 						return err
