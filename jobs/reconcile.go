@@ -26,6 +26,14 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 	if err != nil {
 		return err
 	}
+	// Before the account's first sync the warehouse is empty: a reconcile
+	// would fetch every user that the first sync, a backfill, fetches anyway.
+	if wm, err := a.Store.Runs().Watermark(ctx); err != nil {
+		return outcome(err, job.JobRow)
+	} else if wm.IsZero() {
+		a.Logger.InfoContext(ctx, "no reconcile before the account's first sync: nothing is mirrored yet", "job_id", job.ID)
+		return nil
+	}
 	start := time.Now()
 	sum, err := a.Syncer.Reconcile(ctx, syncer.ReconcileRequest{JobID: &job.ID, MaxDeleteShare: a.MaxDeleteShare,
 		Membership: a.ReconcileMembership})

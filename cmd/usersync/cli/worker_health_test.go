@@ -171,3 +171,26 @@ func statusOf(url string) int {
 	_ = resp.Body.Close()
 	return resp.StatusCode
 }
+
+// TestNoReconcileBeforeTheFirstSync: a worker's first start on an empty
+// warehouse, with a reconcile due at once, reconciles nothing before its
+// first sync completed: the first sync (a backfill) fetches every user
+// anyway.
+func TestNoReconcileBeforeTheFirstSync(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 45, Users: 300, Knobs: apisim.Knobs{PageSizeCap: 50, Latency: 100 * time.Millisecond}})
+	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 1h", "USERSYNC_RECONCILE_SCHEDULE": "@every 1s"}))
+	waitFor(t, "a reconcile after the first sync", 90*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE kind = 'reconcile'`) >= 1
+	})
+	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs r WHERE kind = 'reconcile' AND started_at <
+		(SELECT min(finished_at) FROM $schema.sync_runs WHERE kind <> 'reconcile' AND status = 'succeeded')`); n != 0 {
+		t.Errorf("%d reconciles started before the first sync completed", n)
+	}
+	if !strings.Contains(w.logs.String(), "no reconcile before the account's first sync") {
+		t.Error("the worker did not say why it skipped the first reconcile")
+	}
+	if code := w.stop(t); code != ExitOK {
+		t.Errorf("worker exit %d", code)
+	}
+}
