@@ -39,8 +39,8 @@ type Member struct{ Name, Schema string }
 
 type unionStatements struct {
 	serverVersion, owner, columns, ours, dependents, createSchema, dropSchema, comment string
-	member, empty, view, dropView, viewComment, roleExists, grantUsage, grantSelect      string
-	lock, tryLock                                                                        string
+	member, empty, view, dropView, viewComment, roleExists, grantUsage, grantSelect    string
+	lock, tryLock                                                                      string
 }
 
 func newUnionStatements() (unionStatements, error) {
@@ -270,4 +270,3 @@ func viewsStamp(role string, views map[string]string) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
-
