@@ -152,11 +152,11 @@ func TestAccountReaderRoleChange(t *testing.T) {
 	check := func() string {
 		_, out, _ := run(t, f.env, "check", "--account", "oa")
 		for _, l := range strings.Split(out, "\n") {
-			if strings.Contains(l, "other readers:") {
+			if strings.Contains(l, "reader role:") {
 				return l
 			}
 		}
-		t.Fatalf("usersync check --account oa has no other readers line:\n%s", out)
+		t.Fatalf("usersync check --account oa has no reader role line:\n%s", out)
 		return ""
 	}
 	if l := check(); !strings.HasPrefix(l, "ok") {
@@ -165,7 +165,7 @@ func TestAccountReaderRoleChange(t *testing.T) {
 	if _, err := f.pool.Exec(ctx, fmt.Sprintf(`GRANT SELECT (id) ON %q.users TO %q`, oaSchema, fleetReader)); err != nil {
 		t.Fatal(err)
 	}
-	if l := check(); !strings.HasPrefix(l, "FAIL") || !strings.Contains(l, fleetReader+" (users)") {
+	if l := check(); !strings.HasPrefix(l, "FAIL") || !strings.Contains(l, "so may "+fleetReader+" (users)") {
 		t.Errorf("check with a column granted to another role: %s", l)
 	}
 }

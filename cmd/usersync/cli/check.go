@@ -112,7 +112,6 @@ func (c *checker) run(ctx context.Context, withDatabase bool) {
 		c.dbOK, c.migrated = true, true
 	}
 	c.checkReaderRole(ctx)
-	c.checkOtherReaders(ctx)
 	c.checkAPI(ctx)
 	c.checkSnapshots(ctx)
 	c.checkSchedules()

@@ -39,7 +39,7 @@ func (e *DependentsError) Error() string {
 	for _, v := range views {
 		parts = append(parts, strings.Join(e.Dependents[v], ", ")+" depend(s) on "+v)
 	}
-	return fmt.Sprintf("union views %s, but %s: usersync never drops them; drop them (or point them elsewhere), run usersync accounts views, then make them again",
+	return fmt.Sprintf("union views %s, but %s: usersync never drops them, so it stopped and changed nothing; drop them (or point them elsewhere), run the command again, then make them again",
 		e.Why, strings.Join(parts, "; "))
 }
 
