@@ -81,4 +81,16 @@ func TestAnalystsViewsSurvive(t *testing.T) {
 	if n := f.count(t, `SELECT count(DISTINCT account) FROM "`+union+`".users`); n != 2 {
 		t.Errorf("the union views hold %d accounts' users, want default's and eu's", n)
 	}
+	// The last account's removal would drop the union views: it stops,
+	// names what depends on them, and keeps the account.
+	f.mustRun(t, "accounts", "remove", "eu")
+	answer("accounts remove eu")
+	code, _, errs := run(t, f.env, "accounts", "remove", "ap")
+	if code == ExitOK || strings.Count(strings.TrimSpace(errs), "\n") > 0 || !strings.Contains(errs, "materialized view "+dep+".users_m") {
+		t.Errorf("removing the last account under analysts' views: exit %d: %s", code, errs)
+	}
+	answer("a refused accounts remove ap")
+	if out := f.mustRun(t, "accounts", "list"); !strings.Contains(out, "ap") {
+		t.Errorf("the refused removal removed ap: %s", out)
+	}
 }
