@@ -146,3 +146,35 @@ func TestUnionViewsFollowGrants(t *testing.T) {
 		t.Fatalf("the reader reads teams %q and %d roles, %v; want default's whole, eu's id alone, nothing of us, no role", got, roles, err)
 	}
 }
+
+// TestUnionViewsOfAnOlderRelease: views an older release made (no comment
+// of their own) are replaced in place too, what depends on them stays, and
+// they are marked as usersync's from then on.
+func TestUnionViewsOfAnOlderRelease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := schematest.NewPool(t, 4)
+	s, union := migratedSchemas(t, pool, 3)
+	dep := schematest.NewSchemaName(t, pool)
+	m := []Member{{"default", s[0]}, {"eu", s[1]}, {"us", s[2]}}
+	if err := RefreshUnion(ctx, pool, union, "", m[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `DO $$ DECLARE v text; BEGIN
+		FOR v IN SELECT format('%I.%I', schemaname, viewname) FROM pg_views WHERE schemaname = '`+union+`' LOOP
+			EXECUTE 'COMMENT ON VIEW ' || v || ' IS NULL';
+		END LOOP; END $$;
+		CREATE SCHEMA "`+dep+`"; CREATE VIEW "`+dep+`".teams_v AS SELECT * FROM "`+union+`".teams`); err != nil {
+		t.Fatal(err)
+	}
+	if err := RefreshUnion(ctx, pool, union, "", m); err != nil {
+		t.Fatalf("replacing an older release's views: %v", err)
+	}
+	var teams, marked int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM "`+dep+`".teams_v),
+		(SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind = 'v' AND starts_with(obj_description(c.oid, 'pg_class'), $2))`,
+		union, viewMark).Scan(&teams, &marked); err != nil || teams != 3 || marked == 0 {
+		t.Fatalf("after the refresh: the analysts' view reads %d teams, %d views marked, %v", teams, marked, err)
+	}
+}
