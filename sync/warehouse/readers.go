@@ -33,20 +33,19 @@ func newReadersSQL(schemaName string) (readersSQL, error) {
 func (q readersSQL) revokes(role string) string {
 	r := schema.QuoteIdentifier(role)
 	var stmts []string
-	for _, t := range append(tableNames(false), "schema_migrations") {
+	for _, t := range tableNames() {
 		stmts = append(stmts, sqlfile.Fill(q.revokeTable, map[string]string{"role": r, "table": schema.QuoteIdentifier(t)}))
 	}
 	stmts = append(stmts, sqlfile.Fill(q.revokeSchema, map[string]string{"role": r}))
 	return strings.Join(stmts, ";\n")
 }
 
-// tableNames is the catalog's tables and views, or only the analysts'.
-func tableNames(analysts bool) []string {
-	var out []string
+// tableNames is the catalog's tables and views, and schema_migrations:
+// every table of usersync's in a schema.
+func tableNames() []string {
+	out := []string{"schema_migrations"}
 	for _, t := range schema.Tables() {
-		if t.Analysts || !analysts {
-			out = append(out, t.Name)
-		}
+		out = append(out, t.Name)
 	}
 	return out
 }
@@ -94,7 +93,7 @@ func OtherReaders(ctx context.Context, pool *pgxpool.Pool, schemaName, role stri
 	if err != nil {
 		return nil, err
 	}
-	rows, err := pool.Query(ctx, q.otherReaders, role, schemaName, append(tableNames(false), "schema_migrations"))
+	rows, err := pool.Query(ctx, q.otherReaders, role, schemaName, tableNames())
 	if err != nil {
 		return nil, fmt.Errorf("reading the grants on schema %s: %w", schemaName, err)
 	}

@@ -770,6 +770,7 @@ WHERE acl.privilege_type = 'SELECT' AND acl.grantee <> acl.relowner AND coalesce
 GROUP BY 1 ORDER BY 1;
 
 -- readers.rendered.Revokes
+REVOKE ALL ON "usersync"."schema_migrations" FROM "usersync_reader";
 REVOKE ALL ON "usersync"."users" FROM "usersync_reader";
 REVOKE ALL ON "usersync"."user_version_history" FROM "usersync_reader";
 REVOKE ALL ON "usersync"."user_versions" FROM "usersync_reader";
@@ -795,5 +796,4 @@ REVOKE ALL ON "usersync"."erasures" FROM "usersync_reader";
 REVOKE ALL ON "usersync"."pii_policies" FROM "usersync_reader";
 REVOKE ALL ON "usersync"."pii_apply" FROM "usersync_reader";
 REVOKE ALL ON "usersync"."content_rehash" FROM "usersync_reader";
-REVOKE ALL ON "usersync"."schema_migrations" FROM "usersync_reader";
 REVOKE ALL ON SCHEMA "usersync" FROM "usersync_reader";
