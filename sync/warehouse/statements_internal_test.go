@@ -30,5 +30,11 @@ func TestStatementsGolden(t *testing.T) {
 	g.Add("migrate", m)
 	// The batches migrate derives from the catalog, for reader role usersync_reader.
 	g.Add("migrate.rendered", struct{ Comments, Grants string }{m.comments(), m.grants("usersync_reader")})
+	r, err := newReadersSQL("usersync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Add("readers", r)
+	g.Add("readers.rendered", struct{ Revokes string }{r.revokes("usersync_reader")})
 	g.Check(t, *update)
 }

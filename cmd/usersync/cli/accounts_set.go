@@ -19,7 +19,9 @@ func accountsSetCommand() command {
 		details: `Sets the account-scoped settings given, as accounts add takes them, but secrets
 only from their files (--api-token-file and the like: the environment here may hold
 the default account's), checked with the account's other settings; the others stay. The schema never changes. A running
-worker uses the new values from its next run of the account.`,
+worker uses the new values from its next run of the account. A new --reader-role is
+granted the account's tables at once, and the role it replaces loses its access to
+the account's schema (not to others).`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			files := secretFileFlags(fs)
 			return func(ctx context.Context, e *env, args []string) error {
@@ -55,6 +57,9 @@ worker uses the new values from its next run of the account.`,
 					}
 					if err := cfg.requireAPI(); err != nil {
 						return usageError{fmt.Errorf("account %s: %w", name, err)}
+					}
+					if c, ok := changedReaderRole(e, a, vals, cfg.ReaderRole); ok {
+						return setReaderRole(ctx, e, reg, a, vals, c)
 					}
 					if err := reg.UpdateSettings(ctx, name, vals); err != nil {
 						return notFound(name, err)

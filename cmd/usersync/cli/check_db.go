@@ -77,7 +77,8 @@ func (c *checker) checkDatabase(ctx context.Context) {
 }
 
 // checkReaderRole checks that USERSYNC_READER_ROLE exists and may read every
-// analysts' table, as usersync migrate grants it.
+// analysts' table, as usersync migrate grants it, and that no other role
+// may read a table of the schema.
 func (c *checker) checkReaderRole(ctx context.Context) {
 	role := c.e.cfg.ReaderRole
 	if role == "" {
@@ -103,5 +104,13 @@ func (c *checker) checkReaderRole(ctx context.Context) {
 			"run usersync migrate as a user that may grant on the schema: it grants USERSYNC_READER_ROLE read access")
 		return
 	}
-	c.pass("reader role", fmt.Sprintf("%s may read the analysts' tables of %s", role, c.store.Schema()))
+	detail, fix, err := c.otherReaders(ctx, role)
+	switch {
+	case err != nil:
+		c.fail("reader role", oneLine(err.Error()), fixDatabase)
+	case detail != "":
+		c.fail("reader role", detail, fix)
+	default:
+		c.pass("reader role", fmt.Sprintf("%s may read the analysts' tables of %s, and no other role", role, c.store.Schema()))
+	}
 }

@@ -38,8 +38,9 @@ func UnionSchema(fleetSchema string) string { return fleetSchema + "_all" }
 type Member struct{ Name, Schema string }
 
 type unionStatements struct {
-	serverVersion, owner, columns, drop, create, comment, member, view, roleExists, grantUsage, grantSelect string
-	lock, tryLock                                                                                           string
+	serverVersion, owner, columns, ours, dependents, createSchema, dropSchema, comment string
+	member, empty, view, dropView, viewComment, roleExists, grantUsage, grantSelect    string
+	lock, tryLock                                                                      string
 }
 
 func newUnionStatements() (unionStatements, error) {
@@ -51,16 +52,25 @@ func newUnionStatements() (unionStatements, error) {
 		return q, err
 	}
 	return q, sqlfile.Assign("union", st, map[string]*string{"serverVersion": &q.serverVersion, "owner": &q.owner,
-		"columns": &q.columns, "drop": &q.drop, "create": &q.create, "comment": &q.comment, "member": &q.member, "view": &q.view,
-		"roleExists": &q.roleExists, "grantUsage": &q.grantUsage, "grantSelect": &q.grantSelect,
-		"lock": &q.lock, "tryLock": &q.tryLock})
+		"columns": &q.columns, "ours": &q.ours, "dependents": &q.dependents, "createSchema": &q.createSchema,
+		"dropSchema": &q.dropSchema, "comment": &q.comment, "member": &q.member, "empty": &q.empty, "view": &q.view,
+		"dropView": &q.dropView, "viewComment": &q.viewComment, "roleExists": &q.roleExists,
+		"grantUsage": &q.grantUsage, "grantSelect": &q.grantSelect, "lock": &q.lock, "tryLock": &q.tryLock})
 }
 
 // Union is a fleet's union views: in Schema, one view per analysts' table
 // of the catalog that unites the members' tables, an account column first
 // (a column a member's table lacks reads NULL), readable by ReaderRole (""
-// for none). Fewer than two members drop them: there is nothing to unite.
-// A schema of that name that is not usersync's is never touched.
+// for none). When ReaderRole is set, a view holds only the members' tables
+// and columns that role may read when the views are made, so that the role
+// reads them all, and learns nothing of the others. Fewer than two members
+// drop them: there is nothing to unite. A schema of that name that is not
+// usersync's is never touched.
+//
+// The views are replaced in place (CREATE OR REPLACE VIEW), their columns
+// kept in order and only ever added to, and dropped without CASCADE: what
+// analysts built on them stays, and a change PostgreSQL cannot make in
+// place stops with a *DependentsError instead of dropping it.
 //
 // The schema's comment keeps two stamps: of the members (and the role) the
 // views were made for, and of the views' text. A refresh whose stamps are
@@ -189,32 +199,53 @@ func (u Union) remake(ctx context.Context, tx pgx.Tx, q unionStatements) (bool, 
 	if err != nil {
 		return false, err
 	}
-	fill := map[string]string{"union": schema.QuoteIdentifier(u.Schema), "role": schema.QuoteIdentifier(u.ReaderRole)}
+	d := ddl{tx: tx, q: q, schema: u.Schema}
+	ms := membersStamp(u.ReaderRole, members)
 	if len(members) < 2 {
 		if !st.ours {
 			return false, nil // nothing to unite, nothing of usersync's to drop
 		}
-		if _, err := tx.Exec(ctx, sqlfile.Fill(q.drop, fill)); err != nil {
-			return false, fmt.Errorf("dropping the union views: %w", err)
-		}
-		return true, nil
+		return true, d.dropAll(ctx, ms)
 	}
 	if err := canUnite(ctx, tx, q, u.Schema, st); err != nil {
 		return false, err
 	}
-	have, err := memberColumns(ctx, tx, q, members)
+	role, err := existingRole(ctx, tx, q, u.ReaderRole)
 	if err != nil {
 		return false, err
 	}
-	views := unionViews(q.member, members, have)
-	ms, vs := membersStamp(u.ReaderRole, members), viewsStamp(u.ReaderRole, views)
+	have, err := memberColumns(ctx, tx, q, members, role)
+	if err != nil {
+		return false, err
+	}
+	old, err := d.ourViews(ctx)
+	if err != nil {
+		return false, err
+	}
+	views := unionViews(q, members, have, old)
+	vs := viewsStamp(u.ReaderRole, views)
 	if st.members == ms && st.views == vs {
 		// Granted again all the same: a role created since is granted
 		// by the next migrate, as before the stamps.
-		return false, grantUnion(ctx, tx, q, fill, u.ReaderRole)
+		return false, d.grant(ctx, role, views)
 	}
-	fill["text"] = schema.QuoteLiteral(unionMark + unionComment + " members:" + ms + " views:" + vs)
-	return true, makeUnion(ctx, tx, q, fill, u.ReaderRole, views)
+	return true, d.make(ctx, views, old, ms, vs, role)
+}
+
+// existingRole is role when it exists, else "": a missing role is granted
+// nothing (migrate says so already), and the views then hold every member.
+func existingRole(ctx context.Context, db DBTX, q unionStatements, role string) (string, error) {
+	if role == "" {
+		return "", nil
+	}
+	var ok bool
+	if err := db.QueryRow(ctx, q.roleExists, role).Scan(&ok); err != nil {
+		return "", fmt.Errorf("looking for role %s: %w", role, err)
+	}
+	if !ok {
+		return "", nil
+	}
+	return role, nil
 }
 
 // membersStamp identifies the members and the reader role.
@@ -227,108 +258,15 @@ func membersStamp(role string, members []Member) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// viewsStamp identifies the views' text and the reader role.
+// viewsStamp identifies the views' text and the reader role; "replaced"
+// tells views made in place from those an older usersync dropped and made.
 func viewsStamp(role string, views map[string]string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q\n", role)
+	fmt.Fprintf(h, "replaced %q\n", role)
 	for _, t := range schema.Tables() {
 		if body, ok := views[t.Name]; ok {
 			fmt.Fprintf(h, "%s\n%s\n", t.Name, body)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-func makeUnion(ctx context.Context, tx pgx.Tx, q unionStatements, fill map[string]string, role string, views map[string]string) error {
-	stmts := []string{sqlfile.Fill(q.drop, fill), sqlfile.Fill(q.create, fill), sqlfile.Fill(q.comment, fill)}
-	for _, t := range schema.Tables() {
-		if body, ok := views[t.Name]; ok {
-			stmts = append(stmts, sqlfile.Fill(q.view, map[string]string{"union": fill["union"],
-				"view": schema.QuoteIdentifier(t.Name), "body": body}))
-		}
-	}
-	for _, s := range stmts {
-		if _, err := tx.Exec(ctx, s); err != nil {
-			return fmt.Errorf("making the union views: %w", err)
-		}
-	}
-	return grantUnion(ctx, tx, q, fill, role)
-}
-
-// grantUnion grants role, when it exists, the union views.
-func grantUnion(ctx context.Context, tx pgx.Tx, q unionStatements, fill map[string]string, role string) error {
-	if role == "" {
-		return nil
-	}
-	var ok bool
-	if err := tx.QueryRow(ctx, q.roleExists, role).Scan(&ok); err != nil || !ok {
-		return err // a missing role: migrate says so already
-	}
-	for _, s := range []string{q.grantUsage, q.grantSelect} {
-		if _, err := tx.Exec(ctx, sqlfile.Fill(s, fill)); err != nil {
-			return fmt.Errorf("granting %s the union views: %w", role, err)
-		}
-	}
-	return nil
-}
-
-// memberColumns maps schema.table to the set of its columns.
-func memberColumns(ctx context.Context, db DBTX, q unionStatements, members []Member) (map[string]map[string]bool, error) {
-	schemas := make([]string, len(members))
-	for i, m := range members {
-		schemas[i] = m.Schema
-	}
-	rows, err := db.Query(ctx, q.columns, schemas)
-	if err != nil {
-		return nil, fmt.Errorf("reading the accounts' columns: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]map[string]bool{}
-	for rows.Next() {
-		var s, t, c string
-		if err := rows.Scan(&s, &t, &c); err != nil {
-			return nil, fmt.Errorf("reading the accounts' columns: %w", err)
-		}
-		if out[s+"."+t] == nil {
-			out[s+"."+t] = map[string]bool{}
-		}
-		out[s+"."+t][c] = true
-	}
-	return out, rows.Err()
-}
-
-// unionViews is the query of each analysts' table's view: one SELECT per
-// member whose schema has the table (the statement member), in the
-// members' order.
-func unionViews(member string, members []Member, have map[string]map[string]bool) map[string]string {
-	out := map[string]string{}
-	for _, t := range schema.Tables() {
-		if !t.Analysts {
-			continue
-		}
-		var parts []string
-		for _, m := range members {
-			cols := have[m.Schema+"."+t.Name]
-			if cols == nil {
-				continue // not migrated yet: migrate remakes the views after
-			}
-			var sel []string
-			for _, c := range t.Columns {
-				if c.Bookkeeping {
-					continue
-				}
-				col := schema.QuoteIdentifier(c.Name)
-				if !cols[c.Name] {
-					col = "NULL::" + c.Type + " AS " + col
-				}
-				sel = append(sel, col)
-			}
-			parts = append(parts, sqlfile.Fill(member, map[string]string{"account": schema.QuoteLiteral(m.Name),
-				"columns": strings.Join(sel, ", "), "schema": schema.QuoteIdentifier(m.Schema), "table": schema.QuoteIdentifier(t.Name)}))
-		}
-		if len(parts) > 0 {
-			out[t.Name] = strings.Join(parts, "\nUNION ALL ")
-		}
-	}
-	return out
 }

@@ -753,3 +753,53 @@ REVOKE ALL ON "usersync"."pii_policies" FROM "usersync_reader";
 REVOKE ALL ON "usersync"."pii_apply" FROM "usersync_reader";
 REVOKE ALL ON "usersync"."content_rehash" FROM "usersync_reader";
 REVOKE ALL ON "usersync"."schema_migrations" FROM "usersync_reader";
+
+-- readers.revokeTable
+REVOKE ALL ON "usersync".{{table}} FROM {{role}};
+
+-- readers.revokeSchema
+REVOKE ALL ON SCHEMA "usersync" FROM {{role}};
+
+-- readers.otherReaders
+WITH acl AS (
+	SELECT c.relname, c.relowner, x.grantee, x.privilege_type
+	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace, aclexplode(c.relacl) x
+	WHERE n.nspname = $2 AND c.relname = ANY($3)
+	UNION ALL
+	SELECT c.relname, c.relowner, x.grantee, x.privilege_type
+	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0, aclexplode(a.attacl) x
+	WHERE n.nspname = $2 AND c.relname = ANY($3))
+SELECT coalesce(r.rolname, 'PUBLIC'), array_agg(DISTINCT acl.relname ORDER BY acl.relname)
+FROM acl LEFT JOIN pg_roles r ON r.oid = acl.grantee
+WHERE acl.privilege_type = 'SELECT' AND acl.grantee <> acl.relowner AND coalesce(r.rolname, '') <> $1
+GROUP BY 1 ORDER BY 1;
+
+-- readers.rendered.Revokes
+REVOKE ALL ON "usersync"."schema_migrations" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."users" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."user_version_history" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."user_versions" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."teams" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."roles" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."profiles" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."user_teams" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."user_relationships" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."sync_runs" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."sync_state" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."quarantine" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."oauth_tokens" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."users_current" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."user_team_history" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."user_team_versions" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."team_history" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."team_versions" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."role_history" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."role_versions" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."profile_history" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."profile_versions" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."erasures" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."pii_policies" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."pii_apply" FROM "usersync_reader";
+REVOKE ALL ON "usersync"."content_rehash" FROM "usersync_reader";
+REVOKE ALL ON SCHEMA "usersync" FROM "usersync_reader";

@@ -1,11 +1,12 @@
--- The views that unite every account's analysts' tables (#41, point 3), in
--- their own schema ({{union}}, <USERSYNC_SCHEMA>_all), remade in one
--- transaction when the accounts change. Filled when they run, being
+-- The views that unite every account's analysts' tables, in their own schema
+-- ({{union}}, <USERSYNC_SCHEMA>_all). Filled when they run, being
 -- identifiers: {{union}}, the views' schema; {{view}} and {{body}}, a view
 -- and its query (its members' SELECTs joined by UNION ALL); {{role}}, the
--- analysts' reader role; {{text}}, the schema's comment. The views run with the reader's rights
--- (security_invoker, PostgreSQL 15 and later), so nobody reads through them
--- what they could not read directly.
+-- analysts' reader role; {{text}}, a comment. The views run with the
+-- reader's rights (security_invoker, PostgreSQL 15 and later), so nobody
+-- reads through them what they could not read directly. Analysts build on
+-- them: they are replaced in place and dropped, when no longer needed,
+-- without CASCADE, so that nothing of theirs is ever dropped with them.
 
 -- name: serverVersion
 SELECT current_setting('server_version_num')::int
@@ -16,17 +17,42 @@ SELECT coalesce(obj_description(oid, 'pg_namespace'), '') FROM pg_namespace WHER
 
 -- name: columns
 -- The columns each account's tables have, to stand in NULL for those a
--- table lacks; from the catalog, which answers at once where
+-- table lacks, and whether the reader role $2 may read each ('' for none:
+-- every column is read). From the catalog, which answers at once where
 -- information_schema.columns checks every column's privileges.
-SELECT n.nspname, c.relname, a.attname FROM pg_attribute a
+SELECT n.nspname, c.relname, a.attname,
+	$2::text = '' OR has_schema_privilege($2::text, n.oid, 'USAGE') AND has_column_privilege($2::text, c.oid, a.attnum, 'SELECT')
+FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = ANY($1) AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND a.attnum > 0 AND NOT a.attisdropped
 
--- name: drop
-DROP SCHEMA IF EXISTS {{union}} CASCADE
+-- name: ours
+-- The views of schema $1 that usersync made (their comment says so), with
+-- their columns in order and each column's type: a view is replaced in
+-- place only with its columns in that order, of those types.
+SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid
+WHERE n.nspname = $1 AND c.relkind = 'v' AND a.attnum > 0 AND NOT a.attisdropped
+	AND starts_with(coalesce(obj_description(c.oid, 'pg_class'), ''), $2)
+ORDER BY c.relname, a.attnum
 
--- name: create
-CREATE SCHEMA {{union}}
+-- name: dependents
+-- What depends on view $1 besides the view itself: the views, materialized
+-- views, functions and the like that a DROP would refuse to leave behind.
+SELECT DISTINCT CASE WHEN d.classid = 'pg_rewrite'::regclass
+	THEN (SELECT pg_describe_object('pg_class'::regclass, r.ev_class, 0) FROM pg_rewrite r WHERE r.oid = d.objid)
+	ELSE pg_describe_object(d.classid, d.objid, d.objsubid) END AS what
+FROM pg_depend d
+WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = $1::regclass AND d.deptype = 'n'
+	AND NOT (d.classid = 'pg_rewrite'::regclass AND EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.oid = d.objid AND r.ev_class = $1::regclass))
+ORDER BY 1
+
+-- name: createSchema
+CREATE SCHEMA IF NOT EXISTS {{union}}
+
+-- name: dropSchema
+-- Only an empty schema: PostgreSQL refuses one that holds anything else.
+DROP SCHEMA {{union}}
 
 -- name: comment
 -- {{text}} says whose views they are and carries the stamps of the members
@@ -50,8 +76,21 @@ SELECT pg_try_advisory_xact_lock(hashtext('usersync:union:' || $1))
 -- the column's type for one it lacks); {{schema}} and {{table}}, quoted.
 SELECT {{account}}::text AS account, {{columns}} FROM {{schema}}.{{table}}
 
+-- name: empty
+-- A view no account's table is part of (none the reader role may read):
+-- its columns, typed, and no row, so that what analysts built on it stays.
+SELECT NULL::text AS account, {{columns}} WHERE false
+
 -- name: view
-CREATE VIEW {{union}}.{{view}} WITH (security_invoker = true) AS {{body}}
+-- Replaced in place: what depends on the view, and the grants on it, stay.
+CREATE OR REPLACE VIEW {{union}}.{{view}} WITH (security_invoker = true) AS {{body}}
+
+-- name: dropView
+-- A view of usersync's that is no longer needed; never CASCADE.
+DROP VIEW {{union}}.{{view}}
+
+-- name: viewComment
+COMMENT ON VIEW {{union}}.{{view}} IS {{text}}
 
 -- name: roleExists
 SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)
@@ -60,4 +99,6 @@ SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)
 GRANT USAGE ON SCHEMA {{union}} TO {{role}}
 
 -- name: grantSelect
-GRANT SELECT ON ALL TABLES IN SCHEMA {{union}} TO {{role}}
+-- Each of usersync's views, not every table of the schema: what analysts
+-- put there is theirs to grant.
+GRANT SELECT ON {{union}}.{{view}} TO {{role}}

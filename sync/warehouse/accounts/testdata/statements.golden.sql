@@ -64,15 +64,33 @@ SELECT current_setting('server_version_num')::int;
 SELECT coalesce(obj_description(oid, 'pg_namespace'), '') FROM pg_namespace WHERE nspname = $1;
 
 -- union.columns
-SELECT n.nspname, c.relname, a.attname FROM pg_attribute a
+SELECT n.nspname, c.relname, a.attname,
+	$2::text = '' OR has_schema_privilege($2::text, n.oid, 'USAGE') AND has_column_privilege($2::text, c.oid, a.attnum, 'SELECT')
+FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = ANY($1) AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND a.attnum > 0 AND NOT a.attisdropped;
 
--- union.drop
-DROP SCHEMA IF EXISTS {{union}} CASCADE;
+-- union.ours
+SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid
+WHERE n.nspname = $1 AND c.relkind = 'v' AND a.attnum > 0 AND NOT a.attisdropped
+	AND starts_with(coalesce(obj_description(c.oid, 'pg_class'), ''), $2)
+ORDER BY c.relname, a.attnum;
 
--- union.create
-CREATE SCHEMA {{union}};
+-- union.dependents
+SELECT DISTINCT CASE WHEN d.classid = 'pg_rewrite'::regclass
+	THEN (SELECT pg_describe_object('pg_class'::regclass, r.ev_class, 0) FROM pg_rewrite r WHERE r.oid = d.objid)
+	ELSE pg_describe_object(d.classid, d.objid, d.objsubid) END AS what
+FROM pg_depend d
+WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = $1::regclass AND d.deptype = 'n'
+	AND NOT (d.classid = 'pg_rewrite'::regclass AND EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.oid = d.objid AND r.ev_class = $1::regclass))
+ORDER BY 1;
+
+-- union.createSchema
+CREATE SCHEMA IF NOT EXISTS {{union}};
+
+-- union.dropSchema
+DROP SCHEMA {{union}};
 
 -- union.comment
 COMMENT ON SCHEMA {{union}} IS {{text}};
@@ -80,8 +98,17 @@ COMMENT ON SCHEMA {{union}} IS {{text}};
 -- union.member
 SELECT {{account}}::text AS account, {{columns}} FROM {{schema}}.{{table}};
 
+-- union.empty
+SELECT NULL::text AS account, {{columns}} WHERE false;
+
 -- union.view
-CREATE VIEW {{union}}.{{view}} WITH (security_invoker = true) AS {{body}};
+CREATE OR REPLACE VIEW {{union}}.{{view}} WITH (security_invoker = true) AS {{body}};
+
+-- union.dropView
+DROP VIEW {{union}}.{{view}};
+
+-- union.viewComment
+COMMENT ON VIEW {{union}}.{{view}} IS {{text}};
 
 -- union.roleExists
 SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1);
@@ -90,7 +117,7 @@ SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1);
 GRANT USAGE ON SCHEMA {{union}} TO {{role}};
 
 -- union.grantSelect
-GRANT SELECT ON ALL TABLES IN SCHEMA {{union}} TO {{role}};
+GRANT SELECT ON {{union}}.{{view}} TO {{role}};
 
 -- union.lock
 SELECT true FROM pg_advisory_xact_lock(hashtext('usersync:union:' || $1));
