@@ -113,6 +113,12 @@ type rateState struct {
 	// inflight counts the requests paced whose response is not read yet:
 	// the last reading does not show them, so they count as spent.
 	inflight int
+	// slot is when the next paced request may go, set when pacing begins
+	// to wait for it and kept until it comes: a caller that snoozes
+	// (RateLimitError) and comes back at its slot sends then, instead of
+	// recomputing a wait from the shrunken time to reset, which would push
+	// every request into the window's last minutes.
+	slot time.Time
 }
 
 func (r *rateState) snapshot() RateLimit { return r.reading().rl }
@@ -245,6 +251,26 @@ func pacingWait(rl RateLimit, reserve int, now time.Time) time.Duration {
 	return untilReset / time.Duration(rl.Remaining+1)
 }
 
+// slotWait is the wait before the next request given the pacing wait now
+// (pacingWait): 0 while no pacing is needed, else the time to the slot
+// given when pacing began (now+wait); a request that goes at once, the slot
+// having come, uses it up. Call it with mu held.
+func (r *rateState) slotWait(wait time.Duration, now time.Time) time.Duration {
+	if wait <= 0 {
+		r.slot = time.Time{}
+		return 0
+	}
+	if r.slot.IsZero() {
+		r.slot = now.Add(wait)
+	}
+	left := r.slot.Sub(now)
+	if left <= 0 {
+		r.slot = time.Time{}
+		return 0
+	}
+	return left
+}
+
 // Kept is how many of limit requests a budget share (Options.Budget,
 // USERSYNC_API_BUDGET) leaves to others: the client waits for the reset
 // rather than let x-ratelimit-remaining fall below it.
@@ -274,11 +300,14 @@ func (c *Client) pace(ctx context.Context, reqURL string) (done func(), err erro
 	if rl.Remaining >= 0 {
 		ours.Remaining = max(rl.Remaining-reserved-c.rate.inflight, 0)
 	}
-	wait := pacingWait(ours, c.opts.RateLimitReserve, c.clock.Now())
+	wait := c.rate.slotWait(pacingWait(ours, c.opts.RateLimitReserve, c.clock.Now()), c.clock.Now())
 	if wait > c.opts.MaxRateLimitWait {
 		c.rate.mu.Unlock()
 		return nil, &RateLimitError{Method: http.MethodGet, URL: sanitizeURL(reqURL), RetryAfter: wait,
 			Limit: limit, Remaining: rl.Remaining, Reserved: reserved, Reset: rl.Reset}
+	}
+	if wait > 0 {
+		c.rate.slot = time.Time{} // this request sleeps to the slot and uses it up
 	}
 	c.rate.inflight++
 	c.rate.mu.Unlock()
