@@ -201,6 +201,41 @@ func parseEnum(dst *string, v string, allowed ...string) error {
 	return fmt.Errorf("must be one of %s, not %q", strings.Join(allowed, ", "), v)
 }
 
+// setAPIURL sets the API base URL, refusing one that could carry a
+// credential (a query, a fragment or userinfo), since the URL is printed
+// by accounts list and show and logged; the error never echoes it.
+func setAPIURL(c *Config, v string) error {
+	u, err := url.Parse(v)
+	if strings.ContainsAny(v, "?#") || (strings.Contains(v, "@") && (err != nil || u.User != nil)) {
+		return errors.New("must hold no query string, fragment or user:password (secrets go in USERSYNC_API_TOKEN_FILE, or --api-token-file for accounts add and set)")
+	}
+	c.APIURL = strings.TrimRight(v, "/")
+	return nil
+}
+
+// printableURL is raw as printed for an account stored before setAPIURL
+// refused credentials: its userinfo, query and fragment replaced by
+// REDACTED, and a URL that does not parse by a placeholder.
+func printableURL(raw string) string {
+	if !strings.ContainsAny(raw, "?#@") {
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(not a valid URL)"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery = "REDACTED"
+	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = "REDACTED", ""
+	}
+	return u.String()
+}
+
 // validateAPIURL checks the API base URL: absolute, https unless the host is
 // loopback or insecure HTTP was allowed, no credentials in it.
 func validateAPIURL(raw string, allowInsecure bool) error {
