@@ -145,7 +145,7 @@ func baseSettings() []setting {
 			set:          func(c *Config, v string) error { c.OAuthScopes = strings.Join(strings.Fields(v), " "); return nil }},
 		{Env: "USERSYNC_ALLOW_INSECURE_HTTP", Scope: fleetWide, Flag: "allow-insecure-http", Default: "false", Meaning: "accept an http:// API URL on a non-loopback host (never do this in production).",
 			set: func(c *Config, v string) error { return parseBool(&c.AllowInsecureHTTP, v) }},
-		{Env: "USERSYNC_SCHEMA", Scope: perAccount, Flag: "schema", Default: "usersync", Meaning: "PostgreSQL schema of the warehouse tables; River's tables go to <schema>_river. A name ending in _river (another deployment's job tables) or public is refused unless USERSYNC_SCHEMA_FORCE=true; PostgreSQL's own schemas (information_schema and every pg_ name: pg_catalog, pg_toast, pg_temp_N), which pg_dump skips, are always refused.",
+		{Env: "USERSYNC_SCHEMA", Scope: perAccount, Flag: "schema", Default: "usersync", Meaning: "PostgreSQL schema of the warehouse tables; River's tables go to <schema>_river. A name ending in _river (another deployment's job tables) or public is refused, for the default account unless USERSYNC_SCHEMA_FORCE=true, for a registered account always; PostgreSQL's own schemas (information_schema and every pg_ name: pg_catalog, pg_toast, pg_temp_N), which pg_dump skips, are always refused.",
 			set: func(c *Config, v string) error {
 				if err := schema.ValidateIdentifier(v); err != nil {
 					return err
@@ -156,7 +156,7 @@ func baseSettings() []setting {
 				c.Schema = v
 				return nil
 			}},
-		{Env: "USERSYNC_SCHEMA_FORCE", Scope: fleetWide, Flag: "schema-force", Default: "false", Meaning: "accept a USERSYNC_SCHEMA that ends in _river or is public (only when that schema really is this deployment's own).",
+		{Env: "USERSYNC_SCHEMA_FORCE", Scope: fleetWide, Flag: "schema-force", Default: "false", Meaning: "accept a USERSYNC_SCHEMA that ends in _river or is public (only when that schema really is this deployment's own); the default account's only: accounts add never takes such a --schema.",
 			set: func(c *Config, v string) error { return parseBool(&c.SchemaForce, v) }},
 		{Env: "USERSYNC_READER_ROLE", Scope: perAccount, Flag: "reader-role", Default: "usersync_reader", Meaning: "read-only role for analysts, created by migrate when missing (if allowed) and granted SELECT on the warehouse tables; empty to skip. It must not be the migrating user or a role that user belongs to.",
 			EmptyIsValue: true,

@@ -152,13 +152,25 @@ func formatBytes(n int64) string {
 // schema is <name>, and public is everyone's. Its errors are completed with
 // the source of USERSYNC_SCHEMA by loadConfig.
 func checkSchemaName(c Config) error {
+	return schemaNameError(c, ", or set USERSYNC_SCHEMA_FORCE=true if it is this deployment's own")
+}
+
+// checkAccountSchemaName is checkSchemaName for a registered account, whose
+// schema is made for it and so never forced: its errors point to another
+// name, not to USERSYNC_SCHEMA_FORCE, which does not apply.
+func checkAccountSchemaName(c Config) error {
+	return schemaNameError(c, " for the account (USERSYNC_SCHEMA_FORCE applies to the default account only: an account's schema is always its own)")
+}
+
+// schemaNameError is checkSchemaName's refusal, hint saying what else to do.
+func schemaNameError(c Config, hint string) error {
 	switch {
 	case c.SchemaForce:
 		return nil
 	case strings.HasSuffix(c.Schema, "_river"):
-		return fmt.Errorf("%q ends in _river, the suffix of River's job schemas (another deployment's may be there); choose another name, or set USERSYNC_SCHEMA_FORCE=true if it is this deployment's own", c.Schema)
+		return fmt.Errorf("%q ends in _river, the suffix of River's job schemas (another deployment's may be there); choose another name%s", c.Schema, hint)
 	case c.Schema == "public":
-		return errors.New(`"public" is the database's shared schema; choose a schema of usersync's own, or set USERSYNC_SCHEMA_FORCE=true`)
+		return fmt.Errorf(`"public" is the database's shared schema; choose a schema of usersync's own%s`, hint)
 	}
 	return nil
 }
