@@ -20,7 +20,9 @@ type Page struct {
 	// after a 502 or 504).
 	URL string
 	// NextURL is the next link of the page, verbatim (resolved only if it
-	// was relative), or "" on the last page. It is not sanitized: store
+	// was relative), or "" on the last page; when the link was refused for
+	// changing what the client sent (the walk's next call says so), the
+	// values sent are put back in it. It is not sanitized: store
 	// Client.CheckpointURL of it, and pass that to Client.Resume to continue
 	// later.
 	NextURL string
@@ -54,6 +56,9 @@ type Pages struct {
 	err      error  // a permanent error, returned by every later call
 	number   int
 	decode   jsondoc.DataDecoder // decodes "data" in place of the client, when set
+	// sent is the query of the walk's first request: a next link may
+	// change only its cursor and page size (checkSent).
+	sent url.Values
 }
 
 // DecodeData makes every later page's "data" array go to decode (see
@@ -76,6 +81,7 @@ func (c *Client) Collection(resource string, q Query) *Pages {
 	if p.err != nil {
 		p.err = fmt.Errorf("building %s query: %w", resource, p.err)
 	}
+	p.sent = queryOf(p.next)
 	return p
 }
 
@@ -85,13 +91,23 @@ func (c *Client) Collection(resource string, q Query) *Pages {
 // origin and under its path). An empty nextURL means the walk had ended: Next returns
 // no page.
 func (c *Client) Resume(nextURL string) *Pages {
-	p := &Pages{c: c, resource: "resumed", next: nextURL}
+	p := &Pages{c: c, resource: "resumed", next: nextURL, sent: queryOf(nextURL)}
 	if nextURL != "" {
 		if u, err := url.Parse(nextURL); err == nil {
 			p.resource = c.endpoint(u)
 		}
 	}
 	return p
+}
+
+// queryOf is the query of a URL, empty when it does not parse.
+func queryOf(raw string) url.Values {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return url.Values{}
+	}
+	q, _ := url.ParseQuery(u.RawQuery) // the parameters that parse
+	return q
 }
 
 // NextURL returns the URL the next call to Next will fetch, "" when the
@@ -122,6 +138,9 @@ func (p *Pages) Next(ctx context.Context) (*Page, error) {
 		return nil, fmt.Errorf("fetching %s page %d: %w", p.resource, p.number+1, err)
 	}
 	next, err := p.resolveNext(string(doc.Links.Next), fetched)
+	if err == nil && next != "" {
+		next, err = checkSent(next, p.sent)
+	}
 	if err != nil {
 		p.err = fmt.Errorf("fetching %s page %d: %w", p.resource, p.number+2, err)
 	}

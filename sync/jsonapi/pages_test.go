@@ -69,7 +69,8 @@ func TestPagesFollowNextLinksVerbatim(t *testing.T) {
 			})
 			srvURL = srv.URL
 			c := newClient(t, srv.URL, newFakeClock(t), nil)
-			ids, pages, err := walk(t, c.Collection("users", Query{}.PageSize(1000)))
+			from := time.Date(2026, 11, 22, 10, 15, 0, 123e6, time.UTC)
+			ids, pages, err := walk(t, c.Collection("users", Query{}.PageSize(1000).Sort("updatedAt").Filter("updatedAt", Range(from, time.Time{}))))
 			if err != nil {
 				t.Fatal(err)
 			}

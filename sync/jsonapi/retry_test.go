@@ -191,7 +191,7 @@ func TestRetryHalvesPageSizeOn502And504(t *testing.T) {
 	})
 	srvURL = srv.URL
 	c := newClient(t, srv.URL, newFakeClock(t), func(o *Options) { o.PageSizeFloor = 200; o.MaxAttempts = 10 })
-	_, pages, err := walk(t, c.Collection("users", Query{}.PageSize(1000)))
+	_, pages, err := walk(t, c.Collection("users", Query{}.PageSize(1000).Sort("updatedAt")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,19 +26,31 @@ func sanitizeURL(raw string) string {
 }
 
 // redactQuery replaces each parameter of a raw query that sentParam does not
-// allow by REDACTED.
+// allow by REDACTED, and the value of one it allows by REDACTED when the
+// client would not have built it (valueShaped): a server may put any text
+// under a name the client uses.
 func redactQuery(rawQuery string) string {
 	parts := strings.Split(rawQuery, "&")
 	for i, part := range parts {
 		if part == "" {
 			continue
 		}
-		name, _, _ := strings.Cut(part, "=")
-		if unescaped, err := url.QueryUnescape(name); err != nil || !sentParam(unescaped) {
+		rawName, rawValue, _ := strings.Cut(part, "=")
+		name, err := url.QueryUnescape(rawName)
+		switch {
+		case err != nil || !sentParam(name):
 			parts[i] = "REDACTED"
+		case !shapedRaw(name, rawValue):
+			parts[i] = rawName + "=REDACTED"
 		}
 	}
 	return strings.Join(parts, "&")
+}
+
+// shapedRaw is valueShaped for a raw (escaped) value.
+func shapedRaw(name, rawValue string) bool {
+	v, err := url.QueryUnescape(rawValue)
+	return err == nil && valueShaped(name, v)
 }
 
 // sentParams are the query parameters the client sends itself (Query's) and
@@ -110,8 +122,11 @@ func (c *Client) CheckpointURL(resource, link string) (string, error) {
 		rawName, rawValue, _ := strings.Cut(part, "=")
 		name, errName := url.QueryUnescape(rawName)
 		value, errValue := url.QueryUnescape(rawValue)
-		if errName != nil || errValue != nil || !sentParam(name) || kept.Has(name) || hasControl(value) {
+		if errName != nil || errValue != nil || !sentParam(name) || kept.Has(name) {
 			continue
+		}
+		if !valueShaped(name, value) {
+			return "", errors.New("the next link holds " + name + " with a value usersync does not send (not shown)")
 		}
 		kept.Set(name, value)
 	}
@@ -120,11 +135,6 @@ func (c *Client) CheckpointURL(resource, link string) (string, error) {
 		q = q.set(name, kept.Get(name))
 	}
 	return c.CollectionURL(resource, q)
-}
-
-// hasControl reports whether s holds a control character (NUL included).
-func hasControl(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
 // requestURI returns the path and query of a (sanitized) URL, for one-line

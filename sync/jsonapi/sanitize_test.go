@@ -28,12 +28,21 @@ func TestCheckpointURL(t *testing.T) {
 	for _, link := range []string{
 		"https://api.example.com/prefix/api/v2/users?" + query,
 		"https://api.example.com/prefix/api/v2/users?" + query + hostile.String() + "&S3CRET&=S3CRET&page[after]=second#S3CRET",
-		"https://u:S3CRET@evil.example:8443/S3CRET/users?S3CRET=1&" + query + "&count=false%00S3CRET",
+		"https://u:S3CRET@evil.example:8443/S3CRET/users?S3CRET=1&" + query,
 		"/relative/S3CRET?" + query + "&filter[id]=%zz",
 	} {
 		got, err := c.CheckpointURL("users", link)
 		if err != nil || got != want {
 			t.Errorf("CheckpointURL(%q)\n = %q, %v\nwant %q", link, got, err, want)
+		}
+	}
+	// A value usersync would not build, under a name it sends, is refused
+	// (never stored), and the error does not show it.
+	for _, bad := range []string{"count=false%00S3CRET", "filter%5BupdatedAt%5D=S3CRET", "sort=updatedAt,S3CRET%20x", "include=S3CRET.x",
+		"page%5Bafter%5D=S3CRET%22%3E", "page[after]=" + strings.Repeat("S3CRET", 200), "page[size]=S3CRET", "fields[user]=a,S3CRET%3D"} {
+		got, err := c.CheckpointURL("users", "https://api.example.com/prefix/api/v2/users?"+bad+"&"+query)
+		if err == nil || got != "" || strings.Contains(err.Error(), "S3CRET") {
+			t.Errorf("CheckpointURL with %s = %q, %v; want an error without the value", bad, got, err)
 		}
 	}
 	if got, err := c.CheckpointURL("users", ""); got != "" || err != nil {
@@ -56,6 +65,9 @@ func TestSanitizeURL(t *testing.T) {
 		{"https://h/a?page[after]=c1&page[offset]=10&provideAuthorizationMeta=true&provideDataConnections=true",
 			"https://h/a?page[after]=c1&page[offset]=10&provideAuthorizationMeta=true&provideDataConnections=true"},
 		{"%zz", "(unparsable URL)"},
+		// Values the client would not build, under names it sends.
+		{"https://h/a?filter%5BupdatedAt%5D=S3CRET&sort=-id,S3CRET%2B&page[after]=S3CRET%20x&count=S3CRET&fields[user]=&include=teams",
+			"https://h/a?filter%5BupdatedAt%5D=REDACTED&sort=REDACTED&page[after]=REDACTED&count=REDACTED&fields[user]=&include=teams"},
 	}
 	for _, name := range hostileParams {
 		tests = append(tests, struct{ in, want string }{"https://h/a?count=false&" + name + "=S3CRET", "https://h/a?count=false&REDACTED"})

@@ -92,7 +92,7 @@ func accountConfig(fleet Config, name string, vals, sources map[string]string) (
 			return Config{}, fmt.Errorf("%s %w", src, err)
 		}
 	}
-	if err := checkSchemaName(c); err != nil {
+	if err := checkAccountSchemaName(c); err != nil {
 		return Config{}, fmt.Errorf("%s %w", srcs["USERSYNC_SCHEMA"], err)
 	}
 	if _, err := parseSchedules(c, srcs); err != nil {

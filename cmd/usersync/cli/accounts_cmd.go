@@ -54,7 +54,7 @@ type accountLine struct {
 }
 
 func lineOf(a accounts.Account) accountLine {
-	l := accountLine{Name: a.Name, Schema: a.Schema(), APIURL: a.Settings["USERSYNC_API_URL"], PausedAt: a.PausedAt,
+	l := accountLine{Name: a.Name, Schema: a.Schema(), APIURL: printableURL(a.Settings["USERSYNC_API_URL"]), PausedAt: a.PausedAt,
 		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
 	if a.Invalid != nil {
 		l.Problem = a.Invalid.Error()

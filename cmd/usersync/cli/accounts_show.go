@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/usersync/usersync/sync/warehouse/accounts"
@@ -76,6 +77,9 @@ func accountSettingLines(e *env, a accounts.Account) []settingLine {
 		}
 		if s.Secret && l.Value != "" {
 			l.Value = "set"
+		}
+		if strings.HasSuffix(s.Env, "_URL") {
+			l.Value = printableURL(l.Value)
 		}
 		out = append(out, l)
 	}

@@ -290,7 +290,6 @@ func TestRequireAPI(t *testing.T) {
 		{map[string]string{"USERSYNC_API_URL": "http://api.example.com", "USERSYNC_API_TOKEN": "x", "USERSYNC_ALLOW_INSECURE_HTTP": "true"}, ""},
 		{map[string]string{"USERSYNC_API_URL": "http://127.0.0.1:8080", "USERSYNC_API_TOKEN": "x"}, ""},
 		{map[string]string{"USERSYNC_API_URL": "https://api.example.com/api/v2", "USERSYNC_API_TOKEN": "x"}, "without /api/v2"},
-		{map[string]string{"USERSYNC_API_URL": "https://u:p@api.example.com", "USERSYNC_API_TOKEN": "x"}, "credentials"},
 		{map[string]string{"USERSYNC_API_URL": "not a url", "USERSYNC_API_TOKEN": "x"}, "USERSYNC_API_URL must be an absolute"},
 		{map[string]string{"USERSYNC_API_TOKEN": "x", "USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_API_URL": "https://api.example.com"}, "both set"},
 		{map[string]string{"USERSYNC_OAUTH_CLIENT_ID": "c", "USERSYNC_API_URL": "https://api.example.com"}, "USERSYNC_OAUTH_TOKEN_URL is not set"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,9 @@ func newPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("DATABASE_URL is not a valid PostgreSQL URL: %s", redactErr(errors.New(parseErrorText(err)), e.cfg.DatabaseURL))}
 	}
+	if isURLDSN(e.cfg.DatabaseURL) && hostHoldsAt(&pcfg.ConnConfig.Config) {
+		return nil, usageError{errors.New("DATABASE_URL's user or password holds a raw '@', which the driver takes for the end of the password (the rest would be printed as the host): percent-encode it as %40")}
+	}
 	if host := plaintextHost(&pcfg.ConnConfig.Config); host != "" {
 		e.logger.WarnContext(ctx, "DATABASE_URL lets the connection to a remote host go unencrypted (no sslmode, or disable, allow or prefer); set sslmode=verify-full (or require)",
 			"host", host)
@@ -81,6 +85,15 @@ func plaintextHost(cfg *pgconn.Config) string {
 		}
 	}
 	return ""
+}
+
+// hostHoldsAt says whether a host the driver read holds an '@': in a URL
+// that is the tail of a password with a raw '@', never a real host name.
+func hostHoldsAt(cfg *pgconn.Config) bool {
+	if strings.Contains(cfg.Host, "@") {
+		return true
+	}
+	return slices.ContainsFunc(cfg.Fallbacks, func(f *pgconn.FallbackConfig) bool { return strings.Contains(f.Host, "@") })
 }
 
 // openStore opens the database and the warehouse store of the configured

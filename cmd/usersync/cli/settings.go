@@ -124,9 +124,9 @@ func baseSettings() []setting {
 		{Env: "DATABASE_URL", Scope: fleetWide, Flag: "database-url", Meaning: "PostgreSQL connection URL (or libpq keyword/value string) of the warehouse and of River's job tables; its password is never printed. Also read from DATABASE_URL_FILE; --database-url is refused when it holds a password (other local users see command lines in ps, and shells keep them): give the password in DATABASE_URL, DATABASE_URL_FILE, PGPASSWORD or a password file. For a database on another host give sslmode=verify-full (with sslrootcert= when its CA is not in the system store): without sslmode the driver silently falls back to plaintext, and usersync warns at start.",
 			Example: "postgres://usersync@db:5432/analytics?sslmode=require", Secret: false, File: true,
 			set: func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
-		{Env: "USERSYNC_API_URL", Scope: perAccount, Flag: "api-url", Meaning: "base URL of the API, without /api/v2 (e.g. https://api.example.com). http:// is accepted only for loopback hosts unless USERSYNC_ALLOW_INSECURE_HTTP=true.",
+		{Env: "USERSYNC_API_URL", Scope: perAccount, Flag: "api-url", Meaning: "base URL of the API, without /api/v2 (e.g. https://api.example.com). http:// is accepted only for loopback hosts unless USERSYNC_ALLOW_INSECURE_HTTP=true. A query string, fragment or user:password in it is refused: the token goes in USERSYNC_API_TOKEN_FILE.",
 			Example: "https://api.example.com",
-			set:     func(c *Config, v string) error { c.APIURL = strings.TrimRight(v, "/"); return nil }},
+			set:     setAPIURL},
 		{Env: "USERSYNC_API_TOKEN", Scope: perAccount, Meaning: "static bearer token for the API (instead of OAuth). Also read from USERSYNC_API_TOKEN_FILE.", Secret: true,
 			set: func(c *Config, v string) error { c.APIToken = v; return nil }},
 		{Env: "USERSYNC_OAUTH_TOKEN_URL", Scope: perAccount, Flag: "oauth-token-url", Meaning: "OAuth 2 token endpoint (the refresh-token grant, and usersync auth login's authorization-code grant); setting it turns OAuth on.",
@@ -146,7 +146,7 @@ func baseSettings() []setting {
 			set:          func(c *Config, v string) error { c.OAuthScopes = strings.Join(strings.Fields(v), " "); return nil }},
 		{Env: "USERSYNC_ALLOW_INSECURE_HTTP", Scope: fleetWide, Flag: "allow-insecure-http", Default: "false", Meaning: "accept an http:// API URL on a non-loopback host (never do this in production).",
 			set: func(c *Config, v string) error { return parseBool(&c.AllowInsecureHTTP, v) }},
-		{Env: "USERSYNC_SCHEMA", Scope: perAccount, Flag: "schema", Default: "usersync", Meaning: "PostgreSQL schema of the warehouse tables; River's tables go to <schema>_river. A name ending in _river (another deployment's job tables) or public is refused unless USERSYNC_SCHEMA_FORCE=true; PostgreSQL's own schemas (information_schema and every pg_ name: pg_catalog, pg_toast, pg_temp_N), which pg_dump skips, are always refused.",
+		{Env: "USERSYNC_SCHEMA", Scope: perAccount, Flag: "schema", Default: "usersync", Meaning: "PostgreSQL schema of the warehouse tables; River's tables go to <schema>_river. A name ending in _river (another deployment's job tables) or public is refused, for the default account unless USERSYNC_SCHEMA_FORCE=true, for a registered account always; PostgreSQL's own schemas (information_schema and every pg_ name: pg_catalog, pg_toast, pg_temp_N), which pg_dump skips, are always refused.",
 			set: func(c *Config, v string) error {
 				if err := schema.ValidateIdentifier(v); err != nil {
 					return err
@@ -157,7 +157,7 @@ func baseSettings() []setting {
 				c.Schema = v
 				return nil
 			}},
-		{Env: "USERSYNC_SCHEMA_FORCE", Scope: fleetWide, Flag: "schema-force", Default: "false", Meaning: "accept a USERSYNC_SCHEMA that ends in _river or is public (only when that schema really is this deployment's own).",
+		{Env: "USERSYNC_SCHEMA_FORCE", Scope: fleetWide, Flag: "schema-force", Default: "false", Meaning: "accept a USERSYNC_SCHEMA that ends in _river or is public (only when that schema really is this deployment's own); the default account's only: accounts add never takes such a --schema.",
 			set: func(c *Config, v string) error { return parseBool(&c.SchemaForce, v) }},
 		{Env: "USERSYNC_READER_ROLE", Scope: perAccount, Flag: "reader-role", Default: "usersync_reader", Meaning: "read-only role for analysts, created by migrate when missing (if allowed) and granted SELECT on the warehouse tables; empty to skip. It must not be the migrating user or a role that user belongs to.",
 			EmptyIsValue: true,

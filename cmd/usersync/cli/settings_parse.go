@@ -152,13 +152,25 @@ func formatBytes(n int64) string {
 // schema is <name>, and public is everyone's. Its errors are completed with
 // the source of USERSYNC_SCHEMA by loadConfig.
 func checkSchemaName(c Config) error {
+	return schemaNameError(c, ", or set USERSYNC_SCHEMA_FORCE=true if it is this deployment's own")
+}
+
+// checkAccountSchemaName is checkSchemaName for a registered account, whose
+// schema is made for it and so never forced: its errors point to another
+// name, not to USERSYNC_SCHEMA_FORCE, which does not apply.
+func checkAccountSchemaName(c Config) error {
+	return schemaNameError(c, " for the account (USERSYNC_SCHEMA_FORCE applies to the default account only: an account's schema is always its own)")
+}
+
+// schemaNameError is checkSchemaName's refusal, hint saying what else to do.
+func schemaNameError(c Config, hint string) error {
 	switch {
 	case c.SchemaForce:
 		return nil
 	case strings.HasSuffix(c.Schema, "_river"):
-		return fmt.Errorf("%q ends in _river, the suffix of River's job schemas (another deployment's may be there); choose another name, or set USERSYNC_SCHEMA_FORCE=true if it is this deployment's own", c.Schema)
+		return fmt.Errorf("%q ends in _river, the suffix of River's job schemas (another deployment's may be there); choose another name%s", c.Schema, hint)
 	case c.Schema == "public":
-		return errors.New(`"public" is the database's shared schema; choose a schema of usersync's own, or set USERSYNC_SCHEMA_FORCE=true`)
+		return fmt.Errorf(`"public" is the database's shared schema; choose a schema of usersync's own%s`, hint)
 	}
 	return nil
 }
@@ -199,6 +211,41 @@ func parseEnum(dst *string, v string, allowed ...string) error {
 		}
 	}
 	return fmt.Errorf("must be one of %s, not %q", strings.Join(allowed, ", "), v)
+}
+
+// setAPIURL sets the API base URL, refusing one that could carry a
+// credential (a query, a fragment or userinfo), since the URL is printed
+// by accounts list and show and logged; the error never echoes it.
+func setAPIURL(c *Config, v string) error {
+	u, err := url.Parse(v)
+	if strings.ContainsAny(v, "?#") || (strings.Contains(v, "@") && (err != nil || u.User != nil)) {
+		return errors.New("must hold no query string, fragment or user:password (secrets go in USERSYNC_API_TOKEN_FILE, or --api-token-file for accounts add and set)")
+	}
+	c.APIURL = strings.TrimRight(v, "/")
+	return nil
+}
+
+// printableURL is raw as printed for an account stored before setAPIURL
+// refused credentials: its userinfo, query and fragment replaced by
+// REDACTED, and a URL that does not parse by a placeholder.
+func printableURL(raw string) string {
+	if !strings.ContainsAny(raw, "?#@") {
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(not a valid URL)"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery = "REDACTED"
+	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = "REDACTED", ""
+	}
+	return u.String()
 }
 
 // validateAPIURL checks the API base URL: absolute, https unless the host is
