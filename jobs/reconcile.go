@@ -49,6 +49,6 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 		w.d.logEnd(ctx, a, job.JobRow, "reconcile", err)
 		return outcome(err, job.JobRow)
 	}
-	w.d.afterRun(ctx, a, false)
+	w.d.afterRun(ctx, a, false, true) // a reconcile may change what it fetched again
 	return nil
 }

@@ -92,7 +92,7 @@ func (d *Deps) runSync(ctx context.Context, a *Account, job *rivertype.JobRow, m
 		d.logEnd(ctx, a, job, req.Kind, err)
 		return outcome(err, job)
 	}
-	d.afterRun(ctx, a, true)
+	d.afterRun(ctx, a, true, sum.Changed())
 	return nil
 }
 
@@ -122,14 +122,16 @@ func (d *Deps) start(ctx context.Context, job *rivertype.JobRow, account string)
 // errSnapshotsOff cancels a snapshot job on a worker without a destination.
 var errSnapshotsOff = errors.New("snapshots are not configured on this worker (USERSYNC_SNAPSHOT_DIR)")
 
-// afterRun enqueues a snapshot of a when snapshots follow runs, or when the
+// afterRun enqueues a snapshot of a when snapshots follow runs and the run
+// changed something (changed; a snapshot of an unchanged warehouse would be
+// skipped, after a job's worth of work), or when the
 // last snapshot job was skipped because no run had completed (a run was
 // under way, or stopped part way): that snapshot waited for a run to
 // succeed, this one, rather than for the next tick of its schedule; but
 // not after a reconcile (walks false) when no sync had walked every user
 // yet, which only a sync's success changes. The snapshot is a job of its
 // own, so a failing destination never fails the sync.
-func (d *Deps) afterRun(ctx context.Context, a *Account, walks bool) {
+func (d *Deps) afterRun(ctx context.Context, a *Account, walks, changed bool) {
 	if a.Snapshot == nil {
 		return
 	}
@@ -137,7 +139,7 @@ func (d *Deps) afterRun(ctx context.Context, a *Account, walks bool) {
 	if err != nil {
 		return // not run by a River client (tests calling Work directly)
 	}
-	if !a.SnapshotAfterSync && !lastSnapshotWaits(ctx, client, a.Name, walks) {
+	if !(a.SnapshotAfterSync && changed) && !lastSnapshotWaits(ctx, client, a.Name, walks) {
 		return
 	}
 	if _, err := client.Insert(ctx, SnapshotArgs{Account: accountArg(a.Name)}, nil); err != nil {

@@ -41,6 +41,23 @@ type Summary struct {
 	CanWrite  *bool      `json:"can_write,omitempty"`
 }
 
+// Changed says whether the run wrote anything a snapshot holds: a user, a
+// team, role or profile inserted, updated or marked deleted, or a
+// membership added or removed. A run that changed nothing needs no new
+// snapshot.
+func (s Summary) Changed() bool {
+	changed := func(c warehouse.Counts) bool { return c.Inserted+c.Updated+c.Deleted > 0 }
+	if changed(s.Counts) {
+		return true
+	}
+	for _, c := range s.Dimensions {
+		if changed(c) {
+			return true
+		}
+	}
+	return s.Membership != nil && s.Membership.Added+s.Membership.Removed > 0
+}
+
 // RateLimit is the API's rate limit as last seen: the requests allowed in
 // its window, those left, and when the window resets.
 type RateLimit struct {

@@ -278,7 +278,7 @@ func baseSettings() []setting {
 			set: func(c *Config, v string) error {
 				return parseDuration(&c.ScheduleMinInterval, v, time.Second, 24*time.Hour)
 			}},
-		{Env: "USERSYNC_SNAPSHOT_AFTER_SYNC", Scope: perAccount, Flag: "snapshot-after-sync", Default: "true", Meaning: "write a snapshot after each successful sync, backfill or reconcile of the worker. Even when false, a snapshot skipped because no run had completed (one was under way) is written after the next run that succeeds.",
+		{Env: "USERSYNC_SNAPSHOT_AFTER_SYNC", Scope: perAccount, Flag: "snapshot-after-sync", Default: "true", Meaning: "write a snapshot after each successful sync or backfill of the worker that changed something (a user, team, role or profile, or a membership), and after each reconcile. Even when false, a snapshot skipped because no run had completed (one was under way) is written after the next run that succeeds.",
 			set: func(c *Config, v string) error { return parseBool(&c.SnapshotAfterSync, v) }},
 		{Env: "USERSYNC_JOB_TIMEOUT", Scope: fleetWide, Flag: "job-timeout", Default: "6h", Meaning: "longest a worker's run may take (0 for no bound); stuck jobs are rescued an hour after it. Size it above your longest full backfill.",
 			set: func(c *Config, v string) error { return parseDuration(&c.JobTimeout, v, 0, 7*24*time.Hour) }},

@@ -131,19 +131,26 @@ func TestWorkerSnapshotsAfterSync(t *testing.T) {
 	if _, out, _ := run(t, c.env, "status"); !strings.Contains(out, "snapshot     wrote snapshot "+m.ID) {
 		t.Errorf("status does not show the snapshot written:\n%s", out)
 	}
-	// A sync that changes nothing is followed by a snapshot job that
-	// writes nothing, and says so.
+	// A sync that changes nothing queues no snapshot job (one would find
+	// nothing changed); one that changes a user does, and it is written.
 	if code, _, errs := run(t, c.env, "backfill", "--since", "2001-01-01", "--until", "2001-01-02"); code != ExitOK {
 		t.Fatal(errs)
 	}
-	waitFor(t, "a second snapshot job", 60*time.Second, func() bool {
+	waitFor(t, "the backfill that changes nothing", 60*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) >= 1
+	})
+	if n := c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_snapshot'`); n != 1 {
+		t.Errorf("%d snapshot jobs after a run that changed nothing, want still 1", n)
+	}
+	c.sim.UpdateUsers(3)
+	if code, _, errs := run(t, c.env, "backfill", "--full"); code != ExitOK {
+		t.Fatal(errs)
+	}
+	waitFor(t, "a second snapshot job after a run that changed users", 60*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_snapshot' AND state = 'completed'`) >= 2
 	})
-	if again, err := snapshot.Latest(context.Background(), mustLocal(t, dir), c.env["USERSYNC_SCHEMA"]); err != nil || again.ID != m.ID {
-		t.Errorf("after a run that changed nothing the newest snapshot is %s (%v), want %s again", again.ID, err, m.ID)
-	}
-	if _, out, _ := run(t, c.env, "status"); !strings.Contains(out, "snapshot     skipped: nothing changed since snapshot "+m.ID) {
-		t.Errorf("status does not show the skip:\n%s", out)
+	if again, err := snapshot.Latest(context.Background(), mustLocal(t, dir), c.env["USERSYNC_SCHEMA"]); err != nil || again.ID == m.ID {
+		t.Errorf("after a run that changed users the newest snapshot is %s (%v), want a new one", again.ID, err)
 	}
 }
 
