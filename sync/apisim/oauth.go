@@ -1,6 +1,7 @@
 package apisim
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"net/http"
 	"strconv"
@@ -22,6 +23,7 @@ type authState struct {
 	failNext   int
 	failStatus int
 	revoked    bool   // RevokeTokens: every token refused until a code is exchanged
+	replaced   string // ReplaceToken: the static token now accepted instead of Options.Token
 	scope      string // the grant's, as its authorization code asked; "" for defaultScope
 }
 
@@ -57,15 +59,15 @@ func (s *Server) authenticate(r *http.Request) *apiError {
 		return unauthorized("A bearer token is required: send Authorization: Bearer <token>.")
 	}
 	s.auth.mu.Lock()
-	revoked := s.auth.revoked
+	revoked, static := s.auth.revoked, cmp.Or(s.auth.replaced, s.opts.Token)
 	s.auth.mu.Unlock()
 	if revoked {
 		return unauthorized("The access token was revoked.")
 	}
-	if s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.Token)) == 1 {
+	if static != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(static)) == 1 {
 		return nil
 	}
-	if s.opts.Token == "" && !s.oauthMode() {
+	if static == "" && !s.oauthMode() {
 		return nil // any token will do
 	}
 	if s.oauthMode() {
@@ -203,6 +205,15 @@ func (s *Server) FailTokenNext(n, status int) {
 	s.auth.mu.Lock()
 	defer s.auth.mu.Unlock()
 	s.auth.failNext, s.auth.failStatus = n, status
+}
+
+// ReplaceToken revokes the static token (Options.Token, or the one a
+// previous ReplaceToken gave) and accepts token instead, as an
+// administrator issuing a new API token would.
+func (s *Server) ReplaceToken(token string) {
+	s.auth.mu.Lock()
+	defer s.auth.mu.Unlock()
+	s.auth.replaced = token
 }
 
 // RevokeTokens revokes the grant, as an administrator revoking the app (or

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/usersync/usersync/jobs"
@@ -41,9 +43,11 @@ func buildAPIClient(ctx context.Context, e *env, store *warehouse.Store, maxWait
 	if err := e.cfg.requireAPI(); err != nil {
 		return nil, usageError{err}
 	}
-	auth := jsonapi.StaticToken(e.cfg.APIToken)
+	auth, err := staticAuth(e)
+	if err != nil {
+		return nil, err
+	}
 	if e.cfg.OAuthTokenURL != "" {
-		var err error
 		if auth, err = oauthFor(ctx, e, store); err != nil {
 			return nil, err
 		}
@@ -98,7 +102,7 @@ func authRemedy(cfg Config) string {
 	if cfg.OAuthTokenURL != "" {
 		return "run usersync auth login to authorize usersync again (the refresh token was revoked or expired; a running worker picks up the new one)"
 	}
-	return "check USERSYNC_API_TOKEN (or USERSYNC_API_TOKEN_FILE): the API refuses it; set a valid token and restart the worker"
+	return "check USERSYNC_API_TOKEN (or USERSYNC_API_TOKEN_FILE): the API refuses it; write a valid token to USERSYNC_API_TOKEN_FILE (a running worker reads it again, no restart) or set USERSYNC_API_TOKEN and restart the worker"
 }
 
 // withAuthRemedy appends authRemedy to an error whose credentials were
@@ -109,4 +113,22 @@ func withAuthRemedy(cfg Config, err error) error {
 		return fmt.Errorf("%w; %s", err, authRemedy(cfg))
 	}
 	return err
+}
+
+// staticAuth is the static token's Authenticator: one that reads
+// USERSYNC_API_TOKEN_FILE again after a 401 when the token came from that
+// file (so a replaced token needs no restart), else the token as given.
+func staticAuth(e *env) (jsonapi.Authenticator, error) {
+	path := e.getenv("USERSYNC_API_TOKEN_FILE")
+	if path == "" || e.cfg.APIToken == "" {
+		return jsonapi.StaticToken(e.cfg.APIToken), nil
+	}
+	if b, err := os.ReadFile(path); err != nil || strings.TrimRight(string(b), "\r\n") != e.cfg.APIToken { //nolint:gosec // the operator's file
+		return jsonapi.StaticToken(e.cfg.APIToken), nil // another account's token, not the file's
+	}
+	auth, err := jsonapi.FileToken(path)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("USERSYNC_API_TOKEN_FILE: %w", err)}
+	}
+	return auth, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -190,6 +192,40 @@ func TestNoReconcileBeforeTheFirstSync(t *testing.T) {
 	if !strings.Contains(w.logs.String(), "no reconcile before the account's first sync") {
 		t.Error("the worker did not say why it skipped the first reconcile")
 	}
+	if code := w.stop(t); code != ExitOK {
+		t.Errorf("worker exit %d", code)
+	}
+}
+
+// TestReplacedTokenFileNeedsNoRestart: the default account's token, given
+// in USERSYNC_API_TOKEN_FILE, is revoked by the API; once the file holds the
+// new token, usersync check passes and the worker's next sync succeeds,
+// without a restart.
+func TestReplacedTokenFileNeedsNoRestart(t *testing.T) {
+	t.Parallel()
+	c := newCLIEnv(t, apisim.Options{Seed: 46, Users: 40, Token: "old-token-0123456789", Knobs: apisim.Knobs{RateLimit: 100_000}})
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte("old-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := workerEnv(c, map[string]string{"USERSYNC_API_TOKEN": "", "USERSYNC_API_TOKEN_FILE": path, "USERSYNC_SYNC_SCHEDULE": "@every 1s"})
+	w := startWorker(t, env)
+	succeeded := func() int64 {
+		return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'succeeded'`)
+	}
+	waitFor(t, "a first sync", 60*time.Second, func() bool { return succeeded() >= 1 })
+	c.sim.ReplaceToken("new-token-0123456789") // the old one is revoked
+	waitFor(t, "a sync refused with 401", 60*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'failed' AND error LIKE '%401%'`) >= 1
+	})
+	if err := os.WriteFile(path, []byte("new-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := run(t, env, "check"); code != ExitOK {
+		t.Errorf("check with the new token: exit %d\n%s%s", code, out, errs)
+	}
+	before := succeeded()
+	waitFor(t, "a sync with the new token, without a restart", 60*time.Second, func() bool { return succeeded() > before })
 	if code := w.stop(t); code != ExitOK {
 		t.Errorf("worker exit %d", code)
 	}
