@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/usersync/usersync/sync/snapshot"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
@@ -62,6 +65,10 @@ func mayClaim(ctx context.Context, e *env, reg *accounts.Registry, s string) boo
 // markFolder marks the snapshot folder of schema s as o's when it holds
 // snapshots and no marker; it returns a line saying what it did or why not.
 func markFolder(ctx context.Context, e *env, s string, o snapshot.Owner) string {
+	dir := e.fleetConfig().SnapshotDir
+	if _, err := os.Stat(filepath.Join(dir, s)); !strings.HasPrefix(dir, "s3://") && err != nil {
+		return "" // no local folder: nothing to mark, and migrate makes none (it may run where the snapshots are not)
+	}
 	root, err := snapshotRoot(e)
 	if err != nil || root == nil {
 		return ""
