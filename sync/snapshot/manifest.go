@@ -41,7 +41,9 @@ type Manifest struct {
 }
 
 // Owner is who wrote the snapshot; zero for an earlier release's.
-func (m Manifest) Owner() Owner { return Owner{Fleet: m.Fleet, Database: m.Database, Account: m.Account} }
+func (m Manifest) Owner() Owner {
+	return Owner{Fleet: m.Fleet, Database: m.Database, Account: m.Account}
+}
 
 // TableManifest is one table of a snapshot.
 type TableManifest struct {

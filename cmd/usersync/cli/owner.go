@@ -1,8 +1,8 @@
 package cli
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 

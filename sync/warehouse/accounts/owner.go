@@ -41,7 +41,7 @@ func SameDatabase(a, b string) bool {
 
 type ownerStatements struct {
 	database, systemID, createMarker, commentMarker, clearMarker, writeMarker, markerExists, readMarker string
-	dependents, lockTables, lock, ownObjects, dropObject, dropEmptySchema                             string
+	dependents, lockTables, lock, ownObjects, dropObject, dropEmptySchema                               string
 }
 
 func newOwnerStatements() (ownerStatements, error) {
