@@ -104,7 +104,7 @@ func removeAccount(ctx context.Context, e *env, reg *accounts.Registry, a accoun
 			return nil
 		}
 		var err error
-		if dropped, err = reg.DropAccountSchema(ctx, a.Schema(), cascade); err != nil {
+		if dropped, err = reg.DropAccountSchema(ctx, a.Schema(), cascade, accounts.UnionSchema(e.fleetConfig().Schema)); err != nil {
 			return undoRemove(ctx, reg, a, dropError(err), func(ctx context.Context) error { return refreshUnion(ctx, e, pool, reg) })
 		}
 		return nil

@@ -3,6 +3,7 @@ package accounts
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -24,8 +25,10 @@ var ownKinds = map[string]string{"table": "TABLE", "view": "VIEW", "materialized
 // on them, unless cascade: then it drops those, when they are all views,
 // deepest first, and returns them. It then drops each of the schema's own
 // objects and the schema, never with CASCADE, so that nothing past the
-// schema can go with it. The caller has checked the schema's marker.
-func (r *Registry) DropAccountSchema(ctx context.Context, schemaName string, cascade bool) ([]Dependent, error) {
+// schema can go with it. A dependent in a schema of keep (the union views')
+// is never dropped: it refuses the drop. The caller has checked the
+// schema's marker.
+func (r *Registry) DropAccountSchema(ctx context.Context, schemaName string, cascade bool, keep ...string) ([]Dependent, error) {
 	if err := schema.ValidateIdentifier(schemaName); err != nil {
 		return nil, err
 	}
@@ -47,7 +50,7 @@ func (r *Registry) DropAccountSchema(ctx context.Context, schemaName string, cas
 	if err != nil {
 		return nil, err
 	}
-	if err := dropDependents(ctx, tx, r.own, schemaName, deps, cascade); err != nil {
+	if err := dropDependents(ctx, tx, r.own, schemaName, deps, cascade, keep); err != nil {
 		return nil, err
 	}
 	if err := dropOwnObjects(ctx, tx, r.own, schemaName); err != nil {
@@ -84,13 +87,13 @@ func wrapLock(schemaName string, err error) error {
 }
 
 // dropDependents drops deps, deepest first, when cascade is set and all are
-// views; otherwise any is a *DependentsError.
-func dropDependents(ctx context.Context, tx pgx.Tx, q ownerStatements, schemaName string, deps []Dependent, cascade bool) error {
+// views outside keep; otherwise any is a *DependentsError.
+func dropDependents(ctx context.Context, tx pgx.Tx, q ownerStatements, schemaName string, deps []Dependent, cascade bool, keep []string) error {
 	if len(deps) == 0 {
 		return nil
 	}
 	for _, d := range deps {
-		if droppable[d.Kind] == "" {
+		if droppable[d.Kind] == "" || slices.Contains(keep, d.Schema) {
 			return &DependentsError{Schema: schemaName, Dependents: deps, Undroppable: true}
 		}
 	}

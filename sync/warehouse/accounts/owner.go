@@ -138,6 +138,7 @@ func wrapMarker(schemaName string, err error) error {
 // objects.
 type Dependent struct {
 	Kind, Name string // as pg_identify_object names them: "view", "public.v"
+	Schema     string // its schema, or its table's; "" for neither
 }
 
 func (d Dependent) String() string { return d.Kind + " " + d.Name }
@@ -164,7 +165,7 @@ func dependents(ctx context.Context, db DBTX, q ownerStatements, schemaName stri
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Dependent, error) {
 		var d Dependent
 		var depth int
-		return d, row.Scan(&d.Kind, &d.Name, &depth)
+		return d, row.Scan(&d.Kind, &d.Name, &d.Schema, &depth)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("looking for what depends on schema %s: %w", schemaName, err)

@@ -55,7 +55,7 @@ WITH RECURSIVE dep(classid, objid, depth) AS (
 		AND NOT (coalesce(r.cls, d.classid) = dep.classid AND coalesce(r.ev_class, d.objid) = dep.objid)
 		AND NOT EXISTS (SELECT 1 FROM pg_class x JOIN pg_namespace xn ON xn.oid = x.relnamespace
 			WHERE coalesce(r.cls, d.classid) = 'pg_class'::regclass AND x.oid = coalesce(r.ev_class, d.objid) AND xn.nspname = ANY($2)))
-SELECT o.type, o.identity, max(dep.depth) AS depth
+SELECT o.type, o.identity, coalesce(o.schema, tn.nspname, ''), max(dep.depth) AS depth
 FROM dep CROSS JOIN LATERAL pg_identify_object(dep.classid, dep.objid, 0) o
 -- A column's default, a trigger and a policy are in their table's schema.
 LEFT JOIN LATERAL (SELECT coalesce(
@@ -64,7 +64,7 @@ LEFT JOIN LATERAL (SELECT coalesce(
 	(SELECT polrelid FROM pg_policy WHERE dep.classid = 'pg_policy'::regclass AND oid = dep.objid)) AS rel) t ON true
 LEFT JOIN pg_class tc ON tc.oid = t.rel LEFT JOIN pg_namespace tn ON tn.oid = tc.relnamespace
 WHERE dep.depth > 0 AND coalesce(o.schema, tn.nspname) IS DISTINCT FROM $1
-GROUP BY o.type, o.identity
+GROUP BY o.type, o.identity, 3
 ORDER BY depth DESC, o.identity
 
 -- name: lockTables
