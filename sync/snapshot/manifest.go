@@ -32,6 +32,17 @@ type Manifest struct {
 	// (Options.Policy: names and key id only); empty for snapshots written
 	// before usersync recorded it.
 	Policy string `json:"pii_policy,omitempty"`
+	// Fleet, Database and Account name the writer (Options.Owner): only
+	// its own snapshots are removed. Empty in snapshots of earlier
+	// releases.
+	Fleet    string `json:"fleet,omitempty"`
+	Database string `json:"database,omitempty"`
+	Account  string `json:"account,omitempty"`
+}
+
+// Owner is who wrote the snapshot; zero for an earlier release's.
+func (m Manifest) Owner() Owner {
+	return Owner{Fleet: m.Fleet, Database: m.Database, Account: m.Account}
 }
 
 // TableManifest is one table of a snapshot.

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -37,6 +38,13 @@ const (
 
 // Options tunes a Writer. The zero value means every default.
 type Options struct {
+	// Owner names the writer, recorded in each manifest and checked against
+	// the folder's marker: a folder marked as another's is not written, and
+	// only snapshots proven the Owner's are removed (see Owner).
+	Owner Owner
+	// Database, when set, gives Owner.Database at the first Write that
+	// needs it (the database may not answer when the writer is made).
+	Database func(context.Context) (string, error)
 	// Policy is the fingerprint of the personal-data policy in force,
 	// recorded in the manifest (see Manifest.Policy).
 	Policy string

@@ -17,12 +17,14 @@ import (
 //     their manifest, temporary files, unfinished uploads.
 //
 // The snapshot just written (id) is always kept, and so are the snapshots
-// set aside as dated in the future (futureIDs). A snapshot whose
+// set aside as dated in the future (futureIDs), and whatever own does not
+// prove the writer's (another fleet's snapshots, or an earlier release's in
+// a folder without the writer's marker). A snapshot whose
 // manifest could not be removed keeps its files. Failures are logged, not
 // returned: the snapshot is published, and the next Write tries again. The
 // Write's lock guarantees that no other writer owns what is removed.
-func (w *Writer) tidy(ctx context.Context, existing []Entry, future map[string]bool, id string, log *slog.Logger) {
-	complete := append(currentIDs(existing, future), id)
+func (w *Writer) tidy(ctx context.Context, existing []Entry, future map[string]bool, id string, own ownership, log *slog.Logger) {
+	complete := append(slices.DeleteFunc(currentIDs(existing, future), func(c string) bool { return !own.ours(c, true) }), id)
 	slices.Sort(complete)
 	complete = slices.Compact(complete)
 	kept := keptIDs(complete, w.opts.Keep, w.opts.KeepDaily, w.now())
@@ -30,10 +32,14 @@ func (w *Writer) tidy(ctx context.Context, existing []Entry, future map[string]b
 	for f := range future {
 		kept[f] = true // set aside, not ours to age out while it is dated ahead of the clock
 	}
+	committed := map[string]bool{}
+	for _, c := range completeIDs(existing) {
+		committed[c] = true
+	}
 	stuck := map[string]bool{} // pruned snapshots whose manifest is still there
 	pruned, cleaned := 0, 0
 	for _, e := range existing {
-		if sid, ok := committedManifest(e); ok && !kept[sid] {
+		if sid, ok := committedManifest(e); ok && !kept[sid] && own.ours(sid, true) {
 			if err := w.dest.Remove(ctx, e); err != nil {
 				log.WarnContext(ctx, "removing an old snapshot's manifest", "file", e.Name, "error", err)
 				stuck[sid] = true
@@ -44,7 +50,7 @@ func (w *Writer) tidy(ctx context.Context, existing []Entry, future map[string]b
 	}
 	for _, e := range existing {
 		sid, _, ok := entryID(e.Name)
-		if _, manifest := committedManifest(e); !ok || manifest || stuck[sid] || (kept[sid] && !e.Partial) {
+		if _, manifest := committedManifest(e); !ok || manifest || stuck[sid] || (kept[sid] && !e.Partial) || !own.ours(sid, committed[sid]) {
 			continue
 		}
 		if err := w.dest.Remove(ctx, e); err != nil {

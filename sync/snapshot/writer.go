@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -40,6 +41,9 @@ type Writer struct {
 	tables []schema.Table
 	sql    statements // sql/snapshot.sql
 	mem    memory.Allocator
+	// unproven logs once that the folder is not proven the Owner's.
+	unproven sync.Once
+	ownerMu  sync.Mutex // guards opts.Owner.Database, filled at the first Write
 	// Tests only: called, when set, once the snapshot is exported (before
 	// the other readers import it), and as a reader starts on a chunk.
 	snapshotExported func()
@@ -153,14 +157,15 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 		return Manifest{}, fmt.Errorf("listing %s: %w", w.dest, err)
 	}
 	w.warnOldLayout(ctx)
+	own, err := w.claim(ctx, existing)
+	if err != nil {
+		return Manifest{}, err
+	}
 	future := futureIDs(existing, run.started)
 	w.warnFuture(ctx, future, run.started)
 	if skipUnchanged {
-		if ids := currentIDs(existing, future); len(ids) > 0 {
-			last, err := readManifest(ctx, w.dest, ids[len(ids)-1])
-			if err == nil && last.Changes == run.changes && last.Schema == w.schema && last.CatalogVersion == schema.Version {
-				return last, ErrUnchanged
-			}
+		if last, ok := w.unchanged(ctx, existing, future, run); ok {
+			return last, ErrUnchanged
 		}
 	}
 	if run.id, err = nextID(run.started, existing, future); err != nil {
@@ -183,15 +188,30 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 		return Manifest{}, fmt.Errorf("writing snapshot %s: %w", run.id, err)
 	}
 	log.InfoContext(ctx, "snapshot written", "rows", m.Rows(), "seconds", m.FinishedAt.Sub(m.StartedAt).Seconds())
-	w.tidy(ctx, existing, future, m.ID, log)
+	w.tidy(ctx, existing, future, m.ID, own, log)
 	return m, nil
+}
+
+// unchanged returns the newest complete snapshot when it holds what run
+// would.
+func (w *Writer) unchanged(ctx context.Context, existing []Entry, future map[string]bool, run *snapshotRun) (Manifest, bool) {
+	ids := currentIDs(existing, future)
+	if len(ids) == 0 {
+		return Manifest{}, false
+	}
+	last, err := readManifest(ctx, w.dest, ids[len(ids)-1])
+	return last, err == nil && last.Changes == run.changes && last.Schema == w.schema && last.CatalogVersion == schema.Version
 }
 
 // writeTables writes every table and returns the manifest to publish.
 func (w *Writer) writeTables(ctx context.Context, rs *readers, run *snapshotRun, log *slog.Logger) (Manifest, error) {
+	owner, err := w.owner(ctx)
+	if err != nil {
+		return Manifest{}, err
+	}
 	m := Manifest{Format: ManifestFormat, ID: run.id, Schema: w.schema, CatalogVersion: schema.Version,
 		Watermark: run.watermark, StartedAt: run.started, Compression: w.opts.Compression, Changes: run.changes,
-		Policy: w.opts.Policy}
+		Policy: w.opts.Policy, Fleet: owner.Fleet, Database: owner.Database, Account: owner.Account}
 	for _, t := range w.tables {
 		start := w.now()
 		tm, err := w.writeTable(ctx, rs, run, t)

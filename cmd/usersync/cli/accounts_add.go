@@ -21,8 +21,9 @@ func accountsAddCommand() command {
 		args:    "NAME --api-url URL",
 		details: `Registers account NAME (a lower-case identifier; not default) in the fleet's
 registry (<USERSYNC_SCHEMA>_river.accounts), creates and migrates its schema
-(--schema, default usersync_NAME; never one another account or deployment uses)
-and grants its reader role. A running worker picks it up without a restart.
+(--schema, default <USERSYNC_SCHEMA>_NAME, so that fleets never share one; never
+one another account or deployment uses), marks it and its snapshot folder as this
+account's (what accounts remove --drop-data checks) and grants its reader role. A running worker picks it up without a restart.
 The account-scoped settings' flags (docs/configuration.md) are the account's;
 one not given is the fleet's, except the schema and the credentials. Secrets
 never go on the command line: --api-token-file, --oauth-client-secret-file,
@@ -84,7 +85,8 @@ func addValues(e *env, fs *flag.FlagSet, files map[string]*string, name string) 
 		return nil, nil, errors.New("--api-url is required: the account's API base URL, without /api/v2")
 	}
 	if _, ok := vals[accounts.SchemaSetting]; !ok {
-		vals[accounts.SchemaSetting], sources[accounts.SchemaSetting] = "usersync_"+name, "the account's schema"
+		// Named after the fleet's schema, so that fleets never share one.
+		vals[accounts.SchemaSetting], sources[accounts.SchemaSetting] = e.fleetConfig().Schema+"_"+name, "the account's schema"
 	}
 	return vals, sources, nil
 }
@@ -245,6 +247,9 @@ func createAccount(ctx context.Context, e *env, pool *pgxpool.Pool, reg *account
 	}
 	if err != nil {
 		return res, true, fmt.Errorf("migrating schema %s: %w", a.Schema(), err)
+	}
+	if err := markNewAccount(ctx, e, reg, a); err != nil {
+		return res, true, err
 	}
 	ae := *e
 	ae.cfg = cfg

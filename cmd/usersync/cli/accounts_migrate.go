@@ -13,12 +13,13 @@ import (
 )
 
 // migrateAccounts is usersync migrate's part for the accounts (#41): it
-// makes the registry, migrates every registered account's schema and remakes
-// the union views, returning a line for each account. An account whose
-// stored settings make no configuration is left out with a line that says
-// why, and never stops the others: the worker, which waits for migrate to
-// succeed, would otherwise not start for any account while one row is
-// broken. The caller holds the migration lock.
+// makes the registry, marks the default account's schema, migrates and
+// marks every registered account's schema and remakes the union views,
+// returning a line for each account. An account whose stored settings make
+// no configuration is left out with a line that says why, and never stops
+// the others: the worker, which waits for migrate to succeed, would
+// otherwise not start for any account while one row is broken. The caller
+// holds the migration lock.
 func migrateAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]string, error) {
 	reg, err := accounts.New(pool, jobs.RiverSchema(e.cfg.Schema))
 	if err != nil {
@@ -27,32 +28,46 @@ func migrateAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]string,
 	if err := reg.Migrate(ctx); err != nil {
 		return nil, err
 	}
+	lines, err := markOwned(ctx, e, reg, accounts.Default, e.cfg.Schema, true)
+	if err != nil {
+		return nil, err
+	}
 	all, err := loadAccounts(ctx, e, pool)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	var lines []string
 	for _, a := range all[1:] {
 		if a.Err != nil {
 			lines = append(lines, fmt.Sprintf("account %s: not migrated, its settings make no configuration: %v", a.Name, a.Err))
 			continue
 		}
-		res, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: a.Cfg.Schema, ReaderRole: a.Cfg.ReaderRole})
-		if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {
-			return nil, usageError{fmt.Errorf("account %s: USERSYNC_READER_ROLE %s is the migrating user or a role it belongs to", a.Name, a.Cfg.ReaderRole)}
-		}
+		more, err := migrateAccount(ctx, e, pool, reg, a.Name, a.Cfg)
 		if err != nil {
-			return nil, fmt.Errorf("account %s: migrating schema %s: %w", a.Name, a.Cfg.Schema, err)
+			return nil, err
 		}
-		ae := *e
-		ae.cfg = a.Cfg
-		if err := commentPolicyColumns(ctx, &ae, pool); err != nil {
-			return nil, fmt.Errorf("account %s: %w", a.Name, err)
-		}
-		lines = append(lines, fmt.Sprintf("account %s: schema %s at migration %d", a.Name, a.Cfg.Schema, res.Current))
-		for _, n := range res.Notices {
-			lines = append(lines, fmt.Sprintf("account %s: notice: %s", a.Name, n))
-		}
+		lines = append(lines, more...)
 	}
 	return lines, refreshUnion(ctx, e, pool, reg)
+}
+
+// migrateAccount migrates and marks registered account name's schema.
+func migrateAccount(ctx context.Context, e *env, pool *pgxpool.Pool, reg *accounts.Registry, name string, cfg Config) ([]string, error) {
+	res, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: cfg.Schema, ReaderRole: cfg.ReaderRole})
+	if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {
+		return nil, usageError{fmt.Errorf("account %s: USERSYNC_READER_ROLE %s is the migrating user or a role it belongs to", name, cfg.ReaderRole)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("account %s: migrating schema %s: %w", name, cfg.Schema, err)
+	}
+	ae := *e
+	ae.cfg = cfg
+	if err := commentPolicyColumns(ctx, &ae, pool); err != nil {
+		return nil, fmt.Errorf("account %s: %w", name, err)
+	}
+	lines := []string{fmt.Sprintf("account %s: schema %s at migration %d", name, cfg.Schema, res.Current)}
+	for _, n := range res.Notices {
+		lines = append(lines, fmt.Sprintf("account %s: notice: %s", name, n))
+	}
+	marked, err := markOwned(ctx, e, reg, name, cfg.Schema, false)
+	return append(lines, marked...), err
 }

@@ -111,7 +111,7 @@ func newSnapshotWriter(e *env, pool *pgxpool.Pool, dir string) (*snapshot.Writer
 	w, err := snapshot.New(pool, e.cfg.Schema, dest, e.logger, time.Now, snapshot.Options{
 		Compression: snapshot.Compression(e.cfg.SnapshotCompression), Keep: e.cfg.SnapshotKeep, KeepDaily: e.cfg.SnapshotKeepFor,
 		BatchRows: e.cfg.SnapshotBatchRows, RowGroupRows: e.cfg.SnapshotRowGroupRows, Readers: e.cfg.SnapshotReaders,
-		Policy: e.cfg.PII.Fingerprint()})
+		Policy: e.cfg.PII.Fingerprint(), Owner: snapshotOwner(e), Database: databaseIdentity(e, pool)})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("configuring snapshots: %w", err)}
 	}

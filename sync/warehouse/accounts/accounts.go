@@ -130,8 +130,10 @@ func newStatements(riverSchema string) (statements, error) {
 
 // Registry is the accounts table of one fleet.
 type Registry struct {
-	db  DBTX
-	sql statements
+	db    DBTX
+	sql   statements
+	own   ownerStatements // sql/owner.sql
+	fleet string          // the River schema
 }
 
 // New returns the registry kept in riverSchema, the fleet's River schema.
@@ -143,7 +145,11 @@ func New(db DBTX, riverSchema string) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Registry{db: db, sql: q}, nil
+	own, err := newOwnerStatements()
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{db: db, sql: q, own: own, fleet: riverSchema}, nil
 }
 
 // Migrate creates the accounts table; the River schema must exist. Call it
@@ -183,7 +189,9 @@ func (r *Registry) SchemaUse(ctx context.Context, name string) (SchemaUse, error
 	return u, nil
 }
 
-// DropSchema drops an account's schema with everything in it.
+// DropSchema drops a schema accounts add has just made, with everything in
+// it, when adding the account failed; DropAccountSchema drops a registered
+// account's.
 func (r *Registry) DropSchema(ctx context.Context, name string) error {
 	if err := schema.ValidateIdentifier(name); err != nil {
 		return err

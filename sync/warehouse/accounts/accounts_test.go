@@ -32,6 +32,11 @@ func TestStatementsGolden(t *testing.T) {
 	g := golden.New("./sync/warehouse/accounts")
 	g.Add("accounts", q)
 	g.Add("union", u)
+	own, err := newOwnerStatements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Add("owner", own)
 	g.Check(t, *update)
 }
 

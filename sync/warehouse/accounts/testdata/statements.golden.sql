@@ -124,3 +124,74 @@ SELECT true FROM pg_advisory_xact_lock(hashtext('usersync:union:' || $1));
 
 -- union.tryLock
 SELECT pg_try_advisory_xact_lock(hashtext('usersync:union:' || $1));
+
+-- owner.database
+SELECT current_database(), has_function_privilege('pg_control_system()', 'EXECUTE');
+
+-- owner.systemID
+SELECT system_identifier::text FROM pg_control_system();
+
+-- owner.createMarker
+CREATE TABLE IF NOT EXISTS {{target}}.usersync_owner (
+	fleet      text NOT NULL,
+	database   text NOT NULL,
+	account    text NOT NULL,
+	written_at timestamptz NOT NULL DEFAULT now());
+
+-- owner.commentMarker
+COMMENT ON TABLE {{target}}.usersync_owner IS 'Which usersync fleet (its River schema), database and account made this schema: accounts remove --drop-data drops only a schema this proves is the account''s.';
+
+-- owner.clearMarker
+DELETE FROM {{target}}.usersync_owner;
+
+-- owner.writeMarker
+INSERT INTO {{target}}.usersync_owner (fleet, database, account) VALUES ($1, $2, $3);
+
+-- owner.markerExists
+SELECT to_regclass($1) IS NOT NULL;
+
+-- owner.readMarker
+SELECT fleet, database, account FROM {{target}}.usersync_owner;
+
+-- owner.dependents
+WITH RECURSIVE dep(classid, objid, depth) AS (
+	SELECT d.classid, d.objid, 0 FROM pg_depend d
+	WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = (SELECT oid FROM pg_namespace WHERE nspname = $1)
+	UNION
+	SELECT coalesce(r.cls, d.classid), coalesce(r.ev_class, d.objid), dep.depth + 1
+	FROM dep JOIN pg_depend d ON d.refclassid = dep.classid AND d.refobjid = dep.objid AND d.deptype IN ('n', 'a')
+	LEFT JOIN LATERAL (SELECT 'pg_class'::regclass::oid AS cls, w.ev_class FROM pg_rewrite w
+		WHERE d.classid = 'pg_rewrite'::regclass AND w.oid = d.objid) r ON true
+	WHERE dep.depth < 32
+		AND NOT (coalesce(r.cls, d.classid) = dep.classid AND coalesce(r.ev_class, d.objid) = dep.objid)
+		AND NOT EXISTS (SELECT 1 FROM pg_class x JOIN pg_namespace xn ON xn.oid = x.relnamespace
+			WHERE coalesce(r.cls, d.classid) = 'pg_class'::regclass AND x.oid = coalesce(r.ev_class, d.objid) AND xn.nspname = ANY($2)))
+SELECT o.type, o.identity, coalesce(o.schema, tn.nspname, ''), max(dep.depth) AS depth
+FROM dep CROSS JOIN LATERAL pg_identify_object(dep.classid, dep.objid, 0) o
+LEFT JOIN LATERAL (SELECT coalesce(
+	(SELECT adrelid FROM pg_attrdef WHERE dep.classid = 'pg_attrdef'::regclass AND oid = dep.objid),
+	(SELECT tgrelid FROM pg_trigger WHERE dep.classid = 'pg_trigger'::regclass AND oid = dep.objid),
+	(SELECT polrelid FROM pg_policy WHERE dep.classid = 'pg_policy'::regclass AND oid = dep.objid)) AS rel) t ON true
+LEFT JOIN pg_class tc ON tc.oid = t.rel LEFT JOIN pg_namespace tn ON tn.oid = tc.relnamespace
+WHERE dep.depth > 0 AND coalesce(o.schema, tn.nspname) IS DISTINCT FROM $1
+GROUP BY o.type, o.identity, 3
+ORDER BY depth DESC, o.identity;
+
+-- owner.lockTables
+SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f');
+
+-- owner.lock
+LOCK TABLE {{target}} IN ACCESS EXCLUSIVE MODE;
+
+-- owner.ownObjects
+SELECT o.type, o.identity FROM pg_depend d, pg_identify_object(d.classid, d.objid, 0) o
+WHERE d.refclassid = 'pg_namespace'::regclass AND d.refobjid = (SELECT oid FROM pg_namespace WHERE nspname = $1)
+ORDER BY o.type DESC, o.identity;
+
+-- owner.dropObject
+DROP {{kind}} IF EXISTS {{target}};
+
+-- owner.dropEmptySchema
+DROP SCHEMA IF EXISTS {{target}};
