@@ -70,7 +70,7 @@ func newUnionStatements() (unionStatements, error) {
 // The views are replaced in place (CREATE OR REPLACE VIEW), their columns
 // kept in order and only ever added to, and dropped without CASCADE: what
 // analysts built on them stays, and a change PostgreSQL cannot make in
-// place stops with a *DependentsError instead of dropping it.
+// place stops with a *ViewDependentsError instead of dropping it.
 //
 // The schema's comment keeps two stamps: of the members (and the role) the
 // views were made for, and of the views' text. A refresh whose stamps are

@@ -18,18 +18,18 @@ import (
 // replaced or dropped.
 const viewMark = "usersync union view:"
 
-// DependentsError is a union view usersync would have to drop (no account
+// ViewDependentsError is a union view usersync would have to drop (no account
 // left to unite, a table that left the catalog, a column whose type
 // changed) while other objects depend on it: usersync never drops them
 // (DROP ... CASCADE would), so the command stops and says which they are.
-type DependentsError struct {
+type ViewDependentsError struct {
 	Why string
 	// Dependents maps a union view (schema.view) to what depends on it,
 	// as PostgreSQL describes each ("view analytics.eu_users").
 	Dependents map[string][]string
 }
 
-func (e *DependentsError) Error() string {
+func (e *ViewDependentsError) Error() string {
 	views := make([]string, 0, len(e.Dependents))
 	for v := range e.Dependents {
 		views = append(views, v)
@@ -153,7 +153,7 @@ func (d ddl) drop(ctx context.Context, why string, views []string) error {
 		}
 	}
 	if len(deps) > 0 {
-		return &DependentsError{Why: why, Dependents: deps}
+		return &ViewDependentsError{Why: why, Dependents: deps}
 	}
 	for _, v := range views {
 		if err := d.exec(ctx, d.q.dropView, d.fill(v)); err != nil {

@@ -77,7 +77,7 @@ func TestUnionViewsKeepDependents(t *testing.T) {
 		answers(c.rows)
 	}
 	err := RefreshUnion(ctx, pool, union, "", m[:1])
-	var de *DependentsError
+	var de *ViewDependentsError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "view "+dep+".teams_v") ||
 		!strings.Contains(err.Error(), "materialized view "+dep+".users_m") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("dropping the views under analysts' views: %v; want one line naming both", err)
