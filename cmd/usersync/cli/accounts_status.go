@@ -27,6 +27,10 @@ type accountStatus struct {
 	// configuration: the worker schedules none of its jobs until it is
 	// mended (usersync accounts set).
 	Problem string `json:"problem,omitempty"`
+	// Notices say what its row, stored by an earlier release, asks of
+	// the operator: its PII key moved out of the database, its secrets
+	// encrypted.
+	Notices []string `json:"notices,omitempty"`
 }
 
 // readAccountStatuses reads each registered account's status; none when
@@ -45,13 +49,14 @@ func readAccountStatuses(ctx context.Context, e *env) ([]accountStatus, error) {
 	var out []accountStatus
 	for _, a := range all[1:] {
 		if a.Err != nil {
-			out = append(out, accountStatus{Name: a.Name, Schema: a.Cfg.Schema, Paused: a.Paused, Problem: a.Err.Error()})
+			out = append(out, accountStatus{Name: a.Name, Schema: a.Cfg.Schema, Paused: a.Paused, Problem: a.Err.Error(), Notices: a.Notices})
 			continue
 		}
 		st, err := accountRunStatus(ctx, pool, a, time.Now())
 		if err != nil {
 			return nil, fmt.Errorf("account %s: %w", a.Name, err)
 		}
+		st.Notices = a.Notices
 		out = append(out, st)
 	}
 	return out, nil
@@ -102,6 +107,9 @@ func printAccountStatuses(w io.Writer, list []accountStatus) {
 		fmt.Fprintf(w, "  %-20s  %-7s  %-20s  %s\n", a.Name, paused, last, lag)
 		if a.Problem != "" {
 			fmt.Fprintf(w, "  %-20s  not scheduled: %s\n", "", a.Problem)
+		}
+		for _, n := range a.Notices {
+			fmt.Fprintf(w, "  %-20s  note: %s\n", "", n)
 		}
 	}
 }
