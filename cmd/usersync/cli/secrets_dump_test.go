@@ -66,6 +66,9 @@ func TestLegacyAccountRow(t *testing.T) {
 	if s := row(); s[piiKeyFile] != keyFile || s["USERSYNC_PII_KEY"] != "" || s["USERSYNC_API_TOKEN"] != token {
 		t.Errorf("after accounts set --pii-key-file: %v", s)
 	}
+	if show := f.mustRun(t, "accounts", "show", "lg"); !strings.Contains(show, "file "+keyFile) || strings.Contains(show, piiKey) || strings.Contains(show, token) {
+		t.Errorf("accounts show lg:\n%s", show)
+	}
 	if out := f.mustRun(t, "accounts", "rekey"); !strings.Contains(out, "account lg: 1 secret(s) sealed") {
 		t.Errorf("accounts rekey:\n%s", out)
 	}
