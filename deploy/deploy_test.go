@@ -217,9 +217,17 @@ func loadsCleanly(t *testing.T, where string, env map[string]string) {
 	if err := os.WriteFile(placeholder, []byte("placeholder:secret-of-32-bytes-or-more\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The secrets key is 32 bytes in hex, not any text.
+	keyFile := filepath.Join(t.TempDir(), "secrets-key")
+	if err := os.WriteFile(keyFile, []byte(strings.Repeat("5e", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var environ []string
 	for k, v := range env {
-		if strings.HasSuffix(k, "_FILE") && v != "" {
+		switch {
+		case k == "USERSYNC_SECRETS_KEY_FILE" && v != "":
+			v = keyFile
+		case strings.HasSuffix(k, "_FILE") && v != "":
 			v = placeholder
 		}
 		environ = append(environ, k+"="+v)

@@ -26,6 +26,9 @@ type account struct {
 	// then holds its schema alone. One such account never stops the others
 	// (#41): status shows it with the error, migrate leaves it out.
 	Err error
+	// Notices say what its row, stored by an earlier release, asks of
+	// the operator (storedNotices).
+	Notices []string
 }
 
 // loadAccounts returns the default account first, then every registered one
@@ -49,12 +52,12 @@ func loadAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]account, e
 		if a.Invalid != nil {
 			err = a.Invalid
 		} else {
-			cfg, err = accountConfig(fleet, a.Name, a.Settings, nil)
+			cfg, err = storedConfig(e, a)
 		}
 		if err != nil {
 			cfg = Config{Schema: a.Schema()}
 		}
-		out = append(out, account{Name: a.Name, Cfg: cfg, Paused: a.Paused(), Err: err})
+		out = append(out, account{Name: a.Name, Cfg: cfg, Paused: a.Paused(), Err: err, Notices: storedNotices(a.Name, a.Settings)})
 	}
 	return out, nil
 }
@@ -106,6 +109,16 @@ func accountConfig(fleet Config, name string, vals, sources map[string]string) (
 	return c, nil
 }
 
+// storedConfig is the effective Config of registered account a: its
+// secrets opened, its PII key read from where its row says.
+func storedConfig(e *env, a accounts.Account) (Config, error) {
+	vals, err := openSettings(e, a.Name, a.Settings)
+	if err != nil {
+		return Config{}, err
+	}
+	return accountConfig(e.fleetConfig(), a.Name, vals, nil)
+}
+
 // fleetConfig is the default account's Config, which holds the fleet-wide
 // settings, even in an account's env.
 func (e *env) fleetConfig() Config {
@@ -150,7 +163,7 @@ func accountEnv(ctx context.Context, e *env, name string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := accountConfig(e.cfg, name, a.Settings, nil)
+	cfg, err := storedConfig(e, a)
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -26,11 +26,11 @@ one another account or deployment uses), marks it and its snapshot folder as thi
 account's (what accounts remove --drop-data checks) and grants its reader role. A running worker picks it up without a restart.
 The account-scoped settings' flags (docs/configuration.md) are the account's;
 one not given is the fleet's, except the schema and the credentials. Secrets
-never go on the command line: --api-token-file, --oauth-client-secret-file,
---oauth-refresh-token-file and --pii-key-file are read once and stored; else the
-variables of the account's way to authenticate (the static token, or OAuth's when
-an OAuth setting is given) are taken from the environment, and add says which.
-Nothing is left half-made on an error. It then remakes the union views
+never go on the command line, and none is taken from the environment:
+--api-token-file, --oauth-client-secret-file and --oauth-refresh-token-file are
+read once and stored encrypted with USERSYNC_SECRETS_KEY (required for them);
+the PII key is never stored: --pii-key-file PATH or --pii-key-env NAME stores
+where the worker reads it. Nothing is left half-made on an error. It then remakes the union views
 (<USERSYNC_SCHEMA>_all), which costs more the more accounts there are: to
 register many accounts, give --no-views to each and let a running worker remake
 them at its next fleet tick (or run usersync accounts views once).`,
@@ -46,18 +46,11 @@ them at its next fleet tick (or run usersync accounts views once).`,
 				if err != nil {
 					return usageError{err}
 				}
-				cfg, err := accountConfig(e.cfg, name, vals, sources)
+				cfg, sealed, err := checkedValues(e, name, vals, sources)
 				if err != nil {
-					return usageError{err}
-				}
-				if err := cfg.requireAPI(); err != nil {
-					return usageError{fmt.Errorf("account %s: %w", name, err)}
-				}
-				if err := addAccount(ctx, e, accounts.Account{Name: name, Settings: vals}, cfg, !*noViews); err != nil {
 					return err
 				}
-				saidFromEnvironment(e, name, sources)
-				return nil
+				return addAccount(ctx, e, accounts.Account{Name: name, Settings: sealed}, cfg, !*noViews)
 			}
 		},
 	}
@@ -77,7 +70,7 @@ func oneAccountName(verb string, args []string) (string, error) {
 // addValues are the settings accounts add stores: those given
 // (givenValues), the API URL required, and the schema.
 func addValues(e *env, fs *flag.FlagSet, files map[string]*string, name string) (map[string]string, map[string]string, error) {
-	vals, sources, err := givenValues(e, fs, files, true)
+	vals, sources, err := givenValues(fs, files)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,66 +84,52 @@ func addValues(e *env, fs *flag.FlagSet, files map[string]*string, name string) 
 	return vals, sources, nil
 }
 
-// givenValues are the account-scoped settings' flags that were given and
-// the secrets from their files; with fromEnv, also the secrets of the
-// account's way to authenticate (OAuth when an OAuth setting is given, else
-// the static token) from the variables of their names. sources names where
+// givenValues are the account-scoped settings' flags that were given, the
+// secrets from their files and where the PII key is; never a value of the
+// environment, which holds the default account's. sources names the flag
 // each came from.
-func givenValues(e *env, fs *flag.FlagSet, files map[string]*string, fromEnv bool) (map[string]string, map[string]string, error) {
+func givenValues(fs *flag.FlagSet, files map[string]*string) (map[string]string, map[string]string, error) {
 	vals, sources := map[string]string{}, map[string]string{}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	oauth := false
 	for _, s := range accountSettings() {
 		switch {
 		case s.Flag != "" && given[s.Flag]:
 			vals[s.Env], sources[s.Env] = fs.Lookup(s.Flag).Value.String(), "--"+s.Flag
-		case s.Secret && *files[s.Env] != "":
+		case s.Secret && s.Env != "USERSYNC_PII_KEY" && *files[s.Env] != "":
 			v, err := readOnce(secretFileFlag(s), *files[s.Env])
 			if err != nil {
 				return nil, nil, err
 			}
 			vals[s.Env], sources[s.Env] = v, "--"+secretFileFlag(s)
-		default:
-			continue
 		}
-		oauth = oauth || (strings.HasPrefix(s.Env, "USERSYNC_OAUTH_") && s.Env != "USERSYNC_OAUTH_SCOPES")
 	}
-	for _, s := range accountSettings() {
-		_, set := vals[s.Env]
-		// The default account's secrets are in a worker's environment
-		// under the same names: only those of the account's own way to
-		// authenticate are taken (a static token beside OAuth settings
-		// would be refused), and the command says which.
-		otherWay := (oauth && s.Env == "USERSYNC_API_TOKEN") || (!oauth && strings.HasPrefix(s.Env, "USERSYNC_OAUTH_"))
-		if fromEnv && s.Secret && !set && !otherWay && e.getenv(s.Env) != "" {
-			vals[s.Env], sources[s.Env] = e.getenv(s.Env), s.Env
-		}
+	if err := piiKeyWhere(files, vals, sources); err != nil {
+		return nil, nil, err
 	}
 	return vals, sources, nil
 }
 
-// secretFileFlags registers accounts add's and set's flag for each
-// account-scoped secret's file.
-func secretFileFlags(fs *flag.FlagSet) map[string]*string {
-	files := map[string]*string{}
-	for _, s := range accountSettings() {
-		if s.Secret {
-			files[s.Env] = fs.String(secretFileFlag(s), "", "a file holding the account's secret of that name, read once and stored")
-		}
+// checkedValues checks an account's settings to store (its secrets in
+// clear, where its PII key is) and returns its Config and the settings as
+// stored, secrets sealed. Errors are usage errors.
+func checkedValues(e *env, name string, vals, sources map[string]string) (Config, map[string]string, error) {
+	opened, err := openSettings(e, name, vals)
+	if err != nil {
+		return Config{}, nil, usageError{err}
 	}
-	return files
-}
-
-// saidFromEnvironment says which secrets were taken from the environment,
-// since a worker's environment holds the default account's under the same
-// names.
-func saidFromEnvironment(e *env, name string, sources map[string]string) {
-	for _, s := range accountSettings() {
-		if s.Secret && sources[s.Env] == s.Env {
-			fmt.Fprintf(e.stdout, "account %s: %s was taken from the environment\n", name, s.Env)
-		}
+	cfg, err := accountConfig(e.fleetConfig(), name, opened, sources)
+	if err != nil {
+		return Config{}, nil, usageError{err}
 	}
+	if err := cfg.requireAPI(); err != nil {
+		return Config{}, nil, usageError{fmt.Errorf("account %s: %w", name, err)}
+	}
+	sealed, err := sealSecrets(e.fleetConfig().SecretsKey, name, vals)
+	if err != nil {
+		return Config{}, nil, usageError{err}
+	}
+	return cfg, sealed, nil
 }
 
 // readOnce reads a secret's file for accounts add; the error never holds

@@ -32,7 +32,7 @@ func changedReaderRole(e *env, a accounts.Account, vals map[string]string, newRo
 // migrate does) before anything is stored, revokes the old role's access to
 // the account's schema (its grants elsewhere stay), and remakes the union
 // views, which hold only the accounts the fleet's reader role may read.
-func setReaderRole(ctx context.Context, e *env, reg *accounts.Registry, a accounts.Account, vals map[string]string, c readerRoleChange) error {
+func setReaderRole(ctx context.Context, e *env, reg *accounts.Registry, a accounts.Account, vals map[string]string, c readerRoleChange, remove ...string) error {
 	pool, err := openPool(ctx, e, 4)
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func setReaderRole(ctx context.Context, e *env, reg *accounts.Registry, a accoun
 			return fmt.Errorf("granting %s schema %s: %w", c.new, a.Schema(), err)
 		}
 		notices = res.Notices
-		if err := reg.UpdateSettings(ctx, a.Name, vals); err != nil {
+		if err := reg.UpdateSettings(ctx, a.Name, vals, remove...); err != nil {
 			return notFound(a.Name, err)
 		}
 		if c.old != "" {

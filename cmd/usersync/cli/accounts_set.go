@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -16,9 +17,10 @@ func accountsSetCommand() command {
 		name:    "accounts set",
 		summary: "change an account's settings (a rotated token, a schedule); its schema stays",
 		args:    "NAME [flags]",
-		details: `Sets the account-scoped settings given, as accounts add takes them, but secrets
-only from their files (--api-token-file and the like: the environment here may hold
-the default account's), checked with the account's other settings; the others stay. The schema never changes. A running
+		details: `Sets the account-scoped settings given, as accounts add takes them (secrets
+only from their files, stored encrypted; --pii-key-file or --pii-key-env for where the
+PII key is, which removes a PII key an earlier release stored in the database, once
+it is the same key), checked with the account's other settings; the others stay. The schema never changes. A running
 worker uses the new values from its next run of the account. A new --reader-role is
 granted the account's tables at once, and the role it replaces loses its access to
 the account's schema (not to others).`,
@@ -29,7 +31,7 @@ the account's schema (not to others).`,
 				if err != nil {
 					return err
 				}
-				vals, sources, err := givenValues(e, fs, files, false)
+				vals, sources, err := givenValues(fs, files)
 				if err != nil {
 					return usageError{err}
 				}
@@ -40,36 +42,70 @@ the account's schema (not to others).`,
 					return usageError{errors.New("give a setting to change (usersync accounts set -h lists them)")}
 				}
 				return withRegistry(ctx, e, func(reg *accounts.Registry) error {
-					a, err := reg.Get(ctx, name)
-					if err := mends(err, vals); err != nil {
-						return notFound(name, err)
-					}
-					merged := map[string]string{}
-					for k, v := range a.Settings {
-						merged[k] = v
-					}
-					for k, v := range vals {
-						merged[k] = v
-					}
-					cfg, err := accountConfig(e.cfg, name, merged, sources)
-					if err != nil {
-						return usageError{err}
-					}
-					if err := cfg.requireAPI(); err != nil {
-						return usageError{fmt.Errorf("account %s: %w", name, err)}
-					}
-					if c, ok := changedReaderRole(e, a, vals, cfg.ReaderRole); ok {
-						return setReaderRole(ctx, e, reg, a, vals, c)
-					}
-					if err := reg.UpdateSettings(ctx, name, vals); err != nil {
-						return notFound(name, err)
-					}
-					fmt.Fprintf(e.stdout, "account %s: %d setting(s) changed\n", name, len(vals))
-					return nil
+					return setAccount(ctx, e, reg, name, vals, sources)
 				})
 			}
 		},
 	}
+}
+
+// setAccount stores vals, the settings accounts set was given, over
+// account name's, once the whole makes a Config. Where the PII key is
+// replaces where it was, and a key the row held (an earlier release's)
+// once the new place holds the same key.
+func setAccount(ctx context.Context, e *env, reg *accounts.Registry, name string, vals, sources map[string]string) error {
+	a, err := reg.Get(ctx, name)
+	if err := mends(err, vals); err != nil {
+		return notFound(name, err)
+	}
+	merged := maps.Clone(a.Settings)
+	if merged == nil {
+		merged = map[string]string{}
+	}
+	var remove []string
+	if vals[piiKeyFile] != "" || vals[piiKeyEnv] != "" {
+		remove = []string{"USERSYNC_PII_KEY", piiKeyFile, piiKeyEnv}
+		for _, k := range remove {
+			delete(merged, k)
+		}
+	}
+	maps.Copy(merged, vals)
+	cfg, _, err := checkedValues(e, name, merged, sources)
+	if err != nil {
+		return err
+	}
+	if err := samePIIKey(e, name, a.Settings, cfg.PIIKey); err != nil {
+		return usageError{err}
+	}
+	sealed, err := sealSecrets(e.fleetConfig().SecretsKey, name, vals)
+	if err != nil {
+		return usageError{err}
+	}
+	if c, ok := changedReaderRole(e, a, vals, cfg.ReaderRole); ok {
+		return setReaderRole(ctx, e, reg, a, sealed, c, remove...)
+	}
+	if err := reg.UpdateSettings(ctx, name, sealed, remove...); err != nil {
+		return notFound(name, err)
+	}
+	fmt.Fprintf(e.stdout, "account %s: %d setting(s) changed\n", name, len(vals))
+	return nil
+}
+
+// samePIIKey refuses to drop a PII key stored in the row (an earlier
+// release's) for another: the hashes would change, and the stored one may
+// be the only copy.
+func samePIIKey(e *env, name string, stored map[string]string, now string) error {
+	if stored["USERSYNC_PII_KEY"] == "" {
+		return nil
+	}
+	old, err := openSettings(e, name, stored)
+	if err != nil {
+		return err
+	}
+	if old["USERSYNC_PII_KEY"] != now {
+		return fmt.Errorf("account %s: the new place of its PII key holds another key than the one stored in its row; give the same key (another hashes every value differently)", name)
+	}
+	return nil
 }
 
 // mends returns nil when Get's err is nil, or says a row whose stored

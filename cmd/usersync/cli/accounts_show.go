@@ -62,6 +62,14 @@ func accountSettingLines(e *env, a accounts.Account) []settingLine {
 		l := settingLine{Setting: s.Env}
 		v, stored := a.Settings[s.Env]
 		switch {
+		case s.Env == "USERSYNC_PII_KEY" && a.Settings[piiKeyFile] != "":
+			l.Value, l.From = "file "+a.Settings[piiKeyFile], "account"
+			out = append(out, l)
+			continue
+		case s.Env == "USERSYNC_PII_KEY" && a.Settings[piiKeyEnv] != "":
+			l.Value, l.From = "variable "+a.Settings[piiKeyEnv], "account"
+			out = append(out, l)
+			continue
 		case stored:
 			l.Value, l.From = v, "account"
 		case neverInherited(s):

@@ -32,6 +32,10 @@ type accountStatus struct {
 	// configuration: the worker schedules none of its jobs until it is
 	// mended (usersync accounts set).
 	Problem string `json:"problem,omitempty"`
+	// Notices say what its row, stored by an earlier release, asks of
+	// the operator: its PII key moved out of the database, its secrets
+	// encrypted.
+	Notices []string `json:"notices,omitempty"`
 }
 
 // readAccountStatuses reads every account's status, the default's first;
@@ -54,13 +58,14 @@ func readAccountStatuses(ctx context.Context, e *env) ([]accountStatus, error) {
 	var out []accountStatus
 	for _, a := range all {
 		if a.Err != nil {
-			out = append(out, accountStatus{Name: a.Name, Schema: a.Cfg.Schema, Paused: a.Paused, State: "not scheduled", Problem: a.Err.Error()})
+			out = append(out, accountStatus{Name: a.Name, Schema: a.Cfg.Schema, Paused: a.Paused, State: "not scheduled", Problem: a.Err.Error(), Notices: a.Notices})
 			continue
 		}
 		st, err := accountRunStatus(ctx, pool, a, time.Now())
 		if err != nil {
 			return nil, fmt.Errorf("account %s: %w", a.Name, err)
 		}
+		st.Notices = a.Notices
 		out = append(out, st)
 	}
 	return out, nil
@@ -119,6 +124,9 @@ func printAccountStatuses(w io.Writer, list []accountStatus) {
 		fmt.Fprintf(w, "  %-20s  %-30s  %-20s  %s\n", a.Name, a.State, last, lag)
 		if a.Problem != "" {
 			fmt.Fprintf(w, "  %-20s  not scheduled: %s\n", "", a.Problem)
+		}
+		for _, n := range a.Notices {
+			fmt.Fprintf(w, "  %-20s  note: %s\n", "", n)
 		}
 	}
 }

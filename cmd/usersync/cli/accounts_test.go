@@ -31,6 +31,7 @@ func newRegistryFleet(t *testing.T) *registryFleet {
 	c := newCLIEnv(t, apisim.Options{Seed: 3, Users: 120})
 	f := &registryFleet{cliEnv: c, pool: schematest.NewPool(t, 4), dir: t.TempDir()}
 	c.env["USERSYNC_SNAPSHOT_DIR"] = filepath.Join(f.dir, "snapshots")
+	c.env["USERSYNC_SECRETS_KEY"] = testSecretsKey
 	union := c.env["USERSYNC_SCHEMA"] + "_all"
 	t.Cleanup(func() { _, _ = f.pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+union+`" CASCADE`) })
 	return f

@@ -21,7 +21,11 @@ var _ jsonapi.GrantStore = (*tokens.Store)(nil)
 
 // tokenStore is the store of the configured OAuth credential in the warehouse.
 func tokenStore(e *env, store *warehouse.Store) (*tokens.Store, error) {
-	return tokens.New(store.Pool(), store.Schema(), e.cfg.OAuthTokenURL, e.cfg.OAuthClientID)
+	ts, err := tokens.New(store.Pool(), store.Schema(), e.cfg.OAuthTokenURL, e.cfg.OAuthClientID)
+	if err != nil {
+		return nil, err
+	}
+	return ts.WithKey(e.fleetConfig().SecretsKey), nil
 }
 
 // newAPIClient builds the API client from the configuration: a static token,

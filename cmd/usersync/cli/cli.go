@@ -86,6 +86,7 @@ func commands() []command {
 		accountsResumeCommand(),
 		accountsRemoveCommand(),
 		accountsViewsCommand(),
+		accountsRekeyCommand(),
 	}
 }
 

@@ -15,7 +15,8 @@ func TestEveryConfigFieldHasASetting(t *testing.T) {
 	// Values that some setting accepts and that differ from a zero field,
 	// tried after the row's own default and example.
 	candidates := []string{"true", "7", "0.5", "90m", "30d", "@every 1h", "127.0.0.1:9", "debug", "json",
-		"snappy", "teams", "h.example", "user:pass", "email", "abcdefghijklmnopqrstuvwxyz0123456789", "x"}
+		"snappy", "teams", "h.example", "user:pass", "email", "abcdefghijklmnopqrstuvwxyz0123456789", "x",
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"} // the last, a key
 	typ := reflect.TypeFor[Config]()
 	setBy := map[string]string{}
 	for _, s := range settings() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/secret"
 )
 
 // Config is every setting of usersync, after the environment and then the
@@ -84,6 +85,8 @@ type Config struct {
 	PIIDropUnknown   bool
 	PIIKey           string
 	DeletedRetention time.Duration
+	// SecretsKey seals the secrets stored in PostgreSQL; nil when unset.
+	SecretsKey *secret.Key
 	// PII is the personal-data policy built from the PII settings; nil
 	// when none is set.
 	PII *normalize.Policy
@@ -116,7 +119,7 @@ type setting struct {
 }
 
 func settings() []setting {
-	return append(append(baseSettings(), piiSettings()...), fleetSettings()...)
+	return append(append(append(baseSettings(), piiSettings()...), fleetSettings()...), secretsSettings()...)
 }
 
 func baseSettings() []setting {

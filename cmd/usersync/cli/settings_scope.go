@@ -49,8 +49,10 @@ func scopeText(s setting) string {
 	switch {
 	case s.Scope != perAccount:
 		return "fleet-wide"
+	case s.Env == "USERSYNC_PII_KEY":
+		return "per account (`usersync accounts add --pii-key-file PATH` or `--pii-key-env NAME`: where the worker reads it; the key is never stored)"
 	case s.Secret:
-		return "per account (`usersync accounts add --" + secretFileFlag(s) + "`, or the variable when adding)"
+		return "per account (`usersync accounts add --" + secretFileFlag(s) + "`; stored encrypted with USERSYNC_SECRETS_KEY)"
 	case neverInherited(s):
 		return "per account (`usersync accounts add --" + s.Flag + "`; never the default account's)"
 	}

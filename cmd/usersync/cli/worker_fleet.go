@@ -126,7 +126,7 @@ func (f *fleet) Open(ctx context.Context, name string) (*jobs.Account, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := accountConfig(f.e.fleetConfig(), a.Name, a.Settings, nil)
+	cfg, err := storedConfig(f.e, a)
 	if err != nil {
 		return nil, err
 	}

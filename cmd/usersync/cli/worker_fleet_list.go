@@ -101,7 +101,7 @@ func (f *fleet) parse(ctx context.Context, reg *accounts.Registry, h accounts.He
 		return nil, err
 	}
 	k := &knownAccount{stamp: a.Stamp}
-	cfg, err := accountConfig(f.e.fleetConfig(), a.Name, a.Settings, nil)
+	cfg, err := storedConfig(f.e, a)
 	if err != nil {
 		f.e.logger.WarnContext(ctx, "an account's settings are not valid; its jobs are not scheduled", "account", a.Name, "error", err.Error())
 		return k, nil

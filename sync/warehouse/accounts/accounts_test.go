@@ -104,6 +104,12 @@ func TestRegistry(t *testing.T) {
 	if err := r.UpdateSettings(ctx, "eu", map[string]string{"USERSYNC_PAGE_SIZE": "10", SchemaSetting: "moved"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := r.UpdateSettings(ctx, "eu", map[string]string{"USERSYNC_PII_KEY_FILE": "/k"}, "USERSYNC_PII_KEY", SchemaSetting); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.Get(ctx, "eu"); got.Settings["USERSYNC_PII_KEY"] != "" || got.Settings["USERSYNC_PII_KEY_FILE"] != "/k" || got.Schema() != "s_eu" {
+		t.Fatalf("after removing a setting: %v", got.Settings)
+	}
 	if err := r.Pause(ctx, "eu"); err != nil {
 		t.Fatal(err)
 	}

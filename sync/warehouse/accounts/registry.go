@@ -113,14 +113,18 @@ func scanAccount(row pgx.CollectableRow) (Account, error) {
 	return a, nil
 }
 
-// UpdateSettings sets the given settings of account name, keeping the
-// others; its schema never changes.
-func (r *Registry) UpdateSettings(ctx context.Context, name string, settings map[string]string) error {
+// UpdateSettings sets the given settings of account name and removes those
+// of remove, keeping the others; its schema never changes.
+func (r *Registry) UpdateSettings(ctx context.Context, name string, settings map[string]string, remove ...string) error {
 	b, err := json.Marshal(settings)
 	if err != nil {
 		return fmt.Errorf("updating account %s: %w", name, err)
 	}
-	return r.change(ctx, name, "updating", r.sql.updateSettings, b)
+	remove = slices.DeleteFunc(slices.Clone(remove), func(k string) bool { return k == SchemaSetting })
+	if remove == nil {
+		remove = []string{}
+	}
+	return r.change(ctx, name, "updating", r.sql.updateSettings, b, remove)
 }
 
 // Pause marks the account paused: the worker schedules none of its work.

@@ -1,7 +1,9 @@
 // Package tokens keeps a deployment's OAuth credential in its warehouse
 // schema (oauth_tokens): the rotated refresh token, so it survives restarts
 // and every replica shares it, and the current access token with its expiry.
-// Its statements are in sql/tokens.sql.
+// Given a key (WithKey), both tokens are stored sealed (package secret); a
+// plain-text token stored before still reads. Its statements are in
+// sql/tokens.sql.
 package tokens
 
 import (
@@ -17,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/secret"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile"
 )
 
@@ -25,7 +28,7 @@ var sqlFiles embed.FS
 
 // statements are the statements of sql/tokens.sql, rendered for a schema.
 type statements struct {
-	load, save, saveGrant, saveFailure, info string
+	load, save, saveGrant, saveFailure, info, all, reseal string
 }
 
 func newStatements(schemaName string) (statements, error) {
@@ -35,16 +38,22 @@ func newStatements(schemaName string) (statements, error) {
 		return q, err
 	}
 	return q, sqlfile.Assign("tokens", st, map[string]*string{"load": &q.load, "save": &q.save,
-		"saveGrant": &q.saveGrant, "saveFailure": &q.saveFailure, "info": &q.info})
+		"saveGrant": &q.saveGrant, "saveFailure": &q.saveFailure, "info": &q.info, "all": &q.all, "reseal": &q.reseal})
 }
 
 // Store keeps one credential: the key is a digest of the token URL and the
 // client id, never the secret.
 type Store struct {
-	pool *pgxpool.Pool
-	key  string
-	sql  statements
+	pool   *pgxpool.Pool
+	key    string
+	schema string
+	sql    statements
+	// seal, when set, seals the tokens saved and opens those loaded.
+	seal *secret.Key
 }
+
+// ErrNoKey is a stored token that is sealed while the store has no key.
+var ErrNoKey = errors.New("the stored OAuth tokens are encrypted; set USERSYNC_SECRETS_KEY_FILE (or USERSYNC_SECRETS_KEY)")
 
 // New returns the store of the credential (tokenURL, clientID) in the
 // warehouse schema schemaName.
@@ -57,7 +66,48 @@ func New(pool *pgxpool.Pool, schemaName, tokenURL, clientID string) (*Store, err
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(tokenURL + "\x00" + clientID))
-	return &Store{pool: pool, key: hex.EncodeToString(sum[:]), sql: q}, nil
+	return &Store{pool: pool, key: hex.EncodeToString(sum[:]), schema: schemaName, sql: q}, nil
+}
+
+// WithKey makes the store seal the tokens it saves with k and open sealed
+// ones with it; nil keeps them in plain text, as before keys.
+func (t *Store) WithKey(k *secret.Key) *Store {
+	t.seal = k
+	return t
+}
+
+// bound is where a token of column col of row tokenKey is stored, the
+// additional data of its seal.
+func bound(schemaName, tokenKey, col string) string {
+	return secret.Bind("oauth_tokens", schemaName, tokenKey, col)
+}
+
+// sealedRefresh is refreshToken as stored: the stored value itself when it
+// is the same token, since each seal differs and saveGrant tells a rotation
+// by a changed value.
+func (t *Store) sealedRefresh(ctx context.Context, refreshToken string) (string, error) {
+	if t.seal != nil {
+		var stored string
+		err := t.pool.QueryRow(ctx, t.sql.load, t.key).Scan(&stored)
+		if err == nil && secret.IsSealed(stored) {
+			if p, err := t.seal.Open(bound(t.schema, t.key, "refresh_token"), stored); err == nil && p == refreshToken {
+				return stored, nil
+			}
+		}
+	}
+	return t.sealed("refresh_token", refreshToken)
+}
+
+// sealed is v as stored: sealed when the store has a key.
+func (t *Store) sealed(col, v string) (string, error) {
+	if t.seal == nil || v == "" {
+		return v, nil
+	}
+	s, err := t.seal.Seal(bound(t.schema, t.key, col), v)
+	if err != nil {
+		return "", fmt.Errorf("sealing the OAuth %s: %w", col, err)
+	}
+	return s, nil
 }
 
 // Load returns the stored refresh token, or "" when none is stored.
@@ -70,12 +120,35 @@ func (t *Store) Load(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("loading the stored refresh token: %w", err)
 	}
-	return tok, nil
+	if !secret.IsSealed(tok) {
+		return tok, nil
+	}
+	if t.seal == nil {
+		return "", ErrNoKey
+	}
+	plain, err := t.seal.Open(bound(t.schema, t.key, "refresh_token"), tok)
+	if err != nil {
+		return "", fmt.Errorf("opening the stored refresh token: %w", keyNamed(err))
+	}
+	return plain, nil
+}
+
+// keyNamed names the setting in a wrong key's error.
+func keyNamed(err error) error {
+	var wk *secret.WrongKeyError
+	if errors.As(err, &wk) {
+		return fmt.Errorf("it is sealed with key id %s, USERSYNC_SECRETS_KEY is key id %s", wk.Sealed, wk.Have)
+	}
+	return err
 }
 
 // Save stores a rotated refresh token.
 func (t *Store) Save(ctx context.Context, refreshToken string) error {
-	if _, err := t.pool.Exec(ctx, t.sql.save, t.key, refreshToken); err != nil {
+	rt, err := t.sealed("refresh_token", refreshToken)
+	if err != nil {
+		return err
+	}
+	if _, err := t.pool.Exec(ctx, t.sql.save, t.key, rt); err != nil {
 		return fmt.Errorf("saving the rotated refresh token: %w", err)
 	}
 	return nil
@@ -89,7 +162,15 @@ func (t *Store) SaveGrant(ctx context.Context, refreshToken, accessToken string,
 	if !expiresAt.IsZero() {
 		exp = &expiresAt
 	}
-	if _, err := t.pool.Exec(ctx, t.sql.saveGrant, t.key, refreshToken, nullable(accessToken), exp, nullable(scope)); err != nil {
+	rt, err := t.sealedRefresh(ctx, refreshToken)
+	if err != nil {
+		return err
+	}
+	at, err := t.sealed("access_token", accessToken)
+	if err != nil {
+		return err
+	}
+	if _, err := t.pool.Exec(ctx, t.sql.saveGrant, t.key, rt, nullable(at), exp, nullable(scope)); err != nil {
 		return fmt.Errorf("saving the OAuth tokens: %w", err)
 	}
 	return nil

@@ -51,8 +51,9 @@ SELECT extract(epoch FROM now() - max(updated_at))::float8 FROM {{schema}}.accou
 SELECT name, settings->>'USERSYNC_SCHEMA', paused_at IS NOT NULL, md5(settings::text) FROM {{schema}}.accounts WHERE name = $1
 
 -- name: updateSettings
--- $2 holds the settings to set; the schema is the account's for good.
-UPDATE {{schema}}.accounts SET settings = settings || ($2::jsonb - 'USERSYNC_SCHEMA'), updated_at = now()
+-- $2 holds the settings to set, $3 those to remove; the schema is the
+-- account's for good.
+UPDATE {{schema}}.accounts SET settings = (settings - $3::text[]) || ($2::jsonb - 'USERSYNC_SCHEMA'), updated_at = now()
 WHERE name = $1
 
 -- name: pause

@@ -28,7 +28,7 @@ SELECT name, settings, paused_at, created_at, updated_at, md5(settings::text) FR
 SELECT name, settings, paused_at, created_at, updated_at, md5(settings::text) FROM "usersync_river".accounts WHERE name = $1;
 
 -- accounts.updateSettings
-UPDATE "usersync_river".accounts SET settings = settings || ($2::jsonb - 'USERSYNC_SCHEMA'), updated_at = now()
+UPDATE "usersync_river".accounts SET settings = (settings - $3::text[]) || ($2::jsonb - 'USERSYNC_SCHEMA'), updated_at = now()
 WHERE name = $1;
 
 -- accounts.pause

@@ -29,3 +29,11 @@ WHERE token_key = $1
 -- name: info
 SELECT expires_at, updated_at, scope, refresh_failed_at, coalesce(refresh_error_code, ''), coalesce(refresh_error, '')
 FROM {{schema}}.oauth_tokens WHERE token_key = $1
+
+-- name: all
+-- Every stored credential of the schema, for Rekey; locked until it commits.
+SELECT token_key, refresh_token, coalesce(access_token, '') FROM {{schema}}.oauth_tokens ORDER BY token_key FOR UPDATE
+
+-- name: reseal
+-- The same tokens sealed again: updated_at (the last rotation) stays.
+UPDATE {{schema}}.oauth_tokens SET refresh_token = $2, access_token = $3 WHERE token_key = $1

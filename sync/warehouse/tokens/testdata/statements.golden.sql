@@ -23,3 +23,9 @@ WHERE token_key = $1;
 -- tokens.info
 SELECT expires_at, updated_at, scope, refresh_failed_at, coalesce(refresh_error_code, ''), coalesce(refresh_error, '')
 FROM "usersync".oauth_tokens WHERE token_key = $1;
+
+-- tokens.all
+SELECT token_key, refresh_token, coalesce(access_token, '') FROM "usersync".oauth_tokens ORDER BY token_key FOR UPDATE;
+
+-- tokens.reseal
+UPDATE "usersync".oauth_tokens SET refresh_token = $2, access_token = $3 WHERE token_key = $1;

@@ -1,0 +1,4 @@
+package cli
+
+// testSecretsKey is the USERSYNC_SECRETS_KEY of the tests' fleets.
+const testSecretsKey = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
