@@ -123,8 +123,11 @@ func withAuthRemedy(cfg Config, err error) error {
 // USERSYNC_API_TOKEN_FILE again after a 401 when the token came from that
 // file (so a replaced token needs no restart), else the token as given.
 func staticAuth(e *env) (jsonapi.Authenticator, error) {
+	if e.getenv == nil || e.cfg.APIToken == "" {
+		return jsonapi.StaticToken(e.cfg.APIToken), nil
+	}
 	path := e.getenv("USERSYNC_API_TOKEN_FILE")
-	if path == "" || e.cfg.APIToken == "" {
+	if path == "" {
 		return jsonapi.StaticToken(e.cfg.APIToken), nil
 	}
 	if b, err := os.ReadFile(path); err != nil || strings.TrimRight(string(b), "\r\n") != e.cfg.APIToken { //nolint:gosec // the operator's file
