@@ -208,7 +208,7 @@ func TestAccountsOAuth(t *testing.T) {
 }
 
 // TestAddDefaultsTheSchema: an account added without --schema gets
-// usersync_NAME, and only the account-scoped flags given are stored.
+// <USERSYNC_SCHEMA>_NAME, and only the account-scoped flags given are stored.
 func TestAddDefaultsTheSchema(t *testing.T) {
 	t.Parallel()
 	fs := flag.NewFlagSet("accounts add", flag.ContinueOnError)
@@ -219,6 +219,7 @@ func TestAddDefaultsTheSchema(t *testing.T) {
 	}
 	e := env0{}.env()
 	e.getenv = func(string) string { return "" }
+	e.cfg.Schema = "usersync"
 	vals, _, err := addValues(e, fs, files, "eu")
 	if err != nil || vals["USERSYNC_SCHEMA"] != "usersync_eu" || vals["USERSYNC_PAGE_SIZE"] != "50" || len(vals) != 3 {
 		t.Errorf("addValues = %v, %v; want usersync_eu, the API URL and the page size (not the fleet-wide workers)", vals, err)

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -149,7 +150,7 @@ func TestAccountsLifecycle(t *testing.T) {
 
 	f.mustRun(t, "accounts", "pause", "eu")
 	status := f.mustRun(t, "status")
-	if !strings.Contains(status, "accounts     1 registered") || !strings.Contains(status, "eu ") || !strings.Contains(status, " yes ") {
+	if !strings.Contains(status, "accounts     2 (the default and 1 registered)") || !regexp.MustCompile(`(?m)^  eu +paused `).MatchString(status) {
 		t.Errorf("fleet status lacks the paused account:\n%s", status)
 	}
 	f.mustRun(t, "accounts", "resume", "eu")
@@ -157,8 +158,8 @@ func TestAccountsLifecycle(t *testing.T) {
 		Schema   string `json:"schema"`
 		Accounts []accountStatus
 	}
-	if err := json.Unmarshal([]byte(f.mustRun(t, "status", "--json")), &st); err != nil || len(st.Accounts) != 1 ||
-		st.Accounts[0].Paused || st.Accounts[0].LastSuccess == nil || st.Accounts[0].LagSeconds == nil {
+	if err := json.Unmarshal([]byte(f.mustRun(t, "status", "--json")), &st); err != nil || len(st.Accounts) != 2 ||
+		st.Accounts[1].Name != "eu" || st.Accounts[1].Paused || st.Accounts[1].LastSuccess == nil || st.Accounts[1].LagSeconds == nil {
 		t.Errorf("status --json accounts: %+v %v", st.Accounts, err)
 	}
 	st.Accounts = nil
