@@ -108,7 +108,7 @@ func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
 		"USERSYNC_OAUTH_CLIENT_ID=chaos-client", "USERSYNC_OAUTH_CLIENT_SECRET=chaos-client-secret",
 		"USERSYNC_OAUTH_REFRESH_TOKEN=chaos-refresh-0",
 		"USERSYNC_SYNC_SCHEDULE=@every 2s", "USERSYNC_SCHEDULE_MIN_INTERVAL=1s", "USERSYNC_RECONCILE_SCHEDULE=off", "USERSYNC_SNAPSHOT_SCHEDULE=off",
-		"USERSYNC_SNAPSHOT_AFTER_SYNC=false", "USERSYNC_HTTP_ADDR=off", "USERSYNC_SHUTDOWN_TIMEOUT=3s",
+		"USERSYNC_SNAPSHOT_AFTER_SYNC=false", "USERSYNC_SNAPSHOT_DIR=off", "USERSYNC_HTTP_ADDR=off", "USERSYNC_SHUTDOWN_TIMEOUT=3s",
 		"USERSYNC_PAGE_SIZE=200", "USERSYNC_LOOKBACK=1m", "USERSYNC_ORPHAN_AGE=5s", "USERSYNC_JOB_TIMEOUT=10m",
 		"USERSYNC_LOG_LEVEL=warn",
 		// The fleet's secrets key: registered accounts' tokens are stored sealed with it.
