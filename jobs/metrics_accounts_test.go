@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -24,18 +26,7 @@ func TestSlowAccountKeepsOthersSeries(t *testing.T) {
 	if _, err := MigrateRiver(ctx, pool, river, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
-	store := func() *warehouse.Store {
-		name := schematest.NewSchemaName(t, pool)
-		if _, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name}); err != nil {
-			t.Fatal(err)
-		}
-		s, err := warehouse.NewStore(pool, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	def, slow, good, late := store(), store(), store(), store()
+	def, slow, good, late := migratedStore(t, pool), migratedStore(t, pool), migratedStore(t, pool), migratedStore(t, pool)
 	broken, err := warehouse.NewStore(pool, schematest.NewSchemaName(t, pool)) // never migrated
 	if err != nil {
 		t.Fatal(err)
@@ -93,15 +84,7 @@ func TestAccountScheduleSeries(t *testing.T) {
 	}
 	stores := map[string]*warehouse.Store{}
 	for _, name := range []string{DefaultAccount, "eu", "ap"} {
-		s := schematest.NewSchemaName(t, pool)
-		if _, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: s}); err != nil {
-			t.Fatal(err)
-		}
-		st, err := warehouse.NewStore(pool, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stores[name] = st
+		stores[name] = migratedStore(t, pool)
 	}
 	synced := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	if _, err := pool.Exec(ctx, `INSERT INTO `+schema.QuoteIdentifier(stores["eu"].Schema())+`.sync_runs
@@ -157,4 +140,19 @@ func gatherByAccount(t *testing.T, m *Metrics) map[string]map[string]float64 {
 		}
 	}
 	return got
+}
+
+// migratedStore migrates a fresh schema of the warehouse and returns its
+// store.
+func migratedStore(t *testing.T, pool *pgxpool.Pool) *warehouse.Store {
+	t.Helper()
+	name := schematest.NewSchemaName(t, pool)
+	if _, err := warehouse.Migrate(context.Background(), pool, warehouse.MigrateOptions{Schema: name}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := warehouse.NewStore(pool, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -22,15 +22,7 @@ func TestSweeperPerAccount(t *testing.T) {
 	pool := schematest.NewPool(t, 6)
 	stores := map[string]*warehouse.Store{}
 	for _, name := range []string{DefaultAccount, "b"} {
-		s := schematest.NewSchemaName(t, pool)
-		if _, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: s}); err != nil {
-			t.Fatal(err)
-		}
-		st, err := warehouse.NewStore(pool, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stores[name] = st
+		stores[name] = migratedStore(t, pool)
 	}
 	river := RiverSchema(stores[DefaultAccount].Schema())
 	if _, err := MigrateRiver(ctx, pool, river, slog.New(slog.DiscardHandler)); err != nil {

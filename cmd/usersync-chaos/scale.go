@@ -134,7 +134,7 @@ func (d *driver) scaleSimulator() http.Handler {
 	width := max(3, len(fmt.Sprint(so.accounts)))
 	for i := range so.accounts {
 		a := &scaleAccount{name: fmt.Sprintf("acct_%0*d", width, i+1), users: so.accountUsers, fault: -1}
-		a.schema = "usersync_" + a.name
+		a.schema = schemaName + "_" + a.name // accounts add names it after the fleet
 		if i < so.large {
 			a.users = so.largeUsers
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 )
@@ -14,7 +13,6 @@ import (
 // restarted in turn, syncs every 5 s; the table is printed and every check
 // must pass.
 func TestScaleShort(t *testing.T) {
-	skipScaleUnlessAsked(t)
 	var out bytes.Buffer
 	code := run(context.Background(), []string{"-seed", "1", "-scale", "-accounts", "21", "-account-users", "200",
 		"-large", "1", "-large-users", "5000", "-faulty", "1", "-revoked", "1", "-replicas", "2",
@@ -34,7 +32,6 @@ func TestScaleShort(t *testing.T) {
 // account's warehouse differs from its API (a user changed behind the
 // sync's back, -break-account), and name that account.
 func TestScaleFindsAWrongWarehouse(t *testing.T) {
-	skipScaleUnlessAsked(t)
 	var out bytes.Buffer
 	code := run(context.Background(), []string{"-seed", "2", "-scale", "-accounts", "3", "-account-users", "100",
 		"-large", "0", "-faulty", "0", "-revoked", "0", "-replicas", "1", "-sync-every", "2s", "-after", "5s",
@@ -45,17 +42,5 @@ func TestScaleFindsAWrongWarehouse(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "account acct_001's warehouse differs") || strings.Contains(out.String(), "account acct_003's warehouse differs") {
 		t.Error("the check blamed an account that was not broken")
-	}
-}
-
-// skipScaleUnlessAsked skips the scale runs unless USERSYNC_SCALE_TESTS is
-// set: since account secrets are sealed and account schemas and snapshot
-// folders carry owner markers, the short scale run does not converge (its
-// registered accounts are never all mirrored) and the cause is not found
-// yet. Run them with USERSYNC_SCALE_TESTS=1 go test ./cmd/usersync-chaos.
-func skipScaleUnlessAsked(t *testing.T) {
-	t.Helper()
-	if os.Getenv("USERSYNC_SCALE_TESTS") == "" {
-		t.Skip("the short scale run does not converge since sealed secrets and owner markers; USERSYNC_SCALE_TESTS=1 runs it")
 	}
 }

@@ -26,12 +26,7 @@ func TestAccountReaderRoles(t *testing.T) {
 	f := newRegistryFleet(t)
 	fleetSchema := f.env["USERSYNC_SCHEMA"]
 	fleetReader, euReader := fleetSchema+"_rd", fleetSchema+"_eurd"
-	t.Cleanup(func() {
-		for _, r := range []string{fleetReader, euReader} {
-			_, _ = f.pool.Exec(context.Background(), `DROP OWNED BY "`+r+`"`)
-			_, _ = f.pool.Exec(context.Background(), `DROP ROLE IF EXISTS "`+r+`"`)
-		}
-	})
+	f.dropRolesAtCleanup(t, fleetReader, euReader)
 	f.env["USERSYNC_READER_ROLE"] = fleetReader
 	f.mustRun(t, "migrate")
 	_, euURL := f.simulator(t, 6, 30)
@@ -41,16 +36,7 @@ func TestAccountReaderRoles(t *testing.T) {
 	f.mustRun(t, "sync", "--account", "eu", "--full")
 	f.mustRun(t, "sync", "--full")
 
-	as := func(role, query string) (int, error) {
-		var n int
-		err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SET LOCAL ROLE "`+role+`"`); err != nil {
-				return err
-			}
-			return tx.QueryRow(ctx, query).Scan(&n)
-		})
-		return n, err
-	}
+	as := func(role, query string) (int, error) { return f.countAs(ctx, role, query) }
 	users := func(schema string) string { return fmt.Sprintf(`SELECT count(*)::int FROM %q.users`, schema) }
 	registry := fmt.Sprintf(`SELECT count(*)::int FROM %q.accounts`, fleetSchema+"_river")
 	union := fleetSchema + "_all"
@@ -106,12 +92,7 @@ func TestAccountReaderRoleChange(t *testing.T) {
 	f := newRegistryFleet(t)
 	fleetSchema := f.env["USERSYNC_SCHEMA"]
 	fleetReader, oaReader := fleetSchema+"_rd", fleetSchema+"_oard"
-	t.Cleanup(func() {
-		for _, r := range []string{fleetReader, oaReader} {
-			_, _ = f.pool.Exec(context.Background(), `DROP OWNED BY "`+r+`"`)
-			_, _ = f.pool.Exec(context.Background(), `DROP ROLE IF EXISTS "`+r+`"`)
-		}
-	})
+	f.dropRolesAtCleanup(t, fleetReader, oaReader)
 	f.env["USERSYNC_READER_ROLE"] = fleetReader
 	f.mustRun(t, "migrate")
 	_, oaURL := f.simulator(t, 7, 30)
@@ -120,16 +101,7 @@ func TestAccountReaderRoleChange(t *testing.T) {
 		"--api-token-file", f.secretFile(t, "oa.token", "oa-token"))
 	f.mustRun(t, "sync", "--account", "oa", "--full")
 	f.mustRun(t, "sync", "--full")
-	as := func(role, query string) (int, error) {
-		var n int
-		err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SET LOCAL ROLE "`+role+`"`); err != nil {
-				return err
-			}
-			return tx.QueryRow(ctx, query).Scan(&n)
-		})
-		return n, err
-	}
+	as := func(role, query string) (int, error) { return f.countAs(ctx, role, query) }
 	oaUsers := fmt.Sprintf(`SELECT count(*)::int FROM %q.users`, oaSchema)
 	unionUsers := fmt.Sprintf(`SELECT count(*)::int FROM %q.users WHERE account = 'oa'`, fleetSchema+"_all")
 	if n, err := as(fleetReader, unionUsers); err != nil || n != 30 {
@@ -168,4 +140,26 @@ func TestAccountReaderRoleChange(t *testing.T) {
 	if l := check(); !strings.HasPrefix(l, "FAIL") || !strings.Contains(l, "so may "+fleetReader+" (users)") {
 		t.Errorf("check with a column granted to another role: %s", l)
 	}
+}
+
+// countAs runs query, which counts rows, as role (SET LOCAL ROLE).
+func (f *registryFleet) countAs(ctx context.Context, role, query string) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL ROLE "`+role+`"`); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, query).Scan(&n)
+	})
+	return n, err
+}
+
+// dropRolesAtCleanup drops roles, and what they own, when the test ends.
+func (f *registryFleet) dropRolesAtCleanup(t *testing.T, roles ...string) {
+	t.Cleanup(func() {
+		for _, r := range roles {
+			_, _ = f.pool.Exec(context.Background(), `DROP OWNED BY "`+r+`"`)
+			_, _ = f.pool.Exec(context.Background(), `DROP ROLE IF EXISTS "`+r+`"`)
+		}
+	})
 }

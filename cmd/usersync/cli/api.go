@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/usersync/usersync/jobs"
@@ -123,19 +121,16 @@ func withAuthRemedy(cfg Config, err error) error {
 // USERSYNC_API_TOKEN_FILE again after a 401 when the token came from that
 // file (so a replaced token needs no restart), else the token as given.
 func staticAuth(e *env) (jsonapi.Authenticator, error) {
-	if e.getenv == nil || e.cfg.APIToken == "" {
-		return jsonapi.StaticToken(e.cfg.APIToken), nil
+	static := jsonapi.StaticToken(e.cfg.APIToken)
+	if e.getenv == nil || e.cfg.APIToken == "" || e.getenv("USERSYNC_API_TOKEN_FILE") == "" {
+		return static, nil
 	}
-	path := e.getenv("USERSYNC_API_TOKEN_FILE")
-	if path == "" {
-		return jsonapi.StaticToken(e.cfg.APIToken), nil
-	}
-	if b, err := os.ReadFile(path); err != nil || strings.TrimRight(string(b), "\r\n") != e.cfg.APIToken { //nolint:gosec // the operator's file
-		return jsonapi.StaticToken(e.cfg.APIToken), nil // another account's token, not the file's
-	}
-	auth, err := jsonapi.FileToken(path)
+	auth, err := jsonapi.FileToken(e.getenv("USERSYNC_API_TOKEN_FILE"))
 	if err != nil {
 		return nil, usageError{fmt.Errorf("USERSYNC_API_TOKEN_FILE: %w", err)}
+	}
+	if tok, _ := auth.Token(context.Background()); tok != e.cfg.APIToken {
+		return static, nil // another account's token, not the file's
 	}
 	return auth, nil
 }

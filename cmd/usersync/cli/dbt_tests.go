@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"strings"
+
 	"github.com/usersync/usersync/schema"
 )
 
@@ -178,26 +180,18 @@ func dbtConcat(cols ...string) string {
 	if len(cols) == 1 {
 		return cols[0]
 	}
-	s := ""
+	texts := make([]string, len(cols))
 	for i, c := range cols {
-		if i > 0 {
-			s += " || '|' || "
-		}
-		s += dbtText(c)
+		texts[i] = dbtText(c)
 	}
-	return s
+	return strings.Join(texts, " || '|' || ")
 }
 
+// dbtJoin names cols in a description: the one column, or several in
+// parentheses.
 func dbtJoin(cols []string) string {
 	if len(cols) == 1 {
 		return cols[0]
 	}
-	s := "("
-	for i, c := range cols {
-		if i > 0 {
-			s += ", "
-		}
-		s += c
-	}
-	return s + ")"
+	return "(" + strings.Join(cols, ", ") + ")"
 }

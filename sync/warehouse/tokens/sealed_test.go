@@ -9,7 +9,6 @@ import (
 
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/secret"
-	"github.com/usersync/usersync/sync/warehouse"
 )
 
 // TestSealedTokens: with a key both tokens are stored sealed and read back;
@@ -21,13 +20,7 @@ func TestSealedTokens(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := schematest.NewPool(t, 4)
-	name := schematest.NewSchemaName(t, pool)
-	if err := warehouse.WithMigrationLock(ctx, pool, func(ctx context.Context) error {
-		_, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	name := migratedSchema(t, pool)
 	k1, _ := secret.ParseKey(strings.Repeat("a1", 32))
 	k2, _ := secret.ParseKey(strings.Repeat("b2", 32))
 	open := func(k *secret.Key) *Store {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/sqlfile/golden"
@@ -20,13 +22,7 @@ func TestTokenStoreGrant(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := schematest.NewPool(t, 4)
-	name := schematest.NewSchemaName(t, pool)
-	if err := warehouse.WithMigrationLock(ctx, pool, func(ctx context.Context) error {
-		_, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	name := migratedSchema(t, pool)
 	ts, err := New(pool, name, "https://api.example.com/oauth/token", "cid")
 	if err != nil {
 		t.Fatal(err)
@@ -98,4 +94,17 @@ func TestStatementsGolden(t *testing.T) {
 	g := golden.New("./sync/warehouse/tokens")
 	g.Add("tokens", q)
 	g.Check(t, *update)
+}
+
+// migratedSchema migrates a fresh warehouse schema and returns its name.
+func migratedSchema(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	name := schematest.NewSchemaName(t, pool)
+	if err := warehouse.WithMigrationLock(context.Background(), pool, func(ctx context.Context) error {
+		_, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: name})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }
