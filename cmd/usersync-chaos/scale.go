@@ -201,6 +201,7 @@ func (d *driver) scale(ctx context.Context) (passed, failed int) {
 	}
 	problems := s.loop(ctx)
 	problems = append(problems, s.converge(ctx)...)
+	problems = append(problems, s.unionUnitesAll(ctx)...) // while the workers that make the views run
 	problems = append(problems, s.stopReplicas()...)
 	fig, err := s.measure(ctx)
 	if err != nil {

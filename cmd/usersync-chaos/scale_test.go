@@ -43,4 +43,7 @@ func TestScaleFindsAWrongWarehouse(t *testing.T) {
 	if strings.Contains(out.String(), "account acct_001's warehouse differs") || strings.Contains(out.String(), "account acct_003's warehouse differs") {
 		t.Error("the check blamed an account that was not broken")
 	}
+	if strings.Contains(out.String(), "does not unite") {
+		t.Error("the union views did not unite the accounts while the workers ran")
+	}
 }
