@@ -50,7 +50,8 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		defer users.pages.Stop()
 	}
 	var err error
-	if r.dims, err = r.s.syncDimensions(ctx, r.runID); err != nil {
+	if r.dims, err = r.s.syncDimensions(ctx, dimensionPass{runID: r.runID, policyID: r.policyID,
+		trustDigests: r.req.Kind == warehouse.KindIncremental}); err != nil {
 		return Summary{}, fmt.Errorf("syncing dimensions: %w", err)
 	}
 	if err := r.syncUsers(ctx, users); err != nil {
