@@ -2,8 +2,8 @@ package syncer_test
 
 import (
 	"net/http/httptest"
-	"testing"
 	"strings"
+	"testing"
 
 	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/jsonapi"

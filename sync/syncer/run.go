@@ -38,6 +38,11 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		return Summary{}, err
 	}
 	r.cp.Horizon = r.horizon
+	none, err := r.s.users.NoneUnresolved(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	r.cp.NoUnresolved = none
 	log := r.s.cfg.Logger.With("run_id", r.runID, "kind", r.req.Kind)
 	if r.req.JobID != nil {
 		log = log.With("job_id", *r.req.JobID)
@@ -49,7 +54,6 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 	if users != nil {
 		defer users.pages.Stop()
 	}
-	var err error
 	if r.dims, err = r.s.syncDimensions(ctx, dimensionPass{runID: r.runID, policyID: r.policyID,
 		trustDigests: r.req.Kind == warehouse.KindIncremental}); err != nil {
 		return Summary{}, fmt.Errorf("syncing dimensions: %w", err)
@@ -70,7 +74,7 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		r.membership = &m
 	}
 	sum := r.summary()
-	if err := r.s.store.Runs().Finish(ctx, r.runID, sum, r.canWrite, r.advancesWatermark()); err != nil {
+	if err := r.s.store.Runs().FinishWith(ctx, r.cp, sum, r.canWrite, r.advancesWatermark()); err != nil {
 		return sum, err
 	}
 	if wm, err := r.s.store.Runs().Watermark(ctx); err == nil && !wm.IsZero() {
