@@ -8,9 +8,9 @@ import (
 // runSQL holds the run bookkeeping, status and membership statements (see
 // sql/runs.sql), rendered for one schema.
 type runSQL struct {
-	startRun, unfinishedRuns, abandonRuns, finishRun, endRun string
-	failedRunToResume, watermark, reopenRun, runOfJob, touchRun                string
-	status, credentialsRefused, lastRuns, writeProbe                           string
+	startRun, unfinishedRuns, abandonRuns, finishRun, endRun    string
+	failedRunToResume, watermark, reopenRun, runOfJob, touchRun string
+	status, credentialsRefused, lastRuns, writeProbe            string
 }
 
 func newRunSQL(schemaName string) (runSQL, error) {
