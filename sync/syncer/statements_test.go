@@ -24,8 +24,6 @@ type statementCounter struct {
 	ddl     int
 }
 
-type tracedKey struct{}
-
 // countedPool is schematest.NewPool with c tracing its connections.
 func countedPool(tb testing.TB, c *statementCounter) *pgxpool.Pool {
 	tb.Helper()
