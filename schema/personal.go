@@ -28,7 +28,7 @@ func personalTables() []Table {
 				{Name: "drop_unknown", Type: "boolean", Meaning: "whether attributes the catalog does not know were kept out of raw"},
 				{Name: "key_id", Type: "text", Nullable: true, Meaning: "an id of the hashing key (an HMAC of a constant under the key), not the key; null without a key"},
 				{Name: "first_used_at", Type: ts, Meaning: "when a run or pii apply first wrote under the policy"},
-				{Name: "last_used_at", Type: ts, Meaning: "when a run or pii apply last wrote under the policy"},
+				{Name: "last_used_at", Type: ts, Meaning: "when a run or pii apply last wrote under the policy (a run refreshes it when over an hour old)"},
 				{Name: "policy_id", Type: "bigint", Meaning: "identity of the policy, named by the pii_policy_id of the rows written under it (migration 0009)"},
 			}},
 		{Name: "pii_apply",

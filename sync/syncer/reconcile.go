@@ -182,7 +182,7 @@ func (r *reconciler) execute(ctx context.Context) (ReconcileSummary, error) {
 	if err != nil {
 		return r.summary(), err
 	}
-	if r.sum.Dimensions, err = r.s.syncDimensions(ctx, r.runID); err != nil {
+	if r.sum.Dimensions, err = r.s.syncDimensions(ctx, dimensionPass{runID: r.runID, policyID: r.policyID}); err != nil {
 		return r.summary(), fmt.Errorf("syncing dimensions: %w", err)
 	}
 	work, err := reconcile.Begin(ctx, r.s.store)

@@ -37,7 +37,9 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 	if err := r.plan(ctx); err != nil {
 		return Summary{}, err
 	}
-	r.cp.Horizon = r.horizon
+	if err := r.startCheckpoint(ctx); err != nil {
+		return Summary{}, err
+	}
 	log := r.s.cfg.Logger.With("run_id", r.runID, "kind", r.req.Kind)
 	if r.req.JobID != nil {
 		log = log.With("job_id", *r.req.JobID)
@@ -50,7 +52,8 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		defer users.pages.Stop()
 	}
 	var err error
-	if r.dims, err = r.s.syncDimensions(ctx, r.runID); err != nil {
+	if r.dims, err = r.s.syncDimensions(ctx, dimensionPass{runID: r.runID, policyID: r.policyID,
+		trustDigests: r.req.Kind == warehouse.KindIncremental}); err != nil {
 		return Summary{}, fmt.Errorf("syncing dimensions: %w", err)
 	}
 	if err := r.syncUsers(ctx, users); err != nil {
@@ -69,7 +72,7 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		r.membership = &m
 	}
 	sum := r.summary()
-	if err := r.s.store.Runs().Finish(ctx, r.runID, sum, r.canWrite, r.advancesWatermark()); err != nil {
+	if err := r.s.store.Runs().FinishWith(ctx, r.cp, sum, r.canWrite, r.advancesWatermark()); err != nil {
 		return sum, err
 	}
 	if wm, err := r.s.store.Runs().Watermark(ctx); err == nil && !wm.IsZero() {
@@ -87,6 +90,15 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 	log.InfoContext(ctx, "run finished", "pages", sum.Pages, "inserted", sum.Inserted, "updated", sum.Updated,
 		"quarantined", sum.Quarantined, "requests", sum.Requests, "duration_ms", sum.Duration.Milliseconds())
 	return sum, nil
+}
+
+// startCheckpoint completes the checkpoint the walk starts from: its
+// horizon, and whether its pages have quarantine records to resolve.
+func (r *run) startCheckpoint(ctx context.Context) error {
+	r.cp.Horizon = r.horizon
+	none, err := r.s.users.NoneUnresolved(ctx)
+	r.cp.NoUnresolved = none
+	return err
 }
 
 // advancesWatermark says whether the run's success moves the watermark: a

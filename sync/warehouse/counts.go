@@ -49,8 +49,12 @@ type Checkpoint struct {
 	// Horizon, when set, is the latest updatedAt that may become
 	// MaxUpdatedAt (and so the watermark): a later one is stored, but
 	// would make incremental syncs ask only for changes after it.
-	Horizon  time.Time
-	Progress Progress // cumulative counters of the run
+	Horizon time.Time
+	// NoUnresolved says no user had an unresolved quarantine record when
+	// the run began, and its pages quarantined none since: a page then has
+	// no record to resolve. False (the zero value) resolves, as ever.
+	NoUnresolved bool
+	Progress     Progress // cumulative counters of the run
 }
 
 // Writer is what a page written under cp is written by: its run and policy.

@@ -117,28 +117,45 @@ func (r *Runs) Abandon(ctx context.Context, runID int64) error {
 
 // Finish marks the run succeeded with its summary and, when advance is
 // set and the run committed any updatedAt, moves the users watermark to the
-// greatest updatedAt committed, never backwards. One transaction: the
+// greatest updatedAt committed, never backwards. One statement: the
 // watermark moves only with the run's success.
 func (r *Runs) Finish(ctx context.Context, runID int64, summary any, canWrite *bool, advance bool) error {
+	return r.finish(ctx, runID, nil, summary, canWrite, advance)
+}
+
+// FinishWith is Finish storing cp, the checkpoint after the run's last
+// page, with it: a walk does not commit a last page that changed nothing
+// (users.Store.WritePage), its checkpoint included.
+func (r *Runs) FinishWith(ctx context.Context, cp Checkpoint, summary any, canWrite *bool, advance bool) error {
+	return r.finish(ctx, cp.RunID, &cp, summary, canWrite, advance)
+}
+
+func (r *Runs) finish(ctx context.Context, runID int64, cp *Checkpoint, summary any, canWrite *bool, advance bool) error {
 	sum, err := json.Marshal(summary)
 	if err != nil {
 		return fmt.Errorf("encoding the run summary: %w", err)
 	}
-	return pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		var maxAt *time.Time
-		err := tx.QueryRow(ctx, r.sql.finishRun, runID, sum, canWrite).Scan(&maxAt)
-		if err != nil {
-			return fmt.Errorf("finishing run %d: %w", runID, err)
+	args := []any{runID, sum, canWrite, advance, usersStream}
+	if cp == nil {
+		args = append(args, nil, nil, nil, nil, nil, nil, nil, 0, 0, 0, nil, nil)
+	} else {
+		p := cp.Progress
+		unknown := p.Unknown
+		if unknown == nil {
+			unknown = map[string]int{}
 		}
-		if !advance || maxAt == nil {
-			return nil
+		var maxAt any
+		if !cp.MaxUpdatedAt.IsZero() {
+			maxAt = cp.MaxUpdatedAt
 		}
-		_, err = tx.Exec(ctx, r.sql.advanceWatermark, usersStream, *maxAt, runID)
-		if err != nil {
-			return fmt.Errorf("advancing the watermark: %w", err)
-		}
-		return nil
-	})
+		args = append(args, maxAt, p.Pages, p.Fetched, p.Inserted, p.Updated, p.Unchanged, p.Quarantined,
+			p.Requests, p.RateLimited, p.Retries, unknown, p.Versions)
+	}
+	var maxAt *time.Time
+	if err := r.pool.QueryRow(ctx, r.sql.finishRun, args...).Scan(&maxAt); err != nil {
+		return fmt.Errorf("finishing run %d: %w", runID, err)
+	}
+	return nil
 }
 
 // RunEnd is how a run that did not succeed ended.

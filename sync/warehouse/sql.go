@@ -8,9 +8,9 @@ import (
 // runSQL holds the run bookkeeping, status and membership statements (see
 // sql/runs.sql), rendered for one schema.
 type runSQL struct {
-	startRun, unfinishedRuns, abandonRuns, finishRun, advanceWatermark, endRun string
-	failedRunToResume, watermark, reopenRun, runOfJob, touchRun                string
-	status, credentialsRefused, lastRuns, writeProbe                           string
+	startRun, unfinishedRuns, abandonRuns, finishRun, endRun    string
+	failedRunToResume, watermark, reopenRun, runOfJob, touchRun string
+	status, credentialsRefused, lastRuns, writeProbe            string
 }
 
 func newRunSQL(schemaName string) (runSQL, error) {
@@ -21,7 +21,7 @@ func newRunSQL(schemaName string) (runSQL, error) {
 	var q runSQL
 	err = sqlfile.Assign("runs", st, map[string]*string{
 		"startRun": &q.startRun, "unfinishedRuns": &q.unfinishedRuns, "abandonRuns": &q.abandonRuns,
-		"finishRun": &q.finishRun, "advanceWatermark": &q.advanceWatermark, "endRun": &q.endRun,
+		"finishRun": &q.finishRun, "endRun": &q.endRun,
 		"failedRunToResume": &q.failedRunToResume, "watermark": &q.watermark, "reopenRun": &q.reopenRun,
 		"runOfJob": &q.runOfJob, "touchRun": &q.touchRun, "status": &q.status, "credentialsRefused": &q.credentialsRefused, "lastRuns": &q.lastRuns,
 		"writeProbe": &q.writeProbe,

@@ -55,7 +55,13 @@ type Load struct {
 	done   bool  // a Page or Finish failed, Finish ran or Close ran: no more pages
 	// members of the teams the list brings back (see ReturningTeams)
 	members map[int64][]int64
+	digest  []byte // of the list, written with it (see SetDigest)
 }
+
+// SetDigest gives the digest of the whole list, written with it by Finish
+// so that a later sync listing the same can skip it (Store.Digests). A
+// load finished without one forgets the stored digest.
+func (d *Load) SetDigest(digest []byte) { d.digest = digest }
 
 // Begin starts the load of one dimension's full list: it takes a
 // connection from the pool for the load's lifetime and creates its staging
@@ -188,6 +194,13 @@ func (d *Load) apply(ctx context.Context) (warehouse.Counts, error) {
 			return err
 		}
 		c.Quarantined = d.bad
+		var digest any
+		if d.digest != nil {
+			digest = d.digest
+		}
+		if _, err := tx.Exec(ctx, d.s.digests.writeDigest, t.Res.Table, digest); err != nil {
+			return fmt.Errorf("writing the list's digest: %w", err)
+		}
 		// Dropped with the commit: Close has nothing left to clean.
 		if _, err := tx.Exec(ctx, d.sql.drop); err != nil {
 			return fmt.Errorf("dropping staging tables: %w", err)

@@ -25,5 +25,6 @@ func TestStatementsGolden(t *testing.T) {
 		g.Add(tab.Res.Table+" history", s.history[typ])
 	}
 	g.Add("teams", s.teams)
+	g.Add("digests", s.digests)
 	g.Check(t, *update)
 }

@@ -11,6 +11,7 @@ import (
 	"embed"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
@@ -30,6 +31,12 @@ type Store struct {
 	lists   map[string]listSQL    // by dimension type
 	history map[string]historySQL // by dimension type
 	teams   teamSQL
+	digests digestSQL
+}
+
+// digestSQL holds the statements of sql/digests.sql.
+type digestSQL struct {
+	readDigests, writeDigest string
 }
 
 // teamSQL holds the membership statements of sql/teams.sql.
@@ -73,7 +80,38 @@ func newStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st, err = sqlfile.Load(sqlFiles, "digests", map[string]string{"schema": s.q}); err != nil {
+		return nil, err
+	}
+	err = sqlfile.Assign("digests", st, map[string]*string{"readDigests": &s.digests.readDigests, "writeDigest": &s.digests.writeDigest})
+	if err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// Digests returns the digest of each dimension list last applied, by
+// table; a table whose digest is unknown is absent.
+func (s *Store) Digests(ctx context.Context) (map[string][]byte, error) {
+	tables := make([]string, 0, len(s.tables))
+	for _, t := range s.tables {
+		tables = append(tables, t.Res.Table)
+	}
+	rows, err := s.pool.Query(ctx, s.digests.readDigests, tables)
+	if err != nil {
+		return nil, fmt.Errorf("reading the dimension digests: %w", err)
+	}
+	out := map[string][]byte{}
+	var table string
+	var digest []byte
+	_, err = pgx.ForEachRow(rows, []any{&table, &digest}, func() error {
+		out[table] = append([]byte(nil), digest...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the dimension digests: %w", err)
+	}
+	return out, nil
 }
 
 // LastSyncListedMembership reports whether the newest successful sync had

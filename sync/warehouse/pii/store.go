@@ -33,6 +33,7 @@ var sqlFiles embed.FS
 // schema and one personal-data policy.
 type personalSQL struct {
 	notePolicy, columnComments, policies, applied               string
+	policyInUse                                                 string
 	forgetCurrent, forgetHash, forgetVersions, forgetQuarantine string
 	insertErasure, commentColumn                                string
 	purgeDeleted, applyProgress, applyStart, applySave          string
@@ -72,7 +73,7 @@ func newPersonalSQL(schemaName string, p *normalize.Policy) (personalSQL, error)
 	}
 	var q personalSQL
 	err = sqlfile.Assign("personal", st, map[string]*string{
-		"notePolicy": &q.notePolicy, "columnComments": &q.columnComments, "commentColumn": &q.commentColumn, "policies": &q.policies, "applied": &q.applied,
+		"notePolicy": &q.notePolicy, "policyInUse": &q.policyInUse, "columnComments": &q.columnComments, "commentColumn": &q.commentColumn, "policies": &q.policies, "applied": &q.applied,
 		"forgetCurrent": &q.forgetCurrent, "forgetHash": &q.forgetHash, "forgetVersions": &q.forgetVersions, "forgetQuarantine": &q.forgetQuarantine,
 		"insertErasure": &q.insertErasure, "purgeDeleted": &q.purgeDeleted, "applyProgress": &q.applyProgress,
 		"applyStart": &q.applyStart, "applySave": &q.applySave, "usersBatch": &q.usersBatch, "usersRewrite": &q.usersRewrite,
@@ -112,9 +113,19 @@ func New(st *warehouse.Store, p *normalize.Policy) (*Store, error) {
 // and key id only) and brings the column comments in line with it (see
 // CommentColumns), also when a warehouse goes back to a policy it was
 // written under before. It returns the policy's id, which every row written
-// under it holds (pii_policy_id: see warehouse.Checkpoint.PolicyID).
+// under it holds (pii_policy_id: see warehouse.Checkpoint.PolicyID). A
+// policy noted within the hour is only read: a sync every few seconds does
+// not write its row each time.
 func (pd *Store) NotePolicy(ctx context.Context) (int64, error) {
 	p := pd.p
+	var id int64
+	err := pd.pool.QueryRow(ctx, pd.sql.policyInUse, p.Fingerprint()).Scan(&id)
+	switch {
+	case err == nil:
+		return id, pd.CommentColumns(ctx)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return 0, fmt.Errorf("reading the personal-data policy: %w", err)
+	}
 	hashed, dropped := p.Hashed(), p.Dropped()
 	if hashed == nil {
 		hashed = []string{}
@@ -126,7 +137,6 @@ func (pd *Store) NotePolicy(ctx context.Context) (int64, error) {
 	if id := p.KeyID(); id != "" {
 		keyID = &id
 	}
-	var id int64
 	if err := pd.pool.QueryRow(ctx, pd.sql.notePolicy, p.Fingerprint(), hashed, dropped, p.DropUnknown(), keyID).Scan(&id); err != nil {
 		return 0, fmt.Errorf("recording the personal-data policy: %w", err)
 	}

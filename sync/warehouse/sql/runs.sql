@@ -16,23 +16,32 @@ UPDATE {{schema}}.sync_runs SET status = 'abandoned', finished_at = now(), next_
 WHERE run_id = ANY($1) AND status = 'running'
 
 -- name: finishRun
--- A succeeded run's checkpoint goes, and so do those of the earlier runs of
--- its kind, which no run resumes once one has succeeded (failedRunToResume).
+-- One statement, so a run that wrote nothing ends with one commit: the run
+-- succeeds with its summary and, when given ($6 to $16, else NULL: kept),
+-- the checkpoint after its last page; the checkpoints of the earlier runs
+-- of its kind go, which no run resumes once one has succeeded
+-- (failedRunToResume); and when $4 is set and the run committed any
+-- updatedAt, the watermark of stream $5 moves to it, never backwards (the
+-- greatest updatedAt any run committed).
 WITH done AS (
 	UPDATE {{schema}}.sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
-	summary = $2, can_write = $3 WHERE run_id = $1 RETURNING kind, max_updated_at
+	summary = $2, can_write = $3, max_updated_at = coalesce($6, max_updated_at),
+	pages = coalesce($7, pages), fetched = coalesce($8, fetched), inserted = coalesce($9, inserted),
+	updated = coalesce($10, updated), unchanged = coalesce($11, unchanged), quarantined = coalesce($12, quarantined),
+	requests = greatest(requests, $13), rate_limited = greatest(rate_limited, $14), retries = greatest(retries, $15),
+	unknown_attributes = coalesce($16, unknown_attributes), versions = coalesce($17, versions)
+	WHERE run_id = $1 RETURNING kind, max_updated_at
 ), superseded AS (
 	UPDATE {{schema}}.sync_runs o SET next_url = NULL FROM done
 	WHERE o.kind = done.kind AND o.run_id < $1 AND o.next_url IS NOT NULL
+), moved AS (
+	INSERT INTO {{schema}}.sync_state (stream, watermark, run_id)
+	SELECT $5, max_updated_at, $1 FROM done WHERE $4 AND max_updated_at IS NOT NULL
+	ON CONFLICT (stream) DO UPDATE SET watermark = greatest(sync_state.watermark, EXCLUDED.watermark),
+	run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.watermark IS NULL THEN EXCLUDED.run_id ELSE sync_state.run_id END,
+	updated_at = now()
 )
 SELECT max_updated_at FROM done
-
--- name: advanceWatermark
--- Never backwards: the watermark is the greatest updatedAt any run committed.
-INSERT INTO {{schema}}.sync_state (stream, watermark, run_id) VALUES ($1, $2, $3)
-ON CONFLICT (stream) DO UPDATE SET watermark = greatest(sync_state.watermark, EXCLUDED.watermark),
-run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.watermark IS NULL THEN EXCLUDED.run_id ELSE sync_state.run_id END,
-updated_at = now()
 
 -- name: endRun
 -- The summary of a run that did not succeed holds what status reads of it

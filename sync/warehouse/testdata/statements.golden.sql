@@ -18,18 +18,23 @@ WHERE run_id = ANY($1) AND status = 'running';
 -- runs.finishRun
 WITH done AS (
 	UPDATE "usersync".sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
-	summary = $2, can_write = $3 WHERE run_id = $1 RETURNING kind, max_updated_at
+	summary = $2, can_write = $3, max_updated_at = coalesce($6, max_updated_at),
+	pages = coalesce($7, pages), fetched = coalesce($8, fetched), inserted = coalesce($9, inserted),
+	updated = coalesce($10, updated), unchanged = coalesce($11, unchanged), quarantined = coalesce($12, quarantined),
+	requests = greatest(requests, $13), rate_limited = greatest(rate_limited, $14), retries = greatest(retries, $15),
+	unknown_attributes = coalesce($16, unknown_attributes), versions = coalesce($17, versions)
+	WHERE run_id = $1 RETURNING kind, max_updated_at
 ), superseded AS (
 	UPDATE "usersync".sync_runs o SET next_url = NULL FROM done
 	WHERE o.kind = done.kind AND o.run_id < $1 AND o.next_url IS NOT NULL
+), moved AS (
+	INSERT INTO "usersync".sync_state (stream, watermark, run_id)
+	SELECT $5, max_updated_at, $1 FROM done WHERE $4 AND max_updated_at IS NOT NULL
+	ON CONFLICT (stream) DO UPDATE SET watermark = greatest(sync_state.watermark, EXCLUDED.watermark),
+	run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.watermark IS NULL THEN EXCLUDED.run_id ELSE sync_state.run_id END,
+	updated_at = now()
 )
 SELECT max_updated_at FROM done;
-
--- runs.advanceWatermark
-INSERT INTO "usersync".sync_state (stream, watermark, run_id) VALUES ($1, $2, $3)
-ON CONFLICT (stream) DO UPDATE SET watermark = greatest(sync_state.watermark, EXCLUDED.watermark),
-run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.watermark IS NULL THEN EXCLUDED.run_id ELSE sync_state.run_id END,
-updated_at = now();
 
 -- runs.endRun
 UPDATE "usersync".sync_runs SET status = $3, finished_at = now(), error = $2,
@@ -510,11 +515,12 @@ COMMENT ON COLUMN "usersync"."sync_runs"."job_id" IS 'the River job that ran it,
 COMMENT ON COLUMN "usersync"."sync_runs"."error" IS 'the error that ended a failed run, or why a paused or interrupted one stopped';
 COMMENT ON COLUMN "usersync"."sync_runs"."summary" IS 'the run''s full summary as printed by usersync sync --json; of a run that did not succeed, only rate_limit, the API''s rate limit as the run last saw it (when it saw one), and credentials_refused (status, OAuth code) when the API or its token endpoint refused the credentials';
 COMMENT ON COLUMN "usersync"."sync_runs"."versions" IS 'user versions written (rows of user_versions)';
-COMMENT ON TABLE "usersync"."sync_state" IS 'The committed watermark of each stream: the greatest updatedAt of a run that finished.';
-COMMENT ON COLUMN "usersync"."sync_state"."stream" IS 'the stream, e.g. users';
+COMMENT ON TABLE "usersync"."sync_state" IS 'The committed watermark of each stream: the greatest updatedAt of a run that finished; the digest of each dimension list last applied.';
+COMMENT ON COLUMN "usersync"."sync_state"."stream" IS 'the stream: users, or a dimension table (teams, roles, profiles)';
 COMMENT ON COLUMN "usersync"."sync_state"."watermark" IS 'greatest updatedAt committed by a finished run';
 COMMENT ON COLUMN "usersync"."sync_state"."run_id" IS 'the run that moved the watermark';
-COMMENT ON COLUMN "usersync"."sync_state"."updated_at" IS 'when the watermark last moved';
+COMMENT ON COLUMN "usersync"."sync_state"."updated_at" IS 'when the watermark or the digest last changed';
+COMMENT ON COLUMN "usersync"."sync_state"."digest" IS 'of a dimension stream, SHA-256 of the list last applied (an incremental sync that lists the same writes nothing)';
 COMMENT ON TABLE "usersync"."quarantine" IS 'Resources that could not be typed, kept whole with the reason, never dropped.';
 COMMENT ON COLUMN "usersync"."quarantine"."quarantine_id" IS 'identity of the record';
 COMMENT ON COLUMN "usersync"."quarantine"."run_id" IS 'the sync run (sync_runs.run_id) that wrote the row';
@@ -709,7 +715,7 @@ COMMENT ON COLUMN "usersync"."pii_policies"."dropped" IS 'API names of the attri
 COMMENT ON COLUMN "usersync"."pii_policies"."drop_unknown" IS 'whether attributes the catalog does not know were kept out of raw';
 COMMENT ON COLUMN "usersync"."pii_policies"."key_id" IS 'an id of the hashing key (an HMAC of a constant under the key), not the key; null without a key';
 COMMENT ON COLUMN "usersync"."pii_policies"."first_used_at" IS 'when a run or pii apply first wrote under the policy';
-COMMENT ON COLUMN "usersync"."pii_policies"."last_used_at" IS 'when a run or pii apply last wrote under the policy';
+COMMENT ON COLUMN "usersync"."pii_policies"."last_used_at" IS 'when a run or pii apply last wrote under the policy (a run refreshes it when over an hour old)';
 COMMENT ON COLUMN "usersync"."pii_policies"."policy_id" IS 'identity of the policy, named by the pii_policy_id of the rows written under it (migration 0009)';
 COMMENT ON TABLE "usersync"."pii_apply" IS 'Progress of usersync pii apply, one row per policy applied: the table being rewritten and the last id done, so a killed run resumes.';
 COMMENT ON COLUMN "usersync"."pii_apply"."fingerprint" IS 'the policy being applied (pii_policies.fingerprint)';

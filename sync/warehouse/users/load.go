@@ -32,6 +32,9 @@ func (s *Store) Write(ctx context.Context, rows []normalize.Row, bad []warehouse
 // updatedAt seen, unknown attributes counted.
 func advance(cp warehouse.Checkpoint, rows []normalize.Row, c warehouse.Counts) warehouse.Checkpoint {
 	p := &cp.Progress
+	if c.Quarantined > 0 {
+		cp.NoUnresolved = false
+	}
 	p.Pages++
 	p.Fetched += int64(len(rows)) + c.Quarantined
 	p.Add(c)

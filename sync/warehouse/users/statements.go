@@ -18,6 +18,7 @@ type userSQL struct {
 	deleteTeams        string
 	reopenTeams        string // $1 ids: memberships that users coming back had when marked deleted
 	insertTeams        string
+	noneUnresolved     string
 	resolveQuarantine  string
 	insertQuarantine   string
 	checkpoint         string
@@ -53,8 +54,8 @@ func newUserSQL(schemaName string, users pgrow.Table, lockTimeout string) (userS
 		"beginPage": &q.beginPage, "usersEmpty": &q.usersEmpty, "archiveVersions": &q.archiveVersions,
 
 		"copyTeams": &q.copyTeams, "deleteTeams": &q.deleteTeams, "insertTeams": &q.insertTeams,
-		"reopenTeams":       &q.reopenTeams,
-		"resolveQuarantine": &q.resolveQuarantine, "insertQuarantine": &q.insertQuarantine, "checkpoint": &q.checkpoint,
+		"reopenTeams":    &q.reopenTeams,
+		"noneUnresolved": &q.noneUnresolved, "resolveQuarantine": &q.resolveQuarantine, "insertQuarantine": &q.insertQuarantine, "checkpoint": &q.checkpoint,
 		"lockTeams": &q.lockTeams, "teamIndexDroppable": &q.teamIndexDroppable, "dropTeamIndex": &q.dropTeamIndex,
 		"teamIndexMissing": &q.teamIndexMissing, "createTeamIndex": &q.createTeamIndex, "analyze": &q.analyze,
 		"analyzeDue": &q.analyzeDue,

@@ -10,7 +10,9 @@
 package users
 
 import (
+	"context"
 	"embed"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -70,3 +72,14 @@ func newStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 // converted in place, as pii apply would, rather than given a new version.
 // Without it, such a user is rewritten as a new version.
 func (s *Store) WriteUnder(pd *pii.Store) { s.under.Store(pd) }
+
+// NoneUnresolved reports whether no user has an unresolved quarantine
+// record: a run that starts so sets warehouse.Checkpoint.NoUnresolved, and
+// its pages then resolve none.
+func (s *Store) NoneUnresolved(ctx context.Context) (bool, error) {
+	var none bool
+	if err := s.pool.QueryRow(ctx, s.sql.noneUnresolved).Scan(&none); err != nil {
+		return false, fmt.Errorf("reading the users' quarantine: %w", err)
+	}
+	return none, nil
+}

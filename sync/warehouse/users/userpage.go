@@ -27,6 +27,9 @@ type userPage struct {
 	w    pgrow.Writer
 	c    warehouse.Counts
 	b    *pgx.Batch // the linkage diff, sent with the checkpoint
+	// wrote says the page wrote users: new, changed or converted in place
+	// (convertPolicyOnly).
+	wrote bool
 }
 
 // prepareUsers begins a page's transaction and writes its heavy part. The
@@ -65,6 +68,7 @@ func (p *userPage) write(ctx context.Context) error {
 	if n, err := p.convertPolicyOnly(ctx, c, stored); err != nil {
 		return err
 	} else if n > 0 {
+		p.wrote = true
 		c = classify(p.rows, stored, s.links)
 	}
 	return p.apply(ctx, c, stored)
@@ -78,6 +82,7 @@ func (p *userPage) write(ctx context.Context) error {
 func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]pgrow.Stored) error {
 	s, t := p.s, p.s.table
 	p.c = warehouse.Counts{Inserted: int64(len(c.fresh)), Updated: c.updated, Unchanged: c.unchanged}
+	p.wrote = p.wrote || len(c.fresh) > 0 || len(c.changed) > 0
 	if len(c.fresh) > 0 {
 		// A new user's row is its first version: nothing else to write.
 		if _, err := pgrow.Copy(ctx, p.tx, t.CopyTable, &t, c.fresh, p.w); err != nil {
@@ -119,7 +124,8 @@ func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]pgro
 // advanced by the page; nil: none) and commits. It returns the page's counts
 // and the checkpoint after it. On error the transaction is rolled back.
 func (p *userPage) commit(ctx context.Context, cp *warehouse.Checkpoint) (warehouse.Counts, warehouse.Checkpoint, error) {
-	p.s.queueQuarantine(p.b, "user", p.rows, p.bad, p.w)
+	resolve := cp == nil || !cp.NoUnresolved
+	p.s.queueQuarantine(p.b, "user", resolve, p.rows, p.bad, p.w)
 	c := p.c
 	c.Quarantined = int64(len(p.bad))
 	var next warehouse.Checkpoint // cp as it is once this page commits
@@ -264,8 +270,17 @@ func (s *Store) queueTeamDiff(b *pgx.Batch, changed []pgrow.Row, relinked map[in
 	}
 }
 
-func (s *Store) queueQuarantine(b *pgx.Batch, typ string, rows []normalize.Row, bad []warehouse.Quarantined, w pgrow.Writer) {
-	if len(rows) > 0 {
+// quiet says whether the page, under cp, has nothing to write: the last
+// page of a walk whose users are all unchanged, none quarantined and no
+// quarantine record to resolve.
+func (p *userPage) quiet(cp *warehouse.Checkpoint) bool {
+	return cp.NextURL == "" && cp.NoUnresolved && len(p.bad) == 0 && !p.wrote && p.b.Len() == 0
+}
+
+// queueQuarantine resolves the records of the page's users (when resolve
+// is set) and writes its quarantined resources.
+func (s *Store) queueQuarantine(b *pgx.Batch, typ string, resolve bool, rows []normalize.Row, bad []warehouse.Quarantined, w pgrow.Writer) {
+	if resolve && len(rows) > 0 {
 		ids := make([]string, len(rows))
 		for i, r := range rows {
 			ids[i] = fmt.Sprint(r.ID)

@@ -22,6 +22,10 @@ import (
 // commits after the page before it (its after waits for that), and two
 // pages sharing a user are not written at once (see userPage). The syncer's
 // pipeline does both.
+//
+// The walk's last page (cp.NextURL "") when it changes nothing (see
+// userPage.quiet) is not committed: its checkpoint, returned, is the
+// caller's to store with the run's end.
 func (s *Store) WritePage(ctx context.Context, rows []normalize.Row, bad []warehouse.Quarantined, w pgrow.Writer,
 	after func() (warehouse.Checkpoint, error)) (warehouse.Checkpoint, error) {
 	p, err := s.prepareUsers(ctx, rows, bad, w)
@@ -32,6 +36,12 @@ func (s *Store) WritePage(ctx context.Context, rows []normalize.Row, bad []wareh
 	if err != nil {
 		p.rollback(ctx)
 		return warehouse.Checkpoint{}, err
+	}
+	if p.quiet(&cp) {
+		// Nothing to write, and the run's end (Runs.FinishWith) stores
+		// the checkpoint after its last page: the page only read.
+		p.rollback(ctx)
+		return advance(cp, p.rows, p.c), nil
 	}
 	_, next, err := p.commit(ctx, &cp)
 	return next, err

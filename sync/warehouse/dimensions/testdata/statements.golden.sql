@@ -204,3 +204,11 @@ WITH known AS (
 )
 SELECT (SELECT count(*) FROM added), (SELECT count(*) FROM gone),
 	(SELECT count(DISTINCT m) FROM unnest($2::bigint[]) AS m) - (SELECT count(*) FROM known);
+
+-- digests.readDigests
+SELECT stream, digest FROM "usersync".sync_state WHERE stream = ANY($1::text[]) AND digest IS NOT NULL;
+
+-- digests.writeDigest
+INSERT INTO "usersync".sync_state (stream, digest) VALUES ($1, $2)
+ON CONFLICT (stream) DO UPDATE SET digest = EXCLUDED.digest, updated_at = now()
+WHERE sync_state.digest IS DISTINCT FROM EXCLUDED.digest;

@@ -5,6 +5,13 @@
 -- newPersonalSQL). testdata/personal.golden.sql holds them rendered for a
 -- policy hashing email and dropping phoneNumber.
 
+-- name: policyInUse
+-- The policy's id when it was noted within the hour and since the last pii
+-- apply that finished: noting it again would change nothing policies reads.
+SELECT policy_id FROM {{schema}}.pii_policies
+WHERE fingerprint = $1 AND last_used_at >= greatest(now() - interval '1 hour',
+	coalesce((SELECT max(finished_at) FROM {{schema}}.pii_apply), '-infinity'))
+
 -- name: notePolicy
 INSERT INTO {{schema}}.pii_policies (fingerprint, hashed, dropped, drop_unknown, key_id)
 VALUES ($1, $2, $3, $4, $5)

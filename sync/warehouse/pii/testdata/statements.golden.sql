@@ -21,6 +21,11 @@ ORDER BY p.last_used_at DESC;
 -- personal.applied
 SELECT finished_at FROM "usersync".pii_apply WHERE fingerprint = $1 AND finished_at IS NOT NULL;
 
+-- personal.policyInUse
+SELECT policy_id FROM "usersync".pii_policies
+WHERE fingerprint = $1 AND last_used_at >= greatest(now() - interval '1 hour',
+	coalesce((SELECT max(finished_at) FROM "usersync".pii_apply), '-infinity'));
+
 -- personal.forgetCurrent
 WITH old AS (SELECT id, num_nonnulls("bridge_phone", "bridge_phone_extension", "inbound_bridge_phone", "inbound_bridge_phone_extension", "email", "first_name", "last_name", "name", "inbound_voicemail_custom_message_text", "phone_number", "scim_external_id", "user_guid", "username") AS n FROM "usersync".users WHERE id = $1 FOR UPDATE)
 UPDATE "usersync".users u SET "bridge_phone" = NULL, "bridge_phone_extension" = NULL, "inbound_bridge_phone" = NULL, "inbound_bridge_phone_extension" = NULL, "email" = NULL, "first_name" = NULL, "last_name" = NULL, "name" = NULL, "inbound_voicemail_custom_message_text" = NULL, "phone_number" = NULL, "scim_external_id" = NULL, "user_guid" = NULL, "username" = NULL, raw = '{}'::jsonb, data_connections = NULL

@@ -53,6 +53,11 @@ WHERE u.id = ANY($1::bigint[]) AND u.deleted_at IS NOT NULL
 AND NOT EXISTS (SELECT FROM {{schema}}.teams t WHERE t.id = h.team_id AND t.deleted_at IS NOT NULL)
 ON CONFLICT DO NOTHING
 
+-- name: noneUnresolved
+-- Whether no user has an unresolved quarantine record (the partial index
+-- quarantine_unresolved answers it).
+SELECT NOT EXISTS (SELECT FROM {{schema}}.quarantine WHERE resource_type = 'user' AND resolved_at IS NULL)
+
 -- name: resolveQuarantine
 UPDATE {{schema}}.quarantine SET resolved_at = now()
 WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id = ANY($2::text[])

@@ -37,6 +37,9 @@ ON CONFLICT DO NOTHING;
 INSERT INTO "usersync".user_teams (user_id, team_id)
 SELECT u, t FROM unnest($1::bigint[], $2::bigint[]) AS n(u, t) ON CONFLICT DO NOTHING;
 
+-- users.noneUnresolved
+SELECT NOT EXISTS (SELECT FROM "usersync".quarantine WHERE resource_type = 'user' AND resolved_at IS NULL);
+
 -- users.resolveQuarantine
 UPDATE "usersync".quarantine SET resolved_at = now()
 WHERE resolved_at IS NULL AND resource_type = $1 AND resource_id = ANY($2::text[]);

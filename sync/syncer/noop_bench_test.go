@@ -1,0 +1,45 @@
+package syncer_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/usersync/usersync/sync/apisim"
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/warehouse"
+)
+
+// BenchmarkNoOpSync times an incremental sync of 200 users, 8 teams and
+// their roles and profiles when nothing changed (what a fleet on a short
+// period mostly runs) and reports the statements and commits it sends,
+// counted through the pool (statementCounter).
+func BenchmarkNoOpSync(b *testing.B) {
+	var c statementCounter
+	sim := apisim.New(apisim.Options{Seed: 7, Users: 200})
+	srv := httptest.NewServer(sim)
+	b.Cleanup(srv.Close)
+	store := migratedStore(b, countedPool(b, &c))
+	client, err := jsonapi.NewClient(jsonapi.Options{BaseURL: srv.URL, Auth: jsonapi.StaticToken("bench")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := syncer.New(client, store, syncer.Config{})
+	ctx := context.Background()
+	for _, kind := range []string{warehouse.KindFull, warehouse.KindIncremental} {
+		if _, err := s.Run(ctx, syncer.Request{Kind: kind}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c.start()
+	for b.Loop() {
+		if _, err := s.Run(ctx, syncer.Request{Kind: warehouse.KindIncremental}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sqls, commits, ddl := c.stop()
+	b.ReportMetric(float64(len(sqls))/float64(b.N), "statements/op")
+	b.ReportMetric(float64(commits)/float64(b.N), "commits/op")
+	b.ReportMetric(float64(ddl)/float64(b.N), "ddl/op")
+}
