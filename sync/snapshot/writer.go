@@ -165,6 +165,7 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 	w.warnFuture(ctx, future, run.started)
 	if skipUnchanged {
 		if last, ok := w.unchanged(ctx, existing, future, run); ok {
+			w.refreshCurrent(ctx, last, existing)
 			return last, ErrUnchanged
 		}
 	}
@@ -188,7 +189,8 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 		return Manifest{}, fmt.Errorf("writing snapshot %s: %w", run.id, err)
 	}
 	log.InfoContext(ctx, "snapshot written", "rows", m.Rows(), "seconds", m.FinishedAt.Sub(m.StartedAt).Seconds())
-	w.tidy(ctx, existing, future, m.ID, own, log)
+	pinned := w.setCurrent(ctx, m, existing, log)
+	w.tidy(ctx, existing, future, pinned, m.ID, own, log)
 	return m, nil
 }
 
