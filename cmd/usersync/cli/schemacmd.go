@@ -44,25 +44,7 @@ stable path DEST/<USERSYNC_SCHEMA>/<table>/current/*.parquet, the same tests, an
 				case "markdown":
 					fmt.Fprint(e.stdout, SchemaMarkdown(e.cfg.Schema))
 				case "dbt":
-					form, err := parseDBTVersion(*dbtVersion)
-					if err != nil {
-						return usageError{err}
-					}
-					var out string
-					switch {
-					case *all && *snapshots != "":
-						return usageError{fmt.Errorf("--all-accounts and --snapshots cannot be combined")}
-					case *snapshots != "":
-						out, err = dbtSnapshotSources(e.cfg.Schema, *snapshots, form, e.cfg.PII)
-					case *all:
-						out, err = dbtAllAccountsOf(ctx, e, form)
-					default:
-						out, err = dbtSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval, form, e.cfg.PII)
-					}
-					if err != nil {
-						return err
-					}
-					fmt.Fprint(e.stdout, out)
+					return printDBT(ctx, e, *dbtVersion, *all, *snapshots)
 				default:
 					return usageError{fmt.Errorf("--format must be text, markdown or dbt, not %q", *format)}
 				}
@@ -70,6 +52,31 @@ stable path DEST/<USERSYNC_SCHEMA>/<table>/current/*.parquet, the same tests, an
 			}
 		},
 	}
+}
+
+// printDBT prints the dbt sources.yml the flags ask for: the warehouse's,
+// the union views' (all) or the snapshots' (snapshots, a destination).
+func printDBT(ctx context.Context, e *env, dbtVersion string, all bool, snapshots string) error {
+	form, err := parseDBTVersion(dbtVersion)
+	if err != nil {
+		return usageError{err}
+	}
+	var out string
+	switch {
+	case all && snapshots != "":
+		return usageError{fmt.Errorf("--all-accounts and --snapshots cannot be combined")}
+	case snapshots != "":
+		out, err = dbtSnapshotSources(e.cfg.Schema, snapshots, form, e.cfg.PII)
+	case all:
+		out, err = dbtAllAccountsOf(ctx, e, form)
+	default:
+		out, err = dbtSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval, form, e.cfg.PII)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(e.stdout, out)
+	return nil
 }
 
 func printSchemaText(w io.Writer, schemaName string) {
