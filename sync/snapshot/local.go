@@ -292,8 +292,8 @@ func (l *Local) SetCurrent(_ context.Context, link, target string, _ []string) e
 	if err := os.Symlink(id, tmp); err != nil {
 		return fmt.Errorf("linking %s: %w", link, err)
 	}
-	if err := os.Rename(tmp, p); err != nil {
-		_ = os.Remove(tmp) // best effort: the next Write removes a leftover
+	if err := os.Rename(tmp, p); err != nil { //nolint:gosec // G703: checkName keeps the link under the root
+		_ = os.Remove(tmp) //nolint:gosec // G703: as above; best effort, the next Write removes a leftover
 		return fmt.Errorf("replacing %s: %w", link, err)
 	}
 	return syncDir(filepath.Dir(p))
