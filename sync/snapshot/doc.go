@@ -137,7 +137,8 @@
 // written (setCurrent, current.go). On a local folder it is a symbolic link
 // to the id's folder (a relative target, next to it), replaced by renaming
 // a new link over it: a reader resolves the old folder or the new one,
-// never half of one. S3 has neither links nor atomic renames of several
+// never half of one (though a reader that opens a table's files one by one
+// across a switch resolves the link again for each). S3 has neither links nor atomic renames of several
 // objects, so current/ holds server-side copies of the files, the extra
 // ones removed after: each object is replaced atomically, but a table of
 // several files listed during the copies may show files of two snapshots
