@@ -197,3 +197,17 @@ func readAll(t *testing.T, dest Destination, name string) []byte {
 	}
 	return data
 }
+
+// TestStablePathsOtherDeployment: another deployment's snapshots in the
+// same folder, newer and with retention (keep 1), leave a deployment's
+// stable links and the snapshot they point to alone.
+func TestStablePathsOtherDeployment(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	a := writeSnapshots(t, dir, at, 1, Options{Keep: 1})
+	b := writeSnapshots(t, dir, at.Add(time.Hour), 3, Options{Keep: 1})
+	assertLinks(t, dir, a[0])
+	assertLinks(t, dir, b[2])
+	assertFilesExist(t, dir, []Manifest{a[0], b[2]})
+}
