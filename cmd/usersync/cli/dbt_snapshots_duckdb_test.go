@@ -22,7 +22,8 @@ import (
 
 // TestDBTSnapshotsResolveInDuckDB: every table's meta.external_location of
 // usersync schema --format dbt --snapshots reads, in DuckDB, the rows of the
-// newest snapshot, with the columns and types the sources.yml declares.
+// newest snapshot, with the columns and types the sources.yml declares, and
+// its unique and not_null tests hold there.
 func TestDBTSnapshotsResolveInDuckDB(t *testing.T) {
 	t.Parallel()
 	c := newCLIEnv(t, apisim.Options{Seed: 52, Users: 300})
@@ -49,9 +50,11 @@ func TestDBTSnapshotsResolveInDuckDB(t *testing.T) {
 				Meta struct {
 					ExternalLocation string `yaml:"external_location"`
 				}
-				Columns []struct {
-					Name     string
-					DataType string `yaml:"data_type"`
+				DataTests []any `yaml:"data_tests"`
+				Columns   []struct {
+					Name      string
+					DataType  string `yaml:"data_type"`
+					DataTests []any  `yaml:"data_tests"`
 				}
 			}
 		}
@@ -64,6 +67,7 @@ func TestDBTSnapshotsResolveInDuckDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	tested := 0
 	if len(doc.Sources) != 1 || len(doc.Sources[0].Tables) != len(m.Tables) {
 		t.Fatalf("the sources name %d tables, the snapshot holds %d", len(doc.Sources[0].Tables), len(m.Tables))
 	}
@@ -97,5 +101,38 @@ func TestDBTSnapshotsResolveInDuckDB(t *testing.T) {
 		if strings.Join(got, ", ") != strings.Join(want, ", ") {
 			t.Errorf("%s: DuckDB reads columns\n  %s\nthe sources.yml declares\n  %s", tbl.Name, strings.Join(got, ", "), strings.Join(want, ", "))
 		}
+		var checks []string // queries counting the rows that fail a unique or not_null test
+		for _, test := range tbl.DataTests {
+			if m, ok := test.(map[string]any); ok {
+				if u, ok := m["unique"].(map[string]any); ok {
+					checks = append(checks, dbtUniqueFailures(u["column_name"].(string), tbl.Meta.ExternalLocation))
+				}
+			}
+		}
+		for _, col := range tbl.Columns {
+			for _, test := range col.DataTests {
+				switch test {
+				case "unique":
+					checks = append(checks, dbtUniqueFailures(`"`+col.Name+`"`, tbl.Meta.ExternalLocation))
+				case "not_null":
+					checks = append(checks, `SELECT count(*) FROM `+tbl.Meta.ExternalLocation+` WHERE "`+col.Name+`" IS NULL`)
+				}
+			}
+		}
+		tested += len(checks)
+		for _, q := range checks {
+			if err := db.QueryRow(q).Scan(&n); err != nil || n != 0 {
+				t.Errorf("%s: %d rows fail a test (%v):\n%s", tbl.Name, n, err, q)
+			}
+		}
 	}
+	if tested < 20 {
+		t.Errorf("only %d unique and not_null tests were checked", tested)
+	}
+}
+
+// dbtUniqueFailures counts the values of expr over from that are not
+// unique, as dbt's unique test does.
+func dbtUniqueFailures(expr, from string) string {
+	return "SELECT count(*) FROM (SELECT k FROM (SELECT " + expr + " AS k FROM " + from + ") WHERE k IS NOT NULL GROUP BY k HAVING count(*) > 1)"
 }
