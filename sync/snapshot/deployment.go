@@ -66,6 +66,14 @@ func (d deployment) Remove(ctx context.Context, e Entry) error {
 	return d.root.Remove(ctx, e)
 }
 
+func (d deployment) SetCurrent(ctx context.Context, link, target string, files []string) error {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = d.rootName(f)
+	}
+	return d.root.SetCurrent(ctx, d.rootName(link), d.rootName(target), names)
+}
+
 // String names the deployment's folder, e.g. "/var/lib/usersync/snapshots/usersync".
 func (d deployment) String() string { return strings.TrimRight(d.root.String(), "/") + "/" + d.ns }
 

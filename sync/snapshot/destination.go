@@ -24,6 +24,13 @@ type Destination interface {
 	// Remove deletes an entry returned by List. Removing what is already gone
 	// is not an error.
 	Remove(ctx context.Context, e Entry) error
+	// SetCurrent makes the stable name link ("users/current") show the
+	// committed folder target ("users/20261122T101500Z"), whose files are
+	// files: a local folder replaces a symbolic link by a rename, so a
+	// reader resolves the old folder or the new one; S3, which has neither
+	// links nor atomic renames, copies the files under link/ server-side and
+	// then removes the copies target does not have.
+	SetCurrent(ctx context.Context, link, target string, files []string) error
 	// String names the destination for logs and lock keys, without
 	// credentials, e.g. "/var/lib/usersync/snapshots" or "s3://bucket/prefix".
 	String() string
@@ -45,6 +52,9 @@ type Entry struct {
 	Name    string // the object's name (for a partial local file, the temporary file's name)
 	Size    int64
 	Partial bool
+	// Target is, for a local stable link (<table>/current, or its temporary
+	// name), the snapshot id it points to; empty for every other entry.
+	Target string
 }
 
 // checkName rejects names that would escape the destination's root or that

@@ -9,6 +9,7 @@
 // # Layout
 //
 //	<root>/<schema>/<table>/<id>/part-00000.parquet   (part-00001, … past Options.FileRows rows)
+//	<root>/<schema>/<table>/current                   (the stable path: see below)
 //	<root>/<schema>/_manifests/<id>.json
 //
 // <root> is the destination (USERSYNC_SNAPSHOT_DIR) and <schema> the
@@ -128,6 +129,30 @@
 // one folder at once (the second gets ErrBusy), and the cleanup can remove
 // whatever no manifest lists.
 //
+// # Stable paths
+//
+// Each table's <table>/current always shows the newest complete snapshot,
+// so a DuckDB view or a dbt-duckdb source can name
+// <table>/current/*.parquet once. It is switched after the manifest is
+// written (setCurrent, current.go). On a local folder it is a symbolic link
+// to the id's folder (a relative target, next to it), replaced by renaming
+// a new link over it: a reader resolves the old folder or the new one,
+// never half of one (though a reader that opens a table's files one by one
+// across a switch resolves the link again for each). S3 has neither links nor atomic renames of several
+// objects, so current/ holds server-side copies of the files, the extra
+// ones removed after: each object is replaced atomically, but a table of
+// several files listed during the copies may show files of two snapshots
+// (the files' usersync.snapshot_id tells); a single-file pointer would need
+// every reader to resolve it, which dbt-duckdb's external_location cannot.
+// The names are outside the layout (entryID: "current" is no id), so
+// retention never counts or removes them; it keeps the snapshot a link
+// still points to after a failed switch, removes links left by a crash
+// (".current.tmp-…") and those of tables no longer written whose snapshot
+// it removes. A Write that finds nothing changed switches what does not
+// yet show the newest snapshot (after an upgrade, or a failed switch).
+// Local.List reports such a link (named current, pointing at an id) as an
+// Entry with its Target instead of refusing it like any other link.
+//
 // # Retention
 //
 // After publishing, Write keeps the newest Options.Keep complete snapshots
@@ -136,7 +161,7 @@
 // removed. Failures there are logged and retried by the next Write. Only the
 // deployment's own folder is looked at.
 //
-// A symbolic link under a local root fails the listing (LinkError), so
+// A symbolic link under a local root (other than a stable link) fails the listing (LinkError), so
 // Write refuses before writing, naming the link. Following it could lead
 // retention out of the root to delete whatever the link points at;
 // removing it would leave the snapshots behind it, with their personal

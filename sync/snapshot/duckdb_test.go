@@ -209,3 +209,117 @@ func TestDuckDBAnalystsNewestQuery(t *testing.T) {
 		t.Errorf("the views read %d users of snapshot %s; want %d of %s", n, id, users.Rows, a[1].ID)
 	}
 }
+
+// duckCount returns the rows of from and the snapshot ids its files carry.
+func duckCount(ctx context.Context, t *testing.T, db *sql.DB, glob string) (rows int64, ids string) {
+	t.Helper()
+	q := "'" + strings.ReplaceAll(glob, "'", "''") + "'"
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM read_parquet("+q+")").Scan(&rows); err != nil {
+		t.Fatalf("%s: %v", glob, err)
+	}
+	err := db.QueryRowContext(ctx, "SELECT string_agg(DISTINCT decode(value), ',') FROM parquet_kv_metadata("+q+
+		") WHERE decode(key) = '"+MetaSnapshotID+"'").Scan(&ids)
+	if err != nil {
+		t.Fatalf("%s: %v", glob, err)
+	}
+	return rows, ids
+}
+
+// TestDuckDBStablePaths: DuckDB reads each table's newest complete snapshot
+// at <table>/current/*.parquet, and a view made over that path once keeps
+// answering, with the newer snapshot's rows, after a new snapshot and the
+// retention (keep 1) that removes the one it first read. On S3 (the double;
+// this DuckDB has no httpfs) the stable keys, fetched through the
+// destination, are read the same way.
+func TestDuckDBStablePaths(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, name := newWarehouse(t)
+	fill(t, pool, name, 40)
+	local, dir := newLocal(t)
+	fake := newFakeS3(t, "snapshots")
+	s3, err := ParseDestination("s3://snapshots/p", S3Options{Endpoint: fake.URL, Region: "us-east-1",
+		AccessKeyID: "AKIDTEST", SecretAccessKey: "secret", PathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &stepClock{t: time.Date(2026, 11, 22, 10, 15, 0, 0, time.UTC)}
+	var writers []*Writer
+	for _, d := range []Destination{local, s3} {
+		w, err := New(pool, name, d, testLogger(t), clock.now, Options{Keep: 1, FileRows: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writers = append(writers, w)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	users := filepath.Join(dir, name, "users", currentName, "*.parquet")
+	if _, err := db.ExecContext(ctx, "CREATE VIEW users AS FROM read_parquet('"+users+"')"); err == nil {
+		t.Fatal("a view over a stable path that does not exist yet was made")
+	}
+	for round := range 2 {
+		var ms []Manifest
+		for _, w := range writers {
+			m, err := w.Write(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, m)
+		}
+		if round == 0 {
+			if _, err := db.ExecContext(ctx, "CREATE VIEW users AS FROM read_parquet('"+users+"')"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s3dir := fetchCurrent(t, s3, ms[1])
+		for i, root := range []string{dir, s3dir} {
+			for _, tm := range ms[i].Tables {
+				rows, ids := duckCount(ctx, t, db, filepath.Join(root, name, tm.Name, currentName, "*.parquet"))
+				if rows != tm.Rows || ids != ms[i].ID {
+					t.Errorf("round %d, %s %s: DuckDB reads %d rows of snapshot %q at the stable path, want %d of %s",
+						round, []string{"local", "S3"}[i], tm.Name, rows, ids, tm.Rows, ms[i].ID)
+				}
+			}
+		}
+		want, _ := ms[0].Table("users")
+		var n int64
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM users").Scan(&n); err != nil || n != want.Rows {
+			t.Errorf("round %d: the view counts %d users (%v), want %d", round, n, err, want.Rows)
+		}
+		// More users for the next round, so its snapshot differs.
+		if _, err := pool.Exec(ctx, `DELETE FROM `+pgx.Identifier{name, "users"}.Sanitize()+` WHERE id % 3 = 0`); err != nil {
+			t.Fatal(err)
+		}
+		clock.next()
+	}
+	if ids, err := Manifests(ctx, local, name); err != nil || len(ids) != 1 {
+		t.Errorf("manifests %q, %v: retention kept more than one", ids, err)
+	}
+}
+
+// fetchCurrent copies the objects under each table's current/ on dest into
+// a local folder laid out the same way.
+func fetchCurrent(t *testing.T, dest Destination, m Manifest) string {
+	t.Helper()
+	out := t.TempDir()
+	for _, tm := range m.Tables {
+		entries, err := dest.List(context.Background(), m.Schema+"/"+tm.Name+"/"+currentName+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			p := filepath.Join(out, filepath.FromSlash(e.Name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, readAll(t, dest, e.Name), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return out
+}

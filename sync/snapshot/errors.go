@@ -31,8 +31,8 @@ func (e *ColumnError) Error() string {
 func (e *ColumnError) Unwrap() error { return e.Err }
 
 // LinkError is returned by a local folder's List when it meets a symbolic
-// link under the snapshot folder (the folder itself may be one: NewLocal
-// resolves it). usersync neither follows such a link, which could lead
+// link under the snapshot folder other than a table's stable link (the
+// folder itself may be one: NewLocal resolves it). usersync neither follows such a link, which could lead
 // retention to remove files outside the snapshot folder, nor removes it,
 // which would leave what it points to, snapshots with personal data, past
 // their retention without a trace: Write refuses, naming the link, until it

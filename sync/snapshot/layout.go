@@ -11,6 +11,7 @@ import (
 // Layout of a destination:
 //
 //	<table>/<id>/part-00000.parquet
+//	<table>/current               (a local link to <id>; on S3, copies: current/part-00000.parquet)
 //	_manifests/<id>.json
 //
 // where <id> is the snapshot's start in UTC, to the second
@@ -18,6 +19,7 @@ import (
 // already took that second.
 const (
 	manifestDir = "_manifests"
+	currentName = "current" // the stable name of a table's newest complete snapshot; not an id, so outside the layout
 	idLayout    = "20060102T150405Z"
 	maxSuffix   = 99
 )

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -121,7 +122,9 @@ func (l *Local) Open(_ context.Context, name string) (io.ReadCloser, error) {
 // are matched by name prefix. A symbolic link among them (or the listed
 // folder itself being one) fails the listing with a LinkError: a walk does
 // not follow links, and skipping one in silence hid its snapshots from
-// retention.
+// retention. The one kind of link written here, a table's stable link
+// (SetCurrent: "current", or its temporary name, pointing at a sibling
+// snapshot folder), is reported with its Target and not followed.
 func (l *Local) List(ctx context.Context, prefix string) ([]Entry, error) {
 	start := l.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
@@ -144,7 +147,12 @@ func (l *Local) List(ctx context.Context, prefix string) ([]Entry, error) {
 		}
 		name := filepath.ToSlash(rel)
 		if d.Type()&fs.ModeSymlink != 0 && (p == start || strings.HasPrefix(name, prefix)) {
-			target, _ := os.Readlink(p) // only to say where it points
+			target, _ := os.Readlink(p) // to say where it points, or which snapshot a stable link names
+			if p != start && isCurrentLink(d.Name(), target) {
+				partial := d.Name() != currentName
+				out = append(out, Entry{Name: name, Partial: partial, Target: target})
+				return nil
+			}
 			return &LinkError{Path: p, Target: target}
 		}
 		if !d.Type().IsRegular() || !strings.HasPrefix(name, prefix) {
@@ -252,4 +260,41 @@ func syncDir(dir string) error {
 		return fmt.Errorf("syncing folder %s: %w", dir, err)
 	}
 	return nil
+}
+
+// isCurrentLink reports whether a link named base that points to target is
+// a stable link SetCurrent wrote (or its temporary file): it can only name a
+// snapshot folder next to it, never lead out of the root.
+func isCurrentLink(base, target string) bool {
+	return validID(target) && (base == currentName || strings.HasPrefix(base, "."+currentName+tempMarker))
+}
+
+// SetCurrent points the link at target, a folder next to it, with a
+// temporary link renamed over the old one, so a reader resolves either the
+// old snapshot or the new one, and fsyncs the folder.
+func (l *Local) SetCurrent(_ context.Context, link, target string, _ []string) error {
+	if err := checkName(link); err != nil {
+		return err
+	}
+	if err := checkName(target); err != nil {
+		return err
+	}
+	dir, id := path.Split(target)
+	if dir != path.Dir(link)+"/" || !isCurrentLink(path.Base(link), id) {
+		return fmt.Errorf("a stable link %s cannot point to %s", link, target)
+	}
+	p := filepath.Join(l.root, filepath.FromSlash(link))
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return fmt.Errorf("drawing a temporary name: %w", err)
+	}
+	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+tempMarker+hex.EncodeToString(rnd[:]))
+	if err := os.Symlink(id, tmp); err != nil {
+		return fmt.Errorf("linking %s: %w", link, err)
+	}
+	if err := os.Rename(tmp, p); err != nil { //nolint:gosec // G703: checkName keeps the link under the root
+		_ = os.Remove(tmp) //nolint:gosec // G703: as above; best effort, the next Write removes a leftover
+		return fmt.Errorf("replacing %s: %w", link, err)
+	}
+	return syncDir(filepath.Dir(p))
 }

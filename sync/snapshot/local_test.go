@@ -44,7 +44,7 @@ func TestRetentionThroughSymlinkedFolder(t *testing.T) {
 		t.Errorf("manifests kept with keep=2 after 4 snapshots: %q", ids)
 	}
 	users, _ := last.Table("users")
-	if dirs, err := os.ReadDir(filepath.Join(real, name, "users")); err != nil || len(dirs) != 2 || len(users.Files) == 0 {
+	if dirs, err := os.ReadDir(filepath.Join(real, name, "users")); err != nil || len(dirs) != 3 || len(users.Files) == 0 { // and current
 		t.Errorf("users folders left: %d (%v)", len(dirs), err)
 	}
 }
@@ -71,6 +71,9 @@ func TestLocalModes(t *testing.T) {
 	err = filepath.WalkDir(filepath.Dir(dir), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil // a stable link: Linux ignores a link's own mode
 		}
 		info, err := d.Info()
 		if err != nil {

@@ -81,6 +81,7 @@ func DropFolder(ctx context.Context, root Destination, schemaName string, o Owne
 			marker = &entries[i]
 			continue
 		case own.anyone || own.folder || (ok && own.ours(id, committed[id])):
+		case e.Target != "" && own.ours(e.Target, committed[e.Target]): // a stable link to a snapshot removed here
 		default:
 			left++
 			continue

@@ -17,13 +17,14 @@ import (
 //     their manifest, temporary files, unfinished uploads.
 //
 // The snapshot just written (id) is always kept, and so are the snapshots
-// set aside as dated in the future (futureIDs), and whatever own does not
+// set aside as dated in the future (futureIDs), those a stable link still
+// points to because it could not be switched (pinned), and whatever own does not
 // prove the writer's (another fleet's snapshots, or an earlier release's in
 // a folder without the writer's marker). A snapshot whose
 // manifest could not be removed keeps its files. Failures are logged, not
 // returned: the snapshot is published, and the next Write tries again. The
 // Write's lock guarantees that no other writer owns what is removed.
-func (w *Writer) tidy(ctx context.Context, existing []Entry, future map[string]bool, id string, own ownership, log *slog.Logger) {
+func (w *Writer) tidy(ctx context.Context, existing []Entry, future, pinned map[string]bool, id string, own ownership, log *slog.Logger) {
 	complete := append(slices.DeleteFunc(currentIDs(existing, future), func(c string) bool { return !own.ours(c, true) }), id)
 	slices.Sort(complete)
 	complete = slices.Compact(complete)
@@ -32,6 +33,10 @@ func (w *Writer) tidy(ctx context.Context, existing []Entry, future map[string]b
 	for f := range future {
 		kept[f] = true // set aside, not ours to age out while it is dated ahead of the clock
 	}
+	for p := range pinned {
+		kept[p] = true // a stable link still points there
+	}
+	w.tidyLinks(ctx, existing, kept, log)
 	committed := map[string]bool{}
 	for _, c := range completeIDs(existing) {
 		committed[c] = true

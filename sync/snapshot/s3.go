@@ -346,3 +346,39 @@ func (d *S3) Remove(ctx context.Context, e Entry) error {
 	}
 	return nil
 }
+
+// SetCurrent copies files (server-side: no data passes through usersync) to
+// link/<file's base name>, in order, then removes the other objects under
+// link/. Each copy replaces its object atomically, but a reader that lists
+// link/ during the copies may see some files of the new snapshot beside
+// some of the previous one; a table of one file never shows a mix.
+func (d *S3) SetCurrent(ctx context.Context, link, _ string, files []string) error {
+	if err := checkName(link); err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	for _, f := range files {
+		if err := checkName(f); err != nil {
+			return err
+		}
+		dst := link + "/" + path.Base(f)
+		_, err := d.client.CopyObject(ctx, minio.CopyDestOptions{Bucket: d.bucket, Object: d.key(dst)},
+			minio.CopySrcOptions{Bucket: d.bucket, Object: d.key(f)})
+		if err != nil {
+			return fmt.Errorf("copying %s to %s: %w", f, dst, err)
+		}
+		keep[dst] = true
+	}
+	entries, err := d.List(ctx, link+"/")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !keep[e.Name] || e.Partial {
+			if err := d.Remove(ctx, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -130,6 +131,11 @@ func TestS3RoundTrip(t *testing.T) {
 	for _, m := range all[1:] {
 		for _, f := range manifestFiles(m) {
 			want = append(want, "warehouse/prod/"+f)
+		}
+	}
+	for _, tm := range all[2].Tables { // the stable paths' copies of the newest
+		for _, f := range tm.Files {
+			want = append(want, "warehouse/prod/"+name+"/"+tm.Name+"/current/"+path.Base(f.Path))
 		}
 	}
 	slices.Sort(want)

@@ -188,19 +188,23 @@ func (w *Writer) write(ctx context.Context, skipUnchanged bool) (Manifest, error
 		return Manifest{}, fmt.Errorf("writing snapshot %s: %w", run.id, err)
 	}
 	log.InfoContext(ctx, "snapshot written", "rows", m.Rows(), "seconds", m.FinishedAt.Sub(m.StartedAt).Seconds())
-	w.tidy(ctx, existing, future, m.ID, own, log)
+	w.tidy(ctx, existing, future, w.setCurrent(ctx, m, existing, log), m.ID, own, log)
 	return m, nil
 }
 
 // unchanged returns the newest complete snapshot when it holds what run
-// would.
+// would, pointing the stable paths at it where they do not show it yet.
 func (w *Writer) unchanged(ctx context.Context, existing []Entry, future map[string]bool, run *snapshotRun) (Manifest, bool) {
 	ids := currentIDs(existing, future)
 	if len(ids) == 0 {
 		return Manifest{}, false
 	}
 	last, err := readManifest(ctx, w.dest, ids[len(ids)-1])
-	return last, err == nil && last.Changes == run.changes && last.Schema == w.schema && last.CatalogVersion == schema.Version
+	same := err == nil && last.Changes == run.changes && last.Schema == w.schema && last.CatalogVersion == schema.Version
+	if same {
+		w.refreshCurrent(ctx, last, existing)
+	}
+	return last, same
 }
 
 // writeTables writes every table and returns the manifest to publish.

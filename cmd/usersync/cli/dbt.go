@@ -49,8 +49,10 @@ type dbtTable struct {
 	LoadedAtField string        `yaml:"loaded_at_field,omitempty"`
 	Freshness     *dbtFreshness `yaml:"freshness,omitempty"`
 	Config        *dbtTableConf `yaml:"config,omitempty"`
-	DataTests     []any         `yaml:"data_tests,omitempty"`
-	Columns       []dbtColumn   `yaml:"columns"`
+	// Meta names where dbt-duckdb reads a snapshot's table (dbt_snapshots.go).
+	Meta      *dbtTableMeta `yaml:"meta,omitempty"`
+	DataTests []any         `yaml:"data_tests,omitempty"`
+	Columns   []dbtColumn   `yaml:"columns"`
 }
 
 // dbtTableConf is a source table's config (dbt 1.9.5 to 1.10.7 forms).

@@ -19,7 +19,7 @@ import (
 // there; it returns how many users it read.
 func checkSnapshotUsers(t *testing.T, dir string, sim *apisim.Server) int {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*", "users", "*", "*.parquet")) // <dir>/<schema>/users/<id>/
+	files, err := filepath.Glob(filepath.Join(dir, "*", "users", "[0-9]*", "*.parquet")) // <dir>/<schema>/users/<id>/, not current/
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no users files in the snapshot: %v", err)
 	}

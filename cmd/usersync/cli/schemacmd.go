@@ -25,32 +25,26 @@ dbt --version prints (or major.minor) and picks the form that version reads: 1.1
 arguments; 1.9.5 to 1.10.7 freshness on sync_runs under config; 1.8.0 to 1.9.4 freshness on
 sync_runs at the top level. --all-accounts prints instead a source over the views that unite
 every account (<USERSYNC_SCHEMA>_all), each table with an account column first, and each
-account's freshness held to its own schedule (read from the registry).`,
+account's freshness held to its own schedule (read from the registry). --snapshots DEST prints
+instead a sources.yml for dbt-duckdb over the Parquet snapshots in DEST (the folder or s3:// URL
+as DuckDB reaches it): the tables snapshots hold, each with meta.external_location reading its
+stable path DEST/<USERSYNC_SCHEMA>/<table>/current/*.parquet, the same tests, and no freshness.`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			format := fs.String("format", "text", "text, markdown or dbt (a sources.yml)")
 			dbtVersion := fs.String("dbt-version", "", "with --format dbt: the dbt version the sources.yml is for, as dbt --version prints it (1.8.0 or later; default: the newest form)")
 			all := fs.Bool("all-accounts", false, "with --format dbt: a source over the views uniting every account (<USERSYNC_SCHEMA>_all)")
+			snapshots := fs.String("snapshots", "", "with --format dbt: a dbt-duckdb source over the Parquet snapshots in this folder or s3:// URL, at their stable paths")
 			return func(ctx context.Context, e *env, _ []string) error {
+				if *snapshots != "" && *format != "dbt" {
+					return usageError{fmt.Errorf("--snapshots goes with --format dbt")}
+				}
 				switch *format {
 				case "text":
 					printSchemaText(e.stdout, e.cfg.Schema)
 				case "markdown":
 					fmt.Fprint(e.stdout, SchemaMarkdown(e.cfg.Schema))
 				case "dbt":
-					form, err := parseDBTVersion(*dbtVersion)
-					if err != nil {
-						return usageError{err}
-					}
-					var out string
-					if *all {
-						out, err = dbtAllAccountsOf(ctx, e, form)
-					} else {
-						out, err = dbtSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval, form, e.cfg.PII)
-					}
-					if err != nil {
-						return err
-					}
-					fmt.Fprint(e.stdout, out)
+					return printDBT(ctx, e, *dbtVersion, *all, *snapshots)
 				default:
 					return usageError{fmt.Errorf("--format must be text, markdown or dbt, not %q", *format)}
 				}
@@ -58,6 +52,31 @@ account's freshness held to its own schedule (read from the registry).`,
 			}
 		},
 	}
+}
+
+// printDBT prints the dbt sources.yml the flags ask for: the warehouse's,
+// the union views' (all) or the snapshots' (snapshots, a destination).
+func printDBT(ctx context.Context, e *env, dbtVersion string, all bool, snapshots string) error {
+	form, err := parseDBTVersion(dbtVersion)
+	if err != nil {
+		return usageError{err}
+	}
+	var out string
+	switch {
+	case all && snapshots != "":
+		return usageError{fmt.Errorf("--all-accounts and --snapshots cannot be combined")}
+	case snapshots != "":
+		out, err = dbtSnapshotSources(e.cfg.Schema, snapshots, form, e.cfg.PII)
+	case all:
+		out, err = dbtAllAccountsOf(ctx, e, form)
+	default:
+		out, err = dbtSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval, form, e.cfg.PII)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(e.stdout, out)
+	return nil
 }
 
 func printSchemaText(w io.Writer, schemaName string) {

@@ -130,7 +130,8 @@ func printManifest(w io.Writer, dir string, m snapshot.Manifest) {
 	folder := strings.TrimRight(dir, "/") + "/" + m.Schema // the deployment's
 	fmt.Fprintf(w, "  manifest             %s/_manifests/%s.json\n", folder, m.ID)
 	if !strings.HasPrefix(dir, "s3://") {
-		fmt.Fprintf(w, "\nRead it with DuckDB, e.g.:\n  SELECT role_name, count(*) FROM read_parquet('%s/users_current/%s/*.parquet') GROUP BY 1 ORDER BY 2 DESC;\n",
-			folder, m.ID)
+		fmt.Fprintf(w, "\nRead it with DuckDB, e.g.:\n  SELECT role_name, count(*) FROM read_parquet('%s/users_current/%s/*.parquet') GROUP BY 1 ORDER BY 2 DESC;\n"+
+			"or the newest complete snapshot, whichever it is, at each table's stable path:\n  SELECT count(*) FROM read_parquet('%s/users_current/current/*.parquet');\n",
+			folder, m.ID, folder)
 	}
 }
