@@ -24,6 +24,9 @@ POISON_PKGS  := ./sync/jsonapi ./sync/syncer
 # fixed in Go 1.27); a count has no deadline to race. make fuzz runs each for FUZZTIME.
 FUZZ_TARGETS := ./sync/jsondoc:FuzzDecodeDocument ./sync/normalize:FuzzTypeAttributes ./sync/normalize:FuzzCanonicalJSON ./sync/normalize:FuzzDecodePage ./cmd/usersync/cli:FuzzLoadConfig ./jobs:FuzzParseSchedule ./sync/jsonapi:FuzzDecodeErrorBody ./sync/jsonapi:FuzzDecodeTokenResponse ./sync/jsonapi:FuzzCheckLink
 FUZZTIME     ?= 60s
+# Built with the duckdb tag (cgo and go-duckdb's bundled library), these packages' DuckDB tests read
+# the snapshots and the dbt-duckdb sources as analysts do, through the stable paths.
+DUCKDB_PKGS  := ./sync/snapshot ./cmd/usersync/cli
 # Dataset sizes of make bench (comma-separated).
 BENCH_USERS  ?= 10000,100000,1000000
 
@@ -38,11 +41,12 @@ build: ## build bin/usersync (static, version-stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/usersync
 
 .PHONY: test
-test: promtool node ## go vet and go test (race detector on, then the sync under the usersync_poison tag) against a throwaway PostgreSQL
+test: promtool node cc ## go vet and go test (race detector on, then the sync under the usersync_poison tag, then DuckDB over the snapshots) against a throwaway PostgreSQL
 	@export DATABASE_URL="$$($(PG) up)"; \
 	$(GO) vet ./... && \
 	$(GO) test -race -timeout 40m -count=1 $(RACE_PKGS) && \
 	$(GO) test -tags usersync_poison -timeout 20m -count=1 $(POISON_PKGS) && \
+	CGO_ENABLED=1 $(GO) test -tags duckdb -timeout 20m -count=1 -run DuckDB $(DUCKDB_PKGS) && \
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5000x
 
 .PHONY: promtool
@@ -72,6 +76,14 @@ demo-worker: ## the daemon: a worker syncing a changing simulated API every 10s,
 	@[ -x $(BIN) ] || echo "demo-worker: $(FIRST_BUILD)"
 	@$(MAKE) --no-print-directory build
 	@deploy/dev/demo-worker.sh
+
+.PHONY: cc
+cc: ## install a C and C++ compiler (Debian's g++) when missing: make test builds go-duckdb's bundled DuckDB with cgo
+	@if ! command -v g++ >/dev/null || ! command -v gcc >/dev/null; then \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		echo "cc: installing g++ (apt-get) to build DuckDB for its tests"; \
+		$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc g++ libc6-dev; \
+	fi
 
 .PHONY: node
 node: ## install node and npm (Debian's nodejs and npm) when missing: DuckDB runs on them, in make test (the analysts' examples) and make bench

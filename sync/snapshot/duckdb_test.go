@@ -1,7 +1,8 @@
 //go:build duckdb
 
 // DuckDB reading the snapshots, as analysts do. It needs cgo and builds
-// DuckDB from go-duckdb's bundled library (slow the first time):
+// DuckDB from go-duckdb's bundled library (slow the first time); make test
+// runs it:
 //
 //	go test -tags duckdb -run TestDuckDB ./sync/snapshot/
 package snapshot
