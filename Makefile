@@ -41,12 +41,17 @@ build: ## build bin/usersync (static, version-stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/usersync
 
 .PHONY: test
-test: promtool node cc ## go vet and go test (race detector on, then the sync under the usersync_poison tag, then DuckDB over the snapshots) against a throwaway PostgreSQL
+test: promtool node cc ## the fast loop: go vet, go test -short (every behaviour test; the long runs are make ci-long's) and DuckDB over the snapshots, against a throwaway PostgreSQL
 	@export DATABASE_URL="$$($(PG) up)"; \
 	$(GO) vet ./... && \
+	$(GO) test -short -timeout 20m -count=1 ./... && \
+	CGO_ENABLED=1 $(GO) test -short -tags duckdb -timeout 20m -count=1 -run DuckDB $(DUCKDB_PKGS)
+
+.PHONY: ci-long
+ci-long: promtool node ## the long runs CI adds after make test: every test under the race detector (chaos, soak, scale and the demo included), the sync under the usersync_poison tag, and every fuzz target
+	@export DATABASE_URL="$$($(PG) up)"; \
 	$(GO) test -race -timeout 40m -count=1 $(RACE_PKGS) && \
 	$(GO) test -tags usersync_poison -timeout 20m -count=1 $(POISON_PKGS) && \
-	CGO_ENABLED=1 $(GO) test -tags duckdb -timeout 20m -count=1 -run DuckDB $(DUCKDB_PKGS) && \
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5000x
 
 .PHONY: promtool

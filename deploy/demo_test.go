@@ -18,6 +18,9 @@ import (
 // nothing failing), and the OAuth client secret must not be printed.
 func TestDemo(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("a long run: make ci-long runs it")
+	}
 	if _, err := exec.LookPath("psql"); err != nil {
 		t.Fatalf("the demo queries with psql, which is not on PATH: %v", err)
 	}

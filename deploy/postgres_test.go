@@ -133,7 +133,7 @@ func checkServing(t *testing.T, urls []string) {
 func TestPostgresClustersStartAtOnce(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("starts three PostgreSQL clusters")
+		t.Skip("starts three PostgreSQL clusters: make ci-long runs it")
 	}
 	if bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(bins) == 0 && os.Getenv("PG_BINDIR") == "" {
 		if _, err := exec.LookPath("initdb"); err != nil {

@@ -13,6 +13,9 @@ import (
 // restarted in turn, syncs every 5 s; the table is printed and every check
 // must pass.
 func TestScaleShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a long run: make ci-long runs it")
+	}
 	var out bytes.Buffer
 	code := run(context.Background(), []string{"-seed", "1", "-scale", "-accounts", "21", "-account-users", "200",
 		"-large", "1", "-large-users", "5000", "-faulty", "1", "-revoked", "1", "-replicas", "2",
@@ -32,6 +35,9 @@ func TestScaleShort(t *testing.T) {
 // account's warehouse differs from its API (a user changed behind the
 // sync's back, -break-account), and name that account.
 func TestScaleFindsAWrongWarehouse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a long run: make ci-long runs it")
+	}
 	var out bytes.Buffer
 	code := run(context.Background(), []string{"-seed", "2", "-scale", "-accounts", "3", "-account-users", "100",
 		"-large", "0", "-faulty", "0", "-revoked", "0", "-replicas", "1", "-sync-every", "2s", "-after", "5s",

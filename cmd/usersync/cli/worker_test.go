@@ -695,6 +695,9 @@ func TestRestartsAddNoWork(t *testing.T) {
 // no goroutine and no live heap behind. Not parallel: the package's
 // parallel tests stay paused while it counts the process's goroutines.
 func TestWorkerStaysFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a long run: make ci-long runs it")
+	}
 	c := newCLIEnv(t, apisim.Options{Seed: 20, Users: 600})
 	addr := freeAddr(t)
 	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 1s",
