@@ -57,12 +57,14 @@ CREATE INDEX IF NOT EXISTS usersync_river_job_account_kind_created
 ON "usersync_river".river_job ((coalesce(nullif(args->>'account', ''), 'default')), kind, created_at);
 
 -- jobs.lastCreatedOf
-SELECT a.account, k.kind,
-	(SELECT j.created_at FROM "usersync_river".river_job j
-	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = k.kind
-	 ORDER BY j.created_at DESC LIMIT 1),
+SELECT a.account, k.kind, j.created_at, coalesce((j.args->>'slow')::boolean, false),
+	coalesce(j.state NOT IN ('completed', 'cancelled', 'discarded'), false),
+	CASE WHEN j.state = 'completed' THEN greatest(extract(epoch FROM j.finalized_at - j.attempted_at), 0)::float8 END,
 	now()
-FROM unnest($1::text[]) AS a(account), unnest($2::text[]) AS k(kind);
+FROM unnest($1::text[]) AS a(account) CROSS JOIN unnest($2::text[]) AS k(kind)
+LEFT JOIN LATERAL (SELECT j.created_at, j.args, j.state, j.finalized_at, j.attempted_at FROM "usersync_river".river_job j
+	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = k.kind
+	 ORDER BY j.created_at DESC LIMIT 1) j ON true;
 
 -- jobs.firstSynced
 SELECT a.account, least(
