@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -111,6 +112,10 @@ func assertSlowLane(t *testing.T, e *fleetEnv) {
 		}
 		if normal > 2 {
 			t.Errorf("%s had %d syncs in the normal lane; want its syncs kept in the slow lane after its first yield", name, normal)
+		}
+		counts, err := JobCounts(context.Background(), e.pool, e.river, name)
+		if err != nil || !slices.ContainsFunc(counts, func(c JobCount) bool { return c.Kind == KindSync && c.Queue == QueueSlow }) {
+			t.Errorf("%s's job counts (status) show no sync in the slow lane: %v %+v", name, err, counts)
 		}
 		syncertest.AssertMirrors(t, e.reg.accounts[i].sim, e.reg.accounts[i].store)
 	}

@@ -24,13 +24,13 @@ SELECT max(created_at), now() FROM {{river}}.river_job
 WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2
 
 -- name: jobCounts
--- $1 account (NULL: every account): the jobs of each account by kind and
--- state. The fleet's own jobs (its ticks, the remakes of the union views)
--- belong to no account and are not counted.
-SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, state::text, count(*) FROM {{river}}.river_job
+-- $1 account (NULL: every account): the jobs of each account by kind,
+-- state and queue (a sync's lane). The fleet's own jobs (its ticks, the
+-- remakes of the union views) belong to no account and are not counted.
+SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, state::text, queue, count(*) FROM {{river}}.river_job
 WHERE kind LIKE 'usersync\_%' AND kind NOT IN ('usersync_due', 'usersync_views')
   AND ($1::text IS NULL OR coalesce(nullif(args->>'account', ''), 'default') = $1)
-GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
 
 -- name: oldestRunning
 -- $1 kinds: how long the oldest running job of each account and kind has

@@ -15,10 +15,10 @@ SELECT max(created_at), now() FROM "usersync_river".river_job
 WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2;
 
 -- jobs.jobCounts
-SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, state::text, count(*) FROM "usersync_river".river_job
+SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, state::text, queue, count(*) FROM "usersync_river".river_job
 WHERE kind LIKE 'usersync\_%' AND kind NOT IN ('usersync_due', 'usersync_views')
   AND ($1::text IS NULL OR coalesce(nullif(args->>'account', ''), 'default') = $1)
-GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
 
 -- jobs.oldestRunning
 SELECT coalesce(nullif(args->>'account', ''), 'default'), kind,
