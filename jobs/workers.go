@@ -67,7 +67,7 @@ type Deps struct {
 	// ObserveYield, when set, is told of every run of account that yielded
 	// its slot to continue in the slow lane.
 	ObserveYield func(account string)
-	Logger          *slog.Logger
+	Logger       *slog.Logger
 }
 
 func (d *Deps) timeout() time.Duration {
