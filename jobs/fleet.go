@@ -95,25 +95,21 @@ func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river
 	if err != nil {
 		return nil, fmt.Errorf("reading when each account's jobs last ran: %w", err)
 	}
-	last := map[[2]string]time.Time{}
-	for k, j := range jobs {
-		last[k] = j.created
-	}
-	synced, err := w.firstSynced(ctx, names, last)
+	synced, err := w.firstSynced(ctx, names, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("reading when each account first synced: %w", err)
 	}
 	var params []river.InsertManyParams
 	for _, a := range accounts {
 		if !a.Paused {
-			params = append(params, w.dueOf(a, jobs, last, synced, now)...)
+			params = append(params, w.dueOf(a, jobs, synced, now)...)
 		}
 	}
 	return params, nil
 }
 
 // dueOf are the jobs of account a that are due now.
-func (w *DueWorker) dueOf(a Registered, jobs map[[2]string]lastJob, last map[[2]string]time.Time, synced map[string]time.Time, now time.Time) []river.InsertManyParams {
+func (w *DueWorker) dueOf(a Registered, jobs map[[2]string]lastJob, synced map[string]time.Time, now time.Time) []river.InsertManyParams {
 	var params []river.InsertManyParams
 	var lastSync *lastJob
 	if j, ok := jobs[[2]string{a.Name, KindSync}]; ok {
@@ -131,7 +127,8 @@ func (w *DueWorker) dueOf(a Registered, jobs map[[2]string]lastJob, last map[[2]
 		if j.s == nil || (j.args.Kind() == KindSnapshot && !a.Snapshots) || (j.args.Kind() == KindSync && !syncNow) {
 			continue
 		}
-		at, ok := last[[2]string{a.Name, j.args.Kind()}]
+		last, ok := jobs[[2]string{a.Name, j.args.Kind()}]
+		at := last.created
 		if !ok && j.args.Kind() == KindReconcile && a.Schedules.Sync != nil {
 			// Its first reconcile: served, as it were, by the
 			// first sync; none yet, none due.
@@ -149,7 +146,7 @@ func (w *DueWorker) dueOf(a Registered, jobs map[[2]string]lastJob, last map[[2]
 
 // firstSynced returns when the first sync or backfill kept of each account
 // that has no reconcile job kept completed (none did: no entry).
-func (w *DueWorker) firstSynced(ctx context.Context, names []string, last map[[2]string]time.Time) (map[string]time.Time, error) {
+func (w *DueWorker) firstSynced(ctx context.Context, names []string, last map[[2]string]lastJob) (map[string]time.Time, error) {
 	var never []string
 	for _, n := range names {
 		if _, ok := last[[2]string{n, KindReconcile}]; !ok {
