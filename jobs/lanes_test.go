@@ -117,7 +117,15 @@ func assertSlowLane(t *testing.T, e *fleetEnv) {
 		if err != nil || !slices.ContainsFunc(counts, func(c JobCount) bool { return c.Kind == KindSync && c.Queue == QueueSlow }) {
 			t.Errorf("%s's job counts (status) show no sync in the slow lane: %v %+v", name, err, counts)
 		}
-		syncertest.AssertMirrors(t, e.reg.accounts[i].sim, e.reg.accounts[i].store)
+		// One run at a time across the lanes: no run began before the
+		// one before it ended.
+		store := e.reg.accounts[i].store
+		var overlaps int64
+		if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+schema.QuoteIdentifier(store.Schema())+`.sync_runs a
+			JOIN `+schema.QuoteIdentifier(store.Schema())+`.sync_runs b ON a.run_id < b.run_id AND b.started_at < coalesce(a.finished_at, 'infinity')`).Scan(&overlaps); err != nil || overlaps != 0 {
+			t.Errorf("%s: %d runs overlapped another (%v)", name, overlaps, err)
+		}
+		syncertest.AssertMirrors(t, e.reg.accounts[i].sim, store)
 	}
 	if n := e.count(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_sync' AND state IN ('retryable', 'discarded', 'cancelled')`); n != 0 {
 		t.Errorf("%d sync jobs failed", n)
