@@ -25,9 +25,12 @@ const (
 // one kind of work never holds back another: a large account's backfill or
 // reconcile takes a slot of QueueLong, never one of the incremental syncs.
 // Incremental syncs keep River's default queue, where jobs queued by
-// earlier releases (of every kind) wait: it is always served.
+// earlier releases (of every kind) wait: it is always served. An
+// incremental sync still running after its slot time continues in
+// QueueSlow, the slow lane (lanes.go).
 const (
 	QueueSync     = river.QueueDefault
+	QueueSlow     = "usersync_slow"
 	QueueLong     = "usersync_long"
 	QueueSnapshot = "usersync_snapshot"
 	QueueFleet    = "usersync_fleet"
@@ -58,13 +61,23 @@ type SyncArgs struct {
 	// Account is the account's name; empty for the default account, so
 	// that the stored form of its jobs is that of earlier releases.
 	Account string `json:"account,omitempty"`
+	// Slow puts the job in the slow lane (QueueSlow), where its run has
+	// no slot time; omitted when false, so that a normal job's stored form
+	// is that of earlier releases.
+	Slow bool `json:"slow,omitempty"`
 }
 
 // Kind implements river.JobArgs.
 func (SyncArgs) Kind() string { return KindSync }
 
-// InsertOpts makes sync jobs unique per account while one is active.
-func (SyncArgs) InsertOpts() river.InsertOpts { return uniqueOpts(QueueSync) }
+// InsertOpts makes sync jobs unique per account and lane while one is
+// active, in the lane's queue.
+func (a SyncArgs) InsertOpts() river.InsertOpts {
+	if a.Slow {
+		return uniqueOpts(QueueSlow)
+	}
+	return uniqueOpts(QueueSync)
+}
 
 // BackfillArgs is an on-demand backfill: every user (Full), or those
 // updated within [Since, Until].

@@ -22,6 +22,7 @@ func TestJobsStoredFormIsStable(t *testing.T) {
 		stored string
 	}{
 		{SyncArgs{}, "usersync_sync", `{}`},
+		{SyncArgs{Account: "a", Slow: true}, "usersync_sync", `{"account":"a","slow":true}`},
 		{ReconcileArgs{}, "usersync_reconcile", `{}`},
 		{SnapshotArgs{}, "usersync_snapshot", `{}`},
 		{DueArgs{}, "usersync_due", `{}`},

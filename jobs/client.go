@@ -45,6 +45,9 @@ type ClientConfig struct {
 	MaxWorkers      int
 	LongWorkers     int
 	SnapshotWorkers int
+	// SlowWorkers is how many syncs of the slow lane (QueueSlow) run at
+	// once: those that outlasted Deps.SlotTime in the normal lane.
+	SlowWorkers int
 	// SoftStop is how long a stopping worker lets running jobs finish
 	// before cancelling them.
 	SoftStop time.Duration
@@ -74,7 +77,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	if list == nil {
 		list = func(context.Context) ([]Registered, error) { return nil, nil }
 	}
-	river.AddWorker(workers, &DueWorker{list: list, river: rdb, logger: cfg.Deps.Logger})
+	river.AddWorker(workers, &DueWorker{list: list, river: rdb, slot: cfg.Deps.SlotTime, logger: cfg.Deps.Logger})
 	if cfg.Views != nil { // without it no views job is inserted either (fleetPeriodic)
 		river.AddWorker(workers, &ViewsWorker{views: cfg.Views})
 	}
@@ -88,6 +91,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		Middleware: []rivertype.Middleware{&accountMiddleware{jobs: accounts}},
 		Queues: map[string]river.QueueConfig{
 			QueueSync:     {MaxWorkers: max(cfg.MaxWorkers, 1)},
+			QueueSlow:     {MaxWorkers: max(cfg.SlowWorkers, 1)},
 			QueueLong:     {MaxWorkers: max(cfg.LongWorkers, 1)},
 			QueueSnapshot: {MaxWorkers: max(cfg.SnapshotWorkers, 1)},
 			QueueFleet:    {MaxWorkers: 2}, // the tick and the views' remake: one slot each (fleetOpts)
@@ -126,6 +130,9 @@ func defaultPeriodic(cfg ClientConfig, rdb *riverDB) []*river.PeriodicJob {
 		periodic = append(periodic, river.NewPeriodicJob(s, func() (river.JobArgs, *river.InsertOpts) {
 			if !d.now(time.Now()) {
 				return nil, nil // River inserts nothing
+			}
+			if args.Kind() == KindSync {
+				return d.defaultSync(cfg.Deps.SlotTime), nil // its lane, or nil: nothing
 			}
 			return args, nil
 		}, &river.PeriodicJobOpts{ID: id, RunOnStart: true}))

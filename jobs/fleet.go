@@ -39,6 +39,7 @@ type DueWorker struct {
 	river.WorkerDefaults[DueArgs]
 	list   ListAccounts
 	river  *riverDB
+	slot   time.Duration // the normal lane's slot time (Deps.SlotTime), which routes syncs
 	logger *slog.Logger
 }
 
@@ -78,7 +79,8 @@ type ViewsWorker struct {
 // Work implements river.Worker.
 func (w *ViewsWorker) Work(ctx context.Context, _ *river.Job[ViewsArgs]) error { return w.views(ctx) }
 
-// dueJobs are the jobs of the accounts not paused that are due now.
+// dueJobs are the jobs of the accounts not paused that are due now, each
+// sync in its lane (syncLane).
 func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river.InsertManyParams, error) {
 	var names []string
 	for _, a := range accounts {
@@ -89,73 +91,62 @@ func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river
 	if len(names) == 0 {
 		return nil, nil
 	}
-	last, now, err := w.lastCreated(ctx, names)
+	jobs, now, err := w.river.lastJobs(ctx, names, []string{KindSync, KindReconcile, KindSnapshot})
 	if err != nil {
 		return nil, fmt.Errorf("reading when each account's jobs last ran: %w", err)
 	}
-	synced, err := w.firstSynced(ctx, names, last)
+	synced, err := w.firstSynced(ctx, names, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("reading when each account first synced: %w", err)
 	}
 	var params []river.InsertManyParams
 	for _, a := range accounts {
-		if a.Paused {
-			continue
-		}
-		for _, j := range []struct {
-			s    Schedule
-			args river.JobArgs
-		}{
-			{a.Schedules.Sync, SyncArgs{Account: a.Name}},
-			{a.Schedules.Reconcile, ReconcileArgs{Account: a.Name}},
-			{a.Schedules.Snapshot, SnapshotArgs{Account: a.Name}},
-		} {
-			if j.s == nil || (j.args.Kind() == KindSnapshot && !a.Snapshots) {
-				continue
-			}
-			at, ok := last[[2]string{a.Name, j.args.Kind()}]
-			if !ok && j.args.Kind() == KindReconcile && a.Schedules.Sync != nil {
-				// Its first reconcile: served, as it were, by the
-				// first sync; none yet, none due.
-				if at, ok = synced[a.Name]; !ok {
-					continue
-				}
-			}
-			if ok && !isDueNow(j.s, &at, now) {
-				continue
-			}
-			params = append(params, river.InsertManyParams{Args: j.args})
+		if !a.Paused {
+			params = append(params, w.dueOf(a, jobs, synced, now)...)
 		}
 	}
 	return params, nil
 }
 
-// lastCreated returns when the last job of each of the accounts and each
-// kind was created (none kept: no entry), and the database's now.
-func (w *DueWorker) lastCreated(ctx context.Context, names []string) (map[[2]string]time.Time, time.Time, error) {
-	rows, err := w.river.pool.Query(ctx, w.river.q.lastCreatedOf, names, []string{KindSync, KindReconcile, KindSnapshot})
-	if err != nil {
-		return nil, time.Time{}, err
+// dueOf are the jobs of account a that are due now.
+func (w *DueWorker) dueOf(a Registered, jobs map[[2]string]lastJob, synced map[string]time.Time, now time.Time) []river.InsertManyParams {
+	var params []river.InsertManyParams
+	var lastSync *lastJob
+	if j, ok := jobs[[2]string{a.Name, KindSync}]; ok {
+		lastSync = &j
 	}
-	defer rows.Close()
-	last := map[[2]string]time.Time{}
-	var now time.Time
-	for rows.Next() {
-		var account, kind string
-		var at *time.Time
-		if err := rows.Scan(&account, &kind, &at, &now); err != nil {
-			return nil, now, err
+	sync, syncNow := syncLane(a.Name, lastSync, w.slot)
+	for _, j := range []struct {
+		s    Schedule
+		args river.JobArgs
+	}{
+		{a.Schedules.Sync, sync},
+		{a.Schedules.Reconcile, ReconcileArgs{Account: a.Name}},
+		{a.Schedules.Snapshot, SnapshotArgs{Account: a.Name}},
+	} {
+		if j.s == nil || (j.args.Kind() == KindSnapshot && !a.Snapshots) || (j.args.Kind() == KindSync && !syncNow) {
+			continue
 		}
-		if at != nil {
-			last[[2]string{account, kind}] = *at
+		last, ok := jobs[[2]string{a.Name, j.args.Kind()}]
+		at := last.created
+		if !ok && j.args.Kind() == KindReconcile && a.Schedules.Sync != nil {
+			// Its first reconcile: served, as it were, by the
+			// first sync; none yet, none due.
+			if at, ok = synced[a.Name]; !ok {
+				continue
+			}
 		}
+		if ok && !isDueNow(j.s, &at, now) {
+			continue
+		}
+		params = append(params, river.InsertManyParams{Args: j.args})
 	}
-	return last, now, rows.Err()
+	return params
 }
 
 // firstSynced returns when the first sync or backfill kept of each account
 // that has no reconcile job kept completed (none did: no entry).
-func (w *DueWorker) firstSynced(ctx context.Context, names []string, last map[[2]string]time.Time) (map[string]time.Time, error) {
+func (w *DueWorker) firstSynced(ctx context.Context, names []string, last map[[2]string]lastJob) (map[string]time.Time, error) {
 	var never []string
 	for _, n := range names {
 		if _, ok := last[[2]string{n, KindReconcile}]; !ok {

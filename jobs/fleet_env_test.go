@@ -99,6 +99,13 @@ type accountSpec struct {
 
 func newFleetEnv(t *testing.T, specs ...accountSpec) *fleetEnv {
 	t.Helper()
+	return newFleetEnvWith(t, nil, specs...)
+}
+
+// newFleetEnvWith is newFleetEnv whose workers' dependencies and client's
+// configuration configure changes (nil: none) before the client starts.
+func newFleetEnvWith(t *testing.T, configure func(*Deps, *ClientConfig), specs ...accountSpec) *fleetEnv {
+	t.Helper()
 	ctx := context.Background()
 	e := &fleetEnv{pool: schematest.NewPool(t, 20), logs: &lockedBuffer{}, reg: &testAccounts{}}
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -112,10 +119,14 @@ func newFleetEnv(t *testing.T, specs ...accountSpec) *fleetEnv {
 	e.metrics = NewMetrics(MetricsConfig{Pool: e.pool, Store: e.reg.accounts[0].store, Schema: "fleet", RiverSchema: e.river,
 		Accounts: e.reg.list, Logger: logger})
 	deps := &Deps{Accounts: e.reg, Drain: make(chan struct{}), Observe: e.metrics.Observe, ObserveReconcile: e.metrics.ObserveReconcile,
-		ObserveSnapshot: e.metrics.ObserveSnapshot, Logger: logger}
+		ObserveSnapshot: e.metrics.ObserveSnapshot, ObserveYield: e.metrics.ObserveYield, Logger: logger}
+	cfg := ClientConfig{Pool: e.pool, RiverSchema: e.river, Deps: deps, Accounts: e.reg.list, FleetTick: time.Second,
+		MaxWorkers: 1, LongWorkers: 1, SnapshotWorkers: 1, SoftStop: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)}
+	if configure != nil {
+		configure(deps, &cfg)
+	}
 	var err error
-	e.client, err = NewClient(ClientConfig{Pool: e.pool, RiverSchema: e.river, Deps: deps, Accounts: e.reg.list, FleetTick: time.Second,
-		MaxWorkers: 1, LongWorkers: 1, SnapshotWorkers: 1, SoftStop: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	e.client, err = NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ type Metrics struct {
 	recon     *prometheus.CounterVec
 	lockWaits *prometheus.CounterVec
 	snapshots *prometheus.CounterVec
+	yields    *prometheus.CounterVec
 	api       *apiCollector
 	on        bool // snapshots are written: their series exist from the start
 }
@@ -67,7 +68,7 @@ func NewMetrics(cfg MetricsConfig) *Metrics {
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_rows_total",
 			Help: "Users received by runs, by account and outcome (inserted, updated, unchanged, quarantined)."}, []string{"account", "kind", "outcome"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_runs_total",
-			Help: "Runs ended, by account, kind and status (succeeded; interrupted: a shutdown stopped it and the next run resumes it; snoozed: a long rate limit paused it and its job runs again; failed). A job that found the sync lock held started no run: usersync_lock_waits_total counts it."}, []string{"account", "kind", "status"}),
+			Help: "Runs ended, by account, kind and status (succeeded; interrupted: a shutdown stopped it, or it yielded its slot to the slow lane, and the next run resumes it; snoozed: a long rate limit paused it and its job runs again; failed). A job that found the sync lock held started no run: usersync_lock_waits_total counts it."}, []string{"account", "kind", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "usersync_run_duration_seconds",
 			Help:    "Duration of runs, by account and kind (not of jobs that found the sync lock held and started no run).",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200}}, []string{"account", "kind"}),
@@ -81,13 +82,15 @@ func NewMetrics(cfg MetricsConfig) *Metrics {
 		Help: "Jobs that found their account's sync lock held by another run and snoozed without starting a run, by account and kind."}, []string{"account", "kind"})
 	m.snapshots = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_snapshots_total",
 		Help: "Snapshot jobs ended, by account, result (written, skipped, failed) and the reason of a skip (unchanged, not_ready)."}, []string{"account", "result", "reason"})
+	m.yields = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usersync_slot_yields_total",
+		Help: "Incremental syncs that outlasted the slot time (USERSYNC_SLOT_TIME) in the normal lane and continued in the slow lane, by account."}, []string{"account"})
 	river, err := newRiverDB(cfg.Pool, cfg.RiverSchema)
 	if err != nil {
 		panic(err) // the embedded SQL is fixed at build time: a test of every build renders it
 	}
 	defaultAcct := Registered{Name: DefaultAccount, Store: cfg.Store, SnapshotInterval: cfg.SnapshotInterval,
 		SyncInterval: cfg.SyncInterval, Snapshots: cfg.Snapshots}
-	m.own = []prometheus.Collector{m.rows, m.runs, m.duration, m.recon, m.lockWaits, m.snapshots,
+	m.own = []prometheus.Collector{m.rows, m.runs, m.duration, m.recon, m.lockWaits, m.snapshots, m.yields,
 		&stateCollector{river: river, def: defaultAcct, accounts: cfg.Accounts, logger: cfg.Logger}, m.api}
 	m.Seen(DefaultAccount)
 	if cfg.Client != nil {
@@ -105,6 +108,7 @@ func (m *Metrics) Seen(account string) {
 	for _, kind := range []string{MetricIncremental, MetricBackfill, "reconcile"} {
 		m.lockWaits.WithLabelValues(account, kind)
 	}
+	m.yields.WithLabelValues(account)
 	if m.on {
 		for _, rr := range [][2]string{{"written", ""}, {"skipped", "unchanged"}, {"skipped", "not_ready"}, {"failed", ""}} {
 			m.snapshots.WithLabelValues(account, rr[0], rr[1])
@@ -165,6 +169,10 @@ func (m *Metrics) Observe(account, kind string, sum syncer.Summary, err error, d
 		m.rows.WithLabelValues(account, kind, outcome).Add(float64(n))
 	}
 }
+
+// ObserveYield records a sync of account that yielded its slot to the slow
+// lane.
+func (m *Metrics) ObserveYield(account string) { m.yields.WithLabelValues(account).Inc() }
 
 // ObserveReconcile records a finished reconcile of account.
 func (m *Metrics) ObserveReconcile(account string, sum syncer.ReconcileSummary, err error, d time.Duration) {

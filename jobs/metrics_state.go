@@ -128,8 +128,12 @@ func (c *stateCollector) collectQueue(ctx context.Context, ch chan<- prometheus.
 		c.logger.Warn("metrics could not read the job queue", "error", err.Error())
 		return
 	}
+	byState := map[[3]string]int64{} // the lanes of a sync summed
 	for _, jc := range counts {
-		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(jc.Count), jc.Account, jc.Kind, jc.State)
+		byState[[3]string{jc.Account, jc.Kind, jc.State}] += jc.Count
+	}
+	for k, n := range byState {
+		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(n), k[0], k[1], k[2])
 	}
 	ages, err := c.river.oldestRunning(ctx)
 	if err != nil {

@@ -18,10 +18,13 @@ type JobCount struct {
 	Account string `json:"-"`
 	Kind    string `json:"kind"`
 	State   string `json:"state"`
-	Count   int64  `json:"count"`
+	// Queue is the job's queue: for a sync, its lane (QueueSync, or
+	// QueueSlow).
+	Queue string `json:"queue"`
+	Count int64  `json:"count"`
 }
 
-// JobCounts counts the jobs of account by kind and state. A missing River
+// JobCounts counts the jobs of account by kind, state and queue. A missing River
 // schema reads as no jobs.
 func JobCounts(ctx context.Context, pool *pgxpool.Pool, riverSchema, account string) ([]JobCount, error) {
 	r, err := newRiverDB(pool, riverSchema)
@@ -44,7 +47,7 @@ func (r *riverDB) jobCounts(ctx context.Context, account *string) ([]JobCount, e
 	var out []JobCount
 	for rows.Next() {
 		var jc JobCount
-		if err := rows.Scan(&jc.Account, &jc.Kind, &jc.State, &jc.Count); err != nil {
+		if err := rows.Scan(&jc.Account, &jc.Kind, &jc.State, &jc.Queue, &jc.Count); err != nil {
 			return nil, err
 		}
 		out = append(out, jc)

@@ -46,6 +46,10 @@ type Deps struct {
 	// JobTimeout bounds one run (0: no bound). River's stuck-job rescue is
 	// set above it, so a running job is never rescued while it may still run.
 	JobTimeout time.Duration
+	// SlotTime bounds a run of an incremental sync in the normal lane
+	// (QueueSync); past it the run yields its slot and continues in the
+	// slow lane (lanes.go). 0: no bound.
+	SlotTime time.Duration
 	// Drain is closed when the process starts stopping: runs end after the
 	// page in flight commits and snooze, to resume on the next worker, and
 	// no job starts a run.
@@ -60,7 +64,10 @@ type Deps struct {
 	// ObserveSnapshot, when set, is told of every snapshot job that ran
 	// the snapshot writer.
 	ObserveSnapshot func(account string, out SnapshotOutcome, err error)
-	Logger          *slog.Logger
+	// ObserveYield, when set, is told of every run of account that yielded
+	// its slot to continue in the slow lane.
+	ObserveYield func(account string)
+	Logger       *slog.Logger
 }
 
 func (d *Deps) timeout() time.Duration {
@@ -80,13 +87,19 @@ const (
 // runSync runs one sync of req for job in account a, tells Observe of it
 // under the metric kind metric, and maps its outcome. A sync lock held by
 // another run of the account snoozes the job at once (no LockTimeout): a
-// job waiting in a worker slot would hold back every other account's.
-func (d *Deps) runSync(ctx context.Context, a *Account, job *rivertype.JobRow, metric string, req syncer.Request) error {
+// job waiting in a worker slot would hold back every other account's. A
+// run still going after slot (0: no bound) yields it (lanes.go).
+func (d *Deps) runSync(ctx context.Context, a *Account, job *rivertype.JobRow, metric string, req syncer.Request, slot time.Duration) error {
 	req.JobID, req.Drain = &job.ID, d.Drain
 	start := time.Now()
-	sum, err := a.Syncer.Run(ctx, req)
+	rctx, release := withSlot(ctx, slot)
+	sum, err := a.Syncer.Run(rctx, req)
+	release()
 	if d.Observe != nil {
 		d.Observe(a.Name, metric, sum, err, time.Since(start))
+	}
+	if errors.Is(err, ErrYielded) && ctx.Err() == nil {
+		return d.yield(ctx, a, job, slot, err)
 	}
 	if err != nil {
 		d.logEnd(ctx, a, job, req.Kind, err)
@@ -162,7 +175,11 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 	if err != nil {
 		return err
 	}
-	return w.d.runSync(ctx, a, job.JobRow, MetricIncremental, syncer.Request{Kind: warehouse.KindIncremental})
+	slot := w.d.SlotTime
+	if job.Args.Slow {
+		slot = 0 // the slow lane: the job timeout alone bounds its run
+	}
+	return w.d.runSync(ctx, a, job.JobRow, MetricIncremental, syncer.Request{Kind: warehouse.KindIncremental}, slot)
 }
 
 // BackfillWorker runs backfills: a full sync, or a closed updatedAt range.
@@ -184,7 +201,7 @@ func (w *BackfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs])
 	if job.Args.Full || (job.Args.Since == nil && job.Args.Until == nil) {
 		req = syncer.Request{Kind: warehouse.KindFull}
 	}
-	return w.d.runSync(ctx, a, job.JobRow, MetricBackfill, req)
+	return w.d.runSync(ctx, a, job.JobRow, MetricBackfill, req, 0)
 }
 
 // lastSnapshotWaits reports whether the newest completed snapshot job of

@@ -24,13 +24,13 @@ SELECT max(created_at), now() FROM {{river}}.river_job
 WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2
 
 -- name: jobCounts
--- $1 account (NULL: every account): the jobs of each account by kind and
--- state. The fleet's own jobs (its ticks, the remakes of the union views)
--- belong to no account and are not counted.
-SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, state::text, count(*) FROM {{river}}.river_job
+-- $1 account (NULL: every account): the jobs of each account by kind,
+-- state and queue (a sync's lane). The fleet's own jobs (its ticks, the
+-- remakes of the union views) belong to no account and are not counted.
+SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, state::text, queue, count(*) FROM {{river}}.river_job
 WHERE kind LIKE 'usersync\_%' AND kind NOT IN ('usersync_due', 'usersync_views')
   AND ($1::text IS NULL OR coalesce(nullif(args->>'account', ''), 'default') = $1)
-GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
 
 -- name: oldestRunning
 -- $1 kinds: how long the oldest running job of each account and kind has
@@ -86,14 +86,19 @@ CREATE INDEX IF NOT EXISTS usersync_river_job_account_kind_created
 ON {{river}}.river_job ((coalesce(nullif(args->>'account', ''), 'default')), kind, created_at)
 
 -- name: lastCreatedOf
--- $1 accounts, $2 kinds: when the last job of each account and kind was
--- created (NULL: none kept), one index probe each, and the database's now.
-SELECT a.account, k.kind,
-	(SELECT j.created_at FROM {{river}}.river_job j
-	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = k.kind
-	 ORDER BY j.created_at DESC LIMIT 1),
+-- $1 accounts, $2 kinds: the last job of each account and kind, one index
+-- probe each (NULLs: none kept): when it was created, whether it is a sync
+-- of the slow lane, whether it is still active, and, completed, how long its
+-- last attempt ran (which routes the account's next sync, lanes.go); and the
+-- database's now.
+SELECT a.account, k.kind, j.created_at, coalesce((j.args->>'slow')::boolean, false),
+	coalesce(j.state NOT IN ('completed', 'cancelled', 'discarded'), false),
+	CASE WHEN j.state = 'completed' THEN greatest(extract(epoch FROM j.finalized_at - j.attempted_at), 0)::float8 END,
 	now()
-FROM unnest($1::text[]) AS a(account), unnest($2::text[]) AS k(kind)
+FROM unnest($1::text[]) AS a(account) CROSS JOIN unnest($2::text[]) AS k(kind)
+LEFT JOIN LATERAL (SELECT j.created_at, j.args, j.state, j.finalized_at, j.attempted_at FROM {{river}}.river_job j
+	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = k.kind
+	 ORDER BY j.created_at DESC LIMIT 1) j ON true
 
 -- name: firstSynced
 -- $1 accounts, $2 and $3 the sync and backfill kinds: when each account's

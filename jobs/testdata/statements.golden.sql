@@ -15,10 +15,10 @@ SELECT max(created_at), now() FROM "usersync_river".river_job
 WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2;
 
 -- jobs.jobCounts
-SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, state::text, count(*) FROM "usersync_river".river_job
+SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, state::text, queue, count(*) FROM "usersync_river".river_job
 WHERE kind LIKE 'usersync\_%' AND kind NOT IN ('usersync_due', 'usersync_views')
   AND ($1::text IS NULL OR coalesce(nullif(args->>'account', ''), 'default') = $1)
-GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
 
 -- jobs.oldestRunning
 SELECT coalesce(nullif(args->>'account', ''), 'default'), kind,
@@ -57,12 +57,14 @@ CREATE INDEX IF NOT EXISTS usersync_river_job_account_kind_created
 ON "usersync_river".river_job ((coalesce(nullif(args->>'account', ''), 'default')), kind, created_at);
 
 -- jobs.lastCreatedOf
-SELECT a.account, k.kind,
-	(SELECT j.created_at FROM "usersync_river".river_job j
-	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = k.kind
-	 ORDER BY j.created_at DESC LIMIT 1),
+SELECT a.account, k.kind, j.created_at, coalesce((j.args->>'slow')::boolean, false),
+	coalesce(j.state NOT IN ('completed', 'cancelled', 'discarded'), false),
+	CASE WHEN j.state = 'completed' THEN greatest(extract(epoch FROM j.finalized_at - j.attempted_at), 0)::float8 END,
 	now()
-FROM unnest($1::text[]) AS a(account), unnest($2::text[]) AS k(kind);
+FROM unnest($1::text[]) AS a(account) CROSS JOIN unnest($2::text[]) AS k(kind)
+LEFT JOIN LATERAL (SELECT j.created_at, j.args, j.state, j.finalized_at, j.attempted_at FROM "usersync_river".river_job j
+	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = k.kind
+	 ORDER BY j.created_at DESC LIMIT 1) j ON true;
 
 -- jobs.firstSynced
 SELECT a.account, least(

@@ -3,6 +3,8 @@ package syncer_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +167,28 @@ func TestRefusedCredentialsAreRecorded(t *testing.T) {
 	c := st.CredentialsRefused
 	if c == nil || c.RunID != st.Runs[0].RunID || c.StatusCode != 401 || c.Kind != warehouse.KindIncremental {
 		t.Fatalf("status's refused credentials: %+v", c)
+	}
+}
+
+// TestCancelCauseNamesTheInterruption: a run cancelled with a cause that is
+// itself an interruption (a job yielding its worker slot) is interrupted,
+// and its error, recorded, says that cause rather than a stopped process.
+func TestCancelCauseNamesTheInterruption(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, apisim.Options{Users: 1000})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	cause := fmt.Errorf("%w: yielded its slot", syncer.ErrInterrupted)
+	cfg := syncer.Config{PageSize: 100, Progress: func(p syncer.Progress) {
+		if p.Pages == 2 {
+			cancel(cause)
+		}
+	}}
+	_, err := runAlone(t, ctx, e.syncer(cfg), syncer.Request{Kind: warehouse.KindFull})
+	if !errors.Is(err, cause) || !syncer.Interrupted(err) || strings.Contains(err.Error(), "process was stopped") {
+		t.Errorf("run cancelled with a cause: %v; want it interrupted by that cause", err)
+	}
+	if n := e.count(t, `SELECT count(*) FROM %s.sync_runs WHERE status = 'interrupted' AND error LIKE '%%yielded its slot%%'`); n != 1 {
+		t.Errorf("%d runs recorded interrupted with the cause; want 1", n)
 	}
 }

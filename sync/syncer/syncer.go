@@ -209,10 +209,14 @@ func (s *Syncer) endRun(ctx context.Context, runID int64, err error, p warehouse
 }
 
 // interrupted marks err ErrInterrupted when the run stopped because its
-// context was cancelled (not timed out).
+// context was cancelled (not timed out). A cancel whose cause is itself an
+// ErrInterrupted (a job yielding its worker slot) says so in place of a stop.
 func interrupted(ctx context.Context, err error) error {
 	if err == nil || errors.Is(err, ErrInterrupted) || !errors.Is(ctx.Err(), context.Canceled) {
 		return err
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrInterrupted) {
+		return fmt.Errorf("%w (%w)", cause, err)
 	}
 	return fmt.Errorf("%w: the process was stopped (%w); the next run resumes from the last committed page", ErrInterrupted, err)
 }

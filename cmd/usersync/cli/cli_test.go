@@ -193,6 +193,9 @@ func TestConfigErrors(t *testing.T) {
 		{"max future skew zero", map[string]string{"USERSYNC_MAX_FUTURE_SKEW": "0"}, nil, "USERSYNC_MAX_FUTURE_SKEW must be a duration between 1m0s and"},
 		{"max future skew text", nil, []string{"--max-future-skew", "a day"}, "--max-future-skew"},
 		{"secret file empty", map[string]string{"USERSYNC_OAUTH_REFRESH_TOKEN_FILE": emptyFile}, nil, "USERSYNC_OAUTH_REFRESH_TOKEN_FILE"},
+		{"slot time below a second", map[string]string{"USERSYNC_SLOT_TIME": "500ms"}, nil, "USERSYNC_SLOT_TIME must be 0 (off) or a duration between 1s and"},
+		{"slot time negative", nil, []string{"--slot-time", "-1s"}, "--slot-time must be a duration between 0s and"},
+		{"slow workers zero", map[string]string{"USERSYNC_SLOW_WORKERS": "0"}, nil, "USERSYNC_SLOW_WORKERS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -566,5 +569,22 @@ func TestDatabaseURLFromFileOrPasswordlessFlag(t *testing.T) {
 	cfg, err = configFor(nil, "--database-url", "postgres://u@db/analytics")
 	if err != nil || cfg.DatabaseURL != "postgres://u@db/analytics" {
 		t.Errorf("--database-url without a password: %q, %v", cfg.DatabaseURL, err)
+	}
+}
+
+// TestParseSlotTime: USERSYNC_SLOT_TIME is 0 (off) or a second to a day.
+func TestParseSlotTime(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]time.Duration{"0": 0, "0s": 0, "1s": time.Second, "30s": 30 * time.Second, "24h": 24 * time.Hour} {
+		var d time.Duration
+		if err := parseSlotTime(&d, v); err != nil || d != want {
+			t.Errorf("%q: %s, %v; want %s", v, d, err, want)
+		}
+	}
+	for _, v := range []string{"999ms", "-1s", "25h", "soon", ""} {
+		var d time.Duration
+		if err := parseSlotTime(&d, v); err == nil {
+			t.Errorf("%q: parsed as %s; want an error", v, d)
+		}
 	}
 }

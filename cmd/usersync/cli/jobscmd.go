@@ -22,7 +22,7 @@ import (
 func jobsListCommand() command {
 	return command{
 		name:    "jobs list",
-		summary: "list the job queue's jobs, newest first: id, kind, state, attempt, when scheduled and attempted, last error",
+		summary: "list the job queue's jobs, newest first: id, kind, queue (a sync's lane), state, attempt, when scheduled and attempted, last error",
 		details: `Lists the jobs of this deployment's queue (<USERSYNC_SCHEMA>_river), newest
 first, all but completed ones unless --all or --state says otherwise. A job
 River gave up on (cancelled, discarded) runs again only when retried: usersync
@@ -180,6 +180,7 @@ type jobLine struct {
 	ID          int64           `json:"id"`
 	Account     string          `json:"account"`
 	Kind        string          `json:"kind"`
+	Queue       string          `json:"queue"` // its lane, for a sync: default, or usersync_slow
 	State       string          `json:"state"`
 	Attempt     int             `json:"attempt"`
 	MaxAttempts int             `json:"max_attempts"`
@@ -193,7 +194,7 @@ type jobLine struct {
 func jobLines(rows []*rivertype.JobRow) []jobLine {
 	out := make([]jobLine, 0, len(rows))
 	for _, r := range rows {
-		l := jobLine{ID: r.ID, Account: jobAccountOf(r.Kind, r.EncodedArgs), Kind: r.Kind, State: string(r.State), Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
+		l := jobLine{ID: r.ID, Account: jobAccountOf(r.Kind, r.EncodedArgs), Kind: r.Kind, Queue: r.Queue, State: string(r.State), Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
 			ScheduledAt: r.ScheduledAt.UTC(), AttemptedAt: r.AttemptedAt, FinalizedAt: r.FinalizedAt, Args: r.EncodedArgs}
 		if len(l.Args) == 0 {
 			l.Args = json.RawMessage("{}")
@@ -217,13 +218,13 @@ func printJobList(w io.Writer, lines []jobLine) {
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	}
-	fmt.Fprintf(w, "%8s  %-16s  %-18s  %-9s  %-7s  %-19s  %-19s  %s\n", "ID", "ACCOUNT", "KIND", "STATE", "ATTEMPT", "SCHEDULED", "ATTEMPTED", "LAST ERROR")
+	fmt.Fprintf(w, "%8s  %-16s  %-18s  %-17s  %-9s  %-7s  %-19s  %-19s  %s\n", "ID", "ACCOUNT", "KIND", "QUEUE", "STATE", "ATTEMPT", "SCHEDULED", "ATTEMPTED", "LAST ERROR")
 	for _, l := range lines {
 		last := l.LastError
 		if len(last) > 120 {
 			last = last[:117] + "..."
 		}
-		fmt.Fprintf(w, "%8d  %-16s  %-18s  %-9s  %3d/%-3d  %-19s  %-19s  %s\n", l.ID, l.Account, l.Kind, l.State, l.Attempt, l.MaxAttempts,
+		fmt.Fprintf(w, "%8d  %-16s  %-18s  %-17s  %-9s  %3d/%-3d  %-19s  %-19s  %s\n", l.ID, l.Account, l.Kind, l.Queue, l.State, l.Attempt, l.MaxAttempts,
 			at(&l.ScheduledAt), at(l.AttemptedAt), last)
 	}
 }

@@ -44,7 +44,7 @@ func TestJobsListCancelRetry(t *testing.T) {
 	}
 	list := jobsList(t, c.env)
 	if len(list) != 2 || list[0].Kind != jobs.KindBackfill || list[0].State != "available" || !strings.Contains(string(list[0].Args), `"since"`) ||
-		list[0].Account != jobs.DefaultAccount {
+		list[0].Account != jobs.DefaultAccount || list[0].Queue != jobs.QueueLong {
 		t.Fatalf("jobs list: %+v", list)
 	}
 	older, newer := list[1].ID, list[0].ID
@@ -54,7 +54,7 @@ func TestJobsListCancelRetry(t *testing.T) {
 		WHERE id = $1 RETURNING id`, older)
 
 	code, out, errs := run(t, c.env, "jobs", "list")
-	if code != ExitOK || !strings.Contains(out, fmt.Sprintf("%8d  default           usersync_backfill   discarded    1/", older)) ||
+	if code != ExitOK || !strings.Contains(out, fmt.Sprintf("%8d  default           usersync_backfill   usersync_long      discarded    1/", older)) ||
 		!strings.Contains(out, "syncing users: fetching users page 3: 503 Service Unavailable\n") {
 		t.Errorf("jobs list: exit %d %s\n%s", code, errs, out)
 	}

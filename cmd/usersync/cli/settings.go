@@ -57,6 +57,8 @@ type Config struct {
 	Workers             int
 	LongWorkers         int
 	SnapshotWorkers     int
+	SlowWorkers         int
+	SlotTime            time.Duration
 	FleetTick           time.Duration
 	RateLimitWait       time.Duration
 	AccountCache        int

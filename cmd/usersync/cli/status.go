@@ -232,7 +232,11 @@ func printJobs(w io.Writer, counts []jobs.JobCount) {
 	gaveUp := map[string]bool{"cancelled": true, "discarded": true}
 	var parts, given []string
 	for _, c := range counts {
-		part := fmt.Sprintf("%s %s: %d", strings.TrimPrefix(c.Kind, "usersync_"), c.State, c.Count)
+		kind := strings.TrimPrefix(c.Kind, "usersync_")
+		if c.Queue == jobs.QueueSlow {
+			kind += " (slow lane)"
+		}
+		part := fmt.Sprintf("%s %s: %d", kind, c.State, c.Count)
 		switch {
 		case active[c.State]:
 			parts = append(parts, part)

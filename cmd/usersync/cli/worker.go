@@ -30,7 +30,8 @@ so several replicas never duplicate a schedule. One fleet serves every account:
 the registered accounts' schedules are turned into jobs every
 USERSYNC_FLEET_TICK; incremental syncs, backfills and reconciles, and snapshots
 run in slots of their own (USERSYNC_WORKERS, USERSYNC_LONG_WORKERS,
-USERSYNC_SNAPSHOT_WORKERS). Serves /healthz, /readyz, /metrics and the job UI
+USERSYNC_SNAPSHOT_WORKERS), and a sync still running after USERSYNC_SLOT_TIME
+continues in the slow lane (USERSYNC_SLOW_WORKERS). Serves /healthz, /readyz, /metrics and the job UI
 (/riverui/) on USERSYNC_HTTP_ADDR.
 
 When the database does not answer at start, or its schemas are not migrated
@@ -119,6 +120,7 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 func logStarted(e *env, riverSchema string) {
 	cfg := e.cfg
 	e.logger.Info("worker started", "schema", cfg.Schema, "river_schema", riverSchema, "workers", cfg.Workers,
+		"slow_workers", cfg.SlowWorkers, "slot_time", cfg.SlotTime.String(),
 		"long_workers", cfg.LongWorkers, "snapshot_workers", cfg.SnapshotWorkers, "fleet_tick", cfg.FleetTick.String(),
 		"sync_schedule", cfg.SyncSchedule, "reconcile_schedule", cfg.ReconcileSchedule, "snapshot_schedule", cfg.SnapshotSchedule,
 		"http_addr", cfg.HTTPAddr)

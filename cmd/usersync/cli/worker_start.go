@@ -43,7 +43,7 @@ type workerParts struct {
 // writer. Close the pool when done.
 func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*workerParts, error) {
 	cfg := e.cfg
-	pool, err := newPool(ctx, e, int32(cfg.Workers+cfg.LongWorkers+cfg.SnapshotWorkers)+7)
+	pool, err := newPool(ctx, e, int32(cfg.Workers+cfg.SlowWorkers+cfg.LongWorkers+cfg.SnapshotWorkers)+7)
 	if err != nil {
 		return nil, err
 	}
@@ -114,13 +114,15 @@ func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandl
 		Store:      w.store,
 		Snapshot:   w.snapshot,
 		JobTimeout: cfg.JobTimeout,
+		SlotTime:   cfg.SlotTime,
 		Drain:      w.drain,
 		Observe:    w.metrics.Observe, ObserveReconcile: w.metrics.ObserveReconcile, ObserveSnapshot: w.metrics.ObserveSnapshot,
-		Remedy: func(ctx context.Context, account string) string { return remedyOf(ctx, e, account) },
-		Logger: e.logger,
+		ObserveYield: w.metrics.ObserveYield,
+		Remedy:       func(ctx context.Context, account string) string { return remedyOf(ctx, e, account) },
+		Logger:       e.logger,
 	}
 	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: w.pool, RiverSchema: w.riverSchema, Deps: deps, Schedules: w.schedules,
-		Accounts: w.fleet.Registered, FleetTick: cfg.FleetTick, Views: w.fleet.refreshViews, ViewsEvery: viewsSettle(cfg.FleetTick), MaxWorkers: cfg.Workers, LongWorkers: cfg.LongWorkers,
+		Accounts: w.fleet.Registered, FleetTick: cfg.FleetTick, Views: w.fleet.refreshViews, ViewsEvery: viewsSettle(cfg.FleetTick), MaxWorkers: cfg.Workers, SlowWorkers: cfg.SlowWorkers, LongWorkers: cfg.LongWorkers,
 		SnapshotWorkers: cfg.SnapshotWorkers, SoftStop: cfg.ShutdownTimeout, Logger: quietLogger(e)})
 	if err != nil {
 		return nil, err
