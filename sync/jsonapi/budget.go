@@ -6,42 +6,57 @@ import (
 	"sync"
 )
 
-// bodyBudget bounds the bytes of the buffers of all the response bodies a
-// client is reading or decoding at once (Options.MaxBodyBytesInFlight):
-// every body read takes its buffer's capacity from it before allocating or
-// growing the buffer, and gives it back once the body is decoded. Each body
-// is bounded on its own too (Options.MaxBodyBytes), but the users walk and
-// the three dimension lists are fetched at once: four oversized bodies took
-// four times the memory of one (#37).
+// BodyBudget bounds the bytes of the buffers of all the response bodies
+// its clients are reading or decoding at once (Options.MaxBodyBytesInFlight,
+// or one BodyBudget shared by several clients through Options.Bodies, as a
+// worker shares one between every account's client): every body read takes
+// its buffer's capacity from it before allocating or growing the buffer,
+// and gives it back once the body is decoded. Each body is bounded on its
+// own too (Options.MaxBodyBytes), but the users walk and the three
+// dimension lists are fetched at once, and several accounts sync at once:
+// a budget per client took the memory of every body of every account.
 //
 // A read waits for bytes while another holder can still give some back. A
 // read that holds bytes and needs more when every other holder waits too
 // would wait forever: it fails instead (errBodyBudget), gives its bytes
 // back, and its request is retried after a backoff.
-type bodyBudget struct {
+type BodyBudget struct {
 	limit   int64
 	mu      sync.Mutex
 	used    int64
-	peak    int64         // the most bytes granted at once, for tests
+	peak    int64         // the most bytes granted at once (Peak)
 	holders int           // grants holding bytes
 	waiting int           // of them, those waiting for more since freed was made
 	freed   chan struct{} // closed, and replaced, when bytes are given back
 }
 
-func newBodyBudget(limit int64) *bodyBudget {
-	return &bodyBudget{limit: limit, freed: make(chan struct{})}
+// NewBodyBudget returns a budget of limit bytes (at least 1) for the
+// response bodies of the clients given it (Options.Bodies).
+func NewBodyBudget(limit int64) *BodyBudget {
+	return &BodyBudget{limit: max(limit, 1), freed: make(chan struct{})}
+}
+
+// Limit is the budget's bound in bytes.
+func (b *BodyBudget) Limit() int64 { return b.limit }
+
+// Peak is the most bytes the budget granted at once since it was made: at
+// most Limit and one byte (a read takes one past its body to see it end).
+func (b *BodyBudget) Peak() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.peak
 }
 
 // bodyGrant is the bytes one body read holds. A nil *bodyGrant is a read
 // outside the budget (the OAuth client's small bodies). It is used by one
 // goroutine at a time.
 type bodyGrant struct {
-	b *bodyBudget
+	b *BodyBudget
 	n int64
 }
 
 // grant returns an empty grant of b; release it when the body is done.
-func (b *bodyBudget) grant() *bodyGrant { return &bodyGrant{b: b} }
+func (b *BodyBudget) grant() *bodyGrant { return &bodyGrant{b: b} }
 
 // errBodyBudget reports a body that the budget could not grant.
 type errBodyBudget struct {
@@ -89,7 +104,7 @@ func (g *bodyGrant) take(ctx context.Context, n int64) error {
 
 // wait releases b.mu until bytes are given back or ctx is done; holder
 // says whether the waiting grant holds bytes.
-func (b *bodyBudget) wait(ctx context.Context, holder bool) error {
+func (b *BodyBudget) wait(ctx context.Context, holder bool) error {
 	freed := b.freed
 	if holder {
 		b.waiting++

@@ -129,7 +129,7 @@ func TestBodyOverTheWholeBudget(t *testing.T) {
 // waiting one gets its bytes once the failed one gives its own back.
 func TestBudgetRefusesAWaitThatCannotEnd(t *testing.T) {
 	t.Parallel()
-	b := newBodyBudget(10)
+	b := NewBodyBudget(10)
 	g1, g2 := b.grant(), b.grant()
 	for _, g := range []*bodyGrant{g1, g2} {
 		if err := g.take(context.Background(), 4); err != nil {

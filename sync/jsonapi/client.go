@@ -111,6 +111,11 @@ type Options struct {
 	// body read without Content-Length holds up to 1.5 × MaxBodyBytes while
 	// its buffer grows.
 	MaxBodyBytesInFlight int64
+	// Bodies, when set, is the budget of the bodies read at once, shared
+	// with other clients (a worker's accounts share one), in place of a
+	// budget of MaxBodyBytesInFlight of the client's own; its limit must be
+	// at least MaxBodyBytes.
+	Bodies *BodyBudget
 }
 
 // Client talks to the API. It is safe for concurrent use.
@@ -126,7 +131,7 @@ type Client struct {
 	// bodies keeps the buffers of released pages (see Page.Release).
 	bodies bodyPool
 	// budget bounds the bytes of the bodies being read (MaxBodyBytesInFlight).
-	budget *bodyBudget
+	budget *BodyBudget
 }
 
 // NewClient checks opts, applies the defaults and returns a Client.
@@ -147,12 +152,16 @@ func NewClient(opts Options) (*Client, error) {
 	base.Path = strings.TrimSuffix(base.Path, "/")
 	base.RawPath = ""
 	opts = withDefaults(opts)
-	if opts.MaxBodyBytesInFlight < opts.MaxBodyBytes {
-		return nil, errors.New("jsonapi: Options.MaxBodyBytesInFlight must be at least MaxBodyBytes")
+	budget := opts.Bodies
+	if budget == nil {
+		budget = NewBodyBudget(opts.MaxBodyBytesInFlight)
+	}
+	if budget.Limit() < opts.MaxBodyBytes {
+		return nil, errors.New("jsonapi: Options.MaxBodyBytesInFlight must be at least MaxBodyBytes (and so must the limit of Options.Bodies)")
 	}
 	return &Client{base: base, auth: opts.Auth, log: opts.Logger,
 		http:  underBaseRedirects(sameOriginRedirects(opts.HTTPClient), base.EscapedPath()),
-		clock: opts.Clock, opts: opts, budget: newBodyBudget(opts.MaxBodyBytesInFlight)}, nil
+		clock: opts.Clock, opts: opts, budget: budget}, nil
 }
 
 func checkNonNegative(o Options) error {

@@ -56,7 +56,7 @@ func buildAPIClient(ctx context.Context, e *env, store *warehouse.Store, maxWait
 	}
 	c, err := jsonapi.NewClient(jsonapi.Options{
 		BaseURL: e.cfg.APIURL, BaseURLSetting: "USERSYNC_API_URL", Auth: auth, UserAgent: UserAgent(), Logger: e.logger, MaxBodyBytes: e.cfg.MaxResponseBytes, MaxBodyBytesInFlight: e.cfg.MaxResponseMemory, Budget: e.cfg.APIBudget,
-		MaxRateLimitWait: maxWait,
+		MaxRateLimitWait: maxWait, Bodies: e.bodies,
 	})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("configuring the API client: %w", err)}

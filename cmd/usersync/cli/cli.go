@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+
+	"github.com/usersync/usersync/sync/jsonapi"
 )
 
 // Exit codes of usersync.
@@ -45,6 +47,10 @@ type env struct {
 	// for: an account without a stored refresh token waits rather than
 	// stops the worker (auth_wait.go). nil in every other command.
 	logins *loginWaits
+	// bodies, in a worker, is the one budget of the API response bodies
+	// read at once (USERSYNC_MAX_RESPONSE_MEMORY) that every account's
+	// client shares; nil elsewhere: a command's one client has its own.
+	bodies *jsonapi.BodyBudget
 }
 
 // command is one subcommand. setup registers the command's own flags on fs

@@ -38,7 +38,7 @@ func newTestFleet(t *testing.T) *testFleet {
 	logs := &syncBuffer{}
 	e := &env{cfg: mustConfig(t, def.env), logger: slog.New(slog.NewTextHandler(logs, nil)), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
 	e.cfg.SnapshotDir = "off"
-	pool := schematest.NewPool(t, 4)
+	pool := schematest.NewPool(t, 12) // as many accounts as the tests sync at once, each a few connections
 	reg, err := accounts.New(pool, e.riverSchema())
 	if err != nil {
 		t.Fatal(err)

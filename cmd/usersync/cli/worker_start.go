@@ -40,9 +40,13 @@ type workerParts struct {
 
 // newWorkerParts opens the pool (which connects only when used) and builds
 // the store, the metrics, the fleet and the default account's snapshot
-// writer. Close the pool when done.
+// writer, and gives e the response-memory budget every account's API
+// client shares. Close the pool when done.
 func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*workerParts, error) {
 	cfg := e.cfg
+	if e.bodies == nil {
+		e.bodies = jsonapi.NewBodyBudget(cfg.MaxResponseMemory)
+	}
 	pool, err := newPool(ctx, e, int32(cfg.Workers+cfg.SlowWorkers+cfg.LongWorkers+cfg.SnapshotWorkers)+7)
 	if err != nil {
 		return nil, err
