@@ -216,7 +216,7 @@ func baseSettings() []setting {
 			}},
 		{Env: "USERSYNC_MAX_RESPONSE_BYTES", Scope: fleetWide, Flag: "max-response-bytes", Default: "64MiB", Meaning: "largest API response body read, in bytes or with a KiB, MiB or GiB suffix; a larger one fails the request instead of filling memory.",
 			set: func(c *Config, v string) error { return parseBytes(&c.MaxResponseBytes, v, 64<<10, 4<<30) }},
-		{Env: "USERSYNC_MAX_RESPONSE_MEMORY", Scope: fleetWide, Flag: "max-response-memory", Meaning: "most memory the API response bodies read at once may take together (a sync fetches the users page and the dimension lists at once), in bytes or with a KiB, MiB or GiB suffix; at least USERSYNC_MAX_RESPONSE_BYTES, and twice it when unset. A body waits for room, or fails its attempt (retried) when waiting could not end.",
+		{Env: "USERSYNC_MAX_RESPONSE_MEMORY", Scope: fleetWide, Flag: "max-response-memory", Meaning: "most memory the API response bodies read at once may take together, in one process: a worker's accounts share it (a sync fetches the users page and the dimension lists at once, and several accounts sync at once), in bytes or with a KiB, MiB or GiB suffix; at least USERSYNC_MAX_RESPONSE_BYTES, and twice it when unset. A body waits for room, or fails its attempt (retried) when waiting could not end.",
 			Example: "128MiB",
 			set: func(c *Config, v string) error {
 				if v == "" {
