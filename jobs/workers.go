@@ -152,7 +152,7 @@ func (d *Deps) afterRun(ctx context.Context, a *Account, walks, changed bool) {
 	if err != nil {
 		return // not run by a River client (tests calling Work directly)
 	}
-	if !(a.SnapshotAfterSync && changed) && !lastSnapshotWaits(ctx, client, a.Name, walks) {
+	if (!a.SnapshotAfterSync || !changed) && !lastSnapshotWaits(ctx, client, a.Name, walks) {
 		return
 	}
 	if _, err := client.Insert(ctx, SnapshotArgs{Account: accountArg(a.Name)}, nil); err != nil {

@@ -21,9 +21,13 @@ func cleanCursor(v string) bool {
 	if v == "" || len(v) > maxCursor {
 		return false
 	}
-	return !strings.ContainsFunc(v, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_+/=.~", r))
-	})
+	return !strings.ContainsFunc(v, func(r rune) bool { return !cursorRune(r) })
+}
+
+// cursorRune says whether r may appear in a cursor: letters, digits and the
+// characters of base64 and URL-safe encodings.
+func cursorRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_+/=.~", r)
 }
 
 // digits reports whether v is a number of 1 to max digits.

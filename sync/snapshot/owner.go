@@ -91,7 +91,7 @@ func readMarker(ctx context.Context, d deployment, entries []Entry) (Owner, bool
 		return Owner{}, false, fmt.Errorf("reading %s/%s: %w", d, markerName, err)
 	}
 	var m folderMarker
-	if err := json.Unmarshal(data, &m); err != nil || m.Schema != d.ns || m.Owner.IsZero() {
+	if err := json.Unmarshal(data, &m); err != nil || m.Schema != d.ns || m.IsZero() {
 		return Owner{}, false, fmt.Errorf("%s/%s is not a usersync folder marker of schema %s", d, markerName, d.ns)
 	}
 	return m.Owner, true, nil
