@@ -224,7 +224,7 @@ func (o *OAuth) refreshAny(ctx context.Context, refresh string) (token, string, 
 	if err != nil && isRefused(err) {
 		// Another process sharing the store (a replica) may have rotated the
 		// token since this one read it: the stored one is then the live one.
-		if stored, lerr := o.cfg.Store.Load(ctx); lerr == nil && stored != "" && stored != refresh {
+		if stored := o.storedOther(ctx, refresh); stored != "" {
 			o.cfg.Logger.InfoContext(ctx, "refresh token refused; using the one another process stored")
 			refresh = stored
 			tr, err = o.exchange(ctx, refresh)
@@ -239,6 +239,34 @@ func (o *OAuth) refreshAny(ctx context.Context, refresh string) (token, string, 
 		tr, err = o.exchange(ctx, refresh)
 	}
 	return tr, refresh, err
+}
+
+// Waiting for a rotation another process is saving: how often the store is
+// read again, and how long apart.
+const (
+	rotationReads = 8
+	rotationPause = 250 * time.Millisecond
+)
+
+// storedOther returns the refresh token stored by another process, other
+// than refresh, or "" when none comes. A replica that rotated the token
+// saves it just after the endpoint answers, so for a moment the store still
+// holds the token it refused: the store is read again a few times.
+func (o *OAuth) storedOther(ctx context.Context, refresh string) string {
+	for i := range rotationReads {
+		if stored, err := o.cfg.Store.Load(ctx); err == nil && stored != "" && stored != refresh {
+			return stored
+		}
+		if i == rotationReads-1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(rotationPause):
+		}
+	}
+	return ""
 }
 
 // recordFailure tells a GrantStore that the refresh failed, for auth

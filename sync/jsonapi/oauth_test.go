@@ -529,3 +529,32 @@ func TestOAuthReplicaRotatedTheToken(t *testing.T) {
 		t.Errorf("stored %q, want the newest", got)
 	}
 }
+
+// lateStore saves a moment after it is asked, as a replica that has just
+// rotated the token and not yet written it.
+type lateStore struct{ *MemoryTokenStore }
+
+func (s lateStore) Save(ctx context.Context, refreshToken string) error {
+	go func() {
+		time.Sleep(3 * rotationPause / 2)
+		_ = s.MemoryTokenStore.Save(ctx, refreshToken)
+	}()
+	return nil
+}
+
+// TestOAuthReplicaStillSavingTheToken: the first process rotated the refresh
+// token and is still saving it when the second's is refused; the second
+// waits for the stored one instead of failing.
+func TestOAuthReplicaStillSavingTheToken(t *testing.T) {
+	t.Parallel()
+	ts := newTokenServer(t, secretRefresh)
+	store := lateStore{NewMemoryTokenStore("")}
+	a, _ := newOAuthClient(t, ts, newFakeClock(t), store, nil)
+	b, _ := newOAuthClient(t, ts, newFakeClock(t), store, nil)
+	if err := get(context.Background(), a); err != nil { // A: configured → rotated-1, saved late
+		t.Fatal(err)
+	}
+	if err := get(context.Background(), b); err != nil { // B: configured, refused → waits for rotated-1
+		t.Fatalf("B while A was saving the rotated token: %v", err)
+	}
+}
