@@ -63,6 +63,9 @@ type OAuth struct {
 	cfg       OAuthConfig
 	client    *http.Client // cfg.HTTPClient, redirects refused, headers set
 	refreshes atomic.Int64
+	// shared says the caller gave the Store: another process may save a
+	// rotated token in it (a store NewOAuth made is this process's alone).
+	shared bool
 
 	mu        sync.Mutex
 	access    string
@@ -97,7 +100,8 @@ func NewOAuth(cfg OAuthConfig) (*OAuth, error) {
 	if cfg.RefreshToken == "" && cfg.Store == nil {
 		return nil, errors.New("jsonapi: OAuthConfig.RefreshToken is required when no Store is given")
 	}
-	if cfg.Store == nil {
+	shared := cfg.Store != nil
+	if !shared {
 		cfg.Store = NewMemoryTokenStore("")
 	}
 	if cfg.HTTPClient == nil {
@@ -116,7 +120,7 @@ func NewOAuth(cfg OAuthConfig) (*OAuth, error) {
 	setDefault(&cfg.BackoffBase, time.Second)
 	setDefault(&cfg.BackoffMax, 60*time.Second)
 	setDefault(&cfg.RequestTimeout, 30*time.Second)
-	return &OAuth{cfg: cfg, client: tokenClient(cfg.HTTPClient, cfg.UserAgent)}, nil
+	return &OAuth{cfg: cfg, client: tokenClient(cfg.HTTPClient, cfg.UserAgent), shared: shared}, nil
 }
 
 // Refreshes returns how many refreshes succeeded.
@@ -253,11 +257,15 @@ const (
 // saves it just after the endpoint answers, so for a moment the store still
 // holds the token it refused: the store is read again a few times.
 func (o *OAuth) storedOther(ctx context.Context, refresh string) string {
-	for i := range rotationReads {
+	reads := 1
+	if o.shared {
+		reads = rotationReads
+	}
+	for i := range reads {
 		if stored, err := o.cfg.Store.Load(ctx); err == nil && stored != "" && stored != refresh {
 			return stored
 		}
-		if i == rotationReads-1 {
+		if i == reads-1 {
 			break
 		}
 		select {
