@@ -25,24 +25,9 @@ import (
 //
 //	GOMEMLIMIT=160MiB go test -run '^$' -bench OversizedBodiesAtOnce -benchtime 3x ./sync/jsonapi
 func BenchmarkOversizedBodiesAtOnce(b *testing.B) {
-	const size = 300_000_000
-	chunk := bytes.Repeat([]byte(" "), 256<<10)
 	var peakMapped, peakHeap uint64
 	for b.Loop() {
-		var arrived atomic.Int64
-		all := make(chan struct{})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if arrived.Add(1) == int64(len(dimensionsAndUsers)) {
-				close(all)
-			}
-			<-all
-			w.Header().Set("Content-Type", MediaType)
-			for sent := 0; sent < size; sent += len(chunk) {
-				if _, err := w.Write(chunk); err != nil {
-					return
-				}
-			}
-		}))
+		srv := oversizedServer(int64(len(dimensionsAndUsers)))
 		c, err := NewClient(Options{BaseURL: srv.URL, Auth: StaticToken("bench"), BackoffBase: time.Millisecond})
 		if err != nil {
 			b.Fatal(err)
@@ -59,6 +44,27 @@ func BenchmarkOversizedBodiesAtOnce(b *testing.B) {
 	}
 	b.ReportMetric(float64(peakMapped)/(1<<20), "peak-mapped-MiB")
 	b.ReportMetric(float64(peakHeap)/(1<<20), "peak-heap-MiB")
+}
+
+// oversizedServer sends 300 MB bodies without Content-Length, each once n
+// requests have arrived, so that the bodies are read at once.
+func oversizedServer(n int64) *httptest.Server {
+	const size = 300_000_000
+	chunk := bytes.Repeat([]byte(" "), 256<<10)
+	var arrived atomic.Int64
+	all := make(chan struct{})
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if arrived.Add(1) == n {
+			close(all)
+		}
+		<-all
+		w.Header().Set("Content-Type", MediaType)
+		for sent := 0; sent < size; sent += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
 }
 
 // sampleMemory runs f and returns the peaks of the memory mapped by the Go

@@ -1,12 +1,8 @@
 package jsonapi
 
 import (
-	"bytes"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -94,24 +90,9 @@ func BenchmarkHostileAccountsAtOnce(b *testing.B) {
 }
 
 func benchHostileAccounts(b *testing.B, shared bool) {
-	const size = 300_000_000
-	chunk := bytes.Repeat([]byte(" "), 256<<10)
 	var peakMapped, peakHeap, peakGranted uint64
 	for b.Loop() {
-		var arrived atomic.Int64
-		all := make(chan struct{})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if arrived.Add(1) == hostileAccounts*int64(len(dimensionsAndUsers)) {
-				close(all)
-			}
-			<-all
-			w.Header().Set("Content-Type", MediaType)
-			for sent := 0; sent < size; sent += len(chunk) {
-				if _, err := w.Write(chunk); err != nil {
-					return
-				}
-			}
-		}))
+		srv := oversizedServer(hostileAccounts * int64(len(dimensionsAndUsers)))
 		var budget *BodyBudget
 		if shared {
 			budget = NewBodyBudget(2 * (64 << 20))
