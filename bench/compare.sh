@@ -1,19 +1,14 @@
 #!/usr/bin/env bash
-# bench/compare.sh [-n ROUNDS] [-u USERS] BEFORE [AFTER]: two commits'
-# usersync binaries timed by this tree's bench, in turn, as a change to the
-# write path must be reported (docs/benchmarks.md). BEFORE and AFTER are
-# git revisions; AFTER defaults to the work tree as it is, uncommitted
-# changes included. Each round runs `go run ./bench -users USERS -duckdb=false
-# -bin ...` once per binary, the first of the two alternating from round to
-# round (this machine's speed drifts by tens of percent within minutes), and
-# prints the bench's first table row for each: the same raw COPY yardstick,
-# replay and columns for both, so only the binary differs; then, for each
-# binary, the median of its rounds (the backfill / raw COPY ratios, CPU
-# time, CPU per user, peak RSS), and the after binary's medians over the
-# before's. #39's comparisons are `-n 3 -u 100000` and `-n 3 -u 1000000`. Both binaries
-# must ask for users as this tree's bench records them (the bench stops
-# with an error otherwise). Run from the repository on an otherwise idle
-# machine: a 100k round takes about two minutes, a 1M round about eighteen (2026-11-27, 15:08–16:02 UTC).
+# bench/compare.sh [-n ROUNDS] [-u USERS] BEFORE [AFTER]: two revisions'
+# usersync binaries timed by this tree's bench, in turn. BEFORE and AFTER are
+# git revisions; AFTER defaults to the work tree, uncommitted changes
+# included. Each round runs `go run ./bench -users USERS -duckdb=false -bin
+# ...` once per binary, the first of the two alternating from round to round
+# (this machine's speed drifts by tens of percent within minutes), and prints
+# the bench's first table row for each; then each binary's medians and the
+# after binary's over the before's (docs/benchmarks.md, "Two binaries"). Both
+# binaries must ask for users as this tree's bench records them. A 100k round
+# takes about two minutes, a 1M round about eighteen, on an idle machine.
 set -euo pipefail
 rounds=3 users=100000
 while getopts n:u: opt; do

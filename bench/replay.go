@@ -95,7 +95,7 @@ func (p *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // transparent huge pages are "madvise"). On the Go heap, in 4 KiB pages,
 // the 1M replay cost the bench 6.1–9.4 s of CPU per backfill, and the
 // bench's own decoding of the same pages ran at half its speed; in huge
-// pages, 2.8 s (docs/benchmarks.md, "The replay's memory").
+// pages, 2.8 s (docs/benchmarks.md, "What the write path's choices are worth").
 type arena struct {
 	chunks [][]byte
 	used   int // bytes used of the last chunk

@@ -109,8 +109,8 @@ func ConfigurationMarkdown() string {
 	b.WriteString("  collector works harder near the limit instead of the process being killed.\n")
 	b.WriteString("- `GOGC` (default 100): leave it. A sync's live heap is its pages in flight, a few tens of MB, and\n")
 	b.WriteString("  their buffers are reused: `GOGC=200` made a 100,000-user backfill use no less CPU and 30 MiB\n")
-	b.WriteString("  more memory, and lets a snapshot's larger heap grow by about 50 MB (docs/benchmarks.md, \"The\n")
-	b.WriteString("  users walk starts with the dimension pass\").\n\n")
+	b.WriteString("  more memory, and lets a snapshot's larger heap grow by about 50 MB (docs/benchmarks.md, \"What\n")
+	b.WriteString("  the write path's choices are worth\").\n\n")
 	writeCommandsMarkdown(&b)
 	return b.String()
 }

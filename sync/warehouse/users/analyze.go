@@ -20,7 +20,7 @@ import (
 // For users it is a bridge to autovacuum's: the columns the views join and
 // filter on, from a sample of 3,000 rows instead of 30,000. A column list
 // leaves autovacuum's full ANALYZE due, so that one follows (figures in
-// docs/benchmarks.md, "The closing ANALYZE").
+// docs/benchmarks.md, "What the write path's choices are worth").
 func (s *Store) Analyze(ctx context.Context, usersWritten int64) error {
 	var due bool
 	if err := s.pool.QueryRow(ctx, s.sql.analyzeDue, usersWritten).Scan(&due); err != nil {
