@@ -10,7 +10,7 @@
 # replay and columns for both, so only the binary differs; then, for each
 # binary, the median of its rounds (the backfill / raw COPY ratios, CPU
 # time, CPU per user, peak RSS), and the after binary's medians over the
-# before's. #39's comparisons are `-n 3 -u 100000` and `-n 3 -u 1000000`. Both binaries
+# before's. docs/benchmarks.md's comparisons are `-n 3 -u 100000` and `-n 3 -u 1000000`. Both binaries
 # must ask for users as this tree's bench records them (the bench stops
 # with an error otherwise). Run from the repository on an otherwise idle
 # machine: a 100k round takes about two minutes, a 1M round about eighteen (2026-11-27, 15:08–16:02 UTC).
