@@ -145,8 +145,8 @@ vulncheck: ## govulncheck (installed into .dev/tools); needs vuln.go.dev, and sa
 	fi
 
 .PHONY: docs
-docs: ## regenerate docs/configuration.md, the README's settings table and docs/analysts.md's table reference
-	$(GO) test ./cmd/usersync/cli -run 'TestDocs|TestREADMESettings' -count=1 -update
+docs: ## regenerate docs/configuration.md and docs/analysts.md's table reference
+	$(GO) test ./cmd/usersync/cli -run 'TestDocs' -count=1 -update
 	$(GO) test ./deploy -run TestEnvExample -count=1 -update
 
 .PHONY: db-up

@@ -85,7 +85,7 @@ func cpuBound(r result, cores int) float64 {
 }
 
 // cpuPerUser is the backfill's CPU time over the raw COPY's for the same
-// rows (#39): usersync's process and the server's over the backfill (not
+// rows: usersync's process and the server's over the backfill (not
 // the replay, whose work a real API does elsewhere) against the server's
 // and the COPY client's over the raw COPY; the least of each, as the
 // least disturbed by the machine's other work.

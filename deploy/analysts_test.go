@@ -101,7 +101,7 @@ func leadingComment(s string) string {
 // API that has lived through two days of changes, so the examples cannot
 // rot and the as-of ones (a day back) find something; then every example not
 // marked PostgreSQL-only, and every "-- DuckDB" block, on DuckDB over a
-// snapshot of that warehouse (#40, point 8). An example must return as many
+// snapshot of that warehouse. An example must return as many
 // rows on DuckDB as on PostgreSQL, and those of "Example queries" some rows.
 func TestAnalystsSQL(t *testing.T) {
 	t.Parallel()

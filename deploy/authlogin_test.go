@@ -15,7 +15,7 @@ var composeRun = regexp.MustCompile(`docker compose((?:\s+-f\s+\S+)*)(?:\s+--pro
 // the docs names a usersync service of the compose files it gives, and ARGS
 // are a usersync command with its flags (the image's entrypoint is
 // usersync); and the docs say how to run `usersync auth login --no-browser`
-// under Compose (issue #40, point 7: Compose had no way to run it).
+// under Compose (Compose had no way to run it).
 func TestComposeRunCommands(t *testing.T) {
 	t.Parallel()
 	login := false
@@ -61,8 +61,7 @@ func TestComposeRunCommands(t *testing.T) {
 // TestKubernetesAuthLoginPod: deploy/kubernetes/auth-login-pod.yaml runs
 // `usersync auth login --no-browser` from the worker's image, with the
 // worker's settings, database and credentials, reading the pasted address
-// on stdin; and docs/operations.md runs and removes that pod (issue #40,
-// point 7: Kubernetes had no way to run it).
+// on stdin; and docs/operations.md runs and removes that pod.
 func TestKubernetesAuthLoginPod(t *testing.T) {
 	t.Parallel()
 	k := loadKube(t)

@@ -67,7 +67,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("the DuckDB hint read_parquet('%s') names no file (%v)", g[1], err)
 		}
 		// One snapshot's folder: a glob over the snapshot folders reads
-		// every snapshot kept, which the README warns against (#40, point 8).
+		// every snapshot kept, which the README warns against.
 		if strings.Contains(filepath.Dir(g[1]), "*") {
 			t.Errorf("the DuckDB hint read_parquet('%s') reads every snapshot kept, not one", g[1])
 		}
@@ -76,7 +76,7 @@ func TestDemo(t *testing.T) {
 
 // TestDemoSaysItCompiles: with no binary yet, make demo and make demo-worker
 // say that they compile first and how long the first build takes, before it
-// starts (#40, point 9: the first build took 3 m 42 s without a word). GO=false
+// starts (the first build took 3 m 42 s without a word). GO=false
 // fails the build at once, so nothing else runs.
 func TestDemoSaysItCompiles(t *testing.T) {
 	t.Parallel()

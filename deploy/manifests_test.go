@@ -497,7 +497,7 @@ func TestKubernetesWorker(t *testing.T) {
 }
 
 // checkSnapshotsShared: the workers' snapshots go where analysts can read
-// them and every replica writes (issue #40, point 7): S3, or a folder on a
+// them and every replica writes: S3, or a folder on a
 // mounted PersistentVolumeClaim, never a pod's own emptyDir.
 func checkSnapshotsShared(t *testing.T, d yamlDoc, spec map[string]any, mounted map[string]string, dir string) {
 	t.Helper()
@@ -536,7 +536,7 @@ func kustomizeImage(t *testing.T, k kube) (image, tag string) {
 }
 
 // TestKubernetesMigrateJob checks the migration Job, named per release
-// (issue #40, point 7: under one name, its immutable pod template had to be
+// (under one name, its immutable pod template had to be
 // deleted by hand before each upgrade).
 func TestKubernetesMigrateJob(t *testing.T) {
 	t.Parallel()

@@ -67,7 +67,7 @@ func TestPerDeployment(t *testing.T) {
 }
 
 // TestMonitoringRulesPerDeployment: every alert rule keeps deployments
-// apart (issue #40, point 6: with two deployments in one Prometheus the
+// apart (with two deployments in one Prometheus the
 // rules' bare max(), sum() and absent() mixed them).
 func TestMonitoringRulesPerDeployment(t *testing.T) {
 	t.Parallel()
@@ -118,7 +118,7 @@ func TestMonitoringDashboardPerDeployment(t *testing.T) {
 // not about one account.
 var fleetAlerts = []string{"UsersyncDatabaseDown", "UsersyncDatabaseRefusesWrites", "UsersyncLockBlocked", "UsersyncWorkerAbsent"}
 
-// TestMonitoringRulesPerAccount (#41, point 4): every alert about an account
+// TestMonitoringRulesPerAccount: every alert about an account
 // keeps accounts apart as it keeps deployments apart, so that its labels
 // name the account and one account's success never hides another's failure.
 func TestMonitoringRulesPerAccount(t *testing.T) {
@@ -137,7 +137,7 @@ func TestMonitoringRulesPerAccount(t *testing.T) {
 	}
 }
 
-// TestMonitoringDashboardPerAccount (#41, point 4): the dashboard has an
+// TestMonitoringDashboardPerAccount: the dashboard has an
 // account variable, and every query about accounts (all but the database's,
 // which is the fleet's) is filtered by it and keeps accounts apart.
 func TestMonitoringDashboardPerAccount(t *testing.T) {

@@ -296,7 +296,7 @@ func TestMonitoringRulesUnitTests(t *testing.T) {
 		t.Skip(msg)
 	}
 	// promtool evaluates every case of two deployments and two accounts:
-	// seconds on an idle machine, over two minutes on a loaded one (#41).
+	// seconds on an idle machine, over two minutes on a loaded one.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, promtool, "test", "rules", filepath.Join(root, rulesTestFile)).CombinedOutput()

@@ -124,7 +124,7 @@ func checkServing(t *testing.T, urls []string) {
 	}
 }
 
-// TestPostgresClustersStartAtOnce (#41): deploy/dev/postgres.sh clusters of
+// TestPostgresClustersStartAtOnce: deploy/dev/postgres.sh clusters of
 // three folders (three worktrees) started at the same moment all come up,
 // each on its own port: new ones (initdb included), and again after a stop
 // with no port remembered, when every start probes the same first port at

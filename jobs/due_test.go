@@ -43,7 +43,7 @@ func TestIsDue(t *testing.T) {
 		{"every 15m: tick", "@every 15m", at("2026-11-24T10:00:00.3Z"), "2026-11-24T10:15:00.001Z", true},
 		{"every 15m: a worker down an hour", "@every 15m", at("2026-11-24T10:00:00.3Z"), "2026-11-24T11:05:00Z", true},
 		{"zone: restart", "CRON_TZ=Europe/Paris 0 3 * * *", at("2026-11-24T02:00:00.5Z"), "2026-11-24T20:00:00Z", false},
-		// #38, defect 7: the tick's job created 20 ms before the tick by the
+		// the tick's job created 20 ms before the tick by the
 		// database's clock (the database behind the worker) served it.
 		{"daily: restart after a run created just before its tick", "0 3 * * *", at("2026-11-24T02:59:59.98Z"), "2026-11-24T14:00:00Z", false},
 		{"daily: the tick after a run created just before its", "0 3 * * *", at("2026-11-24T02:59:59.98Z"), "2026-11-25T02:59:59.98Z", true},
@@ -76,7 +76,7 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 
 func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
-// TestDueReadsTheDatabaseClock (#38, defect 7): the due check reads the
+// TestDueReadsTheDatabaseClock: the due check reads the
 // database's clock for now, as for the jobs' created_at, so the worker's
 // clock does not change its decision. A daily tick's job created 20 ms
 // before the tick by the database's clock (the database behind the worker
@@ -133,7 +133,7 @@ func TestDueReadsTheDatabaseClock(t *testing.T) {
 	}
 }
 
-// TestDueFailsClosed (#38, defect 7): when the due check cannot read the
+// TestDueFailsClosed: when the due check cannot read the
 // jobs, it inserts nothing and logs why at ERROR; the next tick or start
 // decides again.
 func TestDueFailsClosed(t *testing.T) {

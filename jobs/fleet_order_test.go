@@ -13,7 +13,7 @@ import (
 	"github.com/usersync/usersync/sync/apisim"
 )
 
-// TestFleetRunsOldestDueFirst (#41, point 2): within a queue, jobs of one
+// TestFleetRunsOldestDueFirst: within a queue, jobs of one
 // kind run in the order they became due, whatever their account: not by
 // account, nor by when they were inserted.
 func TestFleetRunsOldestDueFirst(t *testing.T) {

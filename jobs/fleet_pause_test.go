@@ -10,7 +10,7 @@ import (
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
-// TestFleetBusyPausedRemoved (#41, points 2 and 4): a job whose account's
+// TestFleetBusyPausedRemoved: a job whose account's
 // sync lock another run holds snoozes at once, without waiting in a worker
 // slot (it waited 20 s), and counts a lock wait of its account; a paused
 // account gets no job from the next tick on, and its job that starts is

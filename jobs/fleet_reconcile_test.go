@@ -8,7 +8,7 @@ import (
 	"github.com/usersync/usersync/sync/apisim"
 )
 
-// TestFleetFirstReconcileAfterFirstSync (#41 scale, point 6): a new
+// TestFleetFirstReconcileAfterFirstSync: a new
 // account's first reconcile is not queued beside its first sync, where it
 // would walk the account against an empty warehouse, but at its schedule's
 // first tick after the first sync completed; an account whose syncs never

@@ -11,7 +11,7 @@ import (
 	"github.com/usersync/usersync/sync/syncer/syncertest"
 )
 
-// TestFleetServesEveryAccount (#41, point 2): one worker serves several
+// TestFleetServesEveryAccount: one worker serves several
 // accounts, each with its own simulated API and schema. The registered
 // accounts' schedules become jobs of their own (the fleet's tick), each
 // account's warehouse mirrors its API; a long backfill of account a does

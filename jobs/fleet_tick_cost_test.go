@@ -18,7 +18,7 @@ type pausedAccounts struct{}
 
 func (pausedAccounts) Open(context.Context, string) (*Account, error) { return nil, ErrAccountPaused }
 
-// TestFleetTickCost (#41 scale, point 2) measures the fleet's tick (the
+// TestFleetTickCost measures the fleet's tick (the
 // usersync_due job, from River's attempted_at to its finalized_at) at 500
 // registered accounts, with the jobs River keeps for them: 8 days of syncs
 // every 15 minutes and of daily reconciles (388,000 jobs). Its first tick

@@ -12,7 +12,7 @@ import (
 	"github.com/usersync/usersync/schema/schematest"
 )
 
-// TestFleetViewsNeverHoldTheTick (#41 scale): remaking the union views is
+// TestFleetViewsNeverHoldTheTick: remaking the union views is
 // a job of its own (usersync_views), beside the fleet's tick. While a
 // remake runs for long, the ticks go on inserting the accounts' due jobs; a
 // remake that fails fails its job with the error, and the next period's

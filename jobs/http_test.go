@@ -105,7 +105,7 @@ func TestCheckUIGuard(t *testing.T) {
 		{"off", "", "", ""},
 		{"0.0.0.0:9090", "0123456789abcdef", "", ""},
 		{"0.0.0.0:9090", "", "u:0123456789abcdef", ""},
-		// #37 5: a token or password that can be guessed.
+		// a token or password that can be guessed.
 		{"0.0.0.0:9090", "t", "", "USERSYNC_HTTP_TOKEN is too weak: use at least 16 characters"},
 		{"127.0.0.1:9090", "0123456789abcde", "", "USERSYNC_HTTP_TOKEN is too weak"},
 		{"0.0.0.0:9090", "aaaabbbbaaaabbbb", "", "USERSYNC_HTTP_TOKEN is too weak"},
@@ -148,7 +148,7 @@ func TestHTTPServerBounds(t *testing.T) {
 // TestUIRefusesReboundHosts: an unguarded UI (the default on loopback)
 // answers only to localhost, IP addresses and USERSYNC_HTTP_HOSTS, so a
 // page of a name rebound to 127.0.0.1, whose requests carry that name as
-// both Host and Origin, can neither list nor cancel jobs (#37 5).
+// both Host and Origin, can neither list nor cancel jobs.
 func TestUIRefusesReboundHosts(t *testing.T) {
 	t.Parallel()
 	var served []string
@@ -210,7 +210,7 @@ func TestUIRefusesReboundHosts(t *testing.T) {
 
 // TestUIGuardSlowsFailures: after failedTries wrong tokens every request
 // is refused with 429, the right token too, until the failures have
-// slowed to one a second (#37 5).
+// slowed to one a second.
 func TestUIGuardSlowsFailures(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

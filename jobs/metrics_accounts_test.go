@@ -17,7 +17,7 @@ import (
 // (slow) and one whose schema is gone (broken) cost their own series only:
 // every other account's gauges are in the scrape, each account's
 // usersync_account_scrape_up says whether it was read, and the scrape ends
-// within its bound (#41: one slow account blanked the others').
+// within its bound (one slow account blanked the others').
 func TestSlowAccountKeepsOthersSeries(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

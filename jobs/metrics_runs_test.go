@@ -93,7 +93,7 @@ func (e *runsEnv) count(t *testing.T, name, labels string) float64 {
 }
 
 // TestLockWaitIsNotARun: a reconcile job that finds the sync lock held
-// (issue #40, point 6: it was counted as a 0.0006 s run) counts a lock wait,
+// (it was counted as a 0.0006 s run) counts a lock wait,
 // not a run, and adds nothing to the durations; the same job run once the
 // lock is free counts a run.
 func TestLockWaitIsNotARun(t *testing.T) {
@@ -153,8 +153,8 @@ func TestLockWaitIsNotARun(t *testing.T) {
 }
 
 // TestEverySeriesNamesItsDeployment: every series the worker exports carries
-// schema=USERSYNC_SCHEMA, its own and the Go runtime's alike (issue #40,
-// point 6: two deployments in one Prometheus mixed).
+// schema=USERSYNC_SCHEMA, its own and the Go runtime's alike, so
+// two deployments in one Prometheus never mix.
 func TestEverySeriesNamesItsDeployment(t *testing.T) {
 	t.Parallel()
 	e := newRunsEnv(t)

@@ -11,7 +11,7 @@ import (
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
-// TestSweeperPerAccount (#41): a job left running is taken for a dead
+// TestSweeperPerAccount: a job left running is taken for a dead
 // worker's only when no session holds its own account's sync lock. A sweeper
 // that read the default account's lock alone made a registered account's
 // live backfill available again, to run twice, whenever the default account

@@ -12,7 +12,7 @@ import (
 	"github.com/usersync/usersync/sync/apisim"
 )
 
-// scaleOptions are the flags of the scale run (#41, point 6).
+// scaleOptions are the flags of the scale run.
 type scaleOptions struct {
 	on                               bool
 	accounts, accountUsers           int

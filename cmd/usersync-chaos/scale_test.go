@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestScaleShort is the short form of make scale that make test runs
-// (#41, point 6): 20 accounts of 200 users and one of 5,000, one faulty
+// TestScaleShort is the short form of make scale that make test runs:
+// 20 accounts of 200 users and one of 5,000, one faulty
 // (5xx), one whose token is revoked once all are mirrored, two replicas
 // restarted in turn, syncs every 5 s; the table is printed and every check
 // must pass.

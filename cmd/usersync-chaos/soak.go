@@ -14,7 +14,7 @@ import (
 )
 
 // Soak settings: weeks of schedules in minutes. Each is chosen so that the
-// check it serves can fail (#38, defect 5).
+// check it serves can fail.
 const (
 	// The reconcile runs on a wall-clock cron schedule, so its ticks do not
 	// move when the leader changes and the soak can count them.

@@ -1,5 +1,5 @@
 -- 0009_pii_policy_of_rows: which personal-data policy each user row was
--- written under (#37), so usersync pii apply knows which values hold hashes
+-- written under, so usersync pii apply knows which values hold hashes
 -- and under which key instead of guessing from their shape.
 --
 -- pii_policies gets an identity, policy_id. users, user_version_history and

@@ -19,7 +19,7 @@ import (
 // NAME's base URL is the fleet's URL + AccountsPath + NAME.
 const AccountsPath = "/accounts/"
 
-// accountName is usersync's account-name rule (issue #41), so that every
+// accountName is usersync's account-name rule, so that every
 // simulated account can be registered as it is named.
 var accountName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 

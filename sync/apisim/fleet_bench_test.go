@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// BenchmarkFleetMemory builds the fleet of issue #41's scale run (500
+// BenchmarkFleetMemory builds the fleet of the scale run (500
 // accounts of 2,000 users and 3 of 100,000), serves one page of users from
 // each account, and reports the process's resident memory, the live heap
 // and the heap per small account. Run it alone, so the RSS is the fleet's:

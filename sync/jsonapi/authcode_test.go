@@ -62,7 +62,7 @@ func TestAuthorizationRequest(t *testing.T) {
 			var ae *AuthorizeError
 			return errors.As(err, &ae) && ae.Code == "access_denied" && !strings.Contains(err.Error(), "\x1b") && !errors.Is(err, ErrStateMismatch)
 		}},
-		// #37 7: any web page can send the listener a refusal; without this
+		// any web page can send the listener a refusal; without this
 		// login's state it is a mismatch (which the listener ignores).
 		{"denied without state", url.Values{"error": {"access_denied"}}, func(err error) bool {
 			var ae *AuthorizeError

@@ -14,7 +14,7 @@ import (
 	"github.com/usersync/usersync/sync/apisim"
 )
 
-// TestFleetLinkIntoAnotherAccount (#41, point 1): over real HTTP, the
+// TestFleetLinkIntoAnotherAccount: over real HTTP, the
 // simulator's fleet serves accounts a, ab and b under /accounts/<name>, and
 // a default dataset that accepts a's token at the unprefixed paths. Account
 // a's first users page comes with a next link (or a redirect) into another

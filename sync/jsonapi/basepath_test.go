@@ -15,7 +15,7 @@ var basePathCases = []struct {
 	name, base, link string
 	ok               bool
 }{
-	// Accepted, as before #41.
+	// Accepted, as before accounts shared a host.
 	{"under the prefix", "", "https://api.example.com/accounts/a/api/v2/users?page%5Bafter%5D=x&sort=updatedAt", true},
 	{"host in capitals", "", "https://API.example.com/accounts/a/api/v2/users", true},
 	{"default port written", "", "https://api.example.com:443/accounts/a/api/v2/users", true},
@@ -36,7 +36,7 @@ var basePathCases = []struct {
 	{"other port", "", "https://api.example.com:8443/accounts/a/api/v2/users", false},
 	{"other scheme", "", "http://api.example.com/accounts/a/api/v2/users", false},
 
-	// Refused: off the base path (#41).
+	// Refused: off the base path.
 	{"another account", "", "https://api.example.com/accounts/b/api/v2/users?page%5Bafter%5D=x&access_token=" + secretAccess, false},
 	{"a longer name", "", "https://api.example.com/accounts/ab/api/v2/users", false},
 	{"above the prefix", "", "https://api.example.com/accounts", false},
@@ -63,7 +63,7 @@ var basePathCases = []struct {
 	{"root base: dot-dot", "https://api.example.com", "https://api.example.com/x/../api/v2/users", false},
 }
 
-// TestNextLinkUnderBasePath (#41, point 1): with many accounts under one
+// TestNextLinkUnderBasePath: with many accounts under one
 // host by path, a next link is followed only when it stays under the base
 // URL's path, segment by segment, whatever dot segments or encodings it
 // tries; every form accepted before is still accepted. The refusal names

@@ -21,7 +21,7 @@ import (
 // collected), and of all the memory the Go runtime mapped (close to the
 // process's RSS; meaningful in a fresh process only, with -count 1). The
 // deploy files set GOMEMLIMIT, which makes the collector reclaim garbage
-// before the heap reaches it; set it to see the live bytes (#37):
+// before the heap reaches it; set it to see the live bytes:
 //
 //	GOMEMLIMIT=160MiB go test -run '^$' -bench OversizedBodiesAtOnce -benchtime 3x ./sync/jsonapi
 func BenchmarkOversizedBodiesAtOnce(b *testing.B) {

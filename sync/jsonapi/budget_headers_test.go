@@ -55,7 +55,7 @@ func (b *budgetSim) lowestRemaining() int {
 	return b.lowest
 }
 
-// TestBudgetWithoutLimitOrResetHeader (#38, defect 2): with 4,000 of 10,000
+// TestBudgetWithoutLimitOrResetHeader: with 4,000 of 10,000
 // requests left, a floor of 5,000 (USERSYNC_API_BUDGET=0.5), and
 // x-ratelimit-reset or x-ratelimit-limit missing or unreadable, the client
 // sends the one request that tells it the figures and then stops: the floor
@@ -118,7 +118,7 @@ func TestBudgetWithoutLimitOrResetHeader(t *testing.T) {
 	}
 }
 
-// TestBudgetPacesWithoutResetHeader (#38, defect 2): a walk of 130 pages
+// TestBudgetPacesWithoutResetHeader: a walk of 130 pages
 // against a limit of 100 per 10 minutes, with a budget share of 0.5 and no
 // usable x-ratelimit-reset (never sent, or sent once and then not), spreads
 // its last requests over the hour it assumes and waits for it, so the
@@ -162,7 +162,7 @@ func TestBudgetPacesWithoutResetHeader(t *testing.T) {
 	}
 }
 
-// TestBudgetCountsRequestsInFlight (#38, defect 5's soak): requests paced
+// TestBudgetCountsRequestsInFlight: requests paced
 // at once (a sync fetches the users page and the dimension lists together)
 // count those still in flight as spent. With 22 requests of its share left
 // at the last reading, of eight sent at once two go and the others are told

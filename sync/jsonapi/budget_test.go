@@ -48,8 +48,7 @@ func newGatedServer(t *testing.T, n int, size int, withLength bool) string {
 // TestOversizedBodiesShareOneBudget: four oversized bodies read at once
 // (the users page and the three dimension lists) are each refused at their
 // limit, and the bytes granted to all of them at once never pass the
-// shared budget (two limits by default), where each took 1.5 limits before
-// (#37).
+// shared budget (two limits by default), where each took 1.5 limits before.
 func TestOversizedBodiesShareOneBudget(t *testing.T) {
 	t.Parallel()
 	const limit, size = 1 << 20, 50 << 20

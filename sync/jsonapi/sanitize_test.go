@@ -7,7 +7,7 @@ import (
 
 // hostileParams are parameters a server may add to a next link, none of
 // which the client sends: each must go from a stored checkpoint and from
-// logs and errors, whatever its name (#37).
+// logs and errors, whatever its name.
 var hostileParams = []string{"accessToken", "auth_token", "oauth_token", "x-api-key", "access_token%00", "session", "jwt",
 	"X-Amz-Signature", "client_secret", "Page[after]", "filter[a.b]", "fields[]", "filter[role][name]", "filter[x]junk"}
 

@@ -32,7 +32,7 @@ func (l *levelCounter) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(&l.buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// TestUnreachableAPI (#40 point 3): an API that never answers is one
+// TestUnreachableAPI: an API that never answers is one
 // *UnreachableError naming the host in clear, the attempts and the setting
 // to check, with the request's path but not its percent-encoded query; the
 // retries log at DEBUG only.

@@ -146,7 +146,7 @@ func TestRedactResource(t *testing.T) {
 
 // TestPolicyHashesHexLookingValues: a value of 64 lower-case hex digits
 // from the API is hashed like any other, in a row and in a quarantined
-// resource (it was kept in clear, taken for a hash: #37).
+// resource (it was kept in clear, taken for a hash).
 func TestPolicyHashesHexLookingValues(t *testing.T) {
 	t.Parallel()
 	p := testPolicy(t)

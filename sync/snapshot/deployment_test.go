@@ -58,7 +58,7 @@ func assertFilesExist(t *testing.T, dir string, snaps []Manifest) {
 
 // TestRetentionKeepsOtherDeployments: two deployments (warehouse schemas)
 // sharing a snapshot folder; the one with the tighter retention, writing
-// later, removed every snapshot of the other (issue #37, defect 2).
+// later, removed every snapshot of the other.
 func TestRetentionKeepsOtherDeployments(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -187,7 +187,7 @@ func TestOldLayoutLeftAlone(t *testing.T) {
 
 // TestSymlinkedTableFolderRefused: a table folder that is a symbolic link
 // was skipped by retention in silence, so the snapshots behind it outlived
-// their retention (issue #37, defect 9). Write now refuses, naming the link,
+// their retention. Write now refuses, naming the link,
 // and neither follows it (nothing behind it is removed) nor removes it.
 func TestSymlinkedTableFolderRefused(t *testing.T) {
 	t.Parallel()

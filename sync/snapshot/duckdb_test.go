@@ -176,8 +176,7 @@ func analystsNewest(t *testing.T) []string {
 
 // TestDuckDBAnalystsNewestQuery: docs/analysts.md's views of the newest
 // snapshot, made in a snapshot folder that two deployments share, read the
-// newest of the deployment it names, not the other's newer one (issue #37,
-// defect 2).
+// newest of the deployment it names, not the other's newer one.
 func TestDuckDBAnalystsNewestQuery(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -17,8 +17,8 @@ const maxSkew = 5 * time.Minute
 // than maxSkew after now. They are not taken for the newest (naming,
 // WriteChanged's comparison, Latest) and retention neither counts nor
 // removes them; each Write warns about them. Refusing them to sort first kept
-// every later snapshot from being written until someone removed them by hand
-// (issue #38). Once the clock passes them they are ordinary snapshots again.
+// every later snapshot from being written until someone removed them by hand.
+// Once the clock passes them they are ordinary snapshots again.
 func futureIDs(entries []Entry, now time.Time) map[string]bool {
 	limit := now.Add(maxSkew)
 	future := map[string]bool{}

@@ -12,7 +12,7 @@ import (
 
 // TestFutureDatedSnapshotIsSetAside: a complete snapshot dated a day after
 // the clock (written while the clock was ahead, then set back) and a copied
-// one dated 2099 no longer stop every later snapshot (issue #38, defect 6:
+// one dated 2099 no longer stop every later snapshot (before,
 // each Write failed until someone removed them by hand): they are set
 // aside with a warning, not taken for the newest, and retention neither
 // counts them against the newest nor removes them; on a local folder and on

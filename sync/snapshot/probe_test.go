@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestProbeS3 (#40 point 2): usersync check's probe writes and removes a
+// TestProbeS3: usersync check's probe writes and removes a
 // file in the deployment's prefix of a bucket, leaving nothing, and fails
 // on a bucket that does not exist, naming the folder.
 func TestProbeS3(t *testing.T) {

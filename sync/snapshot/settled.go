@@ -12,7 +12,7 @@ import (
 // what a completed sync left: no run has walked every user yet, or a run is
 // under way or stopped part way, so some of its commits (the dimensions, a
 // few pages of users) are in and the rest are not. Such a snapshot would
-// hold tables from different moments (issue #38: the first worker start
+// hold tables from different moments (the first worker start
 // published 0 users beside 120 teams). It is not a failure: the next
 // snapshot after a run succeeds is written.
 type NotReadyError struct {

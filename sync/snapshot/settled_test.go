@@ -82,7 +82,7 @@ func count(t testing.TB, pool *pgxpool.Pool, sql string) int64 {
 // TestSnapshotWaitsForCompletedSync: a snapshot taken while the first sync
 // has committed the dimensions but not the users, or while an incremental
 // sync has committed some of its pages, writes nothing and says why (issue
-// #38, defect 6: the first worker start published 0 users beside 120
+// the first worker start published 0 users beside 120
 // teams); once the run succeeds, the snapshot holds everything it wrote.
 func TestSnapshotWaitsForCompletedSync(t *testing.T) {
 	t.Parallel()

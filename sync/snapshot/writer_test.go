@@ -127,7 +127,7 @@ func checkFile(t *testing.T, tbl schema.Table, f readFile, m Manifest, codec str
 		if got, _ := fl.Metadata.GetValue(schema.MetaMeaning); got != c.Meaning {
 			t.Errorf("%s.%s meaning %q, want %q", tbl.Name, c.Name, got, c.Meaning)
 		}
-		// Readers that skip the stored Arrow schema (DuckDB) read it here (#40, point 8).
+		// Readers that skip the stored Arrow schema (DuckDB) read it here.
 		if got, ok := kvValue(f.kv, MetaColumnMeaning+c.Name); !ok || got != c.Meaning {
 			t.Errorf("%s.%s: file metadata %s%s = %q, want %q", tbl.Name, c.Name, MetaColumnMeaning, c.Name, got, c.Meaning)
 		}

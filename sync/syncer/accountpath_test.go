@@ -16,7 +16,7 @@ import (
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
-// TestNextLinkIntoAnotherAccountStopsTheRun (#41): the simulator's fleet
+// TestNextLinkIntoAnotherAccountStopsTheRun: the simulator's fleet
 // serves account a under /accounts/a and, at the unprefixed paths, a
 // default dataset that accepts a's token too. Account a's first users page
 // comes with a next link into the default dataset's path. The run fails

@@ -16,7 +16,7 @@ import (
 )
 
 // hostileQuery is what a hostile next link adds: parameters usersync never
-// sends, under names a deny-list misses (#37).
+// sends, under names a deny-list misses.
 const hostileQuery = "&access_token=S3CRET&X-Amz-Signature=S3CRET&accessToken=S3CRET&auth_token=S3CRET&oauth_token=S3CRET" +
 	"&x-api-key=S3CRET&access_token%00=S3CRET&session=S3CRET&jwt=S3CRET&S3CRET"
 

@@ -12,7 +12,7 @@ import (
 // rows get the id of the only policy ever recorded when they were written
 // since it was first recorded, or all of them when a pii apply of it
 // finished; rows written before, rows of other types' quarantine records,
-// and every row when several policies were recorded, stay null (#37).
+// and every row when several policies were recorded, stay null.
 func TestMigrationPolicyOfRows(t *testing.T) {
 	t.Parallel()
 	rows := []string{

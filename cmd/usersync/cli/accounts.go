@@ -14,7 +14,7 @@ import (
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
-// account is one account of the fleet (#41): the default account, which the
+// account is one account of the fleet: the default account, which the
 // USERSYNC_* environment configures, or a registered one with its effective
 // Config.
 type account struct {
@@ -23,8 +23,8 @@ type account struct {
 	Paused bool
 	// Err, when set, says why the account's stored settings no longer make
 	// a Config (a parser grew stricter, the row was edited by hand); Cfg
-	// then holds its schema alone. One such account never stops the others
-	// (#41): status shows it with the error, migrate leaves it out.
+	// then holds its schema alone. One such account never stops the others:
+	// status shows it with the error, migrate leaves it out.
 	Err error
 	// Notices say what its row, stored by an earlier release, asks of
 	// the operator (storedNotices).
@@ -34,7 +34,7 @@ type account struct {
 // loadAccounts returns the default account first, then every registered one
 // by name, each with its effective Config, or with Err when its settings do
 // not make one. A deployment whose registry was never made (not migrated
-// since #41) has the default account alone.
+// since accounts were added) has the default account alone.
 func loadAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]account, error) {
 	fleet := e.fleetConfig()
 	out := []account{{Name: accounts.Default, Cfg: fleet}}

@@ -15,7 +15,7 @@ import (
 )
 
 // TestEverySettingHasAScope: every setting says whether an account sets it,
-// and the account-scoped ones are the ones #41 lists.
+// and the account-scoped ones are the ones the settings reference marks so.
 func TestEverySettingHasAScope(t *testing.T) {
 	t.Parallel()
 	for _, s := range settings() {

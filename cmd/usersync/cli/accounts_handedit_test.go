@@ -9,7 +9,7 @@ import (
 	"github.com/usersync/usersync/schema/schematest"
 )
 
-// TestAccountsBesideAHandEditedRow (#41): a registry row whose settings
+// TestAccountsBesideAHandEditedRow: a registry row whose settings
 // someone edited by hand into values that are not strings stops none of the
 // commands that read every account. accounts list and status show it with
 // its problem beside the others, migrate migrates the others and says why

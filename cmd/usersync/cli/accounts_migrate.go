@@ -12,7 +12,7 @@ import (
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
-// migrateAccounts is usersync migrate's part for the accounts (#41): it
+// migrateAccounts is usersync migrate's part for the accounts: it
 // makes the registry, marks the default account's schema, migrates and
 // marks every registered account's schema and remakes the union views,
 // returning a line for each account. An account whose stored settings make

@@ -13,7 +13,7 @@ import (
 	"github.com/usersync/usersync/schema/schematest"
 )
 
-// TestAccountReaderRoles (#41 scale, point 7): a registered account's
+// TestAccountReaderRoles: a registered account's
 // USERSYNC_READER_ROLE (accounts add --reader-role) is granted its schema,
 // never the registry, another account's schema or the union views'; the
 // fleet's reader role is granted the default account's schema and the union

@@ -9,7 +9,7 @@ import (
 	"github.com/usersync/usersync/schema/schematest"
 )
 
-// TestAccountsAddWithoutViews (#41 scale, point 1): registering many
+// TestAccountsAddWithoutViews: registering many
 // accounts need not remake the union views at each one (each view unites
 // every account: N registrations would cost in N²). accounts add --no-views
 // leaves them; accounts views remakes them once, and says when they are

@@ -24,7 +24,7 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
-// TestUnreachableAPIIsOneLine (#40 point 3): a sync against an API that
+// TestUnreachableAPIIsOneLine: a sync against an API that
 // never answers logs no retry at INFO and ends with one line that names the
 // host in clear, what was tried and what to check, without the request's
 // percent-encoded query.
@@ -52,7 +52,7 @@ func TestUnreachableAPIIsOneLine(t *testing.T) {
 	}
 }
 
-// TestRevokedGrantShownByAuthStatus (#40 point 3): after the token endpoint
+// TestRevokedGrantShownByAuthStatus: after the token endpoint
 // refuses the stored grant (invalid_grant), auth status says so, when, and
 // to run usersync auth login, instead of only the stored access token's
 // expiry; a new login clears it.
@@ -91,7 +91,7 @@ func TestRevokedGrantShownByAuthStatus(t *testing.T) {
 	}
 }
 
-// TestStatusShowsGrantedScopes (#40 point 3): status and auth status show
+// TestStatusShowsGrantedScopes: status and auth status show
 // the scope the grant holds, never the API user's rights: a read-only login
 // is read-only even when the user may write users; a write scope warns, at
 // login too; a static token shows no scope, and the sync summary none.

@@ -232,7 +232,7 @@ func TestAuthLoginRefusals(t *testing.T) {
 		q.Set("state", "forged-state")
 		loc.RawQuery = q.Encode()
 	})
-	// A callback with another state is ignored (#37 7): the login waits
+	// A callback with another state is ignored: the login waits
 	// for its own until the timeout.
 	code, _, errs = a.login(t, "--timeout", "2s")
 	if code != ExitFailure {
@@ -379,7 +379,7 @@ func TestAuthSubcommands(t *testing.T) {
 // can send to the loopback listener, are ignored and the login goes on to
 // succeed with the real one; the browser opener is never given the
 // authorize URL (ps shows command lines to every local user) but a file
-// that only this user can read, removed after the login (#37 7).
+// that only this user can read, removed after the login.
 func TestAuthLoginIgnoresForgedCallbacks(t *testing.T) {
 	t.Parallel()
 	a := newAuthEnv(t, apisim.Options{Seed: 44, Users: 50}, nil)
@@ -485,7 +485,7 @@ func TestAuthLoginIgnoresForgedCallbacks(t *testing.T) {
 
 // TestAuthLoginSurvivesForgedCallbacks: forged callbacks that reach the
 // listener before the real redirect (a forged code, a forged refusal,
-// another state) are ignored, and the real one completes the login (#37 7).
+// another state) are ignored, and the real one completes the login.
 func TestAuthLoginSurvivesForgedCallbacks(t *testing.T) {
 	t.Parallel()
 	a := newAuthEnv(t, apisim.Options{Seed: 45, Users: 50}, nil)

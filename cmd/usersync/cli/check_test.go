@@ -85,7 +85,7 @@ func allChecks(ok bool) map[string]bool {
 	return m
 }
 
-// TestCheckPassesAndFindsBrokenParts (#40 point 2): against a working
+// TestCheckPassesAndFindsBrokenParts: against a working
 // deployment every check passes (exit 0); a reader role that does not
 // exist, an API without rate-limit headers and a snapshot folder under a
 // regular file (which stops root too) each fail their check only, with a
@@ -126,7 +126,7 @@ func TestCheckPassesAndFindsBrokenParts(t *testing.T) {
 		"budget": {"no readable x-ratelimit-limit"}, "snapshots": {"not a directory fix: make USERSYNC_SNAPSHOT_DIR a folder"}})
 }
 
-// TestCheckDatabaseDown (#40 point 2): with the database's port closed the
+// TestCheckDatabaseDown: with the database's port closed the
 // database check fails with what to check, the checks that need it say they
 // were not checked, and those that do not (the API with a static token, the
 // snapshot folder, the schedules) still run.
@@ -149,7 +149,7 @@ func TestCheckDatabaseDown(t *testing.T) {
 	}
 }
 
-// TestCheckRevokedToken (#40 point 2): an OAuth grant the API's
+// TestCheckRevokedToken: an OAuth grant the API's
 // administrator revoked fails the token check with invalid_grant and the
 // remedy, usersync auth login; a revoked static token fails it too, the API
 // having answered. Before, the token check shows the granted scope.
@@ -189,7 +189,7 @@ func TestCheckRevokedToken(t *testing.T) {
 	}
 }
 
-// TestWorkerLogsTheFirstFailedCheck (#40 point 2): a worker whose
+// TestWorkerLogsTheFirstFailedCheck: a worker whose
 // deployment's snapshot folder cannot be made (a file holds its name)
 // starts, and logs at start the first check that fails in usersync check's
 // words: the same detail and the same fix.

@@ -144,20 +144,20 @@ func TestConfigErrors(t *testing.T) {
 		{"schema ending in _river", map[string]string{"USERSYNC_SCHEMA": "prod_river"}, nil, `USERSYNC_SCHEMA "prod_river" ends in _river`},
 		{"schema flag ending in _river", nil, []string{"--schema", "usersync_river"}, `--schema "usersync_river" ends in _river`},
 		{"schema public", map[string]string{"USERSYNC_SCHEMA": "public"}, nil, "USERSYNC_SCHEMA \"public\" is the database's shared schema; choose a schema of usersync's own, or set USERSYNC_SCHEMA_FORCE=true"},
-		// #37 9a: PostgreSQL's own schemas, which pg_dump skips, even forced.
+		// PostgreSQL's own schemas, which pg_dump skips, even forced.
 		{"schema information_schema", map[string]string{"USERSYNC_SCHEMA": "information_schema"}, nil, `USERSYNC_SCHEMA "information_schema" is PostgreSQL's own catalog schema`},
 		{"schema information_schema forced", map[string]string{"USERSYNC_SCHEMA_FORCE": "true"}, []string{"--schema", "information_schema"}, `--schema "information_schema" is PostgreSQL's own`},
 		{"schema pg_catalog", map[string]string{"USERSYNC_SCHEMA": "pg_catalog", "USERSYNC_SCHEMA_FORCE": "true"}, nil, `USERSYNC_SCHEMA "pg_catalog" must not start with pg_`},
 		{"schema pg_toast", map[string]string{"USERSYNC_SCHEMA": "pg_toast"}, nil, `USERSYNC_SCHEMA "pg_toast" must not start with pg_`},
 		{"schema pg_temp", map[string]string{"USERSYNC_SCHEMA": "pg_temp_3"}, nil, `USERSYNC_SCHEMA "pg_temp_3" must not start with pg_`},
 		{"schema PG_CATALOG", map[string]string{"USERSYNC_SCHEMA": "PG_CATALOG"}, nil, `USERSYNC_SCHEMA "PG_CATALOG" must be lower-case`},
-		// #37 4c: URLs that are not s3:// or file://, and credentials in a file:// URL.
+		// URLs that are not s3:// or file://, and credentials in a file:// URL.
 		{"snapshot dir s3 one slash with credentials", map[string]string{"USERSYNC_SNAPSHOT_DIR": "s3:/AKIA:s3cr3t@analytics"}, nil, "USERSYNC_SNAPSHOT_DIR holds credentials"},
 		{"snapshot dir file with credentials", map[string]string{"USERSYNC_SNAPSHOT_DIR": "file://AKIA:s3cr3t@/var/lib/snapshots"}, nil, "USERSYNC_SNAPSHOT_DIR holds credentials"},
 		{"snapshot dir s3 without slashes", nil, []string{"--snapshot-dir", "s3:analytics/usersync"}, `--snapshot-dir starts with "s3:", like a URL, but is neither`},
 		{"snapshot dir upper-case scheme with credentials", map[string]string{"USERSYNC_SNAPSHOT_DIR": "S3://AKIA:s3cr3t@analytics"}, nil, "USERSYNC_SNAPSHOT_DIR holds credentials"},
 		{"snapshot dir upper-case scheme", map[string]string{"USERSYNC_SNAPSHOT_DIR": "S3://analytics"}, nil, `USERSYNC_SNAPSHOT_DIR unsupported scheme "S3"`},
-		// #37 4c: a password on the command line shows in ps and shell history.
+		// a password on the command line shows in ps and shell history.
 		{"database url flag with password", nil, []string{"--database-url", "postgres://u:s3cr3t@db/analytics"}, "--database-url holds a password"},
 		{"database url flag with raw # in password", nil, []string{"--database-url", "postgres://u:s3cr3t#x@db/analytics"}, "--database-url holds a password"},
 		{"database url flag with query password", nil, []string{"--database-url", "postgres://db/analytics?password=s3cr3t"}, "--database-url holds a password"},
@@ -539,7 +539,7 @@ func TestAuthorizeURL(t *testing.T) {
 
 // TestSnapshotOutRefusesCredentials: usersync snapshot --out checks its
 // folder as USERSYNC_SNAPSHOT_DIR is checked, before connecting, and
-// never echoes the password (#37 4c).
+// never echoes the password.
 func TestSnapshotOutRefusesCredentials(t *testing.T) {
 	t.Parallel()
 	for _, out := range []string{"s3:/AKIA:s3cr3t@analytics", "file://AKIA:s3cr3t@/tmp/snapshots", "s3://AKIA:s3cr3t@analytics"} {

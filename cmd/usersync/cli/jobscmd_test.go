@@ -27,7 +27,7 @@ func jobsList(t *testing.T, env map[string]string, args ...string) []jobLine {
 	return got.Jobs
 }
 
-// TestJobsListCancelRetry (#40 point 3): usersync jobs list shows the
+// TestJobsListCancelRetry: usersync jobs list shows the
 // queue's jobs with their state, attempts and last error on one line;
 // jobs cancel and jobs retry move a job, say what they did, and refuse an
 // unknown or malformed id.

@@ -53,7 +53,7 @@ func assertJSONStyle(t *testing.T, what, out string) {
 	}
 }
 
-// TestJSONOutputsAreSnakeCaseAndVersioned (#40 point 5): every command's
+// TestJSONOutputsAreSnakeCaseAndVersioned: every command's
 // --json output, and every run's sync_runs.summary, is one object with
 // "version": 1 first and snake_case keys at every depth.
 func TestJSONOutputsAreSnakeCaseAndVersioned(t *testing.T) {

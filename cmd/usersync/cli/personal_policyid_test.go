@@ -67,7 +67,7 @@ func assertEmailsHashedOnce(t *testing.T, c *cliEnv, hash func(string) string) {
 
 // TestHashShapedValuesAreHashed: a user whose email (a hashed attribute) is
 // 64 lower-case hex digits from the API is stored hashed like any other, in
-// users, the history, the quarantine and the snapshot (#37: it was kept in
+// users, the history, the quarantine and the snapshot (it was kept in
 // clear, taken for a hash); every row records the policy it was written
 // under.
 func TestHashShapedValuesAreHashed(t *testing.T) {

@@ -109,7 +109,7 @@ func TestRedactErrPieces(t *testing.T) {
 // TestDatabaseURLPasswordWithHashOrQuestionMark: a password with a raw '#'
 // or '?' (which pgconn accepts as letters of the password) is never shown
 // when the connection fails, by status or by the worker (which waits for
-// its database, logging each try, until it is stopped: #38, defect 3).
+// its database, logging each try, until it is stopped).
 func TestDatabaseURLPasswordWithHashOrQuestionMark(t *testing.T) {
 	t.Parallel()
 	for _, dsn := range []string{

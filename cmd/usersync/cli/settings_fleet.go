@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// fleetSettings are the worker's settings of #41's fleet: the slots of its
+// fleetSettings are the worker's settings of the fleet: the slots of its
 // queues, its tick for the registered accounts, the bound on a job's wait
 // for the API's rate limit and how many accounts it keeps open. All are
 // fleet-wide: one worker serves every account.

@@ -2,7 +2,7 @@ package cli
 
 import "strings"
 
-// scope is where a setting applies once accounts are registered (#41): the
+// scope is where a setting applies once accounts are registered: the
 // default account's value comes from the environment either way.
 type scope int
 

@@ -55,7 +55,7 @@ func TestSnapshotCommand(t *testing.T) {
 
 // TestSnapshotDeploymentsShareFolder: two deployments (warehouse schemas)
 // writing to one folder; the one keeping a single snapshot removed the
-// other's (issue #37, defect 2: USERSYNC_SCHEMA=tok USERSYNC_SNAPSHOT_KEEP=1
+// other's (USERSYNC_SCHEMA=tok USERSYNC_SNAPSHOT_KEEP=1
 // USERSYNC_SNAPSHOT_KEEP_FOR=0 usersync snapshot logged "old snapshots
 // removed", all of schema usersync's).
 func TestSnapshotDeploymentsShareFolder(t *testing.T) {
@@ -159,7 +159,7 @@ func TestWorkerSnapshotsAfterSync(t *testing.T) {
 // seeing the sync under way (or not yet begun), writes nothing, says why in
 // its log line and outcome, and completes (no retry, no failure); the sync's
 // success then enqueues the snapshot that waited, though snapshots do not
-// follow every sync here, and it holds every user. Issue #38, defect 6: the first
+// follow every sync here, and it holds every user. Without the wait, a first
 // start published a snapshot of 0 users beside 120 teams.
 func TestWorkerFirstStartSnapshotWaitsForSync(t *testing.T) {
 	t.Parallel()

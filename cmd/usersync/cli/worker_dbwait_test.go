@@ -107,7 +107,7 @@ func waitLines(t *testing.T, logs string) []logLine {
 	return out
 }
 
-// TestWorkerWaitsForItsDatabase (#38, defect 3): a worker started while its
+// TestWorkerWaitsForItsDatabase: a worker started while its
 // database refuses connections does not exit: /healthz answers 200, /readyz
 // 503 saying it waits for the database, /metrics reports the database down
 // (what UsersyncDatabaseDown alerts on), and its tries are logged without a
@@ -183,7 +183,7 @@ func TestWorkerWaitsForItsDatabase(t *testing.T) {
 	}
 }
 
-// TestWorkerStopsWhileWaitingForItsDatabase (#38, defect 3): SIGTERM while
+// TestWorkerStopsWhileWaitingForItsDatabase: SIGTERM while
 // the worker process waits for its database ends it at once with exit 0.
 func TestWorkerStopsWhileWaitingForItsDatabase(t *testing.T) {
 	t.Parallel()
@@ -241,7 +241,7 @@ func TestWorkerStopsWhileWaitingForItsDatabase(t *testing.T) {
 	}
 }
 
-// TestWorkerWaitsForMigrations (#38, defect 3): a worker started before
+// TestWorkerWaitsForMigrations: a worker started before
 // `usersync migrate` ran (a Kubernetes Deployment applied with its migration
 // Job) waits, not ready and saying why, and works once the migration ran.
 func TestWorkerWaitsForMigrations(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
-// fleet is the worker's view of the accounts (#41): it opens an account for
+// fleet is the worker's view of the accounts: it opens an account for
 // each job (jobs.AccountSource), reading that account's row alone, and lists
 // the registered ones for the fleet's tick, the metrics and the sweeper
 // (jobs.ListAccounts), so that an account added, changed, paused or removed

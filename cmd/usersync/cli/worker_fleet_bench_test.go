@@ -10,7 +10,7 @@ import (
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
-// BenchmarkFleetRegistered (#41 scale, point 2) times the worker fleet's
+// BenchmarkFleetRegistered times the worker fleet's
 // listing of 500 registered accounts, what each fleet tick (and each
 // metrics scrape, each sweep) asks for, once the worker has read them
 // once.

@@ -9,7 +9,7 @@ import (
 	"github.com/usersync/usersync/sync/apisim"
 )
 
-// TestWorkerFleetReadsWhatChanged (#41 scale, points 3 to 5): what the
+// TestWorkerFleetReadsWhatChanged: what the
 // worker's fleet reads of the registry at each tick and for each job.
 //
 //   - A job's Open reads its own account's row: another account's row,

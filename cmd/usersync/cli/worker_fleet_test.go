@@ -61,7 +61,7 @@ func (tf *testFleet) add(t *testing.T, name string, c *cliEnv, more map[string]s
 	}
 }
 
-// TestWorkerFleetOpensAccounts (#41, point 2): the worker's fleet opens each
+// TestWorkerFleetOpensAccounts: the worker's fleet opens each
 // registered account with its own configuration (its API, its schema, its
 // logger naming it): a run through it mirrors the account's API into the
 // account's warehouse. An opened account is kept for its next jobs, rebuilt

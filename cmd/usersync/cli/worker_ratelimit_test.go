@@ -7,7 +7,7 @@ import (
 	"github.com/usersync/usersync/sync/apisim"
 )
 
-// TestWorkerRateLimitSnoozes (#41, point 3): a worker's job that the API's
+// TestWorkerRateLimitSnoozes: a worker's job that the API's
 // rate limit would keep waiting longer than USERSYNC_RATE_LIMIT_WAIT stops at
 // once, its run recorded paused with its checkpoint, and its job snoozes
 // until the wait is over: its worker slot is free for other accounts' jobs

@@ -396,7 +396,7 @@ func TestTwoWorkers(t *testing.T) {
 		}
 	}
 	// Runs of one account hand its lock over by snoozing (1 s, doubling to
-	// 5 s) rather than waiting in a slot (#41), so the eight backfills queue
+	// 5 s) rather than waiting in a slot, so the eight backfills queue
 	// behind each other for longer than before.
 	waitFor(t, "the backfills and several scheduled syncs", 120*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 8 &&
@@ -580,7 +580,7 @@ func TestWorkerRefusesAnOpenJobUI(t *testing.T) {
 	}{
 		{map[string]string{"USERSYNC_HTTP_ADDR": "0.0.0.0:9090"}, "USERSYNC_HTTP_ADDR=0.0.0.0:9090 is not a loopback address: set USERSYNC_HTTP_TOKEN or USERSYNC_HTTP_BASIC_AUTH"},
 		{map[string]string{"USERSYNC_HTTP_ADDR": "127.0.0.1:9090", "USERSYNC_HTTP_BASIC_AUTH": "admin:"}, "USERSYNC_HTTP_BASIC_AUTH must be user:password with neither part empty"},
-		// #37 5: a token or password that can be guessed.
+		// a token or password that can be guessed.
 		{map[string]string{"USERSYNC_HTTP_ADDR": "0.0.0.0:9090", "USERSYNC_HTTP_TOKEN": "x"}, "USERSYNC_HTTP_TOKEN is too weak: use at least 16 characters"},
 		{map[string]string{"USERSYNC_HTTP_ADDR": "0.0.0.0:9090", "USERSYNC_HTTP_BASIC_AUTH": "admin:s3cr3t"}, "USERSYNC_HTTP_BASIC_AUTH's password is too weak"},
 		{map[string]string{"USERSYNC_HTTP_HOSTS": "https://jobs.example:9090"}, "USERSYNC_HTTP_HOSTS must be host names separated by commas"},
@@ -598,7 +598,7 @@ func TestWorkerRefusesAnOpenJobUI(t *testing.T) {
 
 // TestLockWaitIsNotAFailure: a scheduled sync that finds the sync lock held
 // (a long backfill) snoozes: /metrics counts it a lock wait, neither a run
-// nor a failure (#40, point 6), and sync_runs and status show no failure;
+// nor a failure, and sync_runs and status show no failure;
 // it runs once the lock is free.
 func TestLockWaitIsNotAFailure(t *testing.T) {
 	t.Parallel()
@@ -661,7 +661,7 @@ func TestRestartsAddNoWork(t *testing.T) {
 	})
 	w.stop(t)
 	// A snapshot skipped beside the first sync is enqueued again by its
-	// success (#38, defect 6): the first start may leave two snapshot jobs.
+	// success: the first start may leave two snapshot jobs.
 	want := map[string]int64{}
 	for _, kind := range kinds {
 		want[kind] = jobsOf(kind)
@@ -767,7 +767,7 @@ func TestWorkerStaysFlat(t *testing.T) {
 // TestJobUIRefusesDNSRebinding: a worker serving the job UI unguarded on
 // 127.0.0.1 (the default) refuses a page whose name was rebound to
 // 127.0.0.1: with Host and Origin both that name it can neither list jobs
-// nor cancel one, which stays available; localhost still can (#37 5).
+// nor cancel one, which stays available; localhost still can.
 func TestJobUIRefusesDNSRebinding(t *testing.T) {
 	t.Parallel()
 	c := newCLIEnv(t, apisim.Options{Seed: 37, Users: 50})
@@ -830,7 +830,7 @@ func TestJobUIRefusesDNSRebinding(t *testing.T) {
 }
 
 // TestJobUISlowsWrongTokens: a worker's job UI answers 429 after ten wrong
-// tokens, even to the right one, until the tries slow down (#37 5).
+// tokens, even to the right one, until the tries slow down.
 func TestJobUISlowsWrongTokens(t *testing.T) {
 	t.Parallel()
 	c := newCLIEnv(t, apisim.Options{Seed: 38, Users: 10})

@@ -1,4 +1,4 @@
-// Package layers holds a test: the README's package list is the module's
+// Package layers holds a test: docs/DEVELOPING.md's package list is the module's
 // real import graph, arrow for arrow.
 package layers
 
@@ -14,40 +14,40 @@ import (
 
 const module = "github.com/usersync/usersync"
 
-// TestREADMEPackagesAreTheImports compares the arrows between the block
-// <!-- packages:begin --> and <!-- packages:end --> of README.md with the
+// TestPackageListIsTheImports compares the arrows between the block
+// <!-- packages:begin --> and <!-- packages:end --> of docs/DEVELOPING.md with the
 // imports `go list` reports for the module's packages (tests left out).
-func TestREADMEPackagesAreTheImports(t *testing.T) {
+func TestPackageListIsTheImports(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
-	declared := readmeArrows(t, filepath.Join(root, "README.md"))
+	declared := listedArrows(t, filepath.Join(root, "docs", "DEVELOPING.md"))
 	actual := goListArrows(t, root)
 	for pkg, imports := range actual {
 		want, listed := declared[pkg]
 		if !listed {
-			t.Errorf("README's package list lacks %s (it imports %v)", pkg, imports)
+			t.Errorf("docs/DEVELOPING.md's package list lacks %s (it imports %v)", pkg, imports)
 			continue
 		}
 		for _, imp := range imports {
 			if !slices.Contains(want, imp) {
-				t.Errorf("%s imports %s: README shows no such arrow (add it there, or drop the import)", pkg, imp)
+				t.Errorf("%s imports %s: docs/DEVELOPING.md shows no such arrow (add it there, or drop the import)", pkg, imp)
 			}
 		}
 		for _, imp := range want {
 			if !slices.Contains(imports, imp) {
-				t.Errorf("README shows %s ─► %s, but %s does not import it", pkg, imp, pkg)
+				t.Errorf("docs/DEVELOPING.md shows %s ─► %s, but %s does not import it", pkg, imp, pkg)
 			}
 		}
 	}
 	for pkg := range declared {
 		if _, ok := actual[pkg]; !ok {
-			t.Errorf("README lists %s, which is not a package with non-test files", pkg)
+			t.Errorf("docs/DEVELOPING.md lists %s, which is not a package with non-test files", pkg)
 		}
 	}
 }
 
-// readmeArrows parses lines "pkg ─► a, b, c   what it is" (a package
+// listedArrows parses lines "pkg ─► a, b, c   what it is" (a package
 // importing nothing of the module has no arrow).
-func readmeArrows(t *testing.T, path string) map[string][]string {
+func listedArrows(t *testing.T, path string) map[string][]string {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -84,7 +84,7 @@ func readmeArrows(t *testing.T, path string) map[string][]string {
 		t.Fatal(err)
 	}
 	if len(arrows) == 0 {
-		t.Fatal("README.md has no package list between <!-- packages:begin --> and <!-- packages:end -->")
+		t.Fatal("docs/DEVELOPING.md has no package list between <!-- packages:begin --> and <!-- packages:end -->")
 	}
 	return arrows
 }

@@ -42,7 +42,7 @@ func (r *Registry) Add(ctx context.Context, a Account) error {
 
 // List returns every registered account by name, those whose settings are
 // not all strings included (Account.Invalid); none when the registry was
-// never created (a deployment not migrated since #41).
+// never created (a deployment not migrated since accounts were added).
 func (r *Registry) List(ctx context.Context) ([]Account, error) {
 	ok, err := r.Exists(ctx)
 	if err != nil || !ok {
@@ -219,7 +219,7 @@ func scanHead(row pgx.CollectableRow) (Head, error) {
 }
 
 // noRegistryIsNone is nil for the error of a registry that does not exist
-// (a deployment not migrated since #41: no table, or no River schema yet),
+// (a deployment not migrated since accounts were added: no table, or no River schema yet),
 // err otherwise.
 func noRegistryIsNone(err error) error {
 	var pe *pgconn.PgError

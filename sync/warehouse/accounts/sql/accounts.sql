@@ -1,4 +1,4 @@
--- The account registry (#41): one row per registered account, in the
+-- The account registry: one row per registered account, in the
 -- fleet's River schema ({{schema}}, <USERSYNC_SCHEMA>_river), which the
 -- analysts' reader role is never granted. River's migrations leave tables
 -- they do not own alone. settings maps a setting's variable to the account's
