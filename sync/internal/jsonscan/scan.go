@@ -1,7 +1,3 @@
-// Package jsonscan is a strict JSON scanner: it validates every byte it
-// passes and reports positions, never building values. normalize's single
-// pass over a users page and its canonical form of JSON are built on it,
-// and the API client finds a document's data member with it.
 package jsonscan
 
 // MaxDepth bounds the nesting SkipValue follows (normalize hands deeper
