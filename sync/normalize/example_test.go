@@ -32,8 +32,9 @@ func ExampleNormalizer_Row() {
 			fmt.Printf("user %d quarantined: %v\n", r.ID, fe)
 			continue
 		}
+		// ToOne[0] is the role: the catalog's first to-one relationship.
 		fmt.Printf("user %d updated %s, role %d, teams %v, unknown %v, kept %s\n",
-			row.ID, row.UpdatedAt.Format("2006-01-02 15:04"), row.ToOne[0].ID /* role: the first to-one relationship of the catalog */, row.Teams, row.Unknown, row.Raw)
+			row.ID, row.UpdatedAt.Format("2006-01-02 15:04"), row.ToOne[0].ID, row.Teams, row.Unknown, row.Raw)
 	}
 	// Output:
 	// user 7 updated 2026-11-22 10:15, role 3, teams [1 2], unknown [languagePreference], kept {"languagePreference":"fr"}
