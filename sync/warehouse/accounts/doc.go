@@ -5,7 +5,7 @@
 // USERSYNC_* environment configures, is never stored, so a single-account
 // deployment needs no registry.
 //
-//	reg, err := accounts.New(pool, jobs.RiverSchema("usersync"))
+//	reg, err := accounts.New(pool, "usersync_river") // the fleet's River schema
 //	err = reg.Migrate(ctx) // under warehouse.WithMigrationLock, after River's migrations
 //	err = reg.Add(ctx, accounts.Account{Name: "acme",
 //		Settings: map[string]string{accounts.SchemaSetting: "usersync_acme"}})
