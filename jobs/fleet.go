@@ -16,25 +16,10 @@ import (
 // retention of the other jobs.
 const dueKept = time.Hour
 
-// DueWorker is the fleet's tick. River's periodic jobs are fixed when a
-// worker starts, so the registered accounts, which come and go without a
-// restart, are scheduled by this one periodic job instead: at each tick it
-// reads the registry and inserts, in one batch, for every account not
-// paused, each job whose schedule has a tick that no job of the account
-// served yet (the decision of due, by the database's clock). The jobs are
-// unique per account and kind while one is active, so ticks on several
-// replicas, or a tick while the last job still runs, add nothing. The
-// default account keeps its periodic jobs (due.go); a paused or removed
-// account gets no job from the next tick on.
-//
-// Its reads do not grow with the jobs kept: the last job of each account
-// and kind is one probe of usersync's index on River's jobs
-// (createAccountIndex).
-//
-// An account's first reconcile is not due at once, as its first sync is: a
-// reconcile on an empty warehouse walks the whole account for nothing. It
-// waits for the account's first completed sync (or backfill), which has
-// seen every user, and is then due at its schedule's first tick after it.
+// DueWorker is the fleet's tick: River fixes its periodic jobs when a worker
+// starts, so this one periodic job reads the registry and inserts, for each
+// account not paused, the jobs its schedules make due. Jobs are unique per
+// account and kind while active, so ticks on several replicas add nothing.
 type DueWorker struct {
 	river.WorkerDefaults[DueArgs]
 	list   ListAccounts

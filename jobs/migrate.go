@@ -1,6 +1,3 @@
-// Package jobs is usersync's daemon side: River job kinds, their thin workers,
-// the periodic schedules and the River client. It is the only package besides
-// cmd that imports River.
 package jobs
 
 import (

@@ -20,19 +20,10 @@ import (
 // keeps it to the end.
 const orphanAge = 2 * time.Minute
 
-// Sweeper finds jobs left "running" by a worker that died (kill -9, OOM,
-// lost host) and makes them available again, so the next worker resumes
-// their run from its checkpoint at once instead of after River's stuck-job
-// rescue (an hour past the job timeout). Sync, backfill and reconcile jobs
-// hold their account's sync lock (its schema's) for their whole run; when
-// none holds it, a job of the account marked running for more than
-// orphanAge has no live worker.
-//
-// It writes River's river_job table itself because River 0.51 offers no
-// way to do this: Client.JobRetry leaves running jobs untouched, and the
-// rescuer (Config.RescueStuckJobsAfter) goes by time alone, so it cannot
-// tell a dead worker's job from a long backfill still running; set low, it
-// would run live jobs twice. The sync lock can tell them apart.
+// Sweeper makes jobs a dead worker left running available again when no one
+// holds their account's sync lock, so their run resumes at once. It writes
+// River's river_job itself because River's rescuer goes by time alone and
+// cannot tell a dead worker from a long backfill.
 type Sweeper struct {
 	Pool        *pgxpool.Pool
 	Store       *warehouse.Store // the default account's

@@ -22,11 +22,9 @@ const (
 	JSONExtension     = "arrow.json"           // its value for JSON text
 )
 
-// ArrowType is the Arrow type a Postgres column type is written as in
-// snapshots: bigint → int64, boolean → bool, text → utf8,
-// timestamptz → timestamp[us, UTC], jsonb → utf8 holding JSON (marked
-// JSONExtension by ArrowSchema),
-// bytea → binary, bigint[] → list<int64>, text[] → list<utf8>.
+// ArrowType is the Arrow type a PostgreSQL column type is written as in
+// snapshots: bigint int64, boolean bool, text utf8, timestamptz timestamp[us,
+// UTC], jsonb utf8 holding JSON, bytea binary, and arrays lists of those.
 func ArrowType(pgType string) arrow.DataType {
 	switch pgType {
 	case "bigint":

@@ -1,8 +1,3 @@
-// Package schema is the catalog: one declaration per API resource (its
-// attributes, JSON types, limits and meanings, and its relationships), the
-// column naming rule, the Postgres and Arrow types that follow from it, and the
-// embedded SQL migrations of the warehouse. Everything else derives from, or is
-// tested against, this package. It imports no other package of the project.
 package schema
 
 import (

@@ -1,6 +1,3 @@
-// Package schematest gives tests a real PostgreSQL: the database named by
-// DATABASE_URL (make test starts a throwaway one) and a fresh schema per test,
-// dropped when the test ends.
 package schematest
 
 import (

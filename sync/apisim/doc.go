@@ -1,7 +1,16 @@
 // Package apisim simulates the sales-engagement API (users, teams, roles and
 // profiles under /api/v2, plus POST /oauth/token) faithfully enough to sync
 // against: it is the fake behind `usersync simulate`, the project's scenario
-// tests and its benchmarks.
+// tests and its benchmarks. It is a plain http.Handler, so a test syncs
+// against it over real HTTP, and it exposes what it holds, so the test can
+// check the warehouse against that ground truth.
+//
+//	sim := apisim.New(apisim.Options{Seed: 1, Users: 500})
+//	srv := httptest.NewServer(sim)
+//	defer srv.Close()
+//	sim.UpdateKnobs(func(k *apisim.Knobs) { k.RateLimitEvery = 5 }) // every 5th request gets 429
+//	// ... sync from srv.URL with any bearer token ...
+//	ids := sim.UpdateUsers(10) // then an incremental sync should fetch them
 //
 // # Dataset
 //
@@ -109,9 +118,4 @@
 // real httptest server:
 //
 //	go test -run='^$' -bench=ServeUsersPages -benchtime=3x ./sync/apisim/
-//
-//	sim := apisim.New(apisim.Options{Seed: 1, Users: 500})
-//	srv := httptest.NewServer(sim)
-//	defer srv.Close()
-//	sim.UpdateKnobs(func(k *apisim.Knobs) { k.RateLimitEvery = 5 })
 package apisim

@@ -6,20 +6,10 @@ import (
 	"sync"
 )
 
-// BodyBudget bounds the bytes of the buffers of all the response bodies
-// its clients are reading or decoding at once (Options.MaxBodyBytesInFlight,
-// or one BodyBudget shared by several clients through Options.Bodies, as a
-// worker shares one between every account's client): every body read takes
-// its buffer's capacity from it before allocating or growing the buffer,
-// and gives it back once the body is decoded. Each body is bounded on its
-// own too (Options.MaxBodyBytes), but the users walk and the three
-// dimension lists are fetched at once, and several accounts sync at once:
-// a budget per client took the memory of every body of every account.
-//
-// A read waits for bytes while another holder can still give some back. A
-// read that holds bytes and needs more when every other holder waits too
-// would wait forever: it fails instead (errBodyBudget), gives its bytes
-// back, and its request is retried after a backoff.
+// BodyBudget bounds the bytes of all the response bodies its clients read or
+// decode at once, because the users walk, the dimension lists and many
+// accounts fetch at the same time. A read that would wait forever for bytes
+// fails instead and its request is retried.
 type BodyBudget struct {
 	limit   int64
 	mu      sync.Mutex

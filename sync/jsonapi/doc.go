@@ -1,20 +1,18 @@
 // Package jsonapi is the HTTP client of the JSON:API that usersync mirrors
-// ({base}/api/v2/users, /teams, /roles, /profiles).
+// ({base}/api/v2/users, /teams, /roles, /profiles). It walks collections by
+// following links.next verbatim, and it keeps going through what a long walk
+// meets (5xx, network errors, truncated bodies, 429s) so that a sync fails
+// only on what retrying cannot fix.
 //
-// It decodes each response with sync/jsondoc (data, included, links, meta,
-// errors into Resource values that keep their attributes as raw JSON, so
-// nothing the API adds is lost); it walks collections by following links.next verbatim; it
-// authenticates with a static bearer token or the OAuth refresh-token grant
-// (golang.org/x/oauth2 speaks to the token endpoint, through this package's
-// HTTP client and retries; each rotated refresh token is persisted through a
-// TokenStore); it retries 5xx, network errors and bad bodies with jittered
-// exponential backoff (logged at DEBUG), halving page[size] on 502 and 504;
-// it waits out 429s and slows down when the rate-limit budget runs low; and
-// it turns every other failure into a typed error: *ResponseError,
-// *RateLimitError, *AuthError, *jsondoc.DecodeError, *NextLinkError,
-// *QueryError, *TransportError, and *UnreachableError when no attempt got an
-// answer. URLs in errors are sanitized and tokens never appear in errors or
-// logs.
+// Responses decode with sync/jsondoc, attributes kept as raw JSON so nothing
+// the API adds is lost. Authentication is a static bearer token or the OAuth
+// refresh-token grant, each rotated refresh token persisted through a
+// TokenStore. Retries back off with jitter, a 502 or 504 halves page[size],
+// and a low rate-limit budget slows the client down. Every other failure is
+// a typed error (*ResponseError, *RateLimitError, *AuthError,
+// *jsondoc.DecodeError, *NextLinkError, *QueryError, *TransportError,
+// *UnreachableError); URLs in errors are sanitized, and tokens never appear
+// in errors or logs.
 //
 // # Usage
 //

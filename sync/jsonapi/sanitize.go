@@ -98,17 +98,10 @@ func cutIdent(s string) (rest string, ok bool) {
 	return s[end+1:], true
 }
 
-// CheckpointURL returns the checkpoint to store for a walk of resource
-// ("users") whose next link is link, and to resume from: the collection URL
-// rebuilt from the client's base URL, with only the parameters of link that
-// the client sends itself (sentParam: the filters, the page size, and the
-// cursor page[after] or page[offset]), each value re-encoded and without
-// control characters. Nothing else of link survives: not its host, path,
-// userinfo or fragment, nor any parameter a server added (a credential, a
-// session), whatever its name; so a hostile next link cannot plant anything
-// in the database, and a checkpoint stored by an older version is cleaned by
-// passing it through again. It returns "" for "" (the walk had ended), and
-// an error for a link that does not parse.
+// CheckpointURL returns the checkpoint to store for a walk whose next link is
+// link: the collection URL rebuilt with only the parameters the client sends
+// itself, so a hostile next link plants nothing in the database. It returns
+// "" for "" (the walk ended).
 func (c *Client) CheckpointURL(resource, link string) (string, error) {
 	if link == "" {
 		return "", nil

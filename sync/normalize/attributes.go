@@ -1,7 +1,3 @@
-// Package normalize turns API resources into typed warehouse rows, following
-// the catalog. It is pure: no I/O, no clock, no logging. A value that cannot
-// be typed is a *FieldError naming the attribute and the reason, never the
-// value itself (values may be personal data).
 package normalize
 
 import (

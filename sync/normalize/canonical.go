@@ -12,17 +12,10 @@ import (
 	"github.com/usersync/usersync/sync/internal/jsonscan"
 )
 
-// CanonicalJSON re-encodes a JSON value with sorted keys and no spaces, so
-// the same value hashes the same whether it came from the API or from
-// PostgreSQL's jsonb output. The result is exactly what encoding/json gives
-// for the value decoded into an any and encoded again (numbers as float64,
-// the last of repeated keys, HTML characters escaped); invalid JSON is
-// returned as is.
-//
-// Values whose strings are plain printable ASCII and whose keys do not
-// repeat take a fast path on the page scanner that never builds maps (a
-// user's data connections are re-encoded on every page); anything else,
-// invalid JSON included, goes through encoding/json.
+// CanonicalJSON re-encodes a JSON value with sorted keys and no spaces,
+// exactly as encoding/json would, so the same value hashes the same whether
+// it came from the API or from PostgreSQL's jsonb. Invalid JSON is returned
+// as is.
 func CanonicalJSON(b []byte) []byte {
 	return appendCanonical(make([]byte, 0, len(b)), b)
 }

@@ -21,11 +21,10 @@ import (
 // shorter than the hash gives less than its strength.
 const MinKeyBytes = 32
 
-// Policy is the personal-data policy of the users resource, applied to a
-// row before anything is written: attributes stored as a keyed hash
-// (HMAC-SHA256, hex, so equal values still join), attributes never stored,
-// and whether attributes the catalog does not know stay out of raw. A nil
-// *Policy keeps everything and costs nothing.
+// Policy is the personal-data policy of the users resource, applied to a row
+// before anything is written: attributes stored as a keyed hash (so equal
+// values still join) or not at all, and whether unknown attributes stay out
+// of raw. A nil *Policy keeps everything.
 type Policy struct {
 	res         schema.Resource
 	hash, drop  []int // indexes in res.Attributes, in catalog order
@@ -202,12 +201,10 @@ func (p *Policy) HashString(v string) string {
 	return string(out[:])
 }
 
-// LooksHashed says whether a stored value has the shape of a hash: 64
-// lower-case hex digits. Values from the API are never taken for hashes
-// (a sync hashes every value of a hashed attribute, whatever its shape);
-// usersync pii apply uses it only for rows written before the warehouse
-// recorded the policy of each row (pii_policy_id null), where the shape is
-// all there is to go on.
+// LooksHashed says whether a stored value has the shape of a hash (64
+// lower-case hex digits). Only usersync pii apply uses it, for rows written
+// before each row recorded its policy, where the shape is all there is to go
+// on.
 func LooksHashed(v string) bool {
 	if len(v) != 2*sha256.Size {
 		return false
@@ -220,13 +217,10 @@ func LooksHashed(v string) bool {
 	return true
 }
 
-// Apply rewrites a typed row, as sent by the API, to the policy: every
-// hashed value replaced by its hash (one that looks like a hash included:
-// nothing from the API is hashed already), dropped ones by null, and raw emptied when unknown attributes are
-// dropped (row.Unknown still lists them, for the drift counts). The content
-// hash (Row.Hash) is taken after: it covers what is stored, never a value
-// the policy hashes or drops in clear. usersync pii apply hashes the rows
-// it rewrites again, so a change of policy makes no new version.
+// Apply rewrites a row sent by the API to the policy: hashed values replaced
+// by their hash, dropped ones by null, and raw emptied when unknown
+// attributes are dropped. Row.Hash is taken after it, so the content hash
+// never covers a value the policy keeps out of the warehouse.
 func (p *Policy) Apply(row *Row) {
 	if p == nil {
 		return
@@ -247,21 +241,16 @@ func (p *Policy) Apply(row *Row) {
 // errNotObject is why a resource is redacted whole.
 var errNotObject = errors.New("not a JSON object")
 
-// RedactResource rewrites a resource object, as sent by the API, to the
-// policy before it is stored in quarantine: in its attributes, a hashed
-// attribute's value is replaced by the hash of its text (of its JSON text
-// when it is not a string, so a value of the wrong type is still
-// recognisable), whatever it looks like, dropped attributes are removed,
-// and so are unknown ones when the policy drops them. A resource that is not a
-// JSON object, or whose attributes are not one, keeps none of its
-// attributes. A nil Policy returns raw.
+// RedactResource rewrites a resource object sent by the API to the policy
+// before it is quarantined, so a refused resource keeps no personal data that
+// a stored row would not. A resource whose attributes are not an object keeps
+// none; a nil Policy returns raw.
 func (p *Policy) RedactResource(raw []byte) []byte { return p.RedactStored(raw, nil) }
 
-// RedactStored rewrites a resource object stored in quarantine to the
-// policy, as RedactResource does, except that the value of an attribute
-// for which hashed(name, value) is true is taken for a hash and kept: the
-// caller knows which attributes the record's policy hashed (and under which
-// key). A nil hashed hashes every value.
+// RedactStored is RedactResource for a resource already in quarantine: a
+// value for which hashed(name, value) is true is taken for a hash and kept,
+// since only the caller knows which policy stored it. A nil hashed hashes
+// every value.
 func (p *Policy) RedactStored(raw []byte, hashed func(name string, value gjson.Result) bool) []byte {
 	if p == nil {
 		return raw

@@ -197,25 +197,17 @@ func readMeta(row *Row, meta []byte) error {
 	return nil
 }
 
-// Hash is the content hash of a row: ContentHash of what the warehouse
-// stores of it, after the personal-data policy (see Policy.Apply). Two rows
-// with the same hash are the same version. It is computed at each call: a
-// row is a value, and a copy with other to-one ids or data connections has
-// another hash.
+// Hash is the content hash of a row as the warehouse stores it (see
+// ContentHash): two rows with the same hash are the same version. It is
+// computed at each call, because a copy of the row may differ.
 func (r *Row) Hash() []byte {
 	return ContentHash(r.Values, r.Raw, r.ToOne, r.DataConnections)
 }
 
-// ContentHash is SHA-256 over a user's stored content, in one unambiguous
-// encoding: the catalog attributes' values (as the normalizer types them:
-// nil, string, int64, bool, time.Time, or []byte holding JSON), the
-// attributes the catalog does not know (raw), the to-one ids and the data
-// connections, JSON taken in canonical form (CanonicalJSON). It is a function
-// of what the row holds and of nothing else, so it tells nothing the row
-// does not (a hashed or dropped value, an erased one, is not in it), and the
-// warehouse recomputes it from a stored row alike (warehouse's rehash, used
-// by pii apply, forget and the upgrade from the hash of the attributes as
-// sent). TestContentHashIsOfTheStoredRow holds the two computations equal.
+// ContentHash is SHA-256 over a user's stored content (the typed values, the
+// unknown attributes, the to-one ids and the data connections, JSON in
+// canonical form) and of nothing else, so the warehouse can recompute it from
+// a stored row and it reveals no value the policy hashed, dropped or erased.
 func ContentHash(values []any, raw []byte, toOne []ToOne, dataConnections []byte) []byte {
 	// One buffer of about the encoding's size: the canonical JSON's
 	// recursion moves any buffer to the heap, so a stack array would only
@@ -324,11 +316,9 @@ func (r *Row) LinkageHash() []byte {
 // clears (ErasedHash): no SHA-256 output is expected to start with it.
 const erasedPrefix = "usersync:erased\x00"
 
-// ErasedHash is the content hash of a row cleared by usersync forget: a
-// marker holding only the user's updatedAt (which forget keeps), nothing of
-// the erased values. A sync that reads the user again with the same
-// updatedAt leaves the row cleared (see ErasedAt); a changed user is written
-// again.
+// ErasedHash is the content hash of a row cleared by usersync forget: it
+// holds only the user's updatedAt, so a sync that reads the same version
+// again leaves the row cleared while a changed user is written again.
 func ErasedHash(updatedAt time.Time) []byte {
 	b := append(make([]byte, 0, sha256.Size), erasedPrefix...)
 	b = binary.BigEndian.AppendUint64(b, uint64(updatedAt.UnixMicro()))

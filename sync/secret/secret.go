@@ -1,9 +1,3 @@
-// Package secret seals the secrets usersync stores in PostgreSQL (account
-// credentials in the registry, OAuth tokens in oauth_tokens) with AES-256-GCM
-// under a 32-byte key the database never holds. A sealed value names the id
-// of its key, never the key, and is bound to where it is stored (its
-// additional data), so a value copied to another row or setting fails to
-// open.
 package secret
 
 import (

@@ -4,7 +4,17 @@
 // user_team_versions, team_versions, role_versions and profile_versions;
 // a view without a user_id is read in one query), all read
 // through one database snapshot so that they agree, to a local folder or an
-// S3-compatible bucket.
+// S3-compatible bucket. Analysts read the files (DuckDB, Spark, dbt) without
+// access to the database, and every file a manifest lists is complete.
+//
+//	dest, err := snapshot.ParseDestination(os.Getenv("USERSYNC_SNAPSHOT_DIR"), s3opts) // a folder or s3://bucket/prefix
+//	w, err := snapshot.New(pool, "usersync", dest, logger, nil, snapshot.Options{})
+//	m, err := w.WriteChanged(ctx) // ErrUnchanged and the newest manifest when nothing changed
+//	var nr *snapshot.NotReadyError
+//	if errors.As(err, &nr) {
+//		// no completed sync to take a snapshot of: nothing was written
+//	}
+//	latest, err := snapshot.Latest(ctx, dest, "usersync")
 //
 // # Layout
 //
@@ -43,20 +53,19 @@
 // each Write warns about it, naming it, and neither names the new snapshot
 // after it, compares with it (WriteChanged), counts it for retention nor
 // removes it; Latest skips it too. Once the clock passes it, it is an
-// ordinary snapshot again. (Failing instead, as before, stopped every
-// snapshot until someone removed the folder by hand.)
+// ordinary snapshot again. Failing instead would stop every snapshot until
+// someone removed the folder by hand.
 //
 // # When a snapshot is written
 //
 // Only of a warehouse as a completed sync left it. In its own transaction,
-// before reading a table, Write reads sync_runs (checkSettled): a run that
+// before reading a table, Write reads sync_runs: a run that
 // walked every user (a full sync, or the first incremental one, which has no
 // watermark to start from) must have succeeded, no run may be running, and
 // the run that ended last must have succeeded; otherwise it returns a
 // NotReadyError and writes nothing. A run commits the team, role and profile
 // lists, then each users page, in transactions of their own: a snapshot taken
-// in between (the first worker start published 0 users beside 120 teams)
-// or after a run that stopped part way would hold tables from different
+// in between or after a run that stopped part way would hold tables from different
 // moments. Abandoned runs (whose work a later run took over) do not count.
 // The rule is read through the snapshot's own snapshot, so the tables read
 // are the ones it judged.
@@ -65,7 +74,7 @@
 // timestamptz is timestamp[us, UTC], jsonb is its JSON text, bigint[] and
 // text[] are lists), NULLs kept. jsonb columns carry Parquet's JSON logical
 // type (pqarrow v15 does not derive it from Arrow's canonical JSON extension,
-// which schema.ArrowSchema names in their metadata, so parquetRoot sets it):
+// which schema.ArrowSchema names in their metadata, so this package sets it):
 // DuckDB reads them as JSON, Spark as strings, and Go's pqarrow v15 as
 // binary holding the text. Each field's metadata carries the column's
 // meaning (schema.MetaMeaning), and each file's key-value metadata the
@@ -101,8 +110,8 @@
 // synchronized scans that can start one mid-table), a view's by ranges of
 // user ids, and the files are byte for byte the same whatever the number of
 // readers from two on. One reader reads each table or view in one query
-// (heap order for tables, the plan's for views), as before: with a single
-// connection, chunks only left the server idle between one and the next.
+// (heap order for tables, the plan's for views), because with a single
+// connection chunks only left the server idle between one and the next.
 // JIT compilation is off in the readers: compiling a view's plan took longer
 // than running a chunk's query. Readers are capped at the pool's size less
 // one; one the pool cannot lend within two seconds is skipped (with a
@@ -134,17 +143,17 @@
 // Each table's <table>/current always shows the newest complete snapshot,
 // so a DuckDB view or a dbt-duckdb source can name
 // <table>/current/*.parquet once. It is switched after the manifest is
-// written (setCurrent, current.go). On a local folder it is a symbolic link
+// written. On a local folder it is a symbolic link
 // to the id's folder (a relative target, next to it), replaced by renaming
 // a new link over it: a reader resolves the old folder or the new one,
 // never half of one (though a reader that opens a table's files one by one
-// across a switch resolves the link again for each). S3 has neither links nor atomic renames of several
-// objects, so current/ holds server-side copies of the files, the extra
+// across a switch resolves the link again for each). S3 has neither links
+// nor atomic renames of several objects, so current/ holds server-side copies of the files, the extra
 // ones removed after: each object is replaced atomically, but a table of
 // several files listed during the copies may show files of two snapshots
 // (the files' usersync.snapshot_id tells); a single-file pointer would need
 // every reader to resolve it, which dbt-duckdb's external_location cannot.
-// The names are outside the layout (entryID: "current" is no id), so
+// The names are outside the layout ("current" is no id), so
 // retention never counts or removes them; it keeps the snapshot a link
 // still points to after a failed switch, removes links left by a crash
 // (".current.tmp-…") and those of tables no longer written whose snapshot
@@ -161,11 +170,11 @@
 // removed. Failures there are logged and retried by the next Write. Only the
 // deployment's own folder is looked at.
 //
-// A symbolic link under a local root (other than a stable link) fails the listing (LinkError), so
-// Write refuses before writing, naming the link. Following it could lead
+// A symbolic link under a local root (other than a stable link) fails the
+// listing (LinkError), so Write refuses before writing, naming the link. Following it could lead
 // retention out of the root to delete whatever the link points at;
 // removing it would leave the snapshots behind it, with their personal
-// data, past their retention and out of sight; skipping it (as before) did
+// data, past their retention and out of sight; skipping it would do
 // the same in silence. The root itself may be a link: NewLocal resolves it.
 //
 // # Memory and speed
@@ -179,7 +188,7 @@
 // compressed, plus each column's open page of PageBytes) and the zstd
 // encoders (one per worker, 2 MB of history each), not by the table's size.
 //
-// The defaults come from BenchmarkWrite and BenchmarkRead (bench_test.go) on
+// The defaults come from BenchmarkWrite and BenchmarkRead on
 // 2 vCPUs that also run PostgreSQL (docs/benchmarks.md has the numbers):
 // with 1,000,000 synthetic users (2.6 kB of raw JSON each) a whole snapshot
 // (6 million rows in 8 tables and views) peaked at 210–240 MiB of heap with
@@ -198,7 +207,7 @@
 //   - v15's zstd codec builds a new encoder for every page (about 0.6 MB of
 //     tables per GOMAXPROCS, and a 16 MB history buffer for pages over
 //     128 kB, allocated and zeroed each time), which was 70% of the bytes a
-//     snapshot of users allocated and a quarter of its CPU: pqwriter.go
+//     snapshot of users allocated and a quarter of its CPU: this package
 //     assembles the files from Arrow's exported parts with a page writer
 //     whose encoders are reused (15 kB allocated per users row instead of 40);
 //   - zstd runs at level 1: level 3 cost 27% more CPU (measured with v15's
@@ -215,10 +224,10 @@
 // # Statements
 //
 // Every statement a snapshot runs is in sql/snapshot.sql, loaded with
-// sync/warehouse/sqlfile once per Writer (statements.go), and in
+// sync/warehouse/sqlfile once per Writer, and in
 // testdata/statements.golden.sql, rendered for schema usersync with each
 // table's SELECT, which TestStatementsGolden keeps true. What cannot be a
 // parameter (a table's columns and name, a view's key column, the exported
 // snapshot's id) is filled as the statement is sent; a chunk's bounds are
-// parameters (chunks.go).
+// parameters.
 package snapshot

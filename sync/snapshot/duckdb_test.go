@@ -5,6 +5,7 @@
 // runs it:
 //
 //	go test -tags duckdb -run TestDuckDB ./sync/snapshot/
+
 package snapshot
 
 import (

@@ -30,13 +30,10 @@ func (e *ColumnError) Error() string {
 // Unwrap returns the problem, for errors.Is.
 func (e *ColumnError) Unwrap() error { return e.Err }
 
-// LinkError is returned by a local folder's List when it meets a symbolic
-// link under the snapshot folder other than a table's stable link (the
-// folder itself may be one: NewLocal resolves it). usersync neither follows such a link, which could lead
-// retention to remove files outside the snapshot folder, nor removes it,
-// which would leave what it points to, snapshots with personal data, past
-// their retention without a trace: Write refuses, naming the link, until it
-// is replaced by a folder.
+// LinkError is a symbolic link under a local snapshot folder other than a
+// table's stable link: Write refuses, naming it, because following it could
+// lead retention to delete files elsewhere and skipping it would keep its
+// snapshots, with personal data, past their retention.
 type LinkError struct {
 	Path   string // the link, absolute
 	Target string // where it points, as read from the link

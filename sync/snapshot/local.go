@@ -117,14 +117,10 @@ func (l *Local) Open(_ context.Context, name string) (io.ReadCloser, error) {
 	return f, nil
 }
 
-// List walks the folder under prefix. Temporary files are reported with
-// Partial set. A prefix ending in "/" lists that folder; otherwise entries
-// are matched by name prefix. A symbolic link among them (or the listed
-// folder itself being one) fails the listing with a LinkError: a walk does
-// not follow links, and skipping one in silence hid its snapshots from
-// retention. The one kind of link written here, a table's stable link
-// (SetCurrent: "current", or its temporary name, pointing at a sibling
-// snapshot folder), is reported with its Target and not followed.
+// List walks the folder under prefix (a folder when it ends in "/", else a
+// name prefix), temporary files marked Partial. A symbolic link fails it with
+// a LinkError, because skipping one hid its snapshots from retention; only a
+// table's stable link is reported, with its Target.
 func (l *Local) List(ctx context.Context, prefix string) ([]Entry, error) {
 	start := l.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {

@@ -64,10 +64,8 @@ type Options struct {
 	// (default DefaultRowGroupRows).
 	RowGroupRows int
 	// RowGroupBytes ends a row group once its rows hold this many bytes of
-	// values (as PostgreSQL sends them), so that wide and narrow tables get
-	// row groups of similar weight (default DefaultRowGroupBytes). A row
-	// group is buffered in memory until it is complete: compressed pages,
-	// plus each column's current page uncompressed.
+	// values, so wide and narrow tables get row groups of similar weight; a row
+	// group is buffered in memory until complete (default DefaultRowGroupBytes).
 	RowGroupBytes int
 	// FileRows is the most rows one file holds; a larger table is written as
 	// part-00000.parquet, part-00001.parquet, … (default DefaultFileRows).
@@ -77,11 +75,9 @@ type Options struct {
 	// Workers is the number of goroutines encoding the columns of a row
 	// group in parallel (default GOMAXPROCS).
 	Workers int
-	// Readers is the number of PostgreSQL connections a table is read over
-	// in parallel (default DefaultReaders): the snapshot's transaction and
-	// Readers-1 more taken from the pool, which import its snapshot so that
-	// they see the same rows. 1 reads each table in one query over the
-	// snapshot's transaction. From 2 on, the files do not depend on it.
+	// Readers is the number of PostgreSQL connections a table is read over in
+	// parallel, all seeing the snapshot's rows (default DefaultReaders). From 2
+	// on the files do not depend on it; 1 reads each table in one query.
 	Readers int
 	// Keep is how many complete snapshots retention keeps, the newest first
 	// (default DefaultKeep). The newest complete snapshot is never removed.

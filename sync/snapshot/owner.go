@@ -12,12 +12,9 @@ import (
 // outside the layout (entryID), so retention never counts or removes it.
 const markerName = "_owner.json"
 
-// Owner names who writes a snapshot folder: the fleet (its River schema),
-// the database (its name, and "@" its cluster's system identifier when
-// known) and the account. Snapshots are removed only when their manifest,
-// or the folder's marker, names the writer's Owner. The zero Owner (a
-// writer not given one) owns every snapshot of its folder, as before owners
-// were recorded.
+// Owner names who writes a snapshot folder (the fleet, the database and the
+// account), so that a writer removes only snapshots whose manifest or folder
+// marker names it. The zero Owner owns every snapshot of its folder.
 type Owner struct {
 	Fleet    string `json:"fleet"`
 	Database string `json:"database"`

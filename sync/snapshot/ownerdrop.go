@@ -51,11 +51,10 @@ func (w *Writer) owner(ctx context.Context) (Owner, error) {
 	return w.opts.Owner, nil
 }
 
-// DropFolder removes the snapshots of the deployment folder of schemaName
-// under root that are o's: all of them, and the marker last, when the
-// folder's marker names o; else only those whose manifest names o, leaving
-// the rest (left counts them), logged on log. A folder marked as another's
-// is a *ForeignFolderError, and nothing is removed.
+// DropFolder removes o's snapshots of schemaName's folder under root: all of
+// them and then the marker when the marker names o, else only those whose
+// manifest names o (left counts the rest). A folder marked as another's is a
+// *ForeignFolderError, and nothing is removed.
 func DropFolder(ctx context.Context, root Destination, schemaName string, o Owner, log *slog.Logger) (removed, left int, err error) {
 	d, err := inDeployment(root, schemaName)
 	if err != nil {

@@ -54,10 +54,8 @@ func (o S3Options) String() string {
 }
 
 // S3 is a Destination in an S3-compatible bucket, under a key prefix. Each
-// object is streamed with a multipart upload (PutObject of unknown size), so
-// at most one part per file is in memory, and appears only when the upload
-// completes; an aborted upload is cancelled. Readers see a snapshot once
-// its manifest, written last, exists.
+// object is a streamed multipart upload, so at most one part per file is in
+// memory and an object appears only once complete.
 type S3 struct {
 	client   *minio.Client
 	bucket   string
@@ -347,11 +345,9 @@ func (d *S3) Remove(ctx context.Context, e Entry) error {
 	return nil
 }
 
-// SetCurrent copies files (server-side: no data passes through usersync) to
-// link/<file's base name>, in order, then removes the other objects under
-// link/. Each copy replaces its object atomically, but a reader that lists
-// link/ during the copies may see some files of the new snapshot beside
-// some of the previous one; a table of one file never shows a mix.
+// SetCurrent copies files server-side to link/<base name>, then removes the
+// other objects under link/, because S3 has no links. Each object is replaced
+// atomically, but a listing during the copies may mix files of two snapshots.
 func (d *S3) SetCurrent(ctx context.Context, link, _ string, files []string) error {
 	if err := checkName(link); err != nil {
 		return err

@@ -7,14 +7,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// NotReadyError is returned by Write and WriteChanged, before anything is
-// written, when the warehouse as the snapshot's transaction sees it is not
-// what a completed sync left: no run has walked every user yet, or a run is
-// under way or stopped part way, so some of its commits (the dimensions, a
-// few pages of users) are in and the rest are not. Such a snapshot would
-// hold tables from different moments (the first worker start
-// published 0 users beside 120 teams). It is not a failure: the next
-// snapshot after a run succeeds is written.
+// NotReadyError is returned by Write and WriteChanged, having written
+// nothing, when the warehouse is not as a completed sync left it, because
+// such a snapshot would hold tables from different moments. It is no failure:
+// the next sync's snapshot is written.
 type NotReadyError struct {
 	// Reason says what is missing, for logs and the job's outcome.
 	Reason string

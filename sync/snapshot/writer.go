@@ -110,12 +110,10 @@ func (s *snapshotRun) arrowSchema(t schema.Table) *arrow.Schema {
 	return arrow.NewSchema(base.Fields(), &all)
 }
 
-// Write takes a snapshot: every table read through one REPEATABLE READ,
-// READ ONLY transaction's snapshot (by it and Options.Readers-1 transactions
-// that import it), written as Parquet files, then the manifest, which
-// publishes it. It then removes leftovers of failed snapshots and the
-// snapshots beyond Options.Keep. On error, the files of this snapshot are
-// removed and the previous snapshot stays the latest.
+// Write takes a snapshot: every table read through one database snapshot,
+// written as Parquet files, then the manifest that publishes it, then
+// retention. On error its files are removed and the previous snapshot stays
+// the latest.
 func (w *Writer) Write(ctx context.Context) (Manifest, error) {
 	return w.write(ctx, false)
 }

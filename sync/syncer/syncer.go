@@ -1,9 +1,3 @@
-// Package syncer orchestrates runs: the dimensions (teams, roles, profiles)
-// listed in full, then the users by updatedAt from the watermark minus the
-// lookback (or all of them, or a closed range), each page normalized and
-// written in one transaction with the run's checkpoint, while the next page
-// downloads. A run that dies resumes from its checkpoint; the watermark moves
-// only after the last page commits.
 package syncer
 
 import (

@@ -1,5 +1,3 @@
-// Package alonetest checks, in tests, that a call leaves nothing of its own
-// running once it returns: no page still fetched ahead, written or encoded.
 package alonetest
 
 import (

@@ -1,12 +1,9 @@
 package jsonscan
 
-// SkipNested returns the index after the value at b[i], checking its syntax
-// as SkipValue does, but at any depth and whatever its strings hold. It also
-// returns the depth of the value (the most containers around a point of it:
-// 0 for a scalar, 1 for [] or {"a":1}) and whether a string in it
-// is bad (see ScanString). It keeps the open brackets in a slice, not on the
-// stack: a body of a million brackets costs a megabyte, not a goroutine's
-// stack.
+// SkipNested is SkipValue at any depth and whatever its strings hold: it
+// returns the index after the value, its depth (0 for a scalar) and whether a
+// string in it is bad. Its open brackets are kept in a slice, so a body of a
+// million brackets costs a megabyte rather than a goroutine's stack.
 func SkipNested(b []byte, i int) (end, depth int, bad, ok bool) {
 	var buf [64]byte
 	open := buf[:0] // the brackets of the containers around b[i]

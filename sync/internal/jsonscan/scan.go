@@ -1,7 +1,3 @@
-// Package jsonscan is a strict JSON scanner: it validates every byte it
-// passes and reports positions, never building values. normalize's single
-// pass over a users page and its canonical form of JSON are built on it,
-// and the API client finds a document's data member with it.
 package jsonscan
 
 // MaxDepth bounds the nesting SkipValue follows (normalize hands deeper
@@ -62,11 +58,10 @@ func SkipValue(b []byte, i, depth int) (int, bool) {
 	return end, ok
 }
 
-// Members walks the object at b[i] == '{', refusing a bad key (see
-// ScanString). For each member it calls f with
-// the key's contents, whether the key is plain (no escape, ASCII only), the
-// index of the key's opening quote and the index of the value; f returns
-// the index after the value. Members returns the index after the object.
+// Members walks the object at b[i] == '{', refusing a bad key, and calls f
+// for each member with the key's contents, whether the key is plain (ASCII,
+// no escape) and the indexes of the key's quote and of the value. f returns
+// the index after the value, and Members the index after the object.
 func Members(b []byte, i int, f func(key []byte, plain bool, k, v int) (int, bool)) (int, bool) {
 	i = WS(b, i+1)
 	if i < len(b) && b[i] == '}' {

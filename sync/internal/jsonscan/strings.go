@@ -8,12 +8,10 @@ import (
 	"unicode/utf8"
 )
 
-// ScanString scans the string at b[i] == '"' and returns the index after
-// it, whether it holds an escape, whether it holds bytes above ASCII and
-// whether it is bad: it holds something PostgreSQL cannot store (\u0000,
-// bytes that are not UTF-8, a UTF-16 surrogate escape not in a pair). It
-// refuses anything else at b[i]. The checks cost only on the bytes that
-// already leave the fast loop: escapes and bytes above ASCII.
+// ScanString scans the string at b[i] == '"', returning the index after it
+// and whether it holds an escape, bytes above ASCII, or what PostgreSQL
+// cannot store (bad: \u0000, invalid UTF-8, a lone surrogate). Plain strings
+// never leave the fast loop.
 func ScanString(b []byte, i int) (end int, esc, wide, bad, ok bool) {
 	if i >= len(b) || b[i] != '"' {
 		return 0, false, false, false, false

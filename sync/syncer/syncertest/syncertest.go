@@ -1,5 +1,3 @@
-// Package syncertest holds test helpers shared by the packages that run
-// syncs: comparing a warehouse with the simulator's ground truth.
 package syncertest
 
 import (

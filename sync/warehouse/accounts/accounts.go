@@ -1,9 +1,3 @@
-// Package accounts is the registry of a fleet's accounts: the accounts
-// table in the fleet's River schema, one row per registered account with its
-// account-scoped settings and whether it is paused, and the views that unite
-// every account's analysts' tables (union.go). The default account, the one
-// the USERSYNC_* environment configures, is never stored. Its statements are
-// in sql/*.sql.
 package accounts
 
 import (

@@ -58,26 +58,10 @@ func newUnionStatements() (unionStatements, error) {
 		"grantUsage": &q.grantUsage, "grantSelect": &q.grantSelect, "lock": &q.lock, "tryLock": &q.tryLock})
 }
 
-// Union is a fleet's union views: in Schema, one view per analysts' table
-// of the catalog that unites the members' tables, an account column first
-// (a column a member's table lacks reads NULL), readable by ReaderRole (""
-// for none). When ReaderRole is set, a view holds only the members' tables
-// and columns that role may read when the views are made, so that the role
-// reads them all, and learns nothing of the others. Fewer than two members
-// drop them: there is nothing to unite. A schema of that name that is not
-// usersync's is never touched.
-//
-// The views are replaced in place (CREATE OR REPLACE VIEW), their columns
-// kept in order and only ever added to, and dropped without CASCADE: what
-// analysts built on them stays, and a change PostgreSQL cannot make in
-// place stops with a *ViewDependentsError instead of dropping it.
-//
-// The schema's comment keeps two stamps: of the members (and the role) the
-// views were made for, and of the views' text. A refresh whose stamps are
-// those stored does nothing, so that remaking them costs only when the
-// accounts (or, after a migration, their tables) changed: each view is a
-// UNION ALL over every account, and remaking all of them at each of N
-// registrations would cost in N².
+// Union is a fleet's union views, one per analysts' table, uniting the
+// members' tables behind an account column. They are only remade when their
+// stamps change, because each is a UNION ALL over every account and remaking
+// all at each registration would cost N².
 type Union struct {
 	Schema     string
 	ReaderRole string

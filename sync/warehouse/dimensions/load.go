@@ -14,34 +14,10 @@ import (
 	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
-// Load writes the full list of one dimension (team, role or
-// profile) as it is listed, page by page, so the memory it needs is that of
-// one page whatever the length of the list.
-//
-// Each page is staged on a connection the load holds to itself: its typed
-// rows, every id it returned (quarantined ones included, so a resource that
-// could not be typed is never taken for a deleted one) and its quarantined
-// resources are copied into session temporary tables, in a short
-// transaction of their own. Nothing a reader can see changes until Finish,
-// which applies the whole list in one transaction: the rows deduplicated
-// across pages are upserted (unchanged rows untouched, deleted_at cleared
-// for ids that came back), live ids that were not listed are marked deleted
-// with one anti-join, quarantine records are resolved and written. A list
-// that fails half way (an API error, a cancelled context, a crash) therefore
-// marks nothing deleted and leaves no half-applied list visible: the staging
-// tables die with the load's Close or with its session.
-//
-// Staging between transactions, rather than upserting each page inside one
-// transaction opened for the whole list, keeps no transaction open while the
-// API is being waited on (rate limits and retries can take minutes): no
-// idle-in-transaction session for a timeout to kill, no row locks held on
-// the dimension table and no transaction id holding back vacuum. The price
-// is a second write of each row, into a temporary table (never WAL-logged),
-// small next to the HTTP round trip of its page.
-//
-// A Load is not safe for concurrent use. Close must be called
-// (defer it after Begin); after an error from Page or Finish the
-// load can only be closed.
+// Load stages a dimension's full list page by page and applies it in one
+// transaction at Finish, so no transaction stays open while the API is waited
+// on and a list that fails half way marks nothing deleted. Close it after
+// Begin; it is not safe for concurrent use.
 type Load struct {
 	s      *Store
 	typ    string

@@ -1,9 +1,3 @@
-// Package dimensions writes the teams, roles and profiles: each full list
-// as it is listed, page by page (Load), their history of versions, and team
-// membership (user_teams and its history). Its statements are in sql/*.sql
-// and, where the catalog gives their columns, built from it (list_sql.go);
-// testdata/statements.golden.sql holds every one, rendered for schema
-// usersync.
 package dimensions
 
 import (

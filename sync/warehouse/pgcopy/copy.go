@@ -1,8 +1,3 @@
-// Package pgcopy writes rows in PostgreSQL's binary COPY format, column
-// type by column type, into a buffer the connection reads in chunks. pgx's
-// CopyFrom would instead plan and encode every value through its type map,
-// each boxed in an interface, which cost more CPU than the server spent
-// storing the rows.
 package pgcopy
 
 import (

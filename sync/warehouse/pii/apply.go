@@ -35,19 +35,10 @@ type ApplyProgress struct {
 	Resumed      bool  `json:"resumed"` // it went on from a stopped apply
 }
 
-// Apply rewrites the users, their history and their quarantine records to
-// the policy, batch ids at a time, one transaction a batch, each saving its
-// progress in pii_apply: a stopped apply (kill -9 included) resumes after
-// its last committed batch. Each row's pii_policy_id says which of its
-// values its policy hashed and under which key: a value is hashed only when
-// that policy did not hash it, so applying twice equals applying once; one
-// hashed under another key is left (and counted: a hash cannot be re-keyed);
-// a row rewritten takes the policy's id. Rows whose policy is not recorded
-// fall back to the shape of the value (see rowPolicies.held). progress,
-// when set, is called after each batch. The comments of the hashed and
-// dropped columns say so once it is done. Each row rewritten gets the
-// content hash of what it now holds (rehashKeys), so the next sync finds an
-// unchanged user unchanged and adds no version.
+// Apply rewrites the users, their history and quarantine to the policy, a
+// transaction per batch, resuming after the last committed one. Each row
+// records its policy and gets the hash of what it now holds, so applying
+// twice equals once and the next sync adds no version.
 func (pd *Store) Apply(ctx context.Context, batch int, progress func(ApplyProgress)) (ApplyProgress, error) {
 	id, err := pd.NotePolicy(ctx)
 	if err != nil {

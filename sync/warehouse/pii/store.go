@@ -1,10 +1,3 @@
-// Package pii keeps the personal data of a warehouse under its policy
-// (USERSYNC_PII_*): the policies rows were written under (pii_policies),
-// usersync pii apply's rewrite of stored rows, usersync forget's erasures,
-// the purge of users deleted longer ago than the retention, and the
-// conversion in place of a stored user written under another policy
-// (convert.go). Its statements are in sql/personal.sql;
-// testdata/statements.golden.sql holds them, rendered for schema usersync.
 package pii
 
 import (

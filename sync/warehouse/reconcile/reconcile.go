@@ -1,23 +1,3 @@
-// Package reconcile compares every user id the API lists with the
-// warehouse. The ids stream, page by page, into tables (COPY, so a million
-// ids cost the Go process nothing), and the comparisons run in SQL:
-//
-//	scan    every (id, updatedAt, linkage to teams, roles and profiles) the
-//	        API listed, and every id it returned when asked by id later in
-//	        the run; with the walk (where the id walk stands) it is kept in
-//	        the schema, so an interrupted reconcile resumes its walk
-//	        (reconcile_walk.go)
-//	fetch   the ids to fetch by id, each with why: missing, stale, relinked
-//	        (linked otherwise than the API links them, or to a team, role
-//	        or profile marked deleted) or gone (live here, not listed:
-//	        confirmed before marking); a temporary table on one dedicated
-//	        connection, rebuilt by each attempt from the scan
-//
-// Nothing is ever deleted: users the API no longer returns get deleted_at,
-// users that come back lose it.
-//
-// Its statements are in sql/reconcile.sql, rendered once per reconcile
-// (testdata/statements.golden.sql holds them).
 package reconcile
 
 import (

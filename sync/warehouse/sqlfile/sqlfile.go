@@ -1,12 +1,3 @@
-// Package sqlfile reads the statements a warehouse package runs from its
-// embedded sql/*.sql files: each statement under a "-- name: x" line, with
-// {{key}} placeholders for what is known only at run time (the quoted
-// schema, the catalog's column lists). Every package renders them once, when
-// its store is made, and keeps them in a golden file
-// (testdata/statements.golden.sql) that its tests hold true. A placeholder
-// whose value is known only when the statement runs and cannot be a
-// parameter (an identifier, the literal of a utility statement) is kept by
-// Load (Later) and filled by Fill.
 package sqlfile
 
 import (

@@ -1,9 +1,3 @@
-// Package tokens keeps a deployment's OAuth credential in its warehouse
-// schema (oauth_tokens): the rotated refresh token, so it survives restarts
-// and every replica shares it, and the current access token with its expiry.
-// Given a key (WithKey), both tokens are stored sealed (package secret); a
-// plain-text token stored before still reads. Its statements are in
-// sql/tokens.sql.
 package tokens
 
 import (

@@ -1,12 +1,3 @@
-// Package users writes the users of a walk: each page in one transaction
-// with the run's checkpoint (WritePage, writepage.go: the caller orders the
-// pages), classified against what the warehouse holds (userpage.go,
-// classify.go), its team membership diffed, its replaced versions archived,
-// and user_teams' team_id index deferred while a load starts on an empty
-// warehouse (StartLoad and EndLoad, teamindex.go). Its
-// statements are in sql/users.sql; those derived from the catalog come from
-// pgrow. testdata/statements.golden.sql holds every one, rendered
-// for schema usersync.
 package users
 
 import (

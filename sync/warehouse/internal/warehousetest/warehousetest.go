@@ -1,6 +1,3 @@
-// Package warehousetest sets up what the warehouse packages' tests share: a
-// migrated schema of a test's own on the test PostgreSQL, and resources
-// normalized from JSON:API text.
 package warehousetest
 
 import (

@@ -1,7 +1,3 @@
-// Package golden keeps a warehouse package's testdata/statements.golden.sql:
-// every statement the package runs, rendered for schema usersync, so the
-// SQL the program runs can be read, diffed in review and EXPLAINed without
-// running it.
 package golden
 
 import (
