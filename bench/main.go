@@ -16,6 +16,12 @@
 //	go run ./bench -users 100000 -duckdb=false -bin /tmp/old/usersync   # another commit's binary
 //
 // bench/compare.sh runs the last form for two commits in turn.
+//
+// The fleet mode measures a worker instead, per kind of job: N accounts
+// (default 11) of 100 users where nothing changes, syncs @every 2s (fleet.go,
+// docs/sizing.md); bench/fleet-compare.sh runs it for two commits in turn.
+//
+//	go run ./bench -fleet -accounts 11 -window 30s
 package main
 
 import (
@@ -42,6 +48,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-fleet" || args[0] == "--fleet") {
+		return runFleet(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sizes := fs.String("users", "10000,100000,1000000", "dataset sizes, comma-separated")
