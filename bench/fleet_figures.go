@@ -81,12 +81,6 @@ func (r *fleetRun) measure(ctx context.Context) (*fleetFigures, error) {
 	return f, nil
 }
 
-// fleetKinds are the kinds of job in the order printed, with their names.
-var fleetKinds = []struct{ kind, name string }{
-	{"sync", "sync"}, {"reconcile", "reconcile"}, {"snapshot", "snapshot"},
-	{"due", "the fleet's tick (usersync_due)"}, {"views", "views (usersync_views)"},
-}
-
 // asked is how many jobs of a kind a second the schedules ask for.
 func (o fleetOptions) asked(kind string) float64 {
 	per := func(d time.Duration, n int) float64 {
@@ -117,35 +111,11 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func (f *fleetFigures) print(w io.Writer, o fleetOptions) {
 	fmt.Fprintf(w, "%d accounts of %d users, nothing changing, syncs @every %s, fleet tick %s; CPU over %s, statements over %s\n\n",
 		o.accounts, o.users, o.syncEvery, o.tick, f.window.Round(time.Second), f.statementsWindow.Round(time.Second))
-	fmt.Fprintln(w, "| job | jobs/s asked | jobs/s done | usersync CPU ms/job | PostgreSQL CPU ms/job | statements/job | commits/job |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
-	per := func(v float64, n int) string {
-		if n == 0 {
-			return "–"
-		}
-		return fmt.Sprintf("%.1f", v/float64(n))
+	asked := map[string]float64{}
+	for _, k := range jobcost.Kinds {
+		asked[k.Kind] = o.asked(k.Kind)
 	}
-	for _, k := range fleetKinds {
-		c, s := f.cpu[k.kind], f.stmts[k.kind]
-		if c == nil && o.asked(k.kind) == 0 {
-			continue
-		}
-		if c == nil {
-			c = &jobcost.Cost{}
-		}
-		if s == nil {
-			s = &jobcost.Cost{}
-		}
-		fmt.Fprintf(w, "| %s | %.2f | %.2f | %s | %s | %s | %s |\n", k.name, o.asked(k.kind), float64(c.Jobs)/f.window.Seconds(),
-			per(ms(c.App), c.Jobs), per(ms(c.Server), c.Jobs), per(s.Statements, s.Jobs), per(s.Commits, s.Jobs))
-	}
-	if c, s := f.cpu[jobcost.Between], f.stmts[jobcost.Between]; c != nil {
-		if s == nil {
-			s = &jobcost.Cost{}
-		}
-		fmt.Fprintf(w, "| %s, a second | | | %.1f | %.1f | %.1f | %.1f |\n", jobcost.Between, ms(c.App)/f.window.Seconds(), ms(c.Server)/f.window.Seconds(),
-			s.Statements/max(f.statementsWindow.Seconds(), 1e-9), s.Commits/max(f.statementsWindow.Seconds(), 1e-9))
-	}
+	jobcost.WriteTable(w, f.cpu, f.stmts, asked, f.window, f.statementsWindow)
 	f.printWhole(w)
 	for _, k := range []string{"sync", "due", jobcost.Between} {
 		if c := f.stmts[k]; c != nil && o.top > 0 {

@@ -11,6 +11,7 @@ package jobcost
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -275,4 +276,63 @@ func procStat(pid int, i ...int) ([]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// Kinds are the kinds of job the tables show, in order, with their names
+// (River's kind without usersync_).
+var Kinds = []struct{ Kind, Name string }{
+	{"sync", "sync"}, {"reconcile", "reconcile"}, {"snapshot", "snapshot"}, {"backfill", "backfill"},
+	{"due", "the fleet's tick (usersync_due)"}, {"views", "views (usersync_views)"},
+}
+
+// WriteTable writes, in Markdown, the cost of a job of each kind: its CPU
+// from cpu (over window), its statements and commits from stmts (over
+// stmtWindow), the jobs a second the schedules asked for and those done;
+// then what fell between jobs, a second.
+func WriteTable(w io.Writer, cpu, stmts Costs, asked map[string]float64, window, stmtWindow time.Duration) {
+	fmt.Fprintln(w, "| job | jobs/s asked | jobs/s done | usersync CPU ms/job | PostgreSQL CPU ms/job | statements/job | commits/job |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+	per := func(v float64, n int) string {
+		if n == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f", v/float64(n))
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	for _, k := range Kinds {
+		c, s := cpu[k.Kind], stmts[k.Kind]
+		if c == nil && asked[k.Kind] == 0 {
+			continue
+		}
+		c, s = orZero(c), orZero(s)
+		askedS := "–"
+		if asked[k.Kind] > 0 {
+			askedS = fmt.Sprintf("%.2f", asked[k.Kind])
+		}
+		fmt.Fprintf(w, "| %s | %s | %.2f | %s | %s | %s | %s |\n", k.Name, askedS, float64(c.Jobs)/window.Seconds(),
+			per(ms(c.App), c.Jobs), per(ms(c.Server), c.Jobs), per(s.Statements, s.Jobs), per(s.Commits, s.Jobs))
+	}
+	if c := cpu[Between]; c != nil {
+		s := orZero(stmts[Between])
+		sec := max(stmtWindow.Seconds(), 1e-9)
+		fmt.Fprintf(w, "| %s, a second | | | %.1f | %.1f | %.1f | %.1f |\n", Between, ms(c.App)/window.Seconds(), ms(c.Server)/window.Seconds(),
+			s.Statements/sec, s.Commits/sec)
+	}
+}
+
+func orZero(c *Cost) *Cost {
+	if c == nil {
+		return &Cost{}
+	}
+	return c
+}
+
+// ParentPid returns the parent of process pid (a backend's is the
+// postmaster).
+func ParentPid(pid int) (int, error) {
+	f, err := procStat(pid, 1)
+	if err != nil {
+		return 0, fmt.Errorf("finding the parent of process %d (the server must run on this machine): %w", pid, err)
+	}
+	return int(f[0]), nil
 }

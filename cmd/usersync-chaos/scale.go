@@ -200,6 +200,7 @@ func (d *driver) scale(ctx context.Context) (passed, failed int) {
 		return 0, 1
 	}
 	problems := s.loop(ctx)
+	s.steadyEnds(ctx)
 	problems = append(problems, s.converge(ctx)...)
 	problems = append(problems, s.unionUnitesAll(ctx)...) // while the workers that make the views run
 	problems = append(problems, s.stopReplicas()...)
@@ -208,6 +209,7 @@ func (d *driver) scale(ctx context.Context) (passed, failed int) {
 		problems = append(problems, "measuring: "+err.Error())
 	} else {
 		fig.print(d.out, d.o.scale)
+		s.printCost(ctx, d.out)
 	}
 	problems = append(problems, s.check(ctx, fig)...)
 	for _, p := range problems {

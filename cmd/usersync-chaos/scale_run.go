@@ -29,6 +29,7 @@ type scaleRun struct {
 	frozen     time.Time     // the churn stopped
 	ended      time.Time     // every account converged, or the bound passed
 	restarts   int
+	cost       scaleCost // per kind of job (scale_cost.go)
 }
 
 // register writes each account's token to a file and adds the accounts
@@ -101,6 +102,7 @@ func (s *scaleRun) dbNow(ctx context.Context) time.Time {
 
 func (s *scaleRun) startReplicas(ctx context.Context) error {
 	s.began = s.dbNow(ctx)
+	s.startCPU(ctx)
 	for i := range s.d.o.scale.replicas {
 		r := &replica{}
 		s.replicas = append(s.replicas, r)
@@ -115,6 +117,7 @@ func (s *scaleRun) start(i int) error {
 	p, err := s.d.startWorker()
 	s.replicas[i].p = p
 	s.replicas[i].starts++
+	s.cost.started(i, p)
 	return err
 }
 
@@ -138,10 +141,12 @@ func (s *scaleRun) loop(ctx context.Context) []string {
 				s.mirrored = s.dbNow(ctx)
 				until = time.Now().Add(so.after)
 				s.revoke()
+				s.steadyBegins(ctx)
 			} else if time.Now().After(deadline) {
 				return append(problems, fmt.Sprintf("%d accounts never mirrored: %s", len(pending), strings.Join(first(pending, 5), ", ")))
 			}
 		}
+		s.logStatementsUntilDue(ctx)
 		if !until.IsZero() && time.Now().After(until) {
 			break
 		}
