@@ -105,6 +105,10 @@ node: ## install node and npm (Debian's nodejs and npm) when missing: DuckDB run
 bench: node ## measure limits, backfill, incremental, reconcile and snapshot (beside DuckDB) at 10k, 100k and 1M users (BENCH_USERS to change, BENCH_ARGS for more flags)
 	$(GO) run ./bench -users $(BENCH_USERS) $(BENCH_ARGS)
 
+.PHONY: bench-fleet
+bench-fleet: ## a worker of 11 accounts with nothing changing (syncs @every 2s), measured per kind of job and per sync run (FLEET_ARGS for more flags; docs/sizing.md)
+	$(GO) run ./bench -fleet $(FLEET_ARGS)
+
 .PHONY: chaos
 chaos: ## fault injection: 30 faults (20 kill -9) with seed 1, then with three random seeds (CHAOS_ARGS to change)
 	@for seed in 1 0 0 0; do \
