@@ -171,7 +171,8 @@ func (r *fleetRun) register(ctx context.Context, apiURL string, fleet *apisim.Fl
 }
 
 func (r *fleetRun) startWorker() error {
-	r.worker = exec.Command(r.b.bin, "worker")
+	// The worker outlives the call: stopWorker ends it with SIGTERM.
+	r.worker = exec.CommandContext(context.WithoutCancel(context.Background()), r.b.bin, "worker")
 	r.worker.Env = r.env
 	logs, err := os.Create(filepath.Join(r.b.tmp, "worker.log"))
 	if err != nil {
@@ -222,7 +223,10 @@ func (r *fleetRun) awaitFirstSyncs(ctx context.Context) error {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("waiting for every account's first syncs: %d of %d after 3 minutes (%v); the worker's log:\n%s", n, r.o.accounts, err, r.workerLog())
+			if err == nil {
+				err = errors.New("no query error")
+			}
+			return fmt.Errorf("waiting for every account's first syncs: %d of %d after 3 minutes (%w); the worker's log:\n%s", n, r.o.accounts, err, r.workerLog())
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
