@@ -38,7 +38,7 @@ func (s *Store) WritePage(ctx context.Context, rows []normalize.Row, bad []wareh
 		return warehouse.Checkpoint{}, err
 	}
 	if p.quiet(&cp) {
-		// Nothing to write, and the run's end (Runs.FinishWith) stores
+		// Nothing to write, and the run's end (Runs.Finish) stores
 		// the checkpoint after its last page: the page only read.
 		p.rollback(ctx)
 		return advance(cp, p.rows, p.c), nil
