@@ -103,7 +103,7 @@ func TestLockWaitIsNotARun(t *testing.T) {
 	w := &ReconcileWorker{d: e.deps}
 	job := &river.Job[ReconcileArgs]{JobRow: &rivertype.JobRow{ID: 1, Kind: KindReconcile, Attempt: 1}}
 
-	lock, err := e.store.Lock(ctx, false)
+	lock, err := e.store.TryLock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func (s *Syncer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 	if req.MaxRequestLine <= 0 {
 		req.MaxRequestLine = DefaultMaxRequestLine
 	}
-	lock, err := s.store.Lock(ctx, req.WaitLock)
+	lock, err := s.lockNow(ctx, req.WaitLock)
 	if err != nil {
 		return ReconcileSummary{}, err
 	}

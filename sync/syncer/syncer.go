@@ -252,6 +252,14 @@ func runEnd(err error) warehouse.RunEnd {
 	return warehouse.RunFailed
 }
 
+// lockNow takes the sync lock, waiting for it when wait is set.
+func (s *Syncer) lockNow(ctx context.Context, wait bool) (*warehouse.SyncLock, error) {
+	if wait {
+		return s.store.Lock(ctx)
+	}
+	return s.store.TryLock(ctx)
+}
+
 // lock takes the sync lock as req says. A wait bounded by LockTimeout ends
 // with warehouse.ErrLocked, and with ErrDrained when Drain closes first: a
 // stopping worker starts no run, though the run it waited on has released
@@ -261,7 +269,7 @@ func (s *Syncer) lock(ctx context.Context, req Request) (*warehouse.SyncLock, er
 		return nil, ErrDrained
 	}
 	if req.LockTimeout <= 0 || req.WaitLock {
-		return s.store.Lock(ctx, req.WaitLock)
+		return s.lockNow(ctx, req.WaitLock)
 	}
 	tctx, cancel := context.WithTimeout(ctx, req.LockTimeout)
 	defer cancel()
@@ -274,7 +282,7 @@ func (s *Syncer) lock(ctx context.Context, req Request) (*warehouse.SyncLock, er
 		case <-lctx.Done():
 		}
 	}()
-	lock, err := s.store.Lock(lctx, true)
+	lock, err := s.store.Lock(lctx)
 	switch {
 	case err == nil || ctx.Err() != nil:
 		return lock, err

@@ -176,16 +176,16 @@ func TestSyncLock(t *testing.T) {
 	t.Parallel()
 	s := warehousetest.NewStore(t)
 	ctx := context.Background()
-	l1, err := s.Lock(ctx, false)
+	l1, err := s.TryLock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lock(ctx, false); !errors.Is(err, warehouse.ErrLocked) {
+	if _, err := s.TryLock(ctx); !errors.Is(err, warehouse.ErrLocked) {
 		t.Errorf("second lock: %v", err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		l, err := s.Lock(ctx, true)
+		l, err := s.Lock(ctx)
 		if err == nil {
 			l.Release()
 		}
