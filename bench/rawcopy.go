@@ -90,7 +90,11 @@ func (b *bench) walkAndCopy(ctx context.Context, base string, store *rawCopier, 
 	norm := normalize.New(schema.User())
 	// The backfill's own first request, so that it is answered from the
 	// recording.
-	q := syncer.New(client, nil, syncer.Config{PageSize: 1000}).FullUsersQuery()
+	s, err := syncer.New(client, nil, syncer.Config{PageSize: 1000})
+	if err != nil {
+		return err
+	}
+	q := s.FullUsersQuery()
 	pages := client.Collection("users", q).DecodeData(func(body []byte) (any, int, error) {
 		start := time.Now()
 		defer func() { w.decode += time.Since(start) }()

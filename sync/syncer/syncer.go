@@ -83,16 +83,15 @@ type Syncer struct {
 	norm    map[string]*normalize.Normalizer
 	linkage teamLinkage
 	// personal is the store's personal-data side under Config.Policy and
-	// dims its dimensions, rendered once (nil, with storesErr, if that
-	// failed: every run fails with it).
-	personal  *pii.Store
-	users     *users.Store
-	dims      *dimensions.Store
-	storesErr error
+	// dims its dimensions, rendered once by New.
+	personal *pii.Store
+	users    *users.Store
+	dims     *dimensions.Store
 }
 
-// New returns a Syncer.
-func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
+// New returns a Syncer, or the error of rendering the store's statements
+// for cfg.Policy. A nil store makes a Syncer that only builds queries.
+func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) (*Syncer, error) {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 1000
 	}
@@ -123,9 +122,11 @@ func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
 	}
 	s.norm["user"].SetPolicy(cfg.Policy)
 	if store != nil {
-		s.storesErr = s.openStores(store, cfg.Policy)
+		if err := s.openStores(store, cfg.Policy); err != nil {
+			return nil, fmt.Errorf("preparing the warehouse statements: %w", err)
+		}
 	}
-	return s
+	return s, nil
 }
 
 // Request says what a run should do.
