@@ -1,5 +1,5 @@
 // Package users writes the users of a walk: each page in one transaction
-// with the run's checkpoint (WritePage, writepage.go: the caller orders the
+// with the run's checkpoint (PreparePage, writepage.go: the caller orders the
 // pages), classified against what the warehouse holds (userpage.go,
 // classify.go), its team membership diffed, its replaced versions archived,
 // and user_teams' team_id index deferred while a load starts on an empty
