@@ -95,7 +95,7 @@ func (b *bench) walkAndCopy(ctx context.Context, base string, store *rawCopier, 
 		return err
 	}
 	q := s.FullUsersQuery()
-	pages := client.Collection("users", q).DecodeData(func(body []byte) (any, int, error) {
+	pages := jsonapi.DecodeData(client.Collection("users", q), func(body []byte) (*normalize.Page, int, error) {
 		start := time.Now()
 		defer func() { w.decode += time.Since(start) }()
 		return norm.DecodeData(body)
@@ -110,7 +110,7 @@ func (b *bench) walkAndCopy(ctx context.Context, base string, store *rawCopier, 
 		if page == nil {
 			return nil
 		}
-		if err := b.copyPage(ctx, store, page.Decoded.(*normalize.Page).Rows, w); err != nil {
+		if err := b.copyPage(ctx, store, page.Decoded.Rows, w); err != nil {
 			return err
 		}
 	}

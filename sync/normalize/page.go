@@ -20,7 +20,7 @@ type Rejected struct {
 	Err      error // a *FieldError
 }
 
-// DecodeData is a jsondoc.DataDecoder (see jsonapi.Pages.DecodeData): it
+// DecodeData is a jsondoc.DataDecoder[*Page] (see jsonapi.DecodeData): it
 // types the "data" array at the start of b (b goes on with the rest of the
 // body) and returns a *Page and the length of the array.
 //
@@ -39,7 +39,7 @@ type Rejected struct {
 // client reads each body into a buffer of its own and reuses it only once
 // the caller releases the page (jsonapi.Page.Release), after writing the
 // rows.
-func (n *Normalizer) DecodeData(b []byte) (any, int, error) {
+func (n *Normalizer) DecodeData(b []byte) (*Page, int, error) {
 	return n.decodeArray(b)
 }
 
