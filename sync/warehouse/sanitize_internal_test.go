@@ -48,6 +48,21 @@ func TestSanitizeJSON(t *testing.T) {
 	}
 }
 
+// TestSanitizeJSONKeepsWhatIsJSON: raw is kept as it is exactly when
+// encoding/json finds it valid.
+func TestSanitizeJSONKeepsWhatIsJSON(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{`0`, `01`, `-0`, `-`, `1.`, `1.5`, `.5`, `1e`, `1E+2`, `1e-07`, `[1,]`, `[,1]`, `[1 2]`,
+		`{"a":1,}`, `{"a" 1}`, `{1:2}`, `{"a":1 "b":2}`, `tru`, `true`, `nul`, `null`, `"\x"`, `"\/"`, `"\u12"`,
+		`"\u12G4"`, "\"\t\"", "\"a\tb\"", `[]]`, `[[]`, `{}`, `[]`, ` `, `"`, `""`, "[1]\n", "\t{\"a\":{}}\r\n",
+		`{"a":{"b":[{}]}}`, `"a" "b"`, `+1`, `1e5.5`, `0x10`, `[-]`, `Infinity`, `NaN`} {
+		got := string(sanitizeJSON([]byte(raw)))
+		if kept := got == raw; kept != json.Valid([]byte(raw)) {
+			t.Errorf("sanitizeJSON(%q) = %q: kept %v, json.Valid %v", raw, got, kept, json.Valid([]byte(raw)))
+		}
+	}
+}
+
 // BenchmarkSanitizeJSON sanitizes a user resource of some 3 kB holding
 // escapes, as a quarantined user's raw is.
 func BenchmarkSanitizeJSON(b *testing.B) {
