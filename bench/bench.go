@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/usersync/usersync/sync/syncer/syncertest"
 )
 
 type bench struct {
@@ -28,7 +30,7 @@ type bench struct {
 func newBench(ctx context.Context, log io.Writer, duckdb bool, bin string) (*bench, error) {
 	b := &bench{log: log}
 	var err error
-	if b.root, err = repoRoot(); err != nil {
+	if b.root, err = syncertest.RepoRoot(); err != nil {
 		return nil, err
 	}
 	if duckdb {

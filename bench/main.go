@@ -32,7 +32,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -108,24 +107,6 @@ func machine() string {
 		}
 	}
 	return cpus + " CPUs, " + mem
-}
-
-// repoRoot finds the repository from the working directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("run from inside the usersync repository")
-		}
-		dir = parent
-	}
 }
 
 // ran is what one run of the usersync binary printed and took.

@@ -90,8 +90,12 @@ func (b *bench) walkAndCopy(ctx context.Context, base string, store *rawCopier, 
 	norm := normalize.New(schema.User())
 	// The backfill's own first request, so that it is answered from the
 	// recording.
-	q := syncer.New(client, nil, syncer.Config{PageSize: 1000}).FullUsersQuery()
-	pages := client.Collection("users", q).DecodeData(func(body []byte) (any, int, error) {
+	s, err := syncer.New(client, nil, syncer.Config{PageSize: 1000})
+	if err != nil {
+		return err
+	}
+	q := s.FullUsersQuery()
+	pages := jsonapi.DecodeData(client.Collection("users", q), func(body []byte) (*normalize.Page, int, error) {
 		start := time.Now()
 		defer func() { w.decode += time.Since(start) }()
 		return norm.DecodeData(body)
@@ -106,7 +110,7 @@ func (b *bench) walkAndCopy(ctx context.Context, base string, store *rawCopier, 
 		if page == nil {
 			return nil
 		}
-		if err := b.copyPage(ctx, store, page.Decoded.(*normalize.Page).Rows, w); err != nil {
+		if err := b.copyPage(ctx, store, page.Decoded.Rows, w); err != nil {
 			return err
 		}
 	}

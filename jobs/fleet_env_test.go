@@ -185,8 +185,12 @@ func newTestAccount(t *testing.T, pool *pgxpool.Pool, logger *slog.Logger, s acc
 			t.Fatal(err)
 		}
 	}
+	sy, err := syncer.New(client, store, syncer.Config{Logger: alog})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &testAccount{name: s.name, sim: sim, store: store, schedule: Schedules{Sync: sched, Reconcile: rec}, paused: s.paused,
-		acct: &Account{Name: s.name, Syncer: syncer.New(client, store, syncer.Config{Logger: alog}), Store: store, Logger: alog}}
+		acct: &Account{Name: s.name, Syncer: sy, Store: store, Logger: alog}}
 }
 
 // jobTimes are when the completed jobs of an account and kind were

@@ -31,7 +31,7 @@ func TestFleetBusyPausedRemoved(t *testing.T) {
 	var lock *warehouse.SyncLock
 	waitUntil(t, "b's lock between two syncs", 30*time.Second, func() bool {
 		var err error
-		lock, err = b.store.Lock(ctx, false)
+		lock, err = b.store.TryLock(ctx)
 		return err == nil
 	})
 	t.Cleanup(lock.Release) // before the pool closes, which waits for the lock's connection

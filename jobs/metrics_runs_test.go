@@ -49,7 +49,11 @@ func newRunsEnv(t *testing.T) *runsEnv {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	e := &runsEnv{store: store, syncer: syncer.New(client, store, syncer.Config{})}
+	s, err := syncer.New(client, store, syncer.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &runsEnv{store: store, syncer: s}
 	e.metrics = NewMetrics(MetricsConfig{Pool: pool, Store: store, Schema: name, RiverSchema: RiverSchema(name), Logger: logger})
 	e.deps = &Deps{Syncer: e.syncer, Store: store, Drain: make(chan struct{}), Observe: e.metrics.Observe,
 		ObserveReconcile: e.metrics.ObserveReconcile, Logger: logger}
@@ -103,7 +107,7 @@ func TestLockWaitIsNotARun(t *testing.T) {
 	w := &ReconcileWorker{d: e.deps}
 	job := &river.Job[ReconcileArgs]{JobRow: &rivertype.JobRow{ID: 1, Kind: KindReconcile, Attempt: 1}}
 
-	lock, err := e.store.Lock(ctx, false)
+	lock, err := e.store.TryLock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

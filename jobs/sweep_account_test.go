@@ -36,7 +36,7 @@ func TestSweeperPerAccount(t *testing.T) {
 	}
 	sw := &Sweeper{Pool: pool, Store: stores[DefaultAccount], RiverSchema: river, OrphanAge: time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 		Accounts: func(context.Context) ([]Registered, error) { return []Registered{{Name: "b", Store: stores["b"]}}, nil }}
-	lock, err := stores["b"].Lock(ctx, false) // b's backfill runs
+	lock, err := stores["b"].TryLock(ctx) // b's backfill runs
 	if err != nil {
 		t.Fatal(err)
 	}

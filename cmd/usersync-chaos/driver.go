@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -21,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/sync/apisim"
+	"github.com/usersync/usersync/sync/syncer/syncertest"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -80,7 +80,7 @@ const schemaName = "chaos"
 func newDriver(ctx context.Context, o options, out io.Writer) (*driver, error) {
 	d := &driver{o: o, out: out, rng: rand.New(rand.NewPCG(uint64(o.seed), 7))}
 	var err error
-	if d.root, err = repoRoot(); err != nil {
+	if d.root, err = syncertest.RepoRoot(); err != nil {
 		return nil, err
 	}
 	if d.tmp, err = os.MkdirTemp("", "usersync-chaos"); err != nil {
@@ -179,23 +179,6 @@ func (d *driver) freshDatabase(ctx context.Context) error {
 	}
 	d.store, err = warehouse.NewStore(d.pool, schemaName)
 	return err
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run from inside the usersync repository")
-		}
-		dir = parent
-	}
 }
 
 // postgres runs deploy/dev/postgres.sh on the driver's own cluster.

@@ -51,11 +51,6 @@ func (s *Server) RenameTeam(id int64, name string) error { return s.editSmall(ki
 // RenameRole gives a role a new name (updatedAt moves).
 func (s *Server) RenameRole(id int64, name string) error { return s.editSmall(kindRole, id, name, -1) }
 
-// RenameProfile gives a profile a new name (updatedAt moves).
-func (s *Server) RenameProfile(id int64, name string) error {
-	return s.editSmall(kindProfile, id, name, -1)
-}
-
 // SetRoleParent makes parent the parent role of role (0: none); updatedAt
 // moves. A parent that would make a cycle is refused.
 func (s *Server) SetRoleParent(role, parent int64) error {

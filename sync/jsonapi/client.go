@@ -241,7 +241,7 @@ func (c *Client) Get(ctx context.Context, resource string, q Query) (*jsondoc.Do
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)
 	}
-	doc, _, _, err := c.fetch(ctx, u, nil)
+	doc, _, _, err := c.fetch(ctx, u, jsondoc.Decode)
 	return doc, err
 }
 

@@ -16,13 +16,13 @@ import (
 
 // rawArray is a jsondoc.DataDecoder that returns the array as sent, its length
 // found by encoding/json (which checks its syntax).
-func rawArray(calls *atomic.Int32) jsondoc.DataDecoder {
-	return func(b []byte) (any, int, error) {
+func rawArray(calls *atomic.Int32) jsondoc.DataDecoder[string] {
+	return func(b []byte) (string, int, error) {
 		calls.Add(1)
 		dec := json.NewDecoder(bytes.NewReader(b))
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, 0, err
+			return "", 0, err
 		}
 		return string(v), int(dec.InputOffset()), nil
 	}
@@ -32,7 +32,7 @@ func TestPagesDecodeData(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, body string
-		decoded    any // what Page.Decoded must hold
+		decoded    string // what Page.Decoded must hold: "" when not decoded
 		calls      int32
 	}{
 		{"array", `{"data":[{"type":"user","id":1}, {"type":"user","id":2}] ,"meta":{"count":2},"links":{"next":null}}`,
@@ -41,8 +41,8 @@ func TestPagesDecodeData(t *testing.T) {
 		{"data after links", `{"links":{"next":null},"data":[{"type":"user","id":3}]}`, `[{"type":"user","id":3}]`, 1},
 		// The JSON decoder keeps the last of repeated members.
 		{"data repeated", `{"data":[{"type":"user","id":1}],"data":[{"type":"user","id":2}]}`, `[{"type":"user","id":2}]`, 2},
-		{"data null", `{"data":null,"meta":{}}`, nil, 0},
-		{"data one", `{"data":{"type":"user","id":1}}`, nil, 0},
+		{"data null", `{"data":null,"meta":{}}`, "", 0},
+		{"data one", `{"data":{"type":"user","id":1}}`, "", 0},
 		// Included resources are checked, not decoded (Included stays nil).
 		{"included", `{"data":[{"type":"user","id":1}],"included":[{"type":"team","id":7,"attributes":{}}],"links":{"next":null}}`,
 			`[{"type":"user","id":1}]`, 1},
@@ -52,14 +52,14 @@ func TestPagesDecodeData(t *testing.T) {
 			srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { writeDoc(w, http.StatusOK, tc.body) })
 			var calls atomic.Int32
 			c := newClient(t, srv.URL, newFakeClock(t), nil)
-			page, err := c.Collection("users", Query{}).DecodeData(rawArray(&calls)).Next(context.Background())
+			page, err := DecodeData(c.Collection("users", Query{}), rawArray(&calls)).Next(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if page.Decoded != tc.decoded {
 				t.Fatalf("Decoded = %v, want %v", page.Decoded, tc.decoded)
 			}
-			if tc.decoded != nil && (len(page.Data) != 0 || page.Included != nil) {
+			if tc.decoded != "" && (len(page.Data) != 0 || page.Included != nil) {
 				t.Fatalf("Data holds %d resources and Included %d next to Decoded", len(page.Data), len(page.Included))
 			}
 			if calls.Load() != tc.calls {
@@ -76,15 +76,15 @@ func TestPagesDecodeDataMalformed(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, body string
-		decode     jsondoc.DataDecoder
+		decode     jsondoc.DataDecoder[string]
 	}{
 		{"array refused", `{"data":[{"type":"user","id":1]}`, nil},
 		{"rest refused", `{"data":[],"links":{"next":5}}`, nil},
 		{"rest truncated", `{"data":[{"type":"user","id":1}],"links":{"ne`, nil},
 		{"included malformed", `{"data":[],"included":[{"type":"team","id":7,}]}`, nil},
-		{"decoder error", `{"data":[]}`, func([]byte) (any, int, error) { return nil, 0, errors.New("no") }},
-		{"length past the body", `{"data":[]}`, func(b []byte) (any, int, error) { return nil, len(b) + 1, nil }},
-		{"length zero", `{"data":[]}`, func([]byte) (any, int, error) { return nil, 0, nil }},
+		{"decoder error", `{"data":[]}`, func([]byte) (string, int, error) { return "", 0, errors.New("no") }},
+		{"length past the body", `{"data":[]}`, func(b []byte) (string, int, error) { return "", len(b) + 1, nil }},
+		{"length zero", `{"data":[]}`, func([]byte) (string, int, error) { return "", 0, nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -102,7 +102,7 @@ func TestPagesDecodeDataMalformed(t *testing.T) {
 				decode = rawArray(&calls)
 			}
 			c := newClient(t, srv.URL, newFakeClock(t), nil)
-			page, err := c.Collection("users", Query{}).DecodeData(decode).Next(context.Background())
+			page, err := DecodeData(c.Collection("users", Query{}), decode).Next(context.Background())
 			if tc.decode != nil {
 				// The decoder refuses every body: the retries run out.
 				var de *jsondoc.DecodeError
@@ -136,11 +136,11 @@ func TestPageRelease(t *testing.T) {
 		writeDoc(w, http.StatusOK, pageBody(links, n))
 	})
 	c := newClient(t, srv.URL, newFakeClock(t), nil)
-	pages := c.Collection("users", Query{}).DecodeData(func(b []byte) (any, int, error) {
+	pages := DecodeData(c.Collection("users", Query{}), func(b []byte) ([]byte, int, error) {
 		end := bytes.IndexByte(b, ']') + 1
 		return b[:end:end], end, nil
 	})
-	var got []*Page
+	var got []*TypedPage[[]byte]
 	var arrays []string // each page's array, copied when read
 	for {
 		p, err := pages.Next(context.Background())
@@ -151,7 +151,7 @@ func TestPageRelease(t *testing.T) {
 			break
 		}
 		got = append(got, p)
-		arrays = append(arrays, string(p.Decoded.([]byte)))
+		arrays = append(arrays, string(p.Decoded))
 		if len(got) == 2 {
 			p.Release() // the second page's buffer takes the third
 		}
@@ -159,7 +159,7 @@ func TestPageRelease(t *testing.T) {
 	if len(got) != 4 {
 		t.Fatalf("read %d pages, want 4", len(got))
 	}
-	backing := func(p *Page) *byte { b := p.Decoded.([]byte); return &b[:cap(b)][cap(b)-1] }
+	backing := func(p *TypedPage[[]byte]) *byte { b := p.Decoded; return &b[:cap(b)][cap(b)-1] }
 	if backing(got[2]) != backing(got[1]) {
 		t.Error("the third page was not read into the released second page's buffer")
 	}
@@ -167,7 +167,7 @@ func TestPageRelease(t *testing.T) {
 		t.Error("the fourth page was read into the buffer of a page not released")
 	}
 	for _, i := range []int{0, 2, 3} {
-		if s := string(got[i].Decoded.([]byte)); s != arrays[i] {
+		if s := string(got[i].Decoded); s != arrays[i] {
 			t.Errorf("page %d changed after it was read: %s, was %s", i+1, s, arrays[i])
 		}
 	}

@@ -10,10 +10,21 @@ import (
 	"github.com/usersync/usersync/sync/jsondoc"
 )
 
-// Page is one page of a collection.
-type Page struct {
+// Untyped is the Decoded of a page whose "data" the client decoded itself
+// (no DecodeData): nothing.
+type Untyped = struct{}
+
+// Page is one page of a collection walked without DecodeData.
+type Page = TypedPage[Untyped]
+
+// TypedPage is one page of a collection whose "data" array, when it is one,
+// went to a jsondoc.DataDecoder[T] (see DecodeData).
+type TypedPage[T any] struct {
 	// Document is the decoded page: Data, Included, Links, Meta.
 	jsondoc.Document
+	// Decoded is what the walk's DataDecoder made of "data", or T's zero
+	// value when "data" was not an array (Document.Data holds it then).
+	Decoded T
 	// Number counts the pages of this iterator from 1.
 	Number int
 	// URL is the URL the page was fetched from (page[size] possibly halved
@@ -37,7 +48,7 @@ type Page struct {
 // which the later page overwrites. Pages not released are left to the
 // collector; releasing is only worth it on long walks. Release is
 // idempotent; no field of the page may be used after it.
-func (p *Page) Release() {
+func (p *TypedPage[T]) Release() {
 	if p.body != nil {
 		p.pool.put(p.body)
 		p.body = nil
@@ -48,35 +59,44 @@ func (p *Page) Release() {
 // Only the first request is built from the Query; every later one is the
 // server's next link, as sent. A Pages is not safe for concurrent use; use
 // Prefetch to fetch ahead from another goroutine.
-type Pages struct {
+type Pages = TypedPages[Untyped]
+
+// TypedPages is Pages whose "data" arrays go to a jsondoc.DataDecoder[T]
+// (see DecodeData).
+type TypedPages[T any] struct {
+	walkState
+	decode jsondoc.DataDecoder[T] // decodes "data" in place of the client, when set
+}
+
+// walkState is the state of a walk, whatever decodes its pages.
+type walkState struct {
 	c        *Client
 	resource string
 	next     string // URL of the next request; "" when done
 	built    bool   // next was built by the client from a Query
 	err      error  // a permanent error, returned by every later call
 	number   int
-	decode   jsondoc.DataDecoder // decodes "data" in place of the client, when set
 	// sent is the query of the walk's first request: a next link may
 	// change only its cursor and page size (checkSent).
 	sent url.Values
 }
 
-// DecodeData makes every later page's "data" array go to decode (see
-// jsondoc.DataDecoder). Pages whose "data" is not an array are decoded as
-// usual. A decoder's error means the body is malformed: the client retries
-// the request as it does a truncated body, then returns the error. The
+// DecodeData returns p with every later page's "data" array going to decode
+// (see jsondoc.DataDecoder), its result in TypedPage.Decoded; p must not be
+// used after it. Pages whose "data" is not an array are decoded as usual. A
+// decoder's error means the body is malformed: the client retries the
+// request as it does a truncated body, then returns the error. The
 // decoder's result may refer to the body: the client never writes to it or
-// reuses it until the page is released (see Page.Release).
-func (p *Pages) DecodeData(decode jsondoc.DataDecoder) *Pages {
-	p.decode = decode
-	return p
+// reuses it until the page is released (see TypedPage.Release).
+func DecodeData[T any](p *Pages, decode jsondoc.DataDecoder[T]) *TypedPages[T] {
+	return &TypedPages[T]{walkState: p.walkState, decode: decode}
 }
 
 // Collection returns an iterator over a collection ("users", "teams",
 // "roles", "profiles") filtered and sorted by q. An invalid q is reported by
 // the first Next.
 func (c *Client) Collection(resource string, q Query) *Pages {
-	p := &Pages{c: c, resource: resource, built: true}
+	p := &Pages{walkState: walkState{c: c, resource: resource, built: true}}
 	p.next, p.err = c.CollectionURL(resource, q)
 	if p.err != nil {
 		p.err = fmt.Errorf("building %s query: %w", resource, p.err)
@@ -91,7 +111,7 @@ func (c *Client) Collection(resource string, q Query) *Pages {
 // origin and under its path). An empty nextURL means the walk had ended: Next returns
 // no page.
 func (c *Client) Resume(nextURL string) *Pages {
-	p := &Pages{c: c, resource: "resumed", next: nextURL, sent: queryOf(nextURL)}
+	p := &Pages{walkState: walkState{c: c, resource: "resumed", next: nextURL, sent: queryOf(nextURL)}}
 	if nextURL != "" {
 		if u, err := url.Parse(nextURL); err == nil {
 			p.resource = c.endpoint(u)
@@ -112,12 +132,12 @@ func queryOf(raw string) url.Values {
 
 // NextURL returns the URL the next call to Next will fetch, "" when the
 // walk is over.
-func (p *Pages) NextURL() string { return p.next }
+func (p *TypedPages[T]) NextURL() string { return p.next }
 
 // Next fetches the next page. It returns (nil, nil) once the last page has
 // been returned. After an error from the server, calling Next again retries
 // the same page; errors about the query or a refused next link are final.
-func (p *Pages) Next(ctx context.Context) (*Page, error) {
+func (p *TypedPages[T]) Next(ctx context.Context) (*TypedPage[T], error) {
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -133,7 +153,12 @@ func (p *Pages) Next(ctx context.Context) (*Page, error) {
 		}
 		reqURL = checked
 	}
-	doc, body, fetched, err := p.c.fetch(ctx, reqURL, p.decode)
+	var decoded T // of the attempt that returned the document
+	doc, body, fetched, err := p.c.fetch(ctx, reqURL, func(b []byte) (*jsondoc.Document, error) {
+		doc, d, err := jsondoc.DecodeWith(b, p.decode)
+		decoded = d
+		return doc, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s page %d: %w", p.resource, p.number+1, err)
 	}
@@ -146,13 +171,13 @@ func (p *Pages) Next(ctx context.Context) (*Page, error) {
 	}
 	p.number++
 	p.next, p.built = next, false
-	return &Page{Document: *doc, Number: p.number, URL: fetched, NextURL: next, body: body, pool: &p.c.bodies}, nil
+	return &TypedPage[T]{Document: *doc, Decoded: decoded, Number: p.number, URL: fetched, NextURL: next, body: body, pool: &p.c.bodies}, nil
 }
 
 // resolveNext returns the next link of a page, resolved against the page's
 // URL when relative. A link that repeats the page just fetched is refused,
 // as following it would loop forever.
-func (p *Pages) resolveNext(link, fetched string) (string, error) {
+func (p *walkState) resolveNext(link, fetched string) (string, error) {
 	if link == "" {
 		return "", nil
 	}
@@ -174,8 +199,8 @@ func (p *Pages) resolveNext(link, fetched string) (string, error) {
 }
 
 // Prefetched is a walk that Prefetch fetches ahead of its reader.
-type Prefetched struct {
-	results <-chan pageResult
+type Prefetched[T any] struct {
+	results <-chan pageResult[T]
 	stop    context.CancelFunc
 	// cut is why the walk stopped before its last page without sending an
 	// error (the context's cause); set before results is closed.
@@ -187,8 +212,8 @@ type Prefetched struct {
 // the channel closed and look like a walk with no page.
 var errReadTwice = errors.New("reading a prefetched walk a second time")
 
-type pageResult struct {
-	page *Page
+type pageResult[T any] struct {
+	page *TypedPage[T]
 	err  error
 }
 
@@ -198,13 +223,13 @@ type pageResult struct {
 // cancelled or the Pages loop ends, whichever comes first: a walk that is
 // neither read nor cancelled waits forever (Stop ends one that will not be
 // read). it must not be used by anyone else meanwhile.
-func Prefetch(ctx context.Context, it *Pages, depth int) *Prefetched {
+func Prefetch[T any](ctx context.Context, it *TypedPages[T], depth int) *Prefetched[T] {
 	depth = max(depth, 1)
 	ctx, stop := context.WithCancel(ctx)
 	// The goroutine holds one page while it waits to send, so a buffer of
 	// depth-1 keeps at most depth pages fetched ahead.
-	out := make(chan pageResult, depth-1)
-	p := &Prefetched{results: out, stop: stop}
+	out := make(chan pageResult[T], depth-1)
+	p := &Prefetched[T]{results: out, stop: stop}
 	go func() {
 		defer close(out)
 		for {
@@ -213,7 +238,7 @@ func Prefetch(ctx context.Context, it *Pages, depth int) *Prefetched {
 				return
 			}
 			select {
-			case out <- pageResult{page, err}:
+			case out <- pageResult[T]{page, err}:
 			case <-ctx.Done():
 				if page != nil {
 					page.Release() // never sent: nobody else has it
@@ -233,7 +258,7 @@ func Prefetch(ctx context.Context, it *Pages, depth int) *Prefetched {
 // the walk is in flight once it returns; pages fetched and not read are
 // released. The Pages loop does it when it ends; call it for a walk that
 // may never be read, never during that loop. A second call does nothing.
-func (p *Prefetched) Stop() {
+func (p *Prefetched[T]) Stop() {
 	p.stop()
 	for r := range p.results {
 		if r.page != nil {
@@ -247,8 +272,8 @@ func (p *Prefetched) Stop() {
 // ended it, or the context's when it was cancelled first. A loop that ends
 // without an error has therefore seen every page. However the loop ends,
 // the walk is stopped as Stop does. A second loop yields only an error.
-func (p *Prefetched) Pages() iter.Seq2[*Page, error] {
-	return func(yield func(*Page, error) bool) {
+func (p *Prefetched[T]) Pages() iter.Seq2[*TypedPage[T], error] {
+	return func(yield func(*TypedPage[T], error) bool) {
 		if p.read {
 			yield(nil, errReadTwice)
 			return

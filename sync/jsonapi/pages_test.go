@@ -374,9 +374,9 @@ func TestPrefetchEndsWithErrorOrEnd(t *testing.T) {
 		writeDoc(w, http.StatusOK, pageBody(`{}`, 2))
 	})
 	c := newClient(t, srv.URL, newFakeClock(t), nil)
-	var got []pageResult
+	var got []pageResult[Untyped]
 	for page, err := range Prefetch(context.Background(), c.Collection("users", Query{}), 0).Pages() {
-		got = append(got, pageResult{page, err})
+		got = append(got, pageResult[Untyped]{page, err})
 	}
 	var nle *NextLinkError
 	if len(got) != 2 || got[0].page == nil || got[0].err != nil || got[1].page != nil || !errors.As(got[1].err, &nle) {
@@ -385,7 +385,7 @@ func TestPrefetchEndsWithErrorOrEnd(t *testing.T) {
 	got = nil
 	p := Prefetch(context.Background(), c.Collection("users", Query{}), 2)
 	for page, err := range p.Pages() {
-		got = append(got, pageResult{page, err})
+		got = append(got, pageResult[Untyped]{page, err})
 	}
 	if len(got) != 1 || got[0].err != nil || got[0].page.Data[0].ID != 2 {
 		t.Errorf("results %+v", got)
@@ -394,7 +394,7 @@ func TestPrefetchEndsWithErrorOrEnd(t *testing.T) {
 	// with no page.
 	got = nil
 	for page, err := range p.Pages() {
-		got = append(got, pageResult{page, err})
+		got = append(got, pageResult[Untyped]{page, err})
 	}
 	if len(got) != 1 || got[0].page != nil || !errors.Is(got[0].err, errReadTwice) {
 		t.Errorf("second loop: results %+v", got)

@@ -19,7 +19,7 @@ func TestReleasePoisons(t *testing.T) {
 	body := `{"data": [{"id": 1, "type": "user", "attributes": {"title": "kept too long"}}], "links": {"next": null}}`
 	srv := newServer(t, func(w http.ResponseWriter, _ *http.Request) { writeDoc(w, http.StatusOK, body) })
 	c := newClient(t, srv.URL, newFakeClock(t), nil)
-	pages := c.Collection("users", Query{}).DecodeData(func(b []byte) (any, int, error) {
+	pages := DecodeData(c.Collection("users", Query{}), func(b []byte) ([]byte, int, error) {
 		end := bytes.LastIndexByte(b, ']') + 1
 		return b[:end:end], end, nil
 	})
@@ -27,7 +27,7 @@ func TestReleasePoisons(t *testing.T) {
 	if err != nil || p == nil {
 		t.Fatalf("page: %v, %v", p, err)
 	}
-	kept := p.Decoded.([]byte)
+	kept := p.Decoded
 	if !bytes.Contains(kept, []byte("kept too long")) {
 		t.Fatalf("decoded %q", kept)
 	}

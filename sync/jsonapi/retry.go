@@ -35,10 +35,14 @@ type attempt struct {
 	token   string
 }
 
+// docDecoder decodes a whole response body (jsondoc.Decode, or a walk's
+// jsondoc.DecodeWith).
+type docDecoder func(body []byte) (*jsondoc.Document, error)
+
 // fetch GETs reqURL with retries and decodes the document. It returns the
 // body the document was decoded from and the URL finally requested, which
 // differs from reqURL when a 502 or 504 made it halve page[size].
-func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDecoder) (*jsondoc.Document, []byte, string, error) {
+func (c *Client) fetch(ctx context.Context, reqURL string, decode docDecoder) (*jsondoc.Document, []byte, string, error) {
 	endpoint := "/"
 	if u, err := url.Parse(reqURL); err == nil {
 		endpoint = c.endpoint(u)
@@ -76,7 +80,7 @@ func (c *Client) fetch(ctx context.Context, reqURL string, decode jsondoc.DataDe
 }
 
 // attempt sends one request and classifies the outcome.
-func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, decode jsondoc.DataDecoder) attempt {
+func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, decode docDecoder) attempt {
 	paced, err := c.pace(ctx, reqURL)
 	if err != nil {
 		return attempt{verdict: verdictDone, err: err}
@@ -118,10 +122,10 @@ func (c *Client) attempt(ctx context.Context, reqURL, endpoint string, try int, 
 }
 
 // classify sets the verdict of an attempt that got a whole response.
-func (c *Client) classify(a *attempt, reqURL string, body []byte, decode jsondoc.DataDecoder) {
+func (c *Client) classify(a *attempt, reqURL string, body []byte, decode docDecoder) {
 	switch {
 	case a.status >= 200 && a.status < 300:
-		doc, err := jsondoc.DecodeWith(body, decode)
+		doc, err := decode(body)
 		if err != nil {
 			a.verdict, a.err = verdictRetry, fmt.Errorf("%s %s: %w", http.MethodGet, requestURI(sanitizeURL(reqURL)), err)
 			return

@@ -46,39 +46,42 @@ type wireNone struct {
 // DecodeWith, for a caller that can type the resources in one pass: b starts
 // with the array as sent and goes on with the rest of the body; the decoder
 // returns its result and the length of the array, closing bracket included.
-// The result is the document's Decoded and its Data stays empty; the
-// included resources are checked but not decoded (Included is nil): such a
-// walk includes them for the linkage they bring into data. An error means
-// the body is malformed. The result may refer to b.
-type DataDecoder func(b []byte) (decoded any, n int, err error)
+// DecodeWith returns the result beside the document, whose Data stays empty;
+// the included resources are checked but not decoded (Included is nil):
+// such a walk includes them for the linkage they bring into data. An error
+// means the body is malformed. The result may refer to b.
+type DataDecoder[T any] func(b []byte) (decoded T, n int, err error)
 
 // Decode decodes a JSON:API top-level document. Every error it returns
 // is a *DecodeError. An id that is not an integer does not fail the
 // document: it decodes as InvalidID, and the resource keeps its Raw JSON.
 func Decode(body []byte) (*Document, error) {
-	return DecodeWith(body, nil)
+	doc, _, err := DecodeWith[struct{}](body, nil)
+	return doc, err
 }
 
 // DecodeWith is Decode, with "data" left to decode when it is an array and
-// decode is not nil.
-func DecodeWith(body []byte, decode DataDecoder) (*Document, error) {
+// decode is not nil: it returns decode's result beside the document, and
+// T's zero value when decode was not called.
+func DecodeWith[T any](body []byte, decode DataDecoder[T]) (*Document, T, error) {
+	var decoded T
 	shape, at, err := dataAt(body)
 	if err != nil {
-		return nil, err
+		return nil, decoded, err
 	}
 	doc := &Document{DataShape: shape}
 	switch {
 	case shape == ShapeMany && decode != nil:
-		decoded, w, err := decodeData(body, at, decode)
+		var w wireManyRaw
+		decoded, w, err = decodeData(body, at, decode)
 		if err != nil {
 			var de *DecodeError
 			if errors.As(err, &de) {
-				return nil, err
+				return nil, decoded, err
 			}
-			return nil, &DecodeError{Reason: "invalid data", Err: err}
+			return nil, decoded, &DecodeError{Reason: "invalid data", Err: err}
 		}
 		doc.Data, doc.Links, doc.Meta, doc.Errors = []Resource{}, w.Links, w.Meta, w.Errors
-		doc.Decoded = decoded
 	case shape == ShapeMany:
 		var w wireMany
 		err = unmarshal(body, &w)
@@ -98,19 +101,26 @@ func DecodeWith(body []byte, decode DataDecoder) (*Document, error) {
 		err = unmarshal(body, &w)
 		doc.Included, doc.Links, doc.Meta, doc.Errors = w.Included, w.Links, w.Meta, w.Errors
 	}
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = doc.check(body)
 	}
-	if shape == ShapeAbsent && doc.Errors == nil && doc.Meta == nil {
-		return nil, &DecodeError{Reason: "document has none of data, errors and meta"}
+	if err != nil {
+		var zero T
+		return nil, zero, err
+	}
+	return doc, decoded, nil
+}
+
+// check validates a decoded document and keeps the raw JSON of its
+// resources holding an invalid id.
+func (doc *Document) check(body []byte) error {
+	if doc.DataShape == ShapeAbsent && doc.Errors == nil && doc.Meta == nil {
+		return &DecodeError{Reason: "document has none of data, errors and meta"}
 	}
 	if err := doc.validate(); err != nil {
-		return nil, err
+		return err
 	}
-	if err := doc.keepRawOfInvalid(body); err != nil {
-		return nil, err
-	}
-	return doc, nil
+	return doc.keepRawOfInvalid(body)
 }
 
 // decodeData decodes the "data" array starting at body[at] with decode, and
@@ -118,29 +128,30 @@ func DecodeWith(body []byte, decode DataDecoder) (*Document, error) {
 // the array (the rest is decoded with it replaced by []), and decode checks
 // its syntax. A document repeating "data" is decoded whole instead, as the
 // JSON decoder keeps the last one.
-func decodeData(body []byte, at int, decode DataDecoder) (any, wireManyRaw, error) {
+func decodeData[T any](body []byte, at int, decode DataDecoder[T]) (T, wireManyRaw, error) {
 	var w wireManyRaw
+	var zero T
 	decoded, n, err := decode(body[at:])
 	if err != nil {
-		return nil, w, err
+		return zero, w, err
 	}
 	if n <= 0 || n > len(body)-at {
-		return nil, w, &DecodeError{Reason: "the data decoder returned an invalid length"}
+		return zero, w, &DecodeError{Reason: "the data decoder returned an invalid length"}
 	}
 	if err := unmarshal(restOf(body, at, n), &w); err != nil {
-		return nil, w, err
+		return zero, w, err
 	}
 	if string(w.Data) == "[]" {
 		return decoded, w, nil
 	}
 	if err := unmarshal(body, &w); err != nil {
-		return nil, w, err
+		return zero, w, err
 	}
 	if decoded, n, err = decode(w.Data); err != nil {
-		return nil, w, err
+		return zero, w, err
 	}
 	if n != len(w.Data) {
-		return nil, w, &DecodeError{Reason: "data is followed by more"}
+		return zero, w, &DecodeError{Reason: "data is followed by more"}
 	}
 	return decoded, w, nil
 }

@@ -57,9 +57,6 @@ type Document struct {
 	Meta json.RawMessage
 	// Errors holds the top-level "errors" array.
 	Errors []ErrorObject
-	// Decoded is what a DataDecoder made of a "data" array (see
-	// Pages.DecodeData); Data is then empty.
-	Decoded any
 }
 
 // Resource is one resource object. Attributes and Meta are kept as raw JSON

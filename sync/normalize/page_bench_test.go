@@ -32,7 +32,7 @@ func benchDecodeData(b *testing.B, p *Policy) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		users += len(d.(*Page).Rows)
+		users += len(d.Rows)
 	}
 	b.ReportMetric(float64(users)/b.Elapsed().Seconds(), "users/s")
 }
@@ -48,7 +48,7 @@ func BenchmarkHashRows(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rows = append(rows, d.(*Page).Rows)
+		rows = append(rows, d.Rows)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

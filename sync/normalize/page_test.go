@@ -144,7 +144,7 @@ func simPages(t testing.TB, users int, knobs apisim.Knobs) [][]byte {
 		t.Fatal(err)
 	}
 	q := jsonapi.Query{}.PageSize(500).ProvideDataConnections().ProvideAuthorizationMeta()
-	pages := client.Collection("users", q).DecodeData(func(b []byte) (any, int, error) {
+	pages := jsonapi.DecodeData(client.Collection("users", q), func(b []byte) ([]byte, int, error) {
 		_, end, err := New(schema.User()).DecodeData(b)
 		return append([]byte(nil), b[:end]...), end, err
 	})
@@ -160,7 +160,7 @@ func simPages(t testing.TB, users int, knobs apisim.Knobs) [][]byte {
 		if len(p.Data) != 0 {
 			t.Fatalf("page %d: Data holds %d resources next to a DataDecoder", p.Number, len(p.Data))
 		}
-		out = append(out, p.Decoded.([]byte))
+		out = append(out, p.Decoded)
 	}
 }
 

@@ -81,6 +81,10 @@ func syncSimulated(ctx context.Context, pool *pgxpool.Pool, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = syncer.New(client, store, syncer.Config{}).Run(ctx, syncer.Request{Kind: warehouse.KindFull})
+	s, err := syncer.New(client, store, syncer.Config{})
+	if err != nil {
+		return err
+	}
+	_, err = s.Run(ctx, syncer.Request{Kind: warehouse.KindFull})
 	return err
 }

@@ -100,7 +100,10 @@ func TestSnapshotWaitsForCompletedSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := syncer.New(client, store, syncer.Config{PageSize: 50, Lookback: time.Minute})
+	s, err := syncer.New(client, store, syncer.Config{PageSize: 50, Lookback: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dest, _ := newLocal(t)
 	w, err := New(pool, name, dest, testLogger(t), nil, Options{Readers: 2})
 	if err != nil {

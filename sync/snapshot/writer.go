@@ -84,9 +84,6 @@ func New(pool *pgxpool.Pool, schemaName string, dest Destination, log *slog.Logg
 		sql: q, mem: memory.NewGoAllocator()}, nil
 }
 
-// Options returns the writer's options with the defaults filled in.
-func (w *Writer) Options() Options { return w.opts }
-
 // snapshotRun is the state of one Write.
 type snapshotRun struct {
 	id        string

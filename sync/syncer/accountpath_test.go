@@ -53,7 +53,7 @@ func TestNextLinkIntoAnotherAccountStopsTheRun(t *testing.T) {
 	srvURL = srv.URL
 
 	ctx := context.Background()
-	e := &testEnv{srv: srv, client: newClient(t, srv.URL+"/accounts/a", jsonapi.StaticToken(shared)), store: migratedStore(t, schematest.NewPool(t, 8))}
+	e := &testEnv{tb: t, srv: srv, client: newClient(t, srv.URL+"/accounts/a", jsonapi.StaticToken(shared)), store: migratedStore(t, schematest.NewPool(t, 8))}
 	_, err := runAlone(t, ctx, e.syncer(syncer.Config{PageSize: 20}), syncer.Request{Kind: warehouse.KindFull})
 	if err == nil || !strings.Contains(err.Error(), "refusing next link "+srv.URL+"/api/v2/users") ||
 		!strings.Contains(err.Error(), "not under the base URL's path /accounts/a") {

@@ -101,7 +101,7 @@ func BenchmarkBackfill(b *testing.B) {
 		if os.Getenv("USERSYNC_BENCH_DEBUG") != "" {
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		}
-		sum, err := syncer.New(client, store, cfg).Run(ctx, syncer.Request{Kind: warehouse.KindFull})
+		sum, err := mustNew(b, client, store, cfg).Run(ctx, syncer.Request{Kind: warehouse.KindFull})
 		elapsed := time.Since(start)
 		peak := stop()
 		if err != nil {

@@ -55,12 +55,12 @@ type dimensionPage struct {
 // the one applied last is not written at all when pass trusts digests.
 func (s *Syncer) syncDimensions(ctx context.Context, pass dimensionPass) (map[string]warehouse.Counts, error) {
 	dims := []schema.Resource{schema.Team(), schema.Role(), schema.Profile()}
-	lists := make([]*jsonapi.Prefetched, len(dims))
+	lists := make([]*typedWalk, len(dims))
 	for i, res := range dims {
 		// Typed as users pages are, one resource at a time: one that cannot
 		// be stored (or is nested too deep for the JSON decoder) goes to
 		// quarantine, never fails the list.
-		pages := s.client.Collection(res.Path, s.dimensionQuery(res)).DecodeData(s.norm[res.Type].DecodeData)
+		pages := jsonapi.DecodeData(s.client.Collection(res.Path, s.dimensionQuery(res)), s.norm[res.Type].DecodeData)
 		lists[i] = jsonapi.Prefetch(ctx, pages, 1)
 		defer lists[i].Stop() // the lists not read, on an early return
 	}
@@ -89,7 +89,7 @@ func (s *Syncer) syncDimensions(ctx context.Context, pass dimensionPass) (map[st
 // ahead however long the list. A list that fails part way applies nothing.
 // When pass trusts digests, up to heldPages pages are held before staging:
 // a list that ends within them with the digest stored is left as it is.
-func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, list *jsonapi.Prefetched, pass dimensionPass,
+func (s *Syncer) syncDimension(ctx context.Context, res schema.Resource, list *typedWalk, pass dimensionPass,
 	stored []byte) (warehouse.Counts, error) {
 	digest := newListDigest(res, pass.policyID)
 	var held []dimensionPage
@@ -149,7 +149,7 @@ func (s *Syncer) beginDimension(ctx context.Context, res schema.Resource, runID 
 }
 
 // dimensionPage types a page of a dimension list and notes it in digest.
-func (s *Syncer) dimensionPage(typ string, page *jsonapi.Page, digest *listDigest) dimensionPage {
+func (s *Syncer) dimensionPage(typ string, page *typedPage, digest *listDigest) dimensionPage {
 	rows, bad, rejected := s.typed(typ, page)
 	p := dimensionPage{rows: rows, bad: bad, present: make([]int64, 0, len(rows)+len(bad))}
 	for i := range rows {

@@ -116,7 +116,7 @@ func TestDimensionsListedAtOnce(t *testing.T) {
 	}))
 	defer srv.Close()
 	client := newClient(t, srv.URL, jsonapi.StaticToken("test-token"))
-	sum, err := runAlone(t, context.Background(), syncer.New(client, e.store, syncer.Config{}), syncer.Request{Kind: warehouse.KindFull})
+	sum, err := runAlone(t, context.Background(), mustNew(t, client, e.store, syncer.Config{}), syncer.Request{Kind: warehouse.KindFull})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestDimensionsFailMidList(t *testing.T) {
 			}))
 			defer srv.Close()
 			client := newClient(t, srv.URL, jsonapi.StaticToken("test-token"))
-			_, err := runAlone(t, ctx, syncer.New(client, e.store, syncer.Config{}), syncer.Request{Kind: warehouse.KindIncremental})
+			_, err := runAlone(t, ctx, mustNew(t, client, e.store, syncer.Config{}), syncer.Request{Kind: warehouse.KindIncremental})
 			// "listing teams: " or, cancelled while the page before is
 			// staged, "staging teams: ".
 			if err == nil || !tc.check(err) || !strings.Contains(err.Error(), "teams: ") {
@@ -247,7 +247,7 @@ func BenchmarkDimensions(b *testing.B) {
 		base := readMetric(liveHeapMetric)
 		b.StartTimer()
 		stopHeap, stopLive := peakHeap(), peakMetric(liveHeapMetric)
-		sum, err := syncer.New(client, store, syncer.Config{}).Run(ctx, syncer.Request{Kind: warehouse.KindFull})
+		sum, err := mustNew(b, client, store, syncer.Config{}).Run(ctx, syncer.Request{Kind: warehouse.KindFull})
 		peak, live := stopHeap(), stopLive()
 		if err != nil {
 			b.Fatal(err)

@@ -22,6 +22,7 @@ import (
 
 // testEnv is a simulator over real HTTP, a client, and a migrated schema.
 type testEnv struct {
+	tb     testing.TB // fails on a Syncer that cannot be made (syncer)
 	sim    *apisim.Server
 	srv    *httptest.Server
 	client *jsonapi.Client
@@ -47,7 +48,7 @@ func newEnvWith(t *testing.T, opts apisim.Options, wrap func(*apisim.Server) htt
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	store := migratedStore(t, schematest.NewPool(t, 8))
-	return &testEnv{sim: sim, srv: srv, client: newClient(t, srv.URL, jsonapi.StaticToken("test-token")), store: store}
+	return &testEnv{tb: t, sim: sim, srv: srv, client: newClient(t, srv.URL, jsonapi.StaticToken("test-token")), store: store}
 }
 
 // migratedStore migrates a schema of the test's own in pool and returns
@@ -76,7 +77,17 @@ func newClient(t *testing.T, url string, auth jsonapi.Authenticator) *jsonapi.Cl
 }
 
 func (e *testEnv) syncer(cfg syncer.Config) *syncer.Syncer {
-	return syncer.New(e.client, e.store, cfg)
+	return mustNew(e.tb, e.client, e.store, cfg)
+}
+
+// mustNew is syncer.New, failing tb on its error.
+func mustNew(tb testing.TB, client *jsonapi.Client, store *warehouse.Store, cfg syncer.Config) *syncer.Syncer {
+	tb.Helper()
+	s, err := syncer.New(client, store, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }
 
 func (e *testEnv) run(t *testing.T, cfg syncer.Config, req syncer.Request) syncer.Summary {

@@ -45,7 +45,11 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	s := syncer.New(client, store, syncer.Config{PageSize: 50, Lookback: time.Second})
+	s, err := syncer.New(client, store, syncer.Config{PageSize: 50, Lookback: time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	for _, kind := range []string{warehouse.KindFull, warehouse.KindIncremental} {
 		if kind == warehouse.KindIncremental {
 			sim.UpdateUsers(5)

@@ -99,7 +99,7 @@ func TestDrainedBeforeTheRunStartsNone(t *testing.T) {
 func TestDrainEndsTheLockWait(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, apisim.Options{Users: 50})
-	lock, err := e.store.Lock(context.Background(), false)
+	lock, err := e.store.TryLock(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

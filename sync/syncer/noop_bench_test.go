@@ -25,7 +25,7 @@ func BenchmarkNoOpSync(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := syncer.New(client, store, syncer.Config{})
+	s := mustNew(b, client, store, syncer.Config{})
 	ctx := context.Background()
 	for _, kind := range []string{warehouse.KindFull, warehouse.KindIncremental} {
 		if _, err := s.Run(ctx, syncer.Request{Kind: kind}); err != nil {

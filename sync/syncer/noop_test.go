@@ -20,7 +20,7 @@ func newCountedEnv(t *testing.T, opts apisim.Options, c *statementCounter) *test
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	store := migratedStore(t, countedPool(t, c))
-	return &testEnv{sim: sim, srv: srv, client: newClient(t, srv.URL, jsonapi.StaticToken("test-token")), store: store}
+	return &testEnv{tb: t, sim: sim, srv: srv, client: newClient(t, srv.URL, jsonapi.StaticToken("test-token")), store: store}
 }
 
 // countedRun runs an incremental sync and returns its summary and what it

@@ -8,9 +8,6 @@ import (
 // and pii apply know which policies the warehouse holds rows of; it returns
 // the policy's id, which the run writes on each user (Checkpoint.PolicyID).
 func (s *Syncer) notePolicy(ctx context.Context) (int64, error) {
-	if s.storesErr != nil {
-		return 0, s.storesErr
-	}
 	return s.personal.NotePolicy(ctx)
 }
 
@@ -20,9 +17,6 @@ func (s *Syncer) notePolicy(ctx context.Context) (int64, error) {
 func (r *reconciler) purge(ctx context.Context) error {
 	if r.s.cfg.DeletedRetention <= 0 {
 		return nil
-	}
-	if r.s.storesErr != nil {
-		return r.s.storesErr
 	}
 	cutoff := r.s.cfg.Now().Add(-r.s.cfg.DeletedRetention)
 	var err error

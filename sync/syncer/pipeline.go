@@ -10,8 +10,9 @@ import (
 	"github.com/usersync/usersync/sync/warehouse/users"
 )
 
-// pipeline writes the pages of one users walk, each with
-// users.Store.WritePage, and owns the order they commit in:
+// pipeline writes the pages of one users walk, each prepared with
+// users.Store.PreparePage and committed with its handle, and owns the order
+// they commit in:
 //
 //   - Pages commit in the order they were added, each in one transaction
 //     with the checkpoint that follows it, so a crashed run resumes exactly
@@ -87,26 +88,30 @@ func (p *pipeline) Add(ctx context.Context, page walkPage) error {
 
 // write writes page number: prepared at once, committed once prev (the
 // page before it; nil when none is in flight, base then being the
-// checkpoint it follows) has committed.
+// checkpoint it follows) has committed, rolled back if prev failed.
 func (p *pipeline) write(ctx context.Context, pw *pageWrite, page walkPage, number int64, prev *pageWrite, base warehouse.Checkpoint) {
 	defer close(pw.done)
 	start := time.Now()
-	w := base.Writer() // the run and policy: the same on every page
-	after := func() (warehouse.Checkpoint, error) {
-		if prev != nil {
-			<-prev.done
-			if prev.err != nil {
-				return warehouse.Checkpoint{}, errEarlierPage
-			}
-			base = prev.cp
-		}
-		base.NextURL = page.nextURL
-		if p.requests != nil {
-			p.requests(&base.Progress)
-		}
-		return base, nil
+	// base's run and policy are the same on every page.
+	prepared, err := p.store.PreparePage(ctx, page.rows, page.bad, base.Writer())
+	if err != nil {
+		pw.err = fmt.Errorf("writing page %d: %w", number, err)
+		return
 	}
-	cp, err := p.store.WritePage(ctx, page.rows, page.bad, w, after)
+	if prev != nil {
+		<-prev.done
+		if prev.err != nil {
+			prepared.Rollback(ctx)
+			pw.err = fmt.Errorf("writing page %d: %w", number, errEarlierPage)
+			return
+		}
+		base = prev.cp
+	}
+	base.NextURL = page.nextURL
+	if p.requests != nil {
+		p.requests(&base.Progress)
+	}
+	cp, err := prepared.Commit(ctx, base)
 	if err != nil {
 		pw.err = fmt.Errorf("writing page %d: %w", number, err)
 		return

@@ -132,7 +132,7 @@ func (s *Syncer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcile
 	if req.MaxRequestLine <= 0 {
 		req.MaxRequestLine = DefaultMaxRequestLine
 	}
-	lock, err := s.store.Lock(ctx, req.WaitLock)
+	lock, err := s.lockNow(ctx, req.WaitLock)
 	if err != nil {
 		return ReconcileSummary{}, err
 	}
@@ -317,7 +317,7 @@ func (r *reconciler) finish(ctx context.Context) (ReconcileSummary, error) {
 	if err := r.s.store.Runs().Touch(ctx, r.runID, r.cp.Progress); err != nil {
 		return sum, err
 	}
-	if err := r.s.store.Runs().Finish(ctx, r.runID, sum, nil, false); err != nil {
+	if err := r.s.store.Runs().Finish(ctx, r.runID, warehouse.RunSuccess{Summary: sum}); err != nil {
 		return sum, err
 	}
 	r.log.InfoContext(ctx, "reconcile finished", "scanned", sum.Scanned, "missing", sum.Missing, "stale", sum.Stale,

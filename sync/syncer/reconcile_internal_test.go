@@ -17,7 +17,10 @@ func TestIDBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(client, nil, Config{})
+	s, err := New(client, nil, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	seq := func(n int, first, step int64) []int64 {
 		ids := make([]int64, n)
 		for i := range ids {

@@ -75,7 +75,7 @@ var interruptions = []struct {
 	{name: "connection killed", cut: func(t *testing.T, e *testEnv, k int64) (*syncer.Syncer, context.Context) {
 		store, kill := killableStore(t, e)
 		var once sync.Once
-		return syncer.New(e.client, store, syncer.Config{Progress: func(p syncer.Progress) {
+		return mustNew(t, e.client, store, syncer.Config{Progress: func(p syncer.Progress) {
 			if p.Pages == k {
 				once.Do(kill)
 			}

@@ -576,7 +576,7 @@ func TestReconcileRequestLineLength(t *testing.T) {
 func TestReconcileSharesTheSyncLock(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, apisim.Options{Users: 10})
-	lock, err := e.store.Lock(context.Background(), false)
+	lock, err := e.store.TryLock(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

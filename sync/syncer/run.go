@@ -72,7 +72,8 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		r.membership = &m
 	}
 	sum := r.summary()
-	if err := r.s.store.Runs().FinishWith(ctx, r.cp, sum, r.canWrite, r.advancesWatermark()); err != nil {
+	if err := r.s.store.Runs().Finish(ctx, r.cp.RunID, warehouse.RunSuccess{Summary: sum,
+		CanWrite: r.canWrite, Advance: r.advancesWatermark(), Checkpoint: &r.cp}); err != nil {
 		return sum, err
 	}
 	if wm, err := r.s.store.Runs().Watermark(ctx); err == nil && !wm.IsZero() {

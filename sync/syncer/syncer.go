@@ -77,16 +77,15 @@ type Syncer struct {
 	norm    map[string]*normalize.Normalizer
 	linkage teamLinkage
 	// personal is the store's personal-data side under Config.Policy and
-	// dims its dimensions, rendered once (nil, with storesErr, if that
-	// failed: every run fails with it).
-	personal  *pii.Store
-	users     *users.Store
-	dims      *dimensions.Store
-	storesErr error
+	// dims its dimensions, rendered once by New.
+	personal *pii.Store
+	users    *users.Store
+	dims     *dimensions.Store
 }
 
-// New returns a Syncer.
-func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
+// New returns a Syncer, or the error of rendering the store's statements
+// for cfg.Policy. A nil store makes a Syncer that only builds queries.
+func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) (*Syncer, error) {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 1000
 	}
@@ -117,9 +116,11 @@ func New(client *jsonapi.Client, store *warehouse.Store, cfg Config) *Syncer {
 	}
 	s.norm["user"].SetPolicy(cfg.Policy)
 	if store != nil {
-		s.storesErr = s.openStores(store, cfg.Policy)
+		if err := s.openStores(store, cfg.Policy); err != nil {
+			return nil, fmt.Errorf("preparing the warehouse statements: %w", err)
+		}
 	}
-	return s
+	return s, nil
 }
 
 // Request says what a run should do.
@@ -246,6 +247,14 @@ func runEnd(err error) warehouse.RunEnd {
 	return warehouse.RunFailed
 }
 
+// lockNow takes the sync lock, waiting for it when wait is set.
+func (s *Syncer) lockNow(ctx context.Context, wait bool) (*warehouse.SyncLock, error) {
+	if wait {
+		return s.store.Lock(ctx)
+	}
+	return s.store.TryLock(ctx)
+}
+
 // lock takes the sync lock as req says. A wait bounded by LockTimeout ends
 // with warehouse.ErrLocked, and with ErrDrained when Drain closes first: a
 // stopping worker starts no run, though the run it waited on has released
@@ -255,7 +264,7 @@ func (s *Syncer) lock(ctx context.Context, req Request) (*warehouse.SyncLock, er
 		return nil, ErrDrained
 	}
 	if req.LockTimeout <= 0 || req.WaitLock {
-		return s.store.Lock(ctx, req.WaitLock)
+		return s.lockNow(ctx, req.WaitLock)
 	}
 	tctx, cancel := context.WithTimeout(ctx, req.LockTimeout)
 	defer cancel()
@@ -268,7 +277,7 @@ func (s *Syncer) lock(ctx context.Context, req Request) (*warehouse.SyncLock, er
 		case <-lctx.Done():
 		}
 	}()
-	lock, err := s.store.Lock(lctx, true)
+	lock, err := s.store.Lock(lctx)
 	switch {
 	case err == nil || ctx.Err() != nil:
 		return lock, err

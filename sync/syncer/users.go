@@ -73,10 +73,17 @@ func (p walkPage) ids() map[int64]bool {
 	return ids
 }
 
+// typedPage is a users or dimension page, its "data" typed by normalize
+// while it was fetched (Normalizer.DecodeData).
+type typedPage = jsonapi.TypedPage[*normalize.Page]
+
+// typedWalk is a walk of typedPages fetched ahead of its reader.
+type typedWalk = jsonapi.Prefetched[*normalize.Page]
+
 // usersWalk is a run's users walk, started before the dimension pass (see
 // startUsers).
 type usersWalk struct {
-	pages    *jsonapi.Prefetched
+	pages    *typedWalk
 	fromLink bool // resumed from the checkpointed next link
 }
 
@@ -99,14 +106,14 @@ func (r *run) startUsers(ctx context.Context) *usersWalk {
 
 // usersPages starts a walk over the users updated from from to the run's
 // range's end.
-func (r *run) usersPages(ctx context.Context, from *time.Time) *jsonapi.Prefetched {
+func (r *run) usersPages(ctx context.Context, from *time.Time) *typedWalk {
 	return r.prefetch(ctx, r.s.client.Collection("users", r.s.usersQuery(from, r.until)))
 }
 
 // prefetch starts fetching a users walk's pages ahead of the writers, each
 // typed as it is read off the wire.
-func (r *run) prefetch(ctx context.Context, pages *jsonapi.Pages) *jsonapi.Prefetched {
-	return jsonapi.Prefetch(ctx, pages.DecodeData(r.s.decodeUsers), r.s.cfg.Prefetch)
+func (r *run) prefetch(ctx context.Context, pages *jsonapi.Pages) *typedWalk {
+	return jsonapi.Prefetch(ctx, jsonapi.DecodeData(pages, r.s.decodeUsers), r.s.cfg.Prefetch)
 }
 
 // syncUsers hands each page of the walk started by startUsers to the run's
@@ -185,7 +192,7 @@ func (r *run) draining() bool { return closed(r.req.Drain) }
 // walk reads the pages of a prefetched walk and hands them to pipe. It
 // returns once every page it handed over has been written or has failed,
 // and the walk has stopped.
-func (r *run) walk(ctx context.Context, pipe *pipeline, pages *jsonapi.Prefetched) error {
+func (r *run) walk(ctx context.Context, pipe *pipeline, pages *typedWalk) error {
 	defer func() { _ = pipe.Wait() }()
 	for p, err := range pages.Pages() {
 		if failed := pipe.Failed(); failed != nil {
@@ -234,21 +241,21 @@ func (r *run) count(rows []normalize.Row) {
 
 // decodeUsers is the users walk's jsondoc.DataDecoder: it types a page's
 // resources in one pass over the body, while the page is fetched.
-func (s *Syncer) decodeUsers(b []byte) (any, int, error) {
+func (s *Syncer) decodeUsers(b []byte) (*normalize.Page, int, error) {
 	return s.norm["user"].DecodeData(b)
 }
 
 // typedUsers returns the rows and quarantine records of a users page.
-func (s *Syncer) typedUsers(page *jsonapi.Page) ([]normalize.Row, []warehouse.Quarantined) {
+func (s *Syncer) typedUsers(page *typedPage) ([]normalize.Row, []warehouse.Quarantined) {
 	rows, bad, _ := s.typed("user", page)
 	return rows, bad
 }
 
 // typed returns the rows and quarantine records of a page of typ decoded
 // by its Normalizer's DecodeData, and the resources quarantined.
-func (s *Syncer) typed(typ string, page *jsonapi.Page) ([]normalize.Row, []warehouse.Quarantined, []jsondoc.Resource) {
-	typed, ok := page.Decoded.(*normalize.Page)
-	if !ok {
+func (s *Syncer) typed(typ string, page *typedPage) ([]normalize.Row, []warehouse.Quarantined, []jsondoc.Resource) {
+	typed := page.Decoded
+	if typed == nil {
 		// "data" was not an array.
 		rows, bad, rejected := s.normalizeAll(typ, page.Data)
 		return rows, bad, rejected

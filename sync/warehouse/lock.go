@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ErrLocked is what Lock returns, when it does not wait, while another
-// process holds the sync lock.
+// ErrLocked is what TryLock returns while another process holds the sync
+// lock.
 var ErrLocked = errors.New("another sync, backfill or reconcile is running against this schema")
 
 // SyncLock is a held sync lock. Release gives it back.
@@ -28,10 +28,15 @@ func (l *SyncLock) Release() {
 // `usersync sync`, the worker's jobs, backfills and reconciles.
 func (s *Store) lockKey() string { return "usersync:sync:" + s.schema }
 
-// Lock takes the sync lock, waiting for it when wait is set (polling, so
-// ctx cancels the wait) and returning ErrLocked at once otherwise. The lock
-// is held on a dedicated connection until Release.
-func (s *Store) Lock(ctx context.Context, wait bool) (*SyncLock, error) {
+// Lock takes the sync lock, waiting for it (polling, so ctx cancels the
+// wait). The lock is held on a dedicated connection until Release.
+func (s *Store) Lock(ctx context.Context) (*SyncLock, error) { return s.lock(ctx, true) }
+
+// TryLock takes the sync lock if it is free and returns ErrLocked at once
+// otherwise. The lock is held on a dedicated connection until Release.
+func (s *Store) TryLock(ctx context.Context) (*SyncLock, error) { return s.lock(ctx, false) }
+
+func (s *Store) lock(ctx context.Context, wait bool) (*SyncLock, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquiring a connection for the sync lock: %w", err)
@@ -63,7 +68,7 @@ func (s *Store) Lock(ctx context.Context, wait bool) (*SyncLock, error) {
 // LockHeld reports whether some session holds the sync lock, without
 // waiting: it takes the lock and gives it back at once when free.
 func (s *Store) LockHeld(ctx context.Context) (bool, error) {
-	l, err := s.Lock(ctx, false)
+	l, err := s.TryLock(ctx)
 	if errors.Is(err, ErrLocked) {
 		return true, nil
 	}

@@ -115,28 +115,33 @@ func (r *Runs) Abandon(ctx context.Context, runID int64) error {
 	return nil
 }
 
-// Finish marks the run succeeded with its summary and, when advance is
-// set and the run committed any updatedAt, moves the users watermark to the
-// greatest updatedAt committed, never backwards. One statement: the
-// watermark moves only with the run's success.
-func (r *Runs) Finish(ctx context.Context, runID int64, summary any, canWrite *bool, advance bool) error {
-	return r.finish(ctx, runID, nil, summary, canWrite, advance)
+// RunSuccess is how a run that succeeded ended, as Finish records it.
+type RunSuccess struct {
+	// Summary is what status reads of the run, stored as JSON.
+	Summary any
+	// CanWrite is the API user's write access as the run last saw it, or
+	// nil when the run did not see it.
+	CanWrite *bool
+	// Advance moves the users watermark to the greatest updatedAt the run
+	// committed, never backwards.
+	Advance bool
+	// Checkpoint, when set, is the checkpoint after the run's last page,
+	// stored with the run's end: a walk does not commit a last page that
+	// changed nothing (users.PreparedPage.Commit), its checkpoint included.
+	Checkpoint *Checkpoint
 }
 
-// FinishWith is Finish storing cp, the checkpoint after the run's last
-// page, with it: a walk does not commit a last page that changed nothing
-// (users.Store.WritePage), its checkpoint included.
-func (r *Runs) FinishWith(ctx context.Context, cp Checkpoint, summary any, canWrite *bool, advance bool) error {
-	return r.finish(ctx, cp.RunID, &cp, summary, canWrite, advance)
-}
-
-func (r *Runs) finish(ctx context.Context, runID int64, cp *Checkpoint, summary any, canWrite *bool, advance bool) error {
-	sum, err := json.Marshal(summary)
+// Finish marks the run succeeded with s.Summary and, when s.Advance is set
+// and the run committed any updatedAt, moves the users watermark to the
+// greatest updatedAt committed. One statement: the watermark moves only
+// with the run's success.
+func (r *Runs) Finish(ctx context.Context, runID int64, s RunSuccess) error {
+	sum, err := json.Marshal(s.Summary)
 	if err != nil {
 		return fmt.Errorf("encoding the run summary: %w", err)
 	}
-	args := []any{runID, sum, canWrite, advance, usersStream}
-	if cp == nil {
+	args := []any{runID, sum, s.CanWrite, s.Advance, usersStream}
+	if cp := s.Checkpoint; cp == nil {
 		args = append(args, nil, nil, nil, nil, nil, nil, nil, 0, 0, 0, nil, nil)
 	} else {
 		p := cp.Progress

@@ -119,7 +119,7 @@ func TestCheckpointsNoRunResumes(t *testing.T) {
 		t.Fatalf("%d checkpoints kept after an abandon, want the 2 failed runs'", n)
 	}
 	next := start(warehouse.KindIncremental)
-	if err := s.Runs().Finish(ctx, next, map[string]int{}, nil, false); err != nil {
+	if err := s.Runs().Finish(ctx, next, warehouse.RunSuccess{Summary: map[string]int{}}); err != nil {
 		t.Fatal(err)
 	}
 	var keptRun int64
@@ -151,7 +151,7 @@ func TestRunsAndWatermark(t *testing.T) {
 	if err != nil || r == nil || r.ID != id || r.NextURL != "n" || r.Progress.Pages != 1 {
 		t.Fatalf("unfinished run %+v %v", r, err)
 	}
-	if err := s.Runs().Finish(ctx, id, map[string]int{"pages": 1}, nil, true); err != nil {
+	if err := s.Runs().Finish(ctx, id, warehouse.RunSuccess{Summary: map[string]int{"pages": 1}, Advance: true}); err != nil {
 		t.Fatal(err)
 	}
 	w, _ := s.Runs().Watermark(ctx)
@@ -164,7 +164,7 @@ func TestRunsAndWatermark(t *testing.T) {
 	if _, err := loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(1, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp2); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Runs().Finish(ctx, id2, nil, nil, true); err != nil {
+	if err := s.Runs().Finish(ctx, id2, warehouse.RunSuccess{Advance: true}); err != nil {
 		t.Fatal(err)
 	}
 	if w2, _ := s.Runs().Watermark(ctx); !w2.Equal(w) {
@@ -176,16 +176,16 @@ func TestSyncLock(t *testing.T) {
 	t.Parallel()
 	s := warehousetest.NewStore(t)
 	ctx := context.Background()
-	l1, err := s.Lock(ctx, false)
+	l1, err := s.TryLock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lock(ctx, false); !errors.Is(err, warehouse.ErrLocked) {
+	if _, err := s.TryLock(ctx); !errors.Is(err, warehouse.ErrLocked) {
 		t.Errorf("second lock: %v", err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		l, err := s.Lock(ctx, true)
+		l, err := s.Lock(ctx)
 		if err == nil {
 			l.Release()
 		}

@@ -6,8 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/usersync/usersync/sync/internal/jsonscan"
 )
 
 // maxQuarantineID bounds a quarantine record's resource_id: an id is what
@@ -69,8 +70,9 @@ func sanitizeJSON(raw []byte) []byte {
 	if len(raw) == 0 {
 		return []byte("null")
 	}
-	b := bytes.ToValidUTF8(raw, []byte("\uFFFD"))
-	if depth := replaceEscapes(b); depth <= maxRawNesting && json.Valid(b) {
+	b := bytes.ToValidUTF8(raw, []byte("\uFFFD")) // a copy: raw stays
+	jsonscan.RepairEscapes(b)
+	if end, depth, _, ok := jsonscan.SkipNested(b, jsonscan.WS(b, 0)); ok && depth <= maxRawNesting && jsonscan.WS(b, end) == len(b) {
 		return b
 	}
 	s, err := json.Marshal(string(bytes.ReplaceAll(b, []byte{0}, []byte("\uFFFD"))))
@@ -78,61 +80,4 @@ func sanitizeJSON(raw []byte) []byte {
 		return []byte("null") // never: a string always encodes
 	}
 	return s
-}
-
-// replaceEscapes replaces, in place, the escapes jsonb refuses in the JSON
-// strings of b (\u0000 and surrogates not in a pair) by \ufffd, of the same
-// length, and returns the greatest nesting of b outside strings.
-func replaceEscapes(b []byte) int {
-	depth, deepest, inString := 0, 0, false
-	hex4 := func(i int) rune {
-		if i+4 > len(b) || b[i-2] != '\\' || b[i-1] != 'u' {
-			return -1
-		}
-		var r rune
-		for _, c := range b[i : i+4] {
-			var v byte
-			switch {
-			case '0' <= c && c <= '9':
-				v = c - '0'
-			case 'a' <= c && c <= 'f':
-				v = c - 'a' + 10
-			case 'A' <= c && c <= 'F':
-				v = c - 'A' + 10
-			default:
-				return -1
-			}
-			r = r<<4 | rune(v)
-		}
-		return r
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case inString && c == '\\' && i+1 < len(b) && b[i+1] == 'u':
-			r := hex4(i + 2)
-			switch {
-			case r == 0:
-				copy(b[i:], `\ufffd`)
-			case r >= 0xd800 && r < 0xdc00 && i+7 < len(b) && hex4(i+8) >= 0xdc00 && hex4(i+8) <= 0xdfff:
-				i += 6 // a pair
-			case r >= 0 && utf16.IsSurrogate(r):
-				copy(b[i:], `\ufffd`)
-			}
-			if r >= 0 {
-				i += 5
-			}
-		case inString && c == '\\':
-			i++
-		case c == '"':
-			inString = !inString
-		case inString:
-		case c == '{' || c == '[':
-			depth++
-			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return deepest
 }

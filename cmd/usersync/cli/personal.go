@@ -146,7 +146,11 @@ policy, which still hold the older values.`,
 					return err
 				}
 				defer pool.Close()
-				lock, err := store.Lock(ctx, *waitLock)
+				take := store.TryLock
+				if *waitLock {
+					take = store.Lock
+				}
+				lock, err := take(ctx)
 				if errors.Is(err, warehouse.ErrLocked) {
 					return fmt.Errorf("%w; run with --wait-lock to wait for it", err)
 				}

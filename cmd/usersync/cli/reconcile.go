@@ -44,7 +44,11 @@ USERSYNC_RECONCILE_RESUME_WITHIN of the walk's start.`,
 				if err != nil {
 					return err
 				}
-				sum, err := syncer.New(client, store, e.cfg.syncerConfig(e.logger)).Reconcile(ctx,
+				s, err := syncer.New(client, store, e.cfg.syncerConfig(e.logger))
+				if err != nil {
+					return err
+				}
+				sum, err := s.Reconcile(ctx,
 					syncer.ReconcileRequest{WaitLock: *waitLock, MaxDeleteShare: e.cfg.ReconcileMaxDelete, Membership: e.cfg.ReconcileMembership})
 				if errors.Is(err, warehouse.ErrLocked) {
 					return fmt.Errorf("%w; run with --wait-lock to wait for it", err)

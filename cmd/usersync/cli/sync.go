@@ -121,7 +121,11 @@ func runSync(ctx context.Context, e *env, req syncer.Request, live bool) (syncer
 		}
 		defer fmt.Fprint(e.stderr, "\r\033[K")
 	}
-	sum, err := syncer.New(client, store, cfg).Run(ctx, req)
+	s, err := syncer.New(client, store, cfg)
+	if err != nil {
+		return syncer.Summary{}, err
+	}
+	sum, err := s.Run(ctx, req)
 	if errors.Is(err, warehouse.ErrLocked) {
 		return sum, fmt.Errorf("%w; run with --wait-lock to wait for it", err)
 	}

@@ -178,7 +178,11 @@ func (f *fleet) build(ctx context.Context, a *account) (*openAccount, error) {
 	if err != nil {
 		return nil, err
 	}
-	acct := accountDeps(ae, a.Name, syncer.New(api, store, ae.cfg.syncerConfig(ae.logger)), store)
+	s, err := syncer.New(api, store, ae.cfg.syncerConfig(ae.logger))
+	if err != nil {
+		return nil, err
+	}
+	acct := accountDeps(ae, a.Name, s, store)
 	if f.e.cfg.SnapshotDir != "off" {
 		sw, err := newSnapshotWriter(ae, f.pool, f.e.cfg.SnapshotDir)
 		if err != nil {

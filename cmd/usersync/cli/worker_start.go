@@ -109,7 +109,11 @@ func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandl
 	}
 	w.metrics.WatchAPI(jobs.DefaultAccount, api)
 	w.api = api
-	def := accountDeps(de, jobs.DefaultAccount, syncer.New(api, w.store, cfg.syncerConfig(de.logger)), w.store)
+	s, err := syncer.New(api, w.store, cfg.syncerConfig(de.logger))
+	if err != nil {
+		return nil, err
+	}
+	def := accountDeps(de, jobs.DefaultAccount, s, w.store)
 	def.Snapshot = w.snapshot
 	w.fleet.def = def // before River starts the workers that read it
 	deps := &jobs.Deps{

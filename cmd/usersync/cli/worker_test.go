@@ -604,7 +604,7 @@ func TestLockWaitIsNotAFailure(t *testing.T) {
 	t.Parallel()
 	c := newCLIEnv(t, apisim.Options{Seed: 18, Users: 300})
 	ctx := context.Background()
-	lock, err := c.store.Lock(ctx, false)
+	lock, err := c.store.TryLock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,3 +60,26 @@ func TestSkipValueDepth(t *testing.T) {
 		t.Errorf("Unescape = %q, %v", got, ok)
 	}
 }
+
+// TestRepairEscapes: the escapes ScanString finds bad become \ufffd, in
+// strings only, and after the repair ScanString finds none.
+func TestRepairEscapes(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`"\u0000"`, `"\ufffd"`},
+		{`"a\\u0000"`, `"a\\u0000"`},
+		{`"\ud800\udc00"`, `"\ud800\udc00"`},
+		{`"\udc00\ud800x"`, `"\ufffd\ufffdx"`},
+		{`\u0000 "x" \u0000`, `\u0000 "x" \u0000`},
+		{`["\"", "\u0000", "é\u0000"]`, `["\"", "\ufffd", "é\ufffd"]`},
+		{`"\u00`, `"\u00`},
+	} {
+		b := []byte(c.in)
+		RepairEscapes(b)
+		if string(b) != c.want {
+			t.Errorf("RepairEscapes(%s) = %s, want %s", c.in, b, c.want)
+		}
+		if _, _, _, bad, ok := ScanString(b, 0); ok && bad {
+			t.Errorf("RepairEscapes(%s) left a bad string", c.in)
+		}
+	}
+}

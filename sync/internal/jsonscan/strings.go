@@ -1,6 +1,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"strings"
@@ -83,6 +84,38 @@ func scanEscape(b []byte, j int) (last int, bad, ok bool) {
 		return j, true, true
 	}
 	return j, false, true
+}
+
+// RepairEscapes replaces, in place, each escape of b's strings that makes
+// a string bad (see ScanString: \u0000, a UTF-16 surrogate escape not in a
+// pair) by \ufffd, of the same length. b need not be valid JSON: its
+// strings are found by their quotes, and a malformed escape is left as it
+// is.
+func RepairEscapes(b []byte) {
+	for j := 0; j < len(b); j++ {
+		q := bytes.IndexByte(b[j:], '"') // the next string's opening quote
+		if q < 0 {
+			return
+		}
+		for j += q + 1; j < len(b); j++ {
+			if j = nextSpecial(b, j); j >= len(b) || b[j] == '"' {
+				break // the string's closing quote, or the end
+			}
+			if b[j] != '\\' {
+				continue // a control byte or one above ASCII
+			}
+			last, bad, ok := scanEscape(b, j+1)
+			switch {
+			case bad:
+				copy(b[j:], `\ufffd`) // a bad escape is six bytes: \uXXXX
+				j = last
+			case ok:
+				j = last
+			default:
+				j++ // the escaped byte, as the JSON decoder would take it
+			}
+		}
+	}
 }
 
 // hex4 returns the value of the four hexadecimal digits at b[i].

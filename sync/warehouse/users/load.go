@@ -9,9 +9,10 @@ import (
 	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
-// Write writes one page of users in one transaction, as WritePage does,
-// and advances cp (nil: no checkpoint) once it has committed: for callers
-// that write pages one at a time (the reconcile's fetches, tests).
+// Write writes one page of users in one transaction, as PreparePage and
+// Commit do, and advances cp (nil: no checkpoint) once it has committed:
+// for callers that write pages one at a time (the reconcile's fetches,
+// tests).
 func (s *Store) Write(ctx context.Context, rows []normalize.Row, bad []warehouse.Quarantined, cp *warehouse.Checkpoint) (warehouse.Counts, error) {
 	var w pgrow.Writer
 	if cp != nil {

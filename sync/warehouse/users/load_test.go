@@ -2,7 +2,6 @@ package users_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -212,12 +211,12 @@ func TestLoadUsersLinkage(t *testing.T) {
 	}
 }
 
-// TestWritePage: one page written with WritePage. after is called once
-// the page is prepared and before anything of it is visible; the page
-// commits with after's checkpoint, advanced by the page, in the same
-// transaction; when after fails, the page is rolled back and after's error
-// returned; when preparing fails, after is not called.
-func TestWritePage(t *testing.T) {
+// TestPreparePage: one page prepared with PreparePage is not visible until
+// its Commit, which writes it with the checkpoint given, advanced by the
+// page, in the same transaction; a page rolled back stores nothing, and
+// Rollback after Commit undoes nothing; a page that cannot be written fails
+// PreparePage.
+func TestPreparePage(t *testing.T) {
 	t.Parallel()
 	s := warehousetest.NewStore(t)
 	u := loadtest.Users(t, s)
@@ -235,19 +234,20 @@ func TestWritePage(t *testing.T) {
 	}
 	base := warehouse.Checkpoint{RunID: runID, Progress: warehouse.Progress{Pages: 4, Fetched: 40, Requests: 7}}
 	w := base.Writer()
-	visible := int64(-1)
-	cp, err := u.WritePage(ctx, rows(1, 2), nil, w, func() (warehouse.Checkpoint, error) {
-		visible = warehousetest.Count(t, s, `SELECT count(*) FROM %s.users`)
-		next := base
-		next.NextURL = "http://x/next"
-		return next, nil
-	})
+	page, err := u.PreparePage(ctx, rows(1, 2), nil, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if visible != 0 {
-		t.Errorf("%d users visible when after was called, want none before the commit", visible)
+	if visible := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users`); visible != 0 {
+		t.Errorf("%d users of a prepared page visible, want none before the commit", visible)
 	}
+	next := base
+	next.NextURL = "http://x/next"
+	cp, err := page.Commit(ctx, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.Rollback(ctx) // after Commit: nothing
 	if cp.Progress.Pages != 5 || cp.Progress.Fetched != 42 || cp.Progress.Inserted != 2 || cp.Progress.Requests != 7 || cp.NextURL != "http://x/next" {
 		t.Errorf("checkpoint after the page: %+v", cp)
 	}
@@ -260,17 +260,20 @@ func TestWritePage(t *testing.T) {
 		t.Errorf("the page and its checkpoint were written by %d transactions, want 1", n)
 	}
 
-	stop := errors.New("test: the page before failed")
-	_, err = u.WritePage(ctx, rows(3), nil, w, func() (warehouse.Checkpoint, error) { return warehouse.Checkpoint{}, stop })
-	if !errors.Is(err, stop) {
-		t.Errorf("WritePage with after failing: %v, want after's error", err)
+	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users WHERE id IN (1, 2)`); n != 2 {
+		t.Errorf("Rollback after Commit left %d of the page's 2 users", n)
 	}
+
+	page, err = u.PreparePage(ctx, rows(3), nil, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.Rollback(ctx)
+	page.Rollback(ctx) // a second time: nothing
 	bad := rows(4)
 	bad[0].Values = bad[0].Values[:1] // cannot be encoded
-	called := false
-	_, err = u.WritePage(ctx, bad, nil, w, func() (warehouse.Checkpoint, error) { called = true; return cp, nil })
-	if err == nil || called {
-		t.Errorf("WritePage of a page that cannot be written: err %v, after called %v; want an error and no call", err, called)
+	if _, err = u.PreparePage(ctx, bad, nil, w); err == nil {
+		t.Error("PreparePage of a page that cannot be written: no error")
 	}
 	if n := warehousetest.Count(t, s, `SELECT count(*) FROM %s.users WHERE id IN (3, 4)`); n != 0 {
 		t.Errorf("%d users of the failed pages stored", n)

@@ -16,7 +16,7 @@ import (
 // classified again, and finds them unchanged, so no version is made of a
 // policy change. Only rows whose hash differs while their updatedAt does
 // not are read.
-func (p *userPage) convertPolicyOnly(ctx context.Context, c pageClass, stored map[int64]pgrow.Stored) (int, error) {
+func (p *PreparedPage) convertPolicyOnly(ctx context.Context, c pageClass, stored map[int64]pgrow.Stored) (int, error) {
 	pd := p.s.under.Load()
 	if pd == nil || !pd.HasPolicy() {
 		return 0, nil

@@ -12,14 +12,15 @@ import (
 	"github.com/usersync/usersync/sync/warehouse/pgrow"
 )
 
-// userPage is one users page being written in its own transaction: begun
+// PreparedPage is one users page being written in its own transaction: begun
 // and written by prepareUsers (the rows, versions and teams of new users,
-// the bulk of the work), then completed by commit (the linkage diff,
-// quarantine and checkpoint). Two pages with no user in common touch no
-// common row until their checkpoints, so a page may be prepared on one
-// connection while the page before it is being committed on another, as
-// long as it commits after it (WritePage's caller keeps that order).
-type userPage struct {
+// the bulk of the work), then completed by Commit (the linkage diff,
+// quarantine and checkpoint) or abandoned by Rollback. Two pages with no
+// user in common touch no common row until their checkpoints, so a page may
+// be prepared on one connection while the page before it is being committed
+// on another, as long as it commits after it (PreparePage's caller keeps
+// that order).
+type PreparedPage struct {
 	s    *Store
 	tx   pgx.Tx
 	rows []normalize.Row
@@ -34,9 +35,9 @@ type userPage struct {
 
 // prepareUsers begins a page's transaction and writes its heavy part. The
 // page must then be committed or rolled back.
-func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []warehouse.Quarantined, w pgrow.Writer) (*userPage, error) {
+func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []warehouse.Quarantined, w pgrow.Writer) (*PreparedPage, error) {
 	rows = dedupe(rows)
-	p := &userPage{s: s, rows: rows, bad: bad, w: w, b: &pgx.Batch{}}
+	p := &PreparedPage{s: s, rows: rows, bad: bad, w: w, b: &pgx.Batch{}}
 	// Pages written at once must never wait for each other's locks (the
 	// writer would wait for a page that waits for it, and PostgreSQL could
 	// not see the cycle): a wait over lockTimeout fails the page, and the
@@ -55,7 +56,7 @@ func (s *Store) prepareUsers(ctx context.Context, rows []normalize.Row, bad []wa
 
 // write compares the page with the warehouse (one indexed read, two when
 // rows left linkage unsent) and writes what differs (see apply).
-func (p *userPage) write(ctx context.Context) error {
+func (p *PreparedPage) write(ctx context.Context) error {
 	if len(p.rows) == 0 {
 		return nil
 	}
@@ -79,7 +80,7 @@ func (p *userPage) write(ctx context.Context) error {
 // users whose content or linkage changed go through the staging table,
 // their superseded version into user_version_history, and the guarded
 // upsert; unchanged users cost nothing more.
-func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]pgrow.Stored) error {
+func (p *PreparedPage) apply(ctx context.Context, c pageClass, stored map[int64]pgrow.Stored) error {
 	s, t := p.s, p.s.table
 	p.c = warehouse.Counts{Inserted: int64(len(c.fresh)), Updated: c.updated, Unchanged: c.unchanged}
 	p.wrote = p.wrote || len(c.fresh) > 0 || len(c.changed) > 0
@@ -123,7 +124,7 @@ func (p *userPage) apply(ctx context.Context, c pageClass, stored map[int64]pgro
 // commit writes the page's linkage diff, quarantine and checkpoint (cp
 // advanced by the page; nil: none) and commits. It returns the page's counts
 // and the checkpoint after it. On error the transaction is rolled back.
-func (p *userPage) commit(ctx context.Context, cp *warehouse.Checkpoint) (warehouse.Counts, warehouse.Checkpoint, error) {
+func (p *PreparedPage) commit(ctx context.Context, cp *warehouse.Checkpoint) (warehouse.Counts, warehouse.Checkpoint, error) {
 	resolve := cp == nil || !cp.NoUnresolved
 	p.s.queueQuarantine(p.b, "user", resolve, p.rows, p.bad, p.w)
 	c := p.c
@@ -159,7 +160,7 @@ func comingBack(c pageClass, stored map[int64]pgrow.Stored) []int64 {
 }
 
 // rollback abandons the page. It is a no-op after commit.
-func (p *userPage) rollback(ctx context.Context) {
+func (p *PreparedPage) rollback(ctx context.Context) {
 	// The error is of no use: a failed rollback closes the connection,
 	// and the transaction dies with it.
 	_ = p.tx.Rollback(context.WithoutCancel(ctx))
@@ -273,7 +274,7 @@ func (s *Store) queueTeamDiff(b *pgx.Batch, changed []pgrow.Row, relinked map[in
 // quiet says whether the page, under cp, has nothing to write: the last
 // page of a walk whose users are all unchanged, none quarantined and no
 // quarantine record to resolve.
-func (p *userPage) quiet(cp *warehouse.Checkpoint) bool {
+func (p *PreparedPage) quiet(cp *warehouse.Checkpoint) bool {
 	return cp.NextURL == "" && cp.NoUnresolved && len(p.bad) == 0 && !p.wrote && p.b.Len() == 0
 }
 
