@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // dueKept is how long the fleet's finished jobs (its ticks and remakes of
@@ -43,6 +44,9 @@ type DueWorker struct {
 	logger *slog.Logger
 }
 
+// Timeout implements river.Worker.
+func (w *DueWorker) Timeout(*river.Job[DueArgs]) time.Duration { return fleetTimeout }
+
 // Work implements river.Worker.
 func (w *DueWorker) Work(ctx context.Context, job *river.Job[DueArgs]) error {
 	accounts, err := w.list(ctx)
@@ -60,10 +64,24 @@ func (w *DueWorker) Work(ctx context.Context, job *river.Job[DueArgs]) error {
 			return fmt.Errorf("inserting the accounts' %d due jobs: %w", len(params), err)
 		}
 	}
-	if _, err := w.river.pool.Exec(ctx, w.river.q.pruneDue, dueKept.Seconds()); err != nil {
+	w.prune(ctx)
+	return nil
+}
+
+// prune deletes the fleet's finished jobs older than dueKept through
+// River's API: one a tick would otherwise be kept for the retention of
+// every other job.
+func (w *DueWorker) prune(ctx context.Context) {
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return // not run by a River client (tests calling Work directly)
+	}
+	params := river.NewJobDeleteManyParams().First(1000).Kinds(KindDue, KindViews).
+		States(rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded).
+		Where("finalized_at < now() - make_interval(secs => @kept)", river.NamedArgs{"kept": dueKept.Seconds()})
+	if _, err := client.JobDeleteMany(ctx, params); err != nil {
 		w.logger.WarnContext(ctx, "could not delete the fleet's old jobs", "error", err.Error())
 	}
-	return nil
 }
 
 // ViewsWorker remakes the fleet's union views when the registered accounts
@@ -75,6 +93,9 @@ type ViewsWorker struct {
 	river.WorkerDefaults[ViewsArgs]
 	views func(ctx context.Context) error
 }
+
+// Timeout implements river.Worker.
+func (w *ViewsWorker) Timeout(*river.Job[ViewsArgs]) time.Duration { return fleetTimeout }
 
 // Work implements river.Worker.
 func (w *ViewsWorker) Work(ctx context.Context, _ *river.Job[ViewsArgs]) error { return w.views(ctx) }
@@ -108,7 +129,8 @@ func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river
 	return params, nil
 }
 
-// dueOf are the jobs of account a that are due now.
+// dueOf are the jobs of account a that are due now, each at the ticks of
+// its schedule shifted by the account's phase (phaseFor).
 func (w *DueWorker) dueOf(a Registered, jobs map[[2]string]lastJob, synced map[string]time.Time, now time.Time) []river.InsertManyParams {
 	var params []river.InsertManyParams
 	var lastSync *lastJob
@@ -136,7 +158,7 @@ func (w *DueWorker) dueOf(a Registered, jobs map[[2]string]lastJob, synced map[s
 				continue
 			}
 		}
-		if ok && !isDueNow(j.s, &at, now) {
+		if ok && !isDueNow(phaseFor(j.s, a.Name), &at, now) {
 			continue
 		}
 		params = append(params, river.InsertManyParams{Args: j.args})
