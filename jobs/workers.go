@@ -179,7 +179,9 @@ type SyncWorker struct {
 }
 
 // Timeout implements river.Worker: the job's slice and its grace.
-func (w *SyncWorker) Timeout(job *river.Job[SyncArgs]) time.Duration { return w.d.sliceTimeout(job.JobRow) }
+func (w *SyncWorker) Timeout(job *river.Job[SyncArgs]) time.Duration {
+	return w.d.sliceTimeout(job.JobRow)
+}
 
 // Work implements river.Worker.
 func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
@@ -240,7 +242,9 @@ type SnapshotWorker struct {
 }
 
 // Timeout implements river.Worker.
-func (w *SnapshotWorker) Timeout(*river.Job[SnapshotArgs]) time.Duration { return w.d.snapshotTimeout() }
+func (w *SnapshotWorker) Timeout(*river.Job[SnapshotArgs]) time.Duration {
+	return w.d.snapshotTimeout()
+}
 
 // Work implements river.Worker.
 func (w *SnapshotWorker) Work(ctx context.Context, job *river.Job[SnapshotArgs]) error {
