@@ -17,12 +17,19 @@ import (
 // retention of the other jobs.
 const dueKept = time.Hour
 
-// DueWorker is the fleet's tick. River's periodic jobs are fixed when a
-// worker starts, so the registered accounts, which come and go without a
-// restart, are scheduled by this one periodic job instead: at each tick it
-// reads the registry and inserts, in one batch, for every account not
-// paused, each job whose schedule has a tick that no job of the account
-// served yet (the decision of due, by the database's clock). The jobs are
+// DueWorker is the fleet's tick: the registered accounts, which come and
+// go without a restart, are scheduled by this one periodic job: at each
+// tick it reads the registry and inserts, in one batch, for every account
+// not paused, each job whose schedule (with the account's phase, phaseFor)
+// has a tick that no job of the account served yet (the decision of due,
+// by the database's clock). River can add and remove periodic jobs at run
+// time (Client.PeriodicJobs), but one per account costs about 20 times the
+// statements and 5 times the leader's CPU per job inserted
+// (BenchmarkScheduling: each decides alone when fired, and they fire
+// apart), every replica would have to follow the registry to be ready to
+// lead, and a new leader's periodic jobs start their periods afresh (or
+// all fire at once with RunOnStart) where the tick's decision, read from
+// the jobs kept, does not depend on which replica leads or since when. The jobs are
 // unique per account and kind while one is active, so ticks on several
 // replicas, or a tick while the last job still runs, add nothing. The
 // default account keeps its periodic jobs (due.go); a paused or removed
