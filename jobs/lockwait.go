@@ -57,6 +57,7 @@ func (d *Deps) outcome(ctx context.Context, err error, job *rivertype.JobRow) er
 		return outcome(err, job) // not run by a River client (tests calling Work directly)
 	}
 	if werr := waitForLock(ctx, client, d, job); werr != nil {
+		_ = river.RecordOutput(ctx, nil) // the job snoozes: it did not complete as a waiter
 		d.Logger.WarnContext(ctx, "could not requeue the job waiting for its account's lock ahead of later jobs; it snoozes",
 			"job_id", job.ID, "error", werr.Error())
 		return outcome(err, job)
