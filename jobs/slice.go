@@ -18,7 +18,9 @@ import (
 // for longer than its slice and a grace, and River's own stuck-job rescuer,
 // set just above that (rescueAfter), only ever takes a dead worker's job
 // (kill -9, OOM, a lost host) and makes it run again: usersync writes no
-// row of River's table itself.
+// row of River's table itself. A slice must outlast what a run repeats on
+// resuming: a sync's dimension pass (seconds), a reconcile's dimension and
+// membership passes (hence its growing slice).
 const (
 	// DefaultTimeSlice is the slice when Deps.TimeSlice is not set.
 	DefaultTimeSlice = time.Minute
