@@ -67,8 +67,8 @@ type AccountSource interface {
 	Open(ctx context.Context, name string) (*Account, error)
 }
 
-// Registered is an account of the registry as the fleet's tick, the
-// metrics and the sweeper see it.
+// Registered is an account of the registry as the fleet's tick and the
+// metrics see it.
 type Registered struct {
 	Name   string
 	Paused bool

@@ -49,9 +49,9 @@ var activeStates = []rivertype.JobState{
 }
 
 // uniqueOpts makes a job unique by its arguments (so per account and kind)
-// while one is active, in queue.
+// while one is active, in queue, at the normal priority (lockwait.go).
 func uniqueOpts(queue string) river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: MaxAttempts, Queue: queue,
+	return river.InsertOpts{MaxAttempts: MaxAttempts, Queue: queue, Priority: priorityNormal,
 		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: activeStates}}
 }
 

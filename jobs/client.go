@@ -59,15 +59,17 @@ type ClientConfig struct {
 // every schedule), the default account's periodic jobs from its schedules
 // and the fleet's tick for the registered accounts, unique so that N
 // replicas and restarts never duplicate one, a queue of its own for each
-// kind of work, and the rescue of stuck jobs set above the job timeout.
-// Within a queue River runs jobs by priority (usersync gives all the same),
-// then the time they became due, then insertion: oldest due first, whatever
-// the account.
+// kind of work, and the rescue of stuck jobs set just above each kind's
+// timeout, which no live job outlasts (slice.go).
+// Within a queue River runs jobs by priority (a job that waited for its
+// account's lock first, lockwait.go), then the time they became due, then
+// insertion: oldest due first, whatever the account.
 func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	rdb, err := newRiverDB(cfg.Pool, cfg.RiverSchema)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Deps.pool = cfg.Pool
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &SyncWorker{d: cfg.Deps})
 	river.AddWorker(workers, &BackfillWorker{d: cfg.Deps})
@@ -106,10 +108,10 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		CancelledJobRetentionPeriod: jobRetention,
 		DiscardedJobRetentionPeriod: jobRetention,
 	}
-	if cfg.Deps.JobTimeout > 0 {
-		rcfg.JobTimeout = cfg.Deps.JobTimeout
-		rcfg.RescueStuckJobsAfter = cfg.Deps.JobTimeout + time.Hour
-	}
+	// Every kind has a timeout of its own (a slice and its grace, a
+	// snapshot's, the fleet's), and no live job runs past it: the rescuer
+	// only ever makes a dead worker's job run again (slice.go).
+	rcfg.RescueStuckJobsAfter = rescueAfter(cfg.Deps.timeSlice())
 	c, err := river.NewClient(riverpgxv5.New(cfg.Pool), rcfg)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the job queue: %w", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // dueKept is how long the fleet's finished jobs (its ticks and remakes of
@@ -16,10 +17,15 @@ import (
 // retention of the other jobs.
 const dueKept = time.Hour
 
-// DueWorker is the fleet's tick: River fixes its periodic jobs when a worker
-// starts, so this one periodic job reads the registry and inserts, for each
-// account not paused, the jobs its schedules make due. Jobs are unique per
-// account and kind while active, so ticks on several replicas add nothing.
+// DueWorker is the fleet's tick: one periodic job reads the registry and
+// inserts, for each account not paused, the jobs its schedules (shifted by
+// the account's phase, phaseFor) make due by the database's clock. River can
+// add periodic jobs at run time, but one per account costs about 20 times
+// the statements and 5 times the leader's CPU (BenchmarkScheduling), and a
+// new leader would restart their periods; the tick's decision reads the jobs
+// kept, whichever replica leads. Jobs are unique per account and kind while
+// active, so ticks on several replicas add nothing. An account's first
+// reconcile waits for its first completed sync.
 type DueWorker struct {
 	river.WorkerDefaults[DueArgs]
 	list   ListAccounts
@@ -27,6 +33,9 @@ type DueWorker struct {
 	slot   time.Duration // the normal lane's slot time (Deps.SlotTime), which routes syncs
 	logger *slog.Logger
 }
+
+// Timeout implements river.Worker.
+func (w *DueWorker) Timeout(*river.Job[DueArgs]) time.Duration { return fleetTimeout }
 
 // Work implements river.Worker.
 func (w *DueWorker) Work(ctx context.Context, job *river.Job[DueArgs]) error {
@@ -45,10 +54,24 @@ func (w *DueWorker) Work(ctx context.Context, job *river.Job[DueArgs]) error {
 			return fmt.Errorf("inserting the accounts' %d due jobs: %w", len(params), err)
 		}
 	}
-	if _, err := w.river.pool.Exec(ctx, w.river.q.pruneDue, dueKept.Seconds()); err != nil {
+	w.prune(ctx)
+	return nil
+}
+
+// prune deletes the fleet's finished jobs older than dueKept through
+// River's API: one a tick would otherwise be kept for the retention of
+// every other job.
+func (w *DueWorker) prune(ctx context.Context) {
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return // not run by a River client (tests calling Work directly)
+	}
+	params := river.NewJobDeleteManyParams().First(1000).Kinds(KindDue, KindViews).
+		States(rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded).
+		Where("finalized_at < now() - make_interval(secs => @kept)", river.NamedArgs{"kept": dueKept.Seconds()})
+	if _, err := client.JobDeleteMany(ctx, params); err != nil {
 		w.logger.WarnContext(ctx, "could not delete the fleet's old jobs", "error", err.Error())
 	}
-	return nil
 }
 
 // ViewsWorker remakes the fleet's union views when the registered accounts
@@ -60,6 +83,9 @@ type ViewsWorker struct {
 	river.WorkerDefaults[ViewsArgs]
 	views func(ctx context.Context) error
 }
+
+// Timeout implements river.Worker.
+func (w *ViewsWorker) Timeout(*river.Job[ViewsArgs]) time.Duration { return fleetTimeout }
 
 // Work implements river.Worker.
 func (w *ViewsWorker) Work(ctx context.Context, _ *river.Job[ViewsArgs]) error { return w.views(ctx) }
@@ -93,7 +119,8 @@ func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river
 	return params, nil
 }
 
-// dueOf are the jobs of account a that are due now.
+// dueOf are the jobs of account a that are due now, each at the ticks of
+// its schedule shifted by the account's phase (phaseFor).
 func (w *DueWorker) dueOf(a Registered, jobs map[[2]string]lastJob, synced map[string]time.Time, now time.Time) []river.InsertManyParams {
 	var params []river.InsertManyParams
 	var lastSync *lastJob
@@ -121,7 +148,7 @@ func (w *DueWorker) dueOf(a Registered, jobs map[[2]string]lastJob, synced map[s
 				continue
 			}
 		}
-		if ok && !isDueNow(j.s, &at, now) {
+		if ok && !isDueNow(phaseFor(j.s, a.Name), &at, now) {
 			continue
 		}
 		params = append(params, river.InsertManyParams{Args: j.args})

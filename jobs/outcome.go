@@ -83,8 +83,11 @@ func snoozes(job *rivertype.JobRow) int64 {
 
 // outcome maps a run's error to what River should do with the job:
 //   - nil: completed;
+//   - a run its time slice ended (slice.go): snooze for no time, to resume
+//     at once behind the jobs that came due meanwhile;
 //   - the account's sync lock is held by another run (a snooze growing
-//     with the job's snoozes, lockedSnoozeAfter), a rate limit longer than
+//     with the job's snoozes, lockedSnoozeAfter; Deps.outcome continues
+//     the job as a waiter instead), a rate limit longer than
 //     the worker waits in a slot, or a run its process stopped (a
 //     shutdown): snooze (no attempt used) and run again later;
 //   - a refused credential or a query the API rejects: cancel with the
@@ -98,7 +101,9 @@ func outcome(err error, job *rivertype.JobRow) error {
 	var rl *jsonapi.RateLimitError
 	switch {
 	case errors.Is(err, warehouse.ErrLocked):
-		return river.JobSnooze(lockedSnoozeAfter(snoozes(job)))
+		return river.JobSnooze(lockedSnoozeAfter(max(snoozes(job), lockWaitsOf(job))))
+	case errors.Is(err, ErrSliced):
+		return river.JobSnooze(0)
 	case syncer.Interrupted(err):
 		return river.JobSnooze(drainedSnooze)
 	case errors.As(err, &rl):
@@ -131,6 +136,8 @@ func (d *Deps) logEnd(ctx context.Context, a *Account, job *rivertype.JobRow, ki
 	switch {
 	case errors.Is(err, warehouse.ErrLocked):
 		a.Logger.InfoContext(ctx, "another run of the account holds its sync lock; the job snoozes and runs again", attrs...)
+	case errors.Is(err, ErrSliced):
+		a.Logger.InfoContext(ctx, "run reached the end of its time slice; its job resumes it at once", attrs...)
 	case syncer.Interrupted(err):
 		a.Logger.InfoContext(ctx, "run interrupted by the shutdown; its job runs again and resumes it", attrs...)
 	case syncer.Paused(err):

@@ -16,8 +16,10 @@ type ReconcileWorker struct {
 	d *Deps
 }
 
-// Timeout implements river.Worker.
-func (w *ReconcileWorker) Timeout(*river.Job[ReconcileArgs]) time.Duration { return w.d.timeout() }
+// Timeout implements river.Worker: the job's slice and its grace.
+func (w *ReconcileWorker) Timeout(job *river.Job[ReconcileArgs]) time.Duration {
+	return w.d.sliceTimeout(job.JobRow)
+}
 
 // Work implements river.Worker. A tripped safety valve cancels the job with
 // its reason: retrying would trip it again, and an operator must look.
@@ -35,8 +37,10 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 		return nil
 	}
 	start := time.Now()
-	sum, err := a.Syncer.Reconcile(ctx, syncer.ReconcileRequest{JobID: &job.ID, MaxDeleteShare: a.MaxDeleteShare,
+	sctx, unslice := withSlice(ctx, w.d.sliceOf(job.JobRow))
+	sum, err := a.Syncer.Reconcile(sctx, syncer.ReconcileRequest{JobID: &job.ID, MaxDeleteShare: a.MaxDeleteShare,
 		Membership: a.ReconcileMembership})
+	unslice()
 	if w.d.ObserveReconcile != nil {
 		w.d.ObserveReconcile(a.Name, sum, err, time.Since(start))
 	}
@@ -47,7 +51,7 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 			return river.JobCancel(err)
 		}
 		w.d.logEnd(ctx, a, job.JobRow, "reconcile", err)
-		return outcome(err, job.JobRow)
+		return w.d.outcome(ctx, err, job.JobRow)
 	}
 	w.d.afterRun(ctx, a, false, true) // a reconcile may change what it fetched again
 	return nil

@@ -17,7 +17,7 @@ var sqlFiles embed.FS
 // schema.
 type statements struct {
 	createSchema, jobTableExists, workerRunning, lastCreated, jobCounts, oldestRunning string
-	oldestSnapshotJob, lastCurrentSnapshot, lastSnapshot, releaseOrphans, pruneDue     string
+	oldestSnapshotJob, lastCurrentSnapshot, lastSnapshot                               string
 	createAccountIndex, lastCreatedOf, firstSynced                                     string
 }
 
@@ -31,14 +31,14 @@ func newStatements(riverSchema string) (statements, error) {
 		"createSchema": &q.createSchema, "jobTableExists": &q.jobTableExists, "workerRunning": &q.workerRunning,
 		"lastCreated": &q.lastCreated, "jobCounts": &q.jobCounts, "oldestRunning": &q.oldestRunning,
 		"oldestSnapshotJob": &q.oldestSnapshotJob, "lastCurrentSnapshot": &q.lastCurrentSnapshot,
-		"lastSnapshot": &q.lastSnapshot, "releaseOrphans": &q.releaseOrphans, "pruneDue": &q.pruneDue,
+		"lastSnapshot":       &q.lastSnapshot,
 		"createAccountIndex": &q.createAccountIndex, "lastCreatedOf": &q.lastCreatedOf, "firstSynced": &q.firstSynced,
 	})
 }
 
 // riverDB is River's tables in one schema with usersync's statements on
 // them, rendered once: a value that queries River's tables again and again
-// (a metrics collector at every scrape, the fleet's tick, the sweeper)
+// (a metrics collector at every scrape, the fleet's tick)
 // holds one.
 type riverDB struct {
 	pool   *pgxpool.Pool

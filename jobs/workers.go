@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -43,9 +44,12 @@ type Deps struct {
 	MaxDeleteShare float64
 	// ReconcileMembership is syncer.ReconcileRequest.Membership.
 	ReconcileMembership string
-	// JobTimeout bounds one run (0: no bound). River's stuck-job rescue is
-	// set above it, so a running job is never rescued while it may still run.
+	// JobTimeout bounds a snapshot (0: no bound); River rescues a snapshot
+	// job still marked running an hour after it.
 	JobTimeout time.Duration
+	// TimeSlice bounds one go of a sync, backfill or reconcile (slice.go);
+	// 0: DefaultTimeSlice.
+	TimeSlice time.Duration
 	// SlotTime bounds a run of an incremental sync in the normal lane
 	// (QueueSync); past it the run yields its slot and continues in the
 	// slow lane (lanes.go). 0: no bound.
@@ -68,13 +72,18 @@ type Deps struct {
 	// its slot to continue in the slow lane.
 	ObserveYield func(account string)
 	Logger       *slog.Logger
+
+	pool *pgxpool.Pool // River's database, set by NewClient: a lock waiter continues in a transaction
 }
 
-func (d *Deps) timeout() time.Duration {
+// snapshotTimeout is River's timeout of a snapshot job: an hour above
+// JobTimeout, which the worker applies itself, so that River's rescuer
+// never takes a snapshot that may still run.
+func (d *Deps) snapshotTimeout() time.Duration {
 	if d.JobTimeout <= 0 {
-		return -1 // River: no timeout
+		return -1 // River: no timeout, no rescue
 	}
-	return d.JobTimeout
+	return d.JobTimeout + time.Hour
 }
 
 // The kind label of the metrics of runs: the job that ran, not the run's
@@ -88,13 +97,16 @@ const (
 // under the metric kind metric, and maps its outcome. A sync lock held by
 // another run of the account snoozes the job at once (no LockTimeout): a
 // job waiting in a worker slot would hold back every other account's. A
-// run still going after slot (0: no bound) yields it (lanes.go).
+// run still going after slot (0: no bound) yields it (lanes.go), one still
+// going at the end of its time slice snoozes to resume (slice.go).
 func (d *Deps) runSync(ctx context.Context, a *Account, job *rivertype.JobRow, metric string, req syncer.Request, slot time.Duration) error {
 	req.JobID, req.Drain = &job.ID, d.Drain
 	start := time.Now()
-	rctx, release := withSlot(ctx, slot)
+	sctx, unslice := withSlice(ctx, d.sliceOf(job))
+	rctx, release := withSlot(sctx, slot)
 	sum, err := a.Syncer.Run(rctx, req)
 	release()
+	unslice()
 	if d.Observe != nil {
 		d.Observe(a.Name, metric, sum, err, time.Since(start))
 	}
@@ -103,7 +115,7 @@ func (d *Deps) runSync(ctx context.Context, a *Account, job *rivertype.JobRow, m
 	}
 	if err != nil {
 		d.logEnd(ctx, a, job, req.Kind, err)
-		return outcome(err, job)
+		return d.outcome(ctx, err, job)
 	}
 	d.afterRun(ctx, a, true, sum.Changed())
 	return nil
@@ -166,8 +178,10 @@ type SyncWorker struct {
 	d *Deps
 }
 
-// Timeout implements river.Worker.
-func (w *SyncWorker) Timeout(*river.Job[SyncArgs]) time.Duration { return w.d.timeout() }
+// Timeout implements river.Worker: the job's slice and its grace.
+func (w *SyncWorker) Timeout(job *river.Job[SyncArgs]) time.Duration {
+	return w.d.sliceTimeout(job.JobRow)
+}
 
 // Work implements river.Worker.
 func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
@@ -188,8 +202,10 @@ type BackfillWorker struct {
 	d *Deps
 }
 
-// Timeout implements river.Worker.
-func (w *BackfillWorker) Timeout(*river.Job[BackfillArgs]) time.Duration { return w.d.timeout() }
+// Timeout implements river.Worker: the job's slice and its grace.
+func (w *BackfillWorker) Timeout(job *river.Job[BackfillArgs]) time.Duration {
+	return w.d.sliceTimeout(job.JobRow)
+}
 
 // Work implements river.Worker.
 func (w *BackfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs]) error {
@@ -226,7 +242,9 @@ type SnapshotWorker struct {
 }
 
 // Timeout implements river.Worker.
-func (w *SnapshotWorker) Timeout(*river.Job[SnapshotArgs]) time.Duration { return w.d.timeout() }
+func (w *SnapshotWorker) Timeout(*river.Job[SnapshotArgs]) time.Duration {
+	return w.d.snapshotTimeout()
+}
 
 // Work implements river.Worker.
 func (w *SnapshotWorker) Work(ctx context.Context, job *river.Job[SnapshotArgs]) error {
@@ -237,7 +255,13 @@ func (w *SnapshotWorker) Work(ctx context.Context, job *river.Job[SnapshotArgs])
 	if a.Snapshot == nil {
 		return river.JobCancel(errSnapshotsOff)
 	}
-	out, err := a.Snapshot(ctx)
+	sctx := ctx
+	if w.d.JobTimeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, w.d.JobTimeout)
+		defer cancel()
+	}
+	out, err := a.Snapshot(sctx)
 	if w.d.ObserveSnapshot != nil {
 		w.d.ObserveSnapshot(a.Name, out, err)
 	}

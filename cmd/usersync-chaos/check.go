@@ -152,7 +152,8 @@ func (d *driver) invariants(ctx context.Context) []string {
 }
 
 // noJobStuck checks that no job has been running longer than age without a
-// live run behind it (the sweeper's job).
+// live run behind it (River's stuck-job rescue, set just above the time
+// slice that bounds every live run).
 func (d *driver) noJobStuck(ctx context.Context, age time.Duration) []string {
 	var n int64
 	err := d.pool.QueryRow(ctx, `SELECT count(*) FROM "chaos_river".river_job WHERE state = 'running'

@@ -58,24 +58,6 @@ SELECT metadata->'output', finalized_at FROM {{river}}.river_job
 WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2 AND state = 'completed' AND metadata ? 'output'
 ORDER BY id DESC LIMIT 1
 
--- name: releaseOrphans
--- $1-$3 the sync kinds, $4 seconds, $5 the account: its running jobs
--- attempted longer ago than that, while no session holds its sync lock,
--- are made available again.
-UPDATE {{river}}.river_job
-SET state = 'available', scheduled_at = now(),
-    errors = errors || jsonb_build_object('at', now(), 'attempt', attempt,
-        'error', 'the worker running this job stopped without finishing it (no session holds the sync lock); made available again to resume')
-WHERE state = 'running' AND kind IN ($1, $2, $3) AND attempted_at < now() - make_interval(secs => $4)
-  AND coalesce(nullif(args->>'account', ''), 'default') = $5
-
--- name: pruneDue
--- $1 seconds: the fleet's finished jobs (ticks, remakes of the union views)
--- older than that are deleted (one a tick would otherwise be kept for the
--- retention of every other job).
-DELETE FROM {{river}}.river_job
-WHERE kind IN ('usersync_due', 'usersync_views') AND finalized_at < now() - make_interval(secs => $1)
-
 -- name: createAccountIndex
 -- usersync's index on River's job table (River's migrations leave indexes
 -- they do not own alone; usersync migrate makes it again if one dropped
@@ -103,12 +85,15 @@ LEFT JOIN LATERAL (SELECT j.created_at, j.args, j.state, j.finalized_at, j.attem
 -- name: firstSynced
 -- $1 accounts, $2 and $3 the sync and backfill kinds: when each account's
 -- first sync or backfill kept completed (NULL: none did), which a new
--- account's first reconcile waits for.
+-- account's first reconcile waits for; a job completed because it went on
+-- waiting for the lock as another (lock_wait) ran nothing.
 SELECT a.account, least(
 	(SELECT j.finalized_at FROM {{river}}.river_job j
 	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = $2 AND j.state = 'completed'
+	   AND NOT coalesce((j.metadata->'output'->>'lock_wait')::boolean, false)
 	 ORDER BY j.created_at LIMIT 1),
 	(SELECT j.finalized_at FROM {{river}}.river_job j
 	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = $3 AND j.state = 'completed'
+	   AND NOT coalesce((j.metadata->'output'->>'lock_wait')::boolean, false)
 	 ORDER BY j.created_at LIMIT 1))
 FROM unnest($1::text[]) AS a(account)

@@ -40,18 +40,6 @@ SELECT metadata->'output', finalized_at FROM "usersync_river".river_job
 WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2 AND state = 'completed' AND metadata ? 'output'
 ORDER BY id DESC LIMIT 1;
 
--- jobs.releaseOrphans
-UPDATE "usersync_river".river_job
-SET state = 'available', scheduled_at = now(),
-    errors = errors || jsonb_build_object('at', now(), 'attempt', attempt,
-        'error', 'the worker running this job stopped without finishing it (no session holds the sync lock); made available again to resume')
-WHERE state = 'running' AND kind IN ($1, $2, $3) AND attempted_at < now() - make_interval(secs => $4)
-  AND coalesce(nullif(args->>'account', ''), 'default') = $5;
-
--- jobs.pruneDue
-DELETE FROM "usersync_river".river_job
-WHERE kind IN ('usersync_due', 'usersync_views') AND finalized_at < now() - make_interval(secs => $1);
-
 -- jobs.createAccountIndex
 CREATE INDEX IF NOT EXISTS usersync_river_job_account_kind_created
 ON "usersync_river".river_job ((coalesce(nullif(args->>'account', ''), 'default')), kind, created_at);
@@ -70,8 +58,10 @@ LEFT JOIN LATERAL (SELECT j.created_at, j.args, j.state, j.finalized_at, j.attem
 SELECT a.account, least(
 	(SELECT j.finalized_at FROM "usersync_river".river_job j
 	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = $2 AND j.state = 'completed'
+	   AND NOT coalesce((j.metadata->'output'->>'lock_wait')::boolean, false)
 	 ORDER BY j.created_at LIMIT 1),
 	(SELECT j.finalized_at FROM "usersync_river".river_job j
 	 WHERE coalesce(nullif(j.args->>'account', ''), 'default') = a.account AND j.kind = $3 AND j.state = 'completed'
+	   AND NOT coalesce((j.metadata->'output'->>'lock_wait')::boolean, false)
 	 ORDER BY j.created_at LIMIT 1))
 FROM unnest($1::text[]) AS a(account);

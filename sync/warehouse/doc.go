@@ -6,7 +6,7 @@
 //
 //	_, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: "usersync", ReaderRole: "analysts"})
 //	store, err := warehouse.NewStore(pool, "usersync")
-//	lock, err := store.Lock(ctx, false) // warehouse.ErrLocked while another run holds it
+//	lock, err := store.TryLock(ctx) // warehouse.ErrLocked while another run holds it
 //	runID, err := store.Runs().Start(ctx, warehouse.KindIncremental, nil, nil, nil)
 //	status, err := store.Status(ctx, 10)
 //

@@ -63,7 +63,7 @@ type Config struct {
 	RateLimitWait       time.Duration
 	AccountCache        int
 	DataConnections     bool
-	OrphanAge           time.Duration
+	TimeSlice           time.Duration
 	ReconcileMaxDelete  float64
 	ReconcileMembership string
 	// ReconcileResumeWithin is syncer.Config.ReconcileResumeWithin
@@ -285,14 +285,14 @@ func baseSettings() []setting {
 			}},
 		{Env: "USERSYNC_SNAPSHOT_AFTER_SYNC", Scope: perAccount, Flag: "snapshot-after-sync", Default: "true", Meaning: "write a snapshot after each successful sync or backfill of the worker that changed something (a user, team, role or profile, or a membership), and after each reconcile. Even when false, a snapshot skipped because no run had completed (one was under way) is written after the next run that succeeds.",
 			set: func(c *Config, v string) error { return parseBool(&c.SnapshotAfterSync, v) }},
-		{Env: "USERSYNC_JOB_TIMEOUT", Scope: fleetWide, Flag: "job-timeout", Default: "6h", Meaning: "longest a worker's run may take (0 for no bound); stuck jobs are rescued an hour after it. Size it above your longest full backfill.",
+		{Env: "USERSYNC_JOB_TIMEOUT", Scope: fleetWide, Flag: "job-timeout", Default: "6h", Meaning: "longest a snapshot may take (0 for no bound); a dead worker's snapshot job is rescued an hour after it. Syncs, backfills and reconciles are bounded by USERSYNC_TIME_SLICE instead, and resume from their checkpoint.",
 			set: func(c *Config, v string) error { return parseDuration(&c.JobTimeout, v, 0, 7*24*time.Hour) }},
 		{Env: "USERSYNC_LOCK_TIMEOUT", Scope: fleetWide, Flag: "lock-timeout", Default: "1m", Meaning: "longest any statement of usersync waits for a lock another session holds (an analyst's query or a script holding a table) before it fails (PostgreSQL's lock_timeout): a run fails and resumes at its next try, a command says so; usersync_database_lock_wait_seconds shows the wait meanwhile.",
 			set: func(c *Config, v string) error { return parseDuration(&c.LockTimeout, v, time.Second, time.Hour) }},
 		{Env: "USERSYNC_SHUTDOWN_TIMEOUT", Scope: fleetWide, Flag: "shutdown-timeout", Default: "10s", Meaning: "how long a stopping worker lets running jobs commit their page in flight before cancelling them; deploy grace periods must exceed it.",
 			set: func(c *Config, v string) error { return parseDuration(&c.ShutdownTimeout, v, time.Second, time.Hour) }},
-		{Env: "USERSYNC_ORPHAN_AGE", Scope: fleetWide, Flag: "orphan-age", Default: "2m", Meaning: "a sync, backfill or reconcile job marked running this long while no session holds the sync lock is taken for a dead worker's (kill -9, OOM) and made available again, to resume at once.",
-			set: func(c *Config, v string) error { return parseDuration(&c.OrphanAge, v, time.Second, 24*time.Hour) }},
+		{Env: "USERSYNC_TIME_SLICE", Scope: fleetWide, Flag: "time-slice", Default: "1m", Meaning: "longest a sync, backfill or reconcile runs in one go: past it the run stops, keeping the pages it committed, and its job resumes it at once behind the jobs that came due meanwhile (a reconcile's slice doubles at each resume, up to 8 slices). A dead worker's job (kill -9, OOM) is run again by River's stuck-job rescue within about this plus half of it (at most 30s) plus 30s.",
+			set: func(c *Config, v string) error { return parseDuration(&c.TimeSlice, v, time.Second, time.Hour) }},
 		{Env: "USERSYNC_WORKERS", Scope: fleetWide, Flag: "workers", Default: "2", Meaning: "incremental syncs a worker process runs at once, of any account (the queue default; backfills, reconciles and snapshots have slots of their own: USERSYNC_LONG_WORKERS, USERSYNC_SNAPSHOT_WORKERS). The runs of one account share its sync lock: a job that finds it held snoozes at once rather than wait in a slot.",
 			set: func(c *Config, v string) error { return parseInt(&c.Workers, v, 1, 16) }},
 	}

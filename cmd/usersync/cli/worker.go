@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -99,11 +98,6 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	sweeper := &jobs.Sweeper{Pool: w.pool, Store: w.store, Accounts: w.fleet.Registered, RiverSchema: w.riverSchema, OrphanAge: cfg.OrphanAge,
-		Every: min(30*time.Second, cfg.OrphanAge), Logger: e.logger}
-	var swept sync.WaitGroup
-	swept.Go(func() { sweeper.Run(runCtx) })
-	defer func() { cancelRun(); swept.Wait() }() // the sweeper ends before the pool closes, however this returns
 	logStarted(e, w.riverSchema)
 
 	select {

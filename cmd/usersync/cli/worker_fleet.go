@@ -18,7 +18,7 @@ import (
 
 // fleet is the worker's view of the accounts: it opens an account for
 // each job (jobs.AccountSource), reading that account's row alone, and lists
-// the registered ones for the fleet's tick, the metrics and the sweeper
+// the registered ones for the fleet's tick and the metrics
 // (jobs.ListAccounts), so that an account added, changed, paused or removed
 // is seen without a restart.
 //
@@ -52,8 +52,8 @@ type fleet struct {
 	open  map[string]*list.Element // by account name
 	known map[string]*knownAccount // every registered account as Registered last read it, by name
 	// stores are the warehouse stores by schema: those of the registered
-	// accounts (the metrics and the sweeper read each one's warehouse at
-	// every scrape and sweep) and of the accounts open; one leaves with
+	// accounts (the metrics read each one's warehouse at
+	// every scrape) and of the accounts open; one leaves with
 	// the last of the two (pruneStores).
 	stores map[string]*warehouse.Store
 }

@@ -12,7 +12,7 @@ import (
 
 // BenchmarkFleetRegistered times the worker fleet's
 // listing of 500 registered accounts, what each fleet tick (and each
-// metrics scrape, each sweep) asks for, once the worker has read them
+// metrics scrape) asks for, once the worker has read them
 // once.
 //
 //	go test ./cmd/usersync/cli -run '^$' -bench BenchmarkFleetRegistered -benchtime 20x

@@ -89,8 +89,8 @@ func (f *fleet) Registered(ctx context.Context) ([]jobs.Registered, error) {
 	return out, nil
 }
 
-// parse reads the row of h's account and parses what the tick, the metrics and
-// the sweeper need of it, warning when its settings are not valid.
+// parse reads the row of h's account and parses what the tick and the metrics
+// need of it, warning when its settings are not valid.
 func (f *fleet) parse(ctx context.Context, reg *accounts.Registry, h accounts.Head) (*knownAccount, error) {
 	a, err := reg.Get(ctx, h.Name)
 	switch {

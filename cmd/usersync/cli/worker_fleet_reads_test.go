@@ -18,8 +18,8 @@ import (
 //   - An account whose settings do not parse is warned about once per change
 //     of its stored row, not at every tick.
 //   - The stores: the fleet keeps one per registered account, since
-//     Registered hands it to the metrics and the sweeper, which read every
-//     account's warehouse at each scrape and sweep; a removed account's store
+//     Registered hands it to the metrics, which read every
+//     account's warehouse at each scrape; a removed account's store
 //     leaves with its last use (the registry's listing and the cache of open
 //     accounts), so the map does not grow with every account ever seen.
 func TestWorkerFleetReadsWhatChanged(t *testing.T) {

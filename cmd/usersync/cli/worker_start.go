@@ -122,6 +122,7 @@ func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandl
 		Store:      w.store,
 		Snapshot:   w.snapshot,
 		JobTimeout: cfg.JobTimeout,
+		TimeSlice:  cfg.TimeSlice,
 		SlotTime:   cfg.SlotTime,
 		Drain:      w.drain,
 		Observe:    w.metrics.Observe, ObserveReconcile: w.metrics.ObserveReconcile, ObserveSnapshot: w.metrics.ObserveSnapshot,

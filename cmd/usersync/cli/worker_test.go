@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/syncer/syncertest"
 )
@@ -523,13 +522,14 @@ func TestSIGTERMStartsNoNewSync(t *testing.T) {
 	}
 }
 
-// TestKilledWorkerJobIsSwept: a worker killed with SIGKILL mid-backfill
-// leaves its job "running"; the sweeper sees that no session holds the sync
-// lock and makes the job available, and the next worker resumes the run.
-func TestKilledWorkerJobIsSwept(t *testing.T) {
+// TestKilledWorkerJobIsRescued: a worker killed with SIGKILL mid-backfill
+// leaves its job "running"; no live run outlasts its time slice and grace,
+// so River's stuck-job rescuer, set just above them, makes the job run
+// again, and the next worker resumes the run from its checkpoint as one run.
+func TestKilledWorkerJobIsRescued(t *testing.T) {
 	t.Parallel()
 	c := newCLIEnv(t, apisim.Options{Seed: 17, Users: 4000, Knobs: apisim.Knobs{Latency: 20 * time.Millisecond}})
-	env := workerEnv(c, map[string]string{"USERSYNC_PAGE_SIZE": "100"})
+	env := workerEnv(c, map[string]string{"USERSYNC_PAGE_SIZE": "100", "USERSYNC_TIME_SLICE": "2s"})
 	cmd := exec.Command(binary(t), "worker")
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -545,26 +545,23 @@ func TestKilledWorkerJobIsSwept(t *testing.T) {
 	})
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	if n := c.query(t, `SELECT count(*) FROM $river.river_job WHERE state = 'running'`); n != 1 {
-		t.Fatalf("%d running jobs after the kill, want the orphan", n)
+	if n := c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'running'`); n != 1 {
+		t.Fatalf("%d running backfill jobs after the kill, want the orphan", n)
 	}
-	sw := &jobs.Sweeper{Pool: c.store.Pool(), Store: c.store, RiverSchema: c.store.Schema() + "_river", OrphanAge: time.Millisecond}
-	var swept int64
-	waitFor(t, "the dead session's lock to go", 10*time.Second, func() bool {
-		n, err := sw.Sweep(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		swept += n
-		return swept == 1
-	})
+	killed := time.Now()
 	startWorker(t, env)
+	// The rescue: the slice and its grace (3 s), River's rescuer's pass
+	// (every 30 s), its scheduler's (5 s), a leader elected.
 	waitFor(t, "the resumed backfill", 90*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 1
 	})
+	t.Logf("the killed worker's backfill completed %s after the kill", time.Since(killed).Round(time.Second))
 	syncertest.AssertMirrors(t, c.sim, c.store)
 	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE kind = 'full' AND status = 'succeeded' AND pages = 40`); n != 1 {
 		t.Error("the backfill was not resumed as one run")
+	}
+	if n := c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND errors::text LIKE '%Stuck job rescued%'`); n != 1 {
+		t.Error("the backfill's job was not rescued by River's rescuer")
 	}
 }
 
