@@ -97,7 +97,9 @@ func TestSimulateServesAccounts(t *testing.T) {
 		!revoked.Revoked || !faulty.Faults || faulty.Users != 20 {
 		t.Errorf("accounts file: %+v", accts)
 	}
-	users := func(a apisim.AccountLine, token string) int { return getStatus(t, a.APIURL+"/api/v2/users?count=true", token) }
+	users := func(a apisim.AccountLine, token string) int {
+		return getStatus(t, a.APIURL+"/api/v2/users?count=true", token)
+	}
 	if st := users(large, large.Token); st != http.StatusOK {
 		t.Errorf("acct_001 with its token: %d", st)
 	}

@@ -102,4 +102,3 @@ func TestRedactErrPieces(t *testing.T) {
 		t.Errorf("raw @ in the password: %q", got)
 	}
 }
-
