@@ -14,6 +14,7 @@ import (
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/tokens"
 )
 
 // defaultRedirectPort is the port of the loopback redirect URI,
@@ -155,12 +156,12 @@ func obtainCode(ctx context.Context, e *env, ln net.Listener, req jsonapi.Author
 // exchangeAndStore exchanges the code for a grant, which the token store
 // keeps, and says what was stored.
 func exchangeAndStore(ctx context.Context, e *env, store *warehouse.Store, code, redirectURI, verifier string) error {
-	tokens, err := tokenStore(e, store)
+	ts, err := tokenStore(e, store)
 	if err != nil {
 		return err
 	}
 	o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{TokenURL: e.cfg.OAuthTokenURL, URLSetting: "USERSYNC_OAUTH_TOKEN_URL", ClientID: e.cfg.OAuthClientID,
-		ClientSecret: e.cfg.OAuthClientSecret, Store: tokens, UserAgent: UserAgent(), Logger: e.logger})
+		ClientSecret: e.cfg.OAuthClientSecret, Store: ts, UserAgent: UserAgent(), Logger: e.logger})
 	if err != nil {
 		return usageError{fmt.Errorf("configuring OAuth: %w", err)}
 	}
@@ -174,7 +175,7 @@ func exchangeAndStore(ctx context.Context, e *env, store *warehouse.Store, code,
 		fmt.Fprintf(e.stdout, "The access token expires %s; the worker refreshes it and stores each rotated refresh token.\n",
 			grant.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	if line := scopeLine(grant.Scope); line != "" {
+	if line := tokens.ScopeLine(grant.Scope); line != "" {
 		fmt.Fprintf(e.stdout, "Scope granted: %s\n", line)
 	}
 	fmt.Fprintln(e.stdout, "Next: usersync worker (USERSYNC_OAUTH_REFRESH_TOKEN is not needed).")

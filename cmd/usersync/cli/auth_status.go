@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/usersync/usersync/jobs"
@@ -73,7 +72,7 @@ func printAuthStatus(w io.Writer, cfg Config, schemaName, login string, info tok
 			ago := max(now.Sub(*info.RotatedAt), 0).Round(time.Second) // the database's clock may be ahead
 			fmt.Fprintf(w, "refresh token  last rotated %s (%s ago)\n", info.RotatedAt.UTC().Format(time.RFC3339), ago)
 		}
-		if line := scopeLine(info.Scope); line != "" {
+		if line := tokens.ScopeLine(info.Scope); line != "" {
 			fmt.Fprintf(w, "scope          %s\n", line)
 		}
 	}
@@ -111,33 +110,6 @@ func printAccessExpiry(w io.Writer, info tokens.Info, now time.Time) {
 		refused = "; its grant was refused since, so the API likely refuses it too"
 	}
 	fmt.Fprintf(w, "access token   %s %s (%s)%s\n", verb, info.AccessExpiresAt.UTC().Format(time.RFC3339), relative(*info.AccessExpiresAt, now), refused)
-}
-
-// scopeLine words the scope a grant holds: "" when the token endpoint did
-// not say. usersync only reads, so a scope that writes is worth a warning.
-func scopeLine(scope string) string {
-	if scope == "" {
-		return ""
-	}
-	if w := writeScopes(scope); len(w) > 0 {
-		return fmt.Sprintf("%s: WARNING %s can change the API's data, which usersync never does; set USERSYNC_OAUTH_SCOPES to read scopes and run usersync auth login",
-			scope, strings.Join(w, ", "))
-	}
-	return scope + " (read-only)"
-}
-
-// writeScopes returns the scopes whose action (the part after the last dot
-// or colon, as in users.write) writes: write, delete or all.
-func writeScopes(scope string) []string {
-	var out []string
-	for _, s := range strings.Fields(scope) {
-		action := s[strings.LastIndexAny(s, ".:")+1:]
-		switch strings.ToLower(action) {
-		case "write", "delete", "all":
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // relative says how far t is from now: "in 1h59m" or "3m ago".

@@ -11,6 +11,7 @@ import (
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/snapshot"
+	"github.com/usersync/usersync/sync/warehouse/tokens"
 )
 
 const fixAPI = "check USERSYNC_API_URL and the network (DNS, proxy, firewall) between this host and the API; the detail says what was tried"
@@ -90,7 +91,7 @@ func (c *checker) tokenDetail(ctx context.Context, oauth bool) string {
 	if err != nil || info.Scope == "" {
 		return detail + "; the token endpoint did not say the scope"
 	}
-	return detail + "; scope " + scopeLine(info.Scope)
+	return detail + "; scope " + tokens.ScopeLine(info.Scope)
 }
 
 // checkBudget checks the API sent its rate-limit headers, which
