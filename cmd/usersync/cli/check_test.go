@@ -14,9 +14,9 @@ import (
 
 // checkOutput is usersync check --json's output.
 type checkOutput struct {
-	Version int           `json:"version"`
+	Version int            `json:"version"`
 	Checks  []check.Result `json:"checks"`
-	OK      bool          `json:"ok"`
+	OK      bool           `json:"ok"`
 }
 
 // runCheck runs usersync check, as lines and as JSON, and returns the exit
