@@ -13,6 +13,7 @@ import (
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsonapi/oauthlogin"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/tokens"
 )
@@ -137,19 +138,22 @@ func obtainCode(ctx context.Context, e *env, ln net.Listener, req jsonapi.Author
 	case opts.noBrowser:
 		fmt.Fprintf(e.stdout, "Open this URL in a browser, sign in as a user who can see every user, and approve:\n\n  %s\n\n", req.URL)
 		fmt.Fprintf(e.stdout, "The browser then goes to %s, which fails to load: paste that whole address (or the code) here: ", redirectURI)
-		return readPastedCode(ctx, e.stdin, req)
+		if e.stdin == nil {
+			return "", usageError{errors.New("--no-browser reads the code from standard input, and there is none")}
+		}
+		return oauthlogin.ReadPastedCode(ctx, e.stdin, req)
 	default:
 		if opts.follow {
-			fmt.Fprintf(e.stdout, "Authorizing at %s (following its redirect: --follow-redirect)\n", redactQuery(e.cfg.authorizeURL()))
+			fmt.Fprintf(e.stdout, "Authorizing at %s (following its redirect: --follow-redirect)\n", oauthlogin.RedactQuery(e.cfg.authorizeURL()))
 		} else {
 			fmt.Fprintf(e.stdout, "Open this URL in a browser, sign in as a user who can see every user, and approve:\n\n  %s\n\nWaiting for the redirect to %s …\n", req.URL, redirectURI)
-			opened, cleanup := openBrowser(ctx, e, req.URL)
+			opened, cleanup := oauthlogin.OpenBrowser(ctx, e.getenv, e.logger, req.URL)
 			defer cleanup()
 			if opened {
 				fmt.Fprintln(e.stdout, "(opened in your browser)")
 			}
 		}
-		return awaitCallback(ctx, e, ln, req, opts)
+		return oauthlogin.AwaitCallback(ctx, ln, req, opts.follow, opts.timeout)
 	}
 }
 
@@ -170,7 +174,7 @@ func exchangeAndStore(ctx context.Context, e *env, store *warehouse.Store, code,
 		return explainExchange(err, jobs.LoginCommand(e.account))
 	}
 	fmt.Fprintf(e.stdout, "Authorized: the refresh token is stored in %s.oauth_tokens for client %s at %s.\n",
-		store.Schema(), e.cfg.OAuthClientID, redactQuery(e.cfg.OAuthTokenURL))
+		store.Schema(), e.cfg.OAuthClientID, oauthlogin.RedactQuery(e.cfg.OAuthTokenURL))
 	if !grant.ExpiresAt.IsZero() {
 		fmt.Fprintf(e.stdout, "The access token expires %s; the worker refreshes it and stores each rotated refresh token.\n",
 			grant.ExpiresAt.UTC().Format(time.RFC3339))

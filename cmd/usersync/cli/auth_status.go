@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/usersync/usersync/sync/jsonapi/oauthlogin"
 	"io"
 	"time"
 
@@ -46,7 +47,7 @@ a token.`,
 						TokenURL string `json:"token_url"`
 						tokens.Info
 						FallbackConfigured bool `json:"refresh_token_in_environment"`
-					}{e.cfg.OAuthClientID, redactQuery(e.cfg.OAuthTokenURL), info, e.cfg.OAuthRefreshToken != ""}
+					}{e.cfg.OAuthClientID, oauthlogin.RedactQuery(e.cfg.OAuthTokenURL), info, e.cfg.OAuthRefreshToken != ""}
 					return writeJSON(e.stdout, out)
 				}
 				printAuthStatus(e.stdout, e.cfg, store.Schema(), jobs.LoginCommand(e.account), info, time.Now())
@@ -59,7 +60,7 @@ a token.`,
 // printAuthStatus prints info of the grant of cfg kept in schemaName; login
 // is the command that stores one (usersync auth login [--account NAME]).
 func printAuthStatus(w io.Writer, cfg Config, schemaName, login string, info tokens.Info, now time.Time) {
-	fmt.Fprintf(w, "client         %s at %s\n", cfg.OAuthClientID, redactQuery(cfg.OAuthTokenURL))
+	fmt.Fprintf(w, "client         %s at %s\n", cfg.OAuthClientID, oauthlogin.RedactQuery(cfg.OAuthTokenURL))
 	if !info.Stored {
 		fmt.Fprintf(w, "stored token   none in %s.oauth_tokens: run %s\n", schemaName, login)
 	} else {
