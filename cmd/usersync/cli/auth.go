@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/usersync/usersync/jobs"
@@ -96,7 +95,7 @@ func authLogin(ctx context.Context, e *env, opts loginOptions) error {
 	}
 	defer pool.Close()
 
-	ln, port, err := listenRedirect(ctx, opts)
+	ln, port, err := oauthlogin.ListenRedirect(ctx, opts.port, opts.noBrowser)
 	if err != nil {
 		return err
 	}
@@ -113,22 +112,6 @@ func authLogin(ctx context.Context, e *env, opts loginOptions) error {
 		return err
 	}
 	return exchangeAndStore(ctx, e, store, code, redirectURI, req.Verifier)
-}
-
-// listenRedirect listens on the loopback redirect port (none with
-// --no-browser: the operator pastes the redirect) and returns the port.
-func listenRedirect(ctx context.Context, opts loginOptions) (net.Listener, int, error) {
-	if opts.noBrowser {
-		return nil, opts.port, nil
-	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.port)))
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, 0, fmt.Errorf("listening for the redirect on 127.0.0.1:%d: the port is in use; stop what holds it or pick another with --redirect-port (and register that redirect URI)", opts.port)
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("listening for the redirect: %w", err)
-	}
-	return ln, ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // obtainCode sends the operator (or, with --follow-redirect, itself) to the
@@ -171,7 +154,7 @@ func exchangeAndStore(ctx context.Context, e *env, store *warehouse.Store, code,
 	}
 	grant, err := o.ExchangeCode(ctx, code, redirectURI, verifier)
 	if err != nil {
-		return explainExchange(err, jobs.LoginCommand(e.account))
+		return oauthlogin.ExplainExchange(err, jobs.LoginCommand(e.account))
 	}
 	fmt.Fprintf(e.stdout, "Authorized: the refresh token is stored in %s.oauth_tokens for client %s at %s.\n",
 		store.Schema(), e.cfg.OAuthClientID, oauthlogin.RedactQuery(e.cfg.OAuthTokenURL))
@@ -184,20 +167,4 @@ func exchangeAndStore(ctx context.Context, e *env, store *warehouse.Store, code,
 	}
 	fmt.Fprintln(e.stdout, "Next: usersync worker (USERSYNC_OAUTH_REFRESH_TOKEN is not needed).")
 	return nil
-}
-
-// explainExchange turns the token endpoint's refusals into one line that
-// says what to do; login is the command that was run.
-func explainExchange(err error, login string) error {
-	var ae *jsonapi.AuthError
-	if !errors.As(err, &ae) {
-		return err
-	}
-	switch ae.Code {
-	case "invalid_grant":
-		return fmt.Errorf("exchanging the code: the token endpoint refused it (invalid_grant): it was already used, expired, or was issued for another redirect URI or PKCE verifier; run %s again", login)
-	case "invalid_client", "unauthorized_client":
-		return fmt.Errorf("exchanging the code: the token endpoint refused the client (%s): check USERSYNC_OAUTH_CLIENT_ID and USERSYNC_OAUTH_CLIENT_SECRET", ae.Code)
-	}
-	return err
 }
