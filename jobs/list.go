@@ -35,7 +35,7 @@ func ListJobs(ctx context.Context, rc *river.Client[pgx.Tx], o ListOptions) ([]J
 	if err != nil {
 		return nil, fmt.Errorf("listing jobs: %w", err)
 	}
-	return JobLines(res.Jobs), nil
+	return jobLines(res.Jobs), nil
 }
 
 // ParseJobStates parses --state, or gives every state but completed (and that
@@ -81,7 +81,7 @@ type JobLine struct {
 	LastError   string          `json:"last_error"` // of its last failed attempt, on one line
 }
 
-func JobLines(rows []*rivertype.JobRow) []JobLine {
+func jobLines(rows []*rivertype.JobRow) []JobLine {
 	out := make([]JobLine, 0, len(rows))
 	for _, r := range rows {
 		l := JobLine{ID: r.ID, Account: listedAccountOf(r.Kind, r.EncodedArgs), Kind: r.Kind, Queue: r.Queue, State: string(r.State), Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,

@@ -12,13 +12,13 @@ import (
 type Form int
 
 const (
-	// FormLegacy, dbt 1.8.0 to 1.9.4: freshness, loaded_at_field and the
+	// FormLegacy is dbt 1.8.0 to 1.9.4: freshness, loaded_at_field and the
 	// tests' arguments at the top level; no test descriptions (1.9).
 	FormLegacy Form = iota
-	// FormConfig, dbt 1.9.5 to 1.10.7: freshness under config (the
+	// FormConfig is dbt 1.9.5 to 1.10.7: freshness under config (the
 	// older dbt ignore it there), loaded_at_field still at the top level.
 	FormConfig
-	// FormCurrent, dbt 1.10.8 and later: freshness and loaded_at_query
+	// FormCurrent is dbt 1.10.8 and later: freshness and loaded_at_query
 	// under config, the tests' arguments under arguments (an older dbt
 	// passes that key to the test macro, which refuses it).
 	FormCurrent

@@ -40,7 +40,7 @@ func TestExplainExchange(t *testing.T) {
 		t.Errorf("invalid_client: %v", err)
 	}
 	other := errors.New("connection refused")
-	if err := ExplainExchange(other, "x"); err != other {
+	if err := ExplainExchange(other, "x"); !errors.Is(err, other) || err.Error() != other.Error() {
 		t.Errorf("another error: %v", err)
 	}
 }
