@@ -8,12 +8,13 @@ import (
 	"net"
 	"net/url"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/jsonapi/oauthlogin"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/tokens"
 )
 
 // defaultRedirectPort is the port of the loopback redirect URI,
@@ -94,7 +95,7 @@ func authLogin(ctx context.Context, e *env, opts loginOptions) error {
 	}
 	defer pool.Close()
 
-	ln, port, err := listenRedirect(ctx, opts)
+	ln, port, err := oauthlogin.ListenRedirect(ctx, opts.port, opts.noBrowser)
 	if err != nil {
 		return err
 	}
@@ -113,22 +114,6 @@ func authLogin(ctx context.Context, e *env, opts loginOptions) error {
 	return exchangeAndStore(ctx, e, store, code, redirectURI, req.Verifier)
 }
 
-// listenRedirect listens on the loopback redirect port (none with
-// --no-browser: the operator pastes the redirect) and returns the port.
-func listenRedirect(ctx context.Context, opts loginOptions) (net.Listener, int, error) {
-	if opts.noBrowser {
-		return nil, opts.port, nil
-	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.port)))
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, 0, fmt.Errorf("listening for the redirect on 127.0.0.1:%d: the port is in use; stop what holds it or pick another with --redirect-port (and register that redirect URI)", opts.port)
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("listening for the redirect: %w", err)
-	}
-	return ln, ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // obtainCode sends the operator (or, with --follow-redirect, itself) to the
 // authorize URL and returns the code the redirect brings back.
 func obtainCode(ctx context.Context, e *env, ln net.Listener, req jsonapi.AuthorizationRequest, redirectURI string, opts loginOptions) (string, error) {
@@ -136,63 +121,50 @@ func obtainCode(ctx context.Context, e *env, ln net.Listener, req jsonapi.Author
 	case opts.noBrowser:
 		fmt.Fprintf(e.stdout, "Open this URL in a browser, sign in as a user who can see every user, and approve:\n\n  %s\n\n", req.URL)
 		fmt.Fprintf(e.stdout, "The browser then goes to %s, which fails to load: paste that whole address (or the code) here: ", redirectURI)
-		return readPastedCode(ctx, e.stdin, req)
+		if e.stdin == nil {
+			return "", usageError{errors.New("--no-browser reads the code from standard input, and there is none")}
+		}
+		return oauthlogin.ReadPastedCode(ctx, e.stdin, req)
 	default:
 		if opts.follow {
-			fmt.Fprintf(e.stdout, "Authorizing at %s (following its redirect: --follow-redirect)\n", redactQuery(e.cfg.authorizeURL()))
+			fmt.Fprintf(e.stdout, "Authorizing at %s (following its redirect: --follow-redirect)\n", oauthlogin.RedactQuery(e.cfg.authorizeURL()))
 		} else {
 			fmt.Fprintf(e.stdout, "Open this URL in a browser, sign in as a user who can see every user, and approve:\n\n  %s\n\nWaiting for the redirect to %s …\n", req.URL, redirectURI)
-			opened, cleanup := openBrowser(ctx, e, req.URL)
+			opened, cleanup := oauthlogin.OpenBrowser(ctx, e.getenv, e.logger, req.URL)
 			defer cleanup()
 			if opened {
 				fmt.Fprintln(e.stdout, "(opened in your browser)")
 			}
 		}
-		return awaitCallback(ctx, e, ln, req, opts)
+		return oauthlogin.AwaitCallback(ctx, ln, req, opts.follow, opts.timeout)
 	}
 }
 
 // exchangeAndStore exchanges the code for a grant, which the token store
 // keeps, and says what was stored.
 func exchangeAndStore(ctx context.Context, e *env, store *warehouse.Store, code, redirectURI, verifier string) error {
-	tokens, err := tokenStore(e, store)
+	ts, err := tokenStore(e, store)
 	if err != nil {
 		return err
 	}
 	o, err := jsonapi.NewOAuth(jsonapi.OAuthConfig{TokenURL: e.cfg.OAuthTokenURL, URLSetting: "USERSYNC_OAUTH_TOKEN_URL", ClientID: e.cfg.OAuthClientID,
-		ClientSecret: e.cfg.OAuthClientSecret, Store: tokens, UserAgent: UserAgent(), Logger: e.logger})
+		ClientSecret: e.cfg.OAuthClientSecret, Store: ts, UserAgent: UserAgent(), Logger: e.logger})
 	if err != nil {
 		return usageError{fmt.Errorf("configuring OAuth: %w", err)}
 	}
 	grant, err := o.ExchangeCode(ctx, code, redirectURI, verifier)
 	if err != nil {
-		return explainExchange(err, jobs.LoginCommand(e.account))
+		return oauthlogin.ExplainExchange(err, jobs.LoginCommand(e.account))
 	}
 	fmt.Fprintf(e.stdout, "Authorized: the refresh token is stored in %s.oauth_tokens for client %s at %s.\n",
-		store.Schema(), e.cfg.OAuthClientID, redactQuery(e.cfg.OAuthTokenURL))
+		store.Schema(), e.cfg.OAuthClientID, oauthlogin.RedactQuery(e.cfg.OAuthTokenURL))
 	if !grant.ExpiresAt.IsZero() {
 		fmt.Fprintf(e.stdout, "The access token expires %s; the worker refreshes it and stores each rotated refresh token.\n",
 			grant.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	if line := scopeLine(grant.Scope); line != "" {
+	if line := tokens.ScopeLine(grant.Scope); line != "" {
 		fmt.Fprintf(e.stdout, "Scope granted: %s\n", line)
 	}
 	fmt.Fprintln(e.stdout, "Next: usersync worker (USERSYNC_OAUTH_REFRESH_TOKEN is not needed).")
 	return nil
-}
-
-// explainExchange turns the token endpoint's refusals into one line that
-// says what to do; login is the command that was run.
-func explainExchange(err error, login string) error {
-	var ae *jsonapi.AuthError
-	if !errors.As(err, &ae) {
-		return err
-	}
-	switch ae.Code {
-	case "invalid_grant":
-		return fmt.Errorf("exchanging the code: the token endpoint refused it (invalid_grant): it was already used, expired, or was issued for another redirect URI or PKCE verifier; run %s again", login)
-	case "invalid_client", "unauthorized_client":
-		return fmt.Errorf("exchanging the code: the token endpoint refused the client (%s): check USERSYNC_OAUTH_CLIENT_ID and USERSYNC_OAUTH_CLIENT_SECRET", ae.Code)
-	}
-	return err
 }

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/usersync/usersync/sync/jsonapi/oauthlogin"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/usersync/usersync/jobs"
@@ -47,7 +47,7 @@ a token.`,
 						TokenURL string `json:"token_url"`
 						tokens.Info
 						FallbackConfigured bool `json:"refresh_token_in_environment"`
-					}{e.cfg.OAuthClientID, redactQuery(e.cfg.OAuthTokenURL), info, e.cfg.OAuthRefreshToken != ""}
+					}{e.cfg.OAuthClientID, oauthlogin.RedactQuery(e.cfg.OAuthTokenURL), info, e.cfg.OAuthRefreshToken != ""}
 					return writeJSON(e.stdout, out)
 				}
 				printAuthStatus(e.stdout, e.cfg, store.Schema(), jobs.LoginCommand(e.account), info, time.Now())
@@ -60,7 +60,7 @@ a token.`,
 // printAuthStatus prints info of the grant of cfg kept in schemaName; login
 // is the command that stores one (usersync auth login [--account NAME]).
 func printAuthStatus(w io.Writer, cfg Config, schemaName, login string, info tokens.Info, now time.Time) {
-	fmt.Fprintf(w, "client         %s at %s\n", cfg.OAuthClientID, redactQuery(cfg.OAuthTokenURL))
+	fmt.Fprintf(w, "client         %s at %s\n", cfg.OAuthClientID, oauthlogin.RedactQuery(cfg.OAuthTokenURL))
 	if !info.Stored {
 		fmt.Fprintf(w, "stored token   none in %s.oauth_tokens: run %s\n", schemaName, login)
 	} else {
@@ -73,7 +73,7 @@ func printAuthStatus(w io.Writer, cfg Config, schemaName, login string, info tok
 			ago := max(now.Sub(*info.RotatedAt), 0).Round(time.Second) // the database's clock may be ahead
 			fmt.Fprintf(w, "refresh token  last rotated %s (%s ago)\n", info.RotatedAt.UTC().Format(time.RFC3339), ago)
 		}
-		if line := scopeLine(info.Scope); line != "" {
+		if line := tokens.ScopeLine(info.Scope); line != "" {
 			fmt.Fprintf(w, "scope          %s\n", line)
 		}
 	}
@@ -111,33 +111,6 @@ func printAccessExpiry(w io.Writer, info tokens.Info, now time.Time) {
 		refused = "; its grant was refused since, so the API likely refuses it too"
 	}
 	fmt.Fprintf(w, "access token   %s %s (%s)%s\n", verb, info.AccessExpiresAt.UTC().Format(time.RFC3339), relative(*info.AccessExpiresAt, now), refused)
-}
-
-// scopeLine words the scope a grant holds: "" when the token endpoint did
-// not say. usersync only reads, so a scope that writes is worth a warning.
-func scopeLine(scope string) string {
-	if scope == "" {
-		return ""
-	}
-	if w := writeScopes(scope); len(w) > 0 {
-		return fmt.Sprintf("%s: WARNING %s can change the API's data, which usersync never does; set USERSYNC_OAUTH_SCOPES to read scopes and run usersync auth login",
-			scope, strings.Join(w, ", "))
-	}
-	return scope + " (read-only)"
-}
-
-// writeScopes returns the scopes whose action (the part after the last dot
-// or colon, as in users.write) writes: write, delete or all.
-func writeScopes(scope string) []string {
-	var out []string
-	for _, s := range strings.Fields(scope) {
-		action := s[strings.LastIndexAny(s, ".:")+1:]
-		switch strings.ToLower(action) {
-		case "write", "delete", "all":
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // relative says how far t is from now: "in 1h59m" or "3m ago".

@@ -8,19 +8,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usersync/usersync/jobs/check"
 	"github.com/usersync/usersync/sync/apisim"
 )
 
 // checkOutput is usersync check --json's output.
 type checkOutput struct {
-	Version int           `json:"version"`
-	Checks  []checkResult `json:"checks"`
-	OK      bool          `json:"ok"`
+	Version int            `json:"version"`
+	Checks  []check.Result `json:"checks"`
+	OK      bool           `json:"ok"`
 }
 
 // runCheck runs usersync check, as lines and as JSON, and returns the exit
 // code, the lines and the checks by name.
-func runCheck(t *testing.T, env map[string]string) (int, string, map[string]checkResult) {
+func runCheck(t *testing.T, env map[string]string) (int, string, map[string]check.Result) {
 	t.Helper()
 	code, out, errs := run(t, env, "check")
 	jcode, jout, _ := run(t, env, "check", "--json")
@@ -31,7 +32,7 @@ func runCheck(t *testing.T, env map[string]string) (int, string, map[string]chec
 	if err := json.Unmarshal([]byte(jout), &co); err != nil {
 		t.Fatalf("check --json: %v\n%s", err, jout)
 	}
-	byName := map[string]checkResult{}
+	byName := map[string]check.Result{}
 	for _, c := range co.Checks {
 		byName[c.Name] = c
 	}
@@ -45,12 +46,12 @@ func runCheck(t *testing.T, env map[string]string) (int, string, map[string]chec
 		}
 	}
 	for _, c := range co.Checks { // the lines say what the JSON says (the budget's figures and the next runs move)
-		line := c.line() + "\n"
+		line := c.Line() + "\n"
 		if c.Name == "budget" || c.Name == "schedules" {
 			line = strings.SplitAfter(line, ":")[0]
 		}
 		if !strings.Contains(out, line) || !c.OK && (c.Fix == "" || !strings.Contains(out, "fix: "+c.Fix+"\n")) {
-			t.Errorf("check %s: the lines lack %q or its fix %q:\n%s", c.Name, c.line(), c.Fix, out)
+			t.Errorf("check %s: the lines lack %q or its fix %q:\n%s", c.Name, c.Line(), c.Fix, out)
 		}
 	}
 	if code != ExitOK && !strings.Contains(errs, "usersync check: ") {
@@ -61,7 +62,7 @@ func runCheck(t *testing.T, env map[string]string) (int, string, map[string]chec
 
 // assertChecks checks which checks passed, and that each detail (or fix)
 // holds the words given.
-func assertChecks(t *testing.T, what string, got map[string]checkResult, want map[string]bool, words map[string][]string) {
+func assertChecks(t *testing.T, what string, got map[string]check.Result, want map[string]bool, words map[string][]string) {
 	t.Helper()
 	for name, ok := range want {
 		if got[name].OK != ok {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/usersync/usersync/schema/dbt"
 	"github.com/usersync/usersync/schema/schematest"
 )
 
@@ -101,7 +102,7 @@ func checkUnionTests(t *testing.T, f *registryFleet, src dbtParsedSource) {
 			}
 		}
 	}
-	if keys != len(dbtKeys()) {
-		t.Errorf("the union's source tests %d (account, key) pairs, want %d", keys, len(dbtKeys()))
+	if keys != len(dbt.Keys()) {
+		t.Errorf("the union's source tests %d (account, key) pairs, want %d", keys, len(dbt.Keys()))
 	}
 }

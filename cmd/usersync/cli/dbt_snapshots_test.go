@@ -107,25 +107,3 @@ func TestSchemaDBTSnapshotsDestinations(t *testing.T) {
 		}
 	}
 }
-
-// TestSchemaDBTSnapshotsTypes: every column's data_type is DuckDB's name
-// for what the snapshots hold.
-func TestSchemaDBTSnapshotsTypes(t *testing.T) {
-	t.Parallel()
-	_, p := dbtOutput(t, nil, "--snapshots", "/s")
-	for _, tbl := range p.Sources[0].Tables {
-		for _, c := range tbl.Columns {
-			if c.DataType == "" || !slices.Contains(dbtDuckDBTypeNames(), c.DataType) {
-				t.Errorf("%s.%s: data_type %q is not one of DuckDB's", tbl.Name, c.Name, c.DataType)
-			}
-		}
-	}
-}
-
-func dbtDuckDBTypeNames() []string {
-	var out []string
-	for _, v := range dbtDuckDBTypes {
-		out = append(out, v)
-	}
-	return out
-}

@@ -10,12 +10,22 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/schema/dbt"
 )
 
 // dbtGoldens pins the sources.yml of the default settings for each form:
 // the default (dbt 1.10.8 and later), 1.9.5 to 1.10.7, and 1.8.0 to 1.9.4.
 var dbtGoldens = map[string]string{"": "testdata/dbt_sources.golden.yml", "1.9.5": "testdata/dbt_sources_1.9.5.golden.yml",
 	"1.8": "testdata/dbt_sources_1.8.golden.yml"}
+
+// dbtFile is dbtParsed under the name the accounts' tests read it by.
+type dbtFile = dbtParsed
+
+// dbtPeriod is a freshness threshold as read back.
+type dbtPeriod struct {
+	Count  int64
+	Period string
+}
 
 // dbtParsedFreshness is a freshness block as read back.
 type dbtParsedFreshness struct {
@@ -123,19 +133,10 @@ func TestSchemaDBTGolden(t *testing.T) {
 	}
 }
 
-// TestDBTVersions: --dbt-version takes what dbt --version prints, or
-// major.minor (the minor's first release), and picks the form by dbt's
-// cut-offs, 1.9.5 and 1.10.8; before 1.8, or not a version, is refused.
+// TestDBTVersions: --dbt-version picks the form its header names; a
+// version before 1.8, or not a version, is a usage error.
 func TestDBTVersions(t *testing.T) {
 	t.Parallel()
-	for version, want := range map[string]dbtForm{"": dbtFormCurrent, "1.8": dbtFormLegacy, "1.8.0": dbtFormLegacy,
-		"1.8.10": dbtFormLegacy, "1.9": dbtFormLegacy, "1.9.4": dbtFormLegacy, "1.9.5": dbtFormConfig, "1.9.11": dbtFormConfig,
-		"1.10": dbtFormConfig, "1.10.7": dbtFormConfig, "1.10.8": dbtFormCurrent, "1.10.23": dbtFormCurrent,
-		"1.11": dbtFormCurrent, "1.11.14": dbtFormCurrent, "1.12.0": dbtFormCurrent, "2.0": dbtFormCurrent} {
-		if got, err := parseDBTVersion(version); err != nil || got != want {
-			t.Errorf("--dbt-version %q: form %d (%v), want %d", version, got, err, want)
-		}
-	}
 	for version, marker := range map[string]string{"1.8.10": "for dbt 1.8.0 to 1.9.4", "1.10.7": "for dbt 1.9.5 to 1.10.7", "1.11.14": "for dbt 1.10.8 and later"} {
 		if out, _ := dbtOutput(t, nil, "--dbt-version", version); !strings.Contains(strings.SplitN(out, "\nversion:", 2)[0], marker) {
 			t.Errorf("--dbt-version %s: the header does not say %q:\n%s", version, marker, out[:200])
@@ -196,9 +197,9 @@ func checkDBTFreshness(t *testing.T, what string, src dbtParsedSource, everywher
 		}
 		var last bool
 		if everywhere {
-			last = field == "" && f.Filter == "" && strings.Contains(query, `."sync_runs" where `+dbtFreshnessFilter)
+			last = field == "" && f.Filter == "" && strings.Contains(query, `."sync_runs" where `+dbt.FreshnessFilter)
 		} else {
-			last = tbl.Name == "sync_runs" && field == "finished_at" && f.Filter == dbtFreshnessFilter && query == ""
+			last = tbl.Name == "sync_runs" && field == "finished_at" && f.Filter == dbt.FreshnessFilter && query == ""
 		}
 		if !last {
 			t.Errorf("%s: freshness of %s: loaded_at_field %q, loaded_at_query %q, filter %q", what, tbl.Name, field, query, f.Filter)
@@ -241,7 +242,7 @@ func TestDBTPersonalData(t *testing.T) {
 					t.Errorf("--dbt-version %q: %s.%s has meta or tags at the wrong level", version, tbl.Name, col.Name)
 				}
 				how, personal := want[col.Name]
-				if !dbtUserTables[tbl.Name] || !personal {
+				if !dbt.UserTables[tbl.Name] || !personal {
 					if meta != nil || tags != nil {
 						t.Errorf("--dbt-version %q: %s.%s is marked %v %v", version, tbl.Name, col.Name, meta, tags)
 					}

@@ -11,15 +11,15 @@ import (
 )
 
 // jobsList runs usersync jobs list --json with args and returns the jobs.
-func jobsList(t *testing.T, env map[string]string, args ...string) []jobLine {
+func jobsList(t *testing.T, env map[string]string, args ...string) []jobs.JobLine {
 	t.Helper()
 	code, out, errs := run(t, env, append([]string{"jobs", "list", "--json"}, args...)...)
 	if code != ExitOK {
 		t.Fatalf("jobs list: exit %d: %s", code, errs)
 	}
 	var got struct {
-		Version int       `json:"version"`
-		Jobs    []jobLine `json:"jobs"`
+		Version int            `json:"version"`
+		Jobs    []jobs.JobLine `json:"jobs"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil || got.Version != 1 {
 		t.Fatalf("jobs list --json: version %d, %v\n%s", got.Version, err, out)

@@ -1,15 +1,10 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -34,7 +29,7 @@ them: see docs/operations.md (Personal data).`,
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			var ids []int64
 			fs.Func("user", "id of a user to erase (repeatable)", func(v string) error {
-				id, err := parseUserID(v)
+				id, err := pii.ParseUserID(v)
 				ids = append(ids, id)
 				return err
 			})
@@ -42,7 +37,7 @@ them: see docs/operations.md (Personal data).`,
 			asJSON := fs.Bool("json", false, "print what was erased as JSON")
 			return func(ctx context.Context, e *env, _ []string) error {
 				if *file != "" {
-					more, err := readUserIDs(*file)
+					more, err := pii.ReadUserIDs(*file)
 					if err != nil {
 						return usageError{err}
 					}
@@ -69,56 +64,11 @@ them: see docs/operations.md (Personal data).`,
 						Erasures []pii.Erasure `json:"erasures"`
 					}{erased})
 				}
-				printErasures(e.stdout, erased)
+				pii.WriteErasures(e.stdout, erased)
 				return nil
 			}
 		},
 	}
-}
-
-func parseUserID(v string) (int64, error) {
-	id, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, fmt.Errorf("a user id is a positive whole number, not %q", v)
-	}
-	return id, nil
-}
-
-func readUserIDs(path string) ([]int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("--file: %w", err)
-	}
-	defer f.Close()
-	var ids []int64
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		id, err := parseUserID(line)
-		if err != nil {
-			return nil, fmt.Errorf("--file %s, line %d: %w", path, n, err)
-		}
-		ids = append(ids, id)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("--file %s: %w", path, err)
-	}
-	return ids, nil
-}
-
-func printErasures(w io.Writer, erased []pii.Erasure) {
-	for _, x := range erased {
-		if !x.Found {
-			fmt.Fprintf(w, "user %d: not in the warehouse; nothing to erase (recorded in erasures)\n", x.UserID)
-			continue
-		}
-		fmt.Fprintf(w, "user %d: erased: %d superseded versions and %d quarantine records deleted, %d personal values cleared in the current row\n",
-			x.UserID, x.VersionsDeleted, x.QuarantineDeleted, x.ColumnsCleared)
-	}
-	fmt.Fprintln(w, "Parquet snapshots written before now keep their copies until retention removes them (docs/operations.md, Personal data).")
 }
 
 func piiApplyCommand() command {
@@ -158,69 +108,22 @@ policy, which still hold the older values.`,
 					return err
 				}
 				defer lock.Release()
-				return piiApply(ctx, e, store, *batch)
+				pd, err := pii.New(store, e.cfg.PII)
+				if err != nil {
+					return err
+				}
+				if err := pd.ApplyReporting(ctx, *batch, e.stdout); err != nil || e.cfg.SnapshotDir == "off" {
+					return err
+				}
+				dest, err := snapshot.ParseDestination(e.cfg.SnapshotDir, snapshot.S3Options{Endpoint: e.cfg.S3Endpoint, Region: e.cfg.S3Region,
+					AccessKeyID: e.cfg.S3AccessKeyID, SecretAccessKey: e.cfg.S3SecretAccessKey, PathStyle: e.cfg.S3PathStyle})
+				if err != nil {
+					return usageError{fmt.Errorf("USERSYNC_SNAPSHOT_DIR: %w", err)}
+				}
+				return snapshot.WriteOlderPolicies(ctx, e.stdout, dest, e.cfg.Schema, e.cfg.PII.Fingerprint())
 			}
 		},
 	}
-}
-
-func piiApply(ctx context.Context, e *env, store *warehouse.Store, batch int) error {
-	pd, err := pii.New(store, e.cfg.PII)
-	if err != nil {
-		return err
-	}
-	fp := e.cfg.PII.Fingerprint()
-	fmt.Fprintf(e.stdout, "applying personal-data policy %s\n", fp)
-	pr, err := pd.Apply(ctx, batch, func(p pii.ApplyProgress) {
-		if p.Resumed {
-			fmt.Fprintf(e.stdout, "  (resumed a stopped apply) ")
-		}
-		fmt.Fprintf(e.stdout, "  %s: up to id %d, %d rows rewritten in all\n", p.Phase, p.LastID, p.Rewritten)
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "done: %d rows rewritten; users, history and quarantine follow the policy\n", pr.Rewritten)
-	if pr.KeptOtherKey > 0 {
-		fmt.Fprintf(e.stdout, "%d values were hashed under another key and are left as they were (a hash cannot be re-keyed); a sync rewrites a user's row when it changes\n", pr.KeptOtherKey)
-	}
-	return listOlderSnapshots(ctx, e, fp)
-}
-
-// listOlderSnapshots prints the snapshots written under another policy.
-func listOlderSnapshots(ctx context.Context, e *env, fp string) error {
-	if e.cfg.SnapshotDir == "off" {
-		return nil
-	}
-	dest, err := snapshot.ParseDestination(e.cfg.SnapshotDir, snapshot.S3Options{Endpoint: e.cfg.S3Endpoint, Region: e.cfg.S3Region,
-		AccessKeyID: e.cfg.S3AccessKeyID, SecretAccessKey: e.cfg.S3SecretAccessKey, PathStyle: e.cfg.S3PathStyle})
-	if err != nil {
-		return usageError{fmt.Errorf("USERSYNC_SNAPSHOT_DIR: %w", err)}
-	}
-	ids, err := snapshot.Manifests(ctx, dest, e.cfg.Schema)
-	if err != nil {
-		return fmt.Errorf("listing snapshots: %w", err)
-	}
-	older := 0
-	for _, id := range ids {
-		m, err := snapshot.ReadManifest(ctx, dest, e.cfg.Schema, id)
-		if err != nil {
-			return err
-		}
-		if m.Policy == fp {
-			continue
-		}
-		policy := m.Policy
-		if policy == "" {
-			policy = "not recorded (written before usersync recorded policies)"
-		}
-		fmt.Fprintf(e.stdout, "snapshot %s was written under an older policy: %s\n", id, policy)
-		older++
-	}
-	if older > 0 {
-		fmt.Fprintf(e.stdout, "%d snapshots hold values the current policy would not keep; retention ages them out, or see docs/operations.md (Personal data) to remove them sooner\n", older)
-	}
-	return nil
 }
 
 // commentPolicyColumns says in the column comments which columns the

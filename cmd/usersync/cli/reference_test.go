@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/usersync/usersync/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated docs (docs/configuration.md, docs/analysts.md's table reference) and the golden files in testdata/")
@@ -63,5 +65,5 @@ func TestDocsAnalystsSchema(t *testing.T) {
 	if i < 0 || j < i {
 		t.Fatal("docs/analysts.md lacks the schema markers")
 	}
-	checkGenerated(t, path, s[:i+len(begin)]+"\n"+SchemaMarkdown("usersync")+s[j:])
+	checkGenerated(t, path, s[:i+len(begin)]+"\n"+schema.Markdown("usersync")+s[j:])
 }

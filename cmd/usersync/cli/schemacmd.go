@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"strings"
 
+	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/schema/dbt"
+	"github.com/usersync/usersync/sync/snapshot"
+	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
 func schemaCommand() command {
@@ -40,9 +42,9 @@ stable path DEST/<USERSYNC_SCHEMA>/<table>/current/*.parquet, the same tests, an
 				}
 				switch *format {
 				case "text":
-					printSchemaText(e.stdout, e.cfg.Schema)
+					schema.WriteText(e.stdout, e.cfg.Schema)
 				case "markdown":
-					fmt.Fprint(e.stdout, SchemaMarkdown(e.cfg.Schema))
+					fmt.Fprint(e.stdout, schema.Markdown(e.cfg.Schema))
 				case "dbt":
 					return printDBT(ctx, e, *dbtVersion, *all, *snapshots)
 				default:
@@ -56,21 +58,30 @@ stable path DEST/<USERSYNC_SCHEMA>/<table>/current/*.parquet, the same tests, an
 
 // printDBT prints the dbt sources.yml the flags ask for: the warehouse's,
 // the union views' (all) or the snapshots' (snapshots, a destination).
-func printDBT(ctx context.Context, e *env, dbtVersion string, all bool, snapshots string) error {
-	form, err := parseDBTVersion(dbtVersion)
+func printDBT(ctx context.Context, e *env, version string, all bool, snapshots string) error {
+	form, err := dbt.ParseVersion(version)
 	if err != nil {
 		return usageError{err}
 	}
+	opt := dbt.Options{Form: form, Personal: dbt.Personal(e.cfg.PII.HashedColumns(), e.cfg.PII.DroppedColumns())}
 	var out string
 	switch {
 	case all && snapshots != "":
 		return usageError{fmt.Errorf("--all-accounts and --snapshots cannot be combined")}
 	case snapshots != "":
-		out, err = dbtSnapshotSources(e.cfg.Schema, snapshots, form, e.cfg.PII)
+		if err := snapshot.CheckDestination(snapshots); err != nil {
+			return fmt.Errorf("--snapshots: %w", err)
+		}
+		out, err = dbt.SnapshotSources(e.cfg.Schema, snapshots, opt)
 	case all:
-		out, err = dbtAllAccountsOf(ctx, e, form)
+		out, err = dbtAllAccounts(ctx, e, form)
 	default:
-		out, err = dbtSources(e.cfg.Schema, e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval, form, e.cfg.PII)
+		sched, perr := jobs.ParseSchedule("USERSYNC_SYNC_SCHEDULE", e.cfg.SyncSchedule, e.cfg.ScheduleMinInterval)
+		if perr != nil {
+			return perr
+		}
+		opt.Every = dbt.ScheduleInterval(sched)
+		out, err = dbt.Sources(e.cfg.Schema, e.cfg.SyncSchedule, opt)
 	}
 	if err != nil {
 		return err
@@ -79,42 +90,33 @@ func printDBT(ctx context.Context, e *env, dbtVersion string, all bool, snapshot
 	return nil
 }
 
-func printSchemaText(w io.Writer, schemaName string) {
-	for _, t := range schema.Tables() {
-		kind := "table"
-		if t.View {
-			kind = "view"
-		}
-		fmt.Fprintf(w, "%s %s.%s: %s\n", kind, schemaName, t.Name, t.Meaning)
-		for _, c := range t.Columns {
-			null := ""
-			if !c.Nullable {
-				null = " not null"
-			}
-			fmt.Fprintf(w, "  %-40s %-12s%s\n      %s\n", c.Name, c.Type, null, c.Meaning)
-		}
-		fmt.Fprintln(w)
+// dbtAllAccounts renders the dbt sources.yml of the union views of the
+// fleet e runs in, with the registered accounts' schedules and policies.
+func dbtAllAccounts(ctx context.Context, e *env, form dbt.Form) (string, error) {
+	pool, err := openPool(ctx, e, 2)
+	if err != nil {
+		return "", err
 	}
-}
-
-// SchemaMarkdown renders every table and view of the warehouse, with each
-// column's type, nullability and meaning, from the catalog.
-func SchemaMarkdown(schemaName string) string {
-	var b strings.Builder
-	for _, t := range schema.Tables() {
-		kind := "table"
-		if t.View {
-			kind = "view"
-		}
-		fmt.Fprintf(&b, "### `%s.%s` (%s)\n\n%s\n\n| Column | Type | Null | Meaning |\n|---|---|---|---|\n", schemaName, t.Name, kind, t.Meaning)
-		for _, c := range t.Columns {
-			null := "no"
-			if c.Nullable {
-				null = "yes"
-			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", c.Name, c.Type, null, strings.ReplaceAll(c.Meaning, "|", `\|`))
-		}
-		b.WriteString("\n")
+	defer pool.Close()
+	list, err := loadAccounts(ctx, e, pool)
+	if err != nil {
+		return "", fmt.Errorf("reading the accounts: %w", err)
 	}
-	return b.String()
+	var paces []dbt.AccountPace
+	var personal []map[string]string
+	for _, a := range list {
+		if a.Err != nil {
+			return "", fmt.Errorf("account %s: %w", a.Name, a.Err)
+		}
+		sched, err := jobs.ParseSchedule("account "+a.Name+": USERSYNC_SYNC_SCHEDULE", a.Cfg.SyncSchedule, a.Cfg.ScheduleMinInterval)
+		if err != nil {
+			return "", err
+		}
+		if every := dbt.ScheduleInterval(sched); every > 0 && !a.Paused {
+			paces = append(paces, dbt.AccountPace{Name: a.Name, Every: every})
+		}
+		personal = append(personal, dbt.Personal(a.Cfg.PII.HashedColumns(), a.Cfg.PII.DroppedColumns()))
+	}
+	fleet := e.fleetConfig().Schema
+	return dbt.AllAccounts(fleet, accounts.UnionSchema(fleet), dbt.Options{Form: form, Personal: dbt.MergePersonal(personal)}, paces)
 }

@@ -45,15 +45,15 @@ func startSimulate(t *testing.T, args ...string) string {
 	return ""
 }
 
-func readAccountsFile(t *testing.T, path string) []simAccount {
+func readAccountsFile(t *testing.T, path string) []apisim.AccountLine {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []simAccount
+	var out []apisim.AccountLine
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var a simAccount
+		var a apisim.AccountLine
 		if err := json.Unmarshal(line, &a); err != nil {
 			t.Fatalf("accounts file line %s: %v", line, err)
 		}
@@ -97,13 +97,15 @@ func TestSimulateServesAccounts(t *testing.T) {
 		!revoked.Revoked || !faulty.Faults || faulty.Users != 20 {
 		t.Errorf("accounts file: %+v", accts)
 	}
-	users := func(a simAccount, token string) int { return getStatus(t, a.APIURL+"/api/v2/users?count=true", token) }
+	users := func(a apisim.AccountLine, token string) int {
+		return getStatus(t, a.APIURL+"/api/v2/users?count=true", token)
+	}
 	if st := users(large, large.Token); st != http.StatusOK {
 		t.Errorf("acct_001 with its token: %d", st)
 	}
 	for _, c := range []struct {
 		name  string
-		a     simAccount
+		a     apisim.AccountLine
 		token string
 		want  int
 	}{
@@ -132,12 +134,13 @@ func TestSimulateServesAccounts(t *testing.T) {
 // the accounts file gives: each warehouse mirrors its own account only.
 func TestSimulatedAccountsSyncApart(t *testing.T) {
 	t.Parallel()
-	ff := &fleetFlags{accounts: 3, users: 150, large: 0, largeUsers: 1, oauth: 1, faults: 1}
+	ff := apisim.FleetLayout{Accounts: 3, Users: 150, Large: 0, LargeUsers: 1, OAuth: 1, Faults: 1}
 	o := apisim.Options{Seed: 9, Users: 10, Knobs: apisim.Knobs{RateLimit: 10_000, FailEvery: 3}}
-	sim := newSimulator(o, ff)
-	srv := httptest.NewServer(sim.handler)
+	fo := ff.FleetOptions(o)
+	fleet := apisim.NewFleet(fo)
+	srv := httptest.NewServer(fleet)
 	t.Cleanup(srv.Close)
-	accts := ff.simAccounts(srv.URL, sim.fo, sim.fleet)
+	accts := ff.AccountLines(srv.URL, fo, fleet)
 	pool := schematest.NewPool(t, 4)
 	for _, a := range accts {
 		name := schematest.NewSchemaName(t, pool)
@@ -155,13 +158,13 @@ func TestSimulatedAccountsSyncApart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		syncertest.AssertMirrors(t, sim.fleet.Account(a.Name), store)
+		syncertest.AssertMirrors(t, fleet.Account(a.Name), store)
 	}
-	if st := sim.fleet.Account("acct_003").Stats(); st.Faults == 0 {
+	if st := fleet.Account("acct_003").Stats(); st.Faults == 0 {
 		t.Error("the fault account (FailEvery 3) saw no fault: its sync proved nothing")
 	}
 	for _, name := range []string{"acct_001", "acct_002"} {
-		if st := sim.fleet.Account(name).Stats(); st.Faults != 0 {
+		if st := fleet.Account(name).Stats(); st.Faults != 0 {
 			t.Errorf("%s saw %d faults: the fault knobs leaked out of acct_003", name, st.Faults)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -185,17 +184,5 @@ func TestInterruptedSyncInStatus(t *testing.T) {
 	code, text, errs := run(t, env, "sync")
 	if code != ExitOK || !strings.Contains(text, "incremental run 1 (resumed) finished") {
 		t.Errorf("the next sync: exit %d: %s%s", code, text, errs)
-	}
-}
-
-// TestStatusJobsShowTheSlowLane: status says which of an account's syncs
-// are in the slow lane.
-func TestStatusJobsShowTheSlowLane(t *testing.T) {
-	t.Parallel()
-	var b strings.Builder
-	printJobs(&b, []jobs.JobCount{{Kind: jobs.KindSync, State: "running", Queue: jobs.QueueSlow, Count: 1},
-		{Kind: jobs.KindSync, State: "available", Queue: jobs.QueueSync, Count: 2}})
-	if want := "jobs         sync (slow lane) running: 1, sync available: 2\n"; !strings.Contains(b.String(), want) {
-		t.Errorf("status's jobs:\n%s\nwant %q", b.String(), want)
 	}
 }

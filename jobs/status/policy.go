@@ -1,4 +1,4 @@
-package cli
+package status
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/usersync/usersync/sync/normalize"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/pii"
 )
 
-// policyStatus is the personal-data policy in force (names and key id,
+// PolicyStatus is the personal-data policy in force (names and key id,
 // never the key) and the policies the warehouse holds rows of.
-type policyStatus struct {
+type PolicyStatus struct {
 	Fingerprint string   `json:"fingerprint"`
 	Hashed      []string `json:"hashed"`
 	Dropped     []string `json:"dropped"`
@@ -22,9 +23,8 @@ type policyStatus struct {
 	pii.PolicyState
 }
 
-func readPolicyStatus(ctx context.Context, e *env, store *warehouse.Store) (policyStatus, error) {
-	p := e.cfg.PII
-	ps := policyStatus{Fingerprint: p.Fingerprint(), Hashed: p.Hashed(), Dropped: p.Dropped(), DropUnknown: p.DropUnknown(), KeyID: p.KeyID()}
+func readPolicyStatus(ctx context.Context, store *warehouse.Store, p *normalize.Policy) (PolicyStatus, error) {
+	ps := PolicyStatus{Fingerprint: p.Fingerprint(), Hashed: p.Hashed(), Dropped: p.Dropped(), DropUnknown: p.DropUnknown(), KeyID: p.KeyID()}
 	pd, err := pii.New(store, p)
 	if err != nil {
 		return ps, err
@@ -33,7 +33,7 @@ func readPolicyStatus(ctx context.Context, e *env, store *warehouse.Store) (poli
 	return ps, err
 }
 
-func printPolicy(w io.Writer, ps policyStatus) {
+func printPolicy(w io.Writer, ps PolicyStatus) {
 	list := func(names []string) string {
 		if len(names) == 0 {
 			return "none"

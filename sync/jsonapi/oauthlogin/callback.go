@@ -1,4 +1,7 @@
-package cli
+// Package oauthlogin is the operator's side of the OAuth authorization-code
+// flow of usersync auth login: the loopback redirect listener, a pasted
+// redirect, the browser, without a token ever shown.
+package oauthlogin
 
 import (
 	"bufio"
@@ -7,6 +10,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -28,13 +32,13 @@ type callbackResult struct {
 	err  error
 }
 
-// awaitCallback serves the redirect URI on ln until a callback with this
+// AwaitCallback serves the redirect URI on ln until a callback with this
 // login's state arrives, the timeout passes or ctx ends. A callback with
 // another state, or none, is answered and ignored: any web page can send
 // one, and it must not end the login (the timeout's error counts them).
-// With --follow-redirect it fetches the authorize URL itself, letting it
+// With follow (--follow-redirect) it fetches the authorize URL itself, letting it
 // redirect only to ln.
-func awaitCallback(ctx context.Context, e *env, ln net.Listener, req jsonapi.AuthorizationRequest, opts loginOptions) (string, error) {
+func AwaitCallback(ctx context.Context, ln net.Listener, req jsonapi.AuthorizationRequest, follow bool, timeout time.Duration) (string, error) {
 	results := make(chan callbackResult, 2)
 	var ignored atomic.Int64
 	mux := http.NewServeMux()
@@ -47,7 +51,7 @@ func awaitCallback(ctx context.Context, e *env, ln net.Listener, req jsonapi.Aut
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	if opts.follow {
+	if follow {
 		go func() {
 			if err := followAuthorize(ctx, req.URL, "http://"+ln.Addr().String()); err != nil {
 				select {
@@ -57,7 +61,7 @@ func awaitCallback(ctx context.Context, e *env, ln net.Listener, req jsonapi.Aut
 			}
 		}()
 	}
-	timer := time.NewTimer(opts.timeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case r := <-results:
@@ -67,9 +71,9 @@ func awaitCallback(ctx context.Context, e *env, ln net.Listener, req jsonapi.Aut
 		return r.code, nil
 	case <-timer.C:
 		if n := ignored.Load(); n > 0 {
-			return "", fmt.Errorf("waiting for the redirect: no callback with this login's state within %s (--timeout); %d with another state or none were ignored (a stale tab, a forged request, or a server that drops the state); no token was stored", opts.timeout, n)
+			return "", fmt.Errorf("waiting for the redirect: no callback with this login's state within %s (--timeout); %d with another state or none were ignored (a stale tab, a forged request, or a server that drops the state); no token was stored", timeout, n)
 		}
-		return "", fmt.Errorf("waiting for the redirect: no callback within %s (--timeout); no token was stored", opts.timeout)
+		return "", fmt.Errorf("waiting for the redirect: no callback within %s (--timeout); no token was stored", timeout)
 	case <-ctx.Done():
 		return "", fmt.Errorf("waiting for the redirect: %w", ctx.Err())
 	}
@@ -149,18 +153,15 @@ func followAuthorize(ctx context.Context, authorizeURL, listener string) error {
 	defer resp.Body.Close()
 	if got := resp.Request.URL.Scheme + "://" + resp.Request.URL.Host; got != listener {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
-		return fmt.Errorf("following the authorize URL: it answered %s without redirecting: %s", resp.Status, oneLine(string(body)))
+		return fmt.Errorf("following the authorize URL: it answered %s without redirecting: %s", resp.Status, strings.Join(strings.Fields(string(body)), " "))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	return nil
 }
 
-// readPastedCode reads one line: the address the browser was sent to
+// ReadPastedCode reads one line: the address the browser was sent to
 // (whose state is checked) or a bare code.
-func readPastedCode(ctx context.Context, stdin io.Reader, req jsonapi.AuthorizationRequest) (string, error) {
-	if stdin == nil {
-		return "", usageError{errors.New("--no-browser reads the code from standard input, and there is none")}
-	}
+func ReadPastedCode(ctx context.Context, stdin io.Reader, req jsonapi.AuthorizationRequest) (string, error) {
 	lines := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(stdin).ReadString('\n')
@@ -188,7 +189,7 @@ func readPastedCode(ctx context.Context, stdin io.Reader, req jsonapi.Authorizat
 	return line, nil
 }
 
-// openBrowser opens u in a browser without putting u on a command line,
+// OpenBrowser opens u in a browser without putting u on a command line,
 // where other local users would read it (ps, /proc) and could use its
 // state to race their own authorization in: it writes a page that
 // redirects to u into a file only this user can read (0600, in a 0700
@@ -196,14 +197,14 @@ func readPastedCode(ctx context.Context, stdin io.Reader, req jsonapi.Authorizat
 // else open (macOS), else xdg-open when a display is set. It never fails:
 // the URL is printed anyway. cleanup removes the file; call it once the
 // login is over.
-func openBrowser(ctx context.Context, e *env, u string) (opened bool, cleanup func()) {
+func OpenBrowser(ctx context.Context, getenv func(string) string, logger *slog.Logger, u string) (opened bool, cleanup func()) {
 	cleanup = func() {}
-	opener, _, _ := strings.Cut(strings.TrimSpace(e.getenv("BROWSER")), ":") // a list, by convention: its first
+	opener, _, _ := strings.Cut(strings.TrimSpace(getenv("BROWSER")), ":") // a list, by convention: its first
 	switch {
 	case opener != "":
 	case runtime.GOOS == "darwin":
 		opener = "open"
-	case runtime.GOOS == "linux" && (e.getenv("DISPLAY") != "" || e.getenv("WAYLAND_DISPLAY") != ""):
+	case runtime.GOOS == "linux" && (getenv("DISPLAY") != "" || getenv("WAYLAND_DISPLAY") != ""):
 		opener = "xdg-open"
 	default:
 		return false, cleanup
@@ -214,7 +215,7 @@ func openBrowser(ctx context.Context, e *env, u string) (opened bool, cleanup fu
 	}
 	dir, err := os.MkdirTemp("", "usersync-login-")
 	if err != nil {
-		e.logger.DebugContext(ctx, "could not write the page that opens the browser", "err", err.Error())
+		logger.DebugContext(ctx, "could not write the page that opens the browser", "err", err.Error())
 		return false, cleanup
 	}
 	cleanup = func() { _ = os.RemoveAll(dir) }
@@ -224,20 +225,20 @@ func openBrowser(ctx context.Context, e *env, u string) (opened bool, cleanup fu
 		`<meta http-equiv="refresh" content="0;url=` + target + `"><title>usersync auth login</title>` +
 		`<p><a href="` + target + `">Continue to the authorization page</a></p>` + "\n"
 	if err := os.WriteFile(page, []byte(body), 0o600); err != nil {
-		e.logger.DebugContext(ctx, "could not write the page that opens the browser", "err", err.Error())
+		logger.DebugContext(ctx, "could not write the page that opens the browser", "err", err.Error())
 		return false, cleanup
 	}
 	cmd := exec.CommandContext(context.WithoutCancel(ctx), path, page) //nolint:gosec // G204: the opener is the user's own ($BROWSER) or a fixed name; the argument a file path
 	if err := cmd.Start(); err != nil {
-		e.logger.DebugContext(ctx, "could not open a browser", "opener", opener, "err", err.Error())
+		logger.DebugContext(ctx, "could not open a browser", "opener", opener, "err", err.Error())
 		return false, cleanup
 	}
 	go func() { _ = cmd.Wait() }()
 	return true, cleanup
 }
 
-// redactQuery drops a URL's query and userinfo, for messages.
-func redactQuery(raw string) string {
+// RedactQuery drops a URL's query and userinfo, for messages.
+func RedactQuery(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(invalid URL)"

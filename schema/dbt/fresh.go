@@ -1,4 +1,4 @@
-package cli
+package dbt
 
 import (
 	"fmt"
@@ -28,9 +28,9 @@ type dbtPeriod struct {
 	Period string `yaml:"period"`
 }
 
-// dbtFreshnessFilter picks the runs that keep the warehouse current: any
+// FreshnessFilter picks the runs that keep the warehouse current: any
 // successful run but a reconcile, which runs daily whatever the schedule.
-const dbtFreshnessFilter = "status = 'succeeded' and kind <> 'reconcile'"
+const FreshnessFilter = "status = 'succeeded' and kind <> 'reconcile'"
 
 // dbtWarnAfter and dbtErrorAfter are the freshness thresholds in sync
 // intervals: a sync missed (two intervals) warns, five in a row fail.
@@ -50,20 +50,20 @@ func dbtFreshnessOf(every time.Duration, filter string) *dbtFreshness {
 
 // dbtFreshen sets the freshness of src, the source of the warehouse in
 // schemaName, in opt's form.
-func dbtFreshen(src *dbtSource, schemaName string, opt dbtOptions) {
-	if opt.form == dbtFormCurrent {
-		if f := dbtFreshnessOf(opt.every, ""); f != nil {
+func dbtFreshen(src *dbtSource, schemaName string, opt Options) {
+	if opt.Form == FormCurrent {
+		if f := dbtFreshnessOf(opt.Every, ""); f != nil {
 			src.Config = &dbtSourceConf{Freshness: f, LoadedAtQuery: dbtLastSyncQuery(schemaName)}
 		}
 		return
 	}
-	f := dbtFreshnessOf(opt.every, dbtFreshnessFilter)
+	f := dbtFreshnessOf(opt.Every, FreshnessFilter)
 	for i := range src.Tables {
 		if src.Tables[i].Name != "sync_runs" || f == nil {
 			continue
 		}
 		src.Tables[i].LoadedAtField = "finished_at"
-		if opt.form == dbtFormConfig {
+		if opt.Form == FormConfig {
 			src.Tables[i].Config = &dbtTableConf{Freshness: f}
 		} else {
 			src.Tables[i].Freshness = f
@@ -78,14 +78,14 @@ func dbtIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `
 // dbtLastSyncQuery is the end of the last successful sync of the warehouse
 // in schemaName.
 func dbtLastSyncQuery(schemaName string) string {
-	return "select max(finished_at) from " + dbtIdent(schemaName) + `."sync_runs" where ` + dbtFreshnessFilter
+	return "select max(finished_at) from " + dbtIdent(schemaName) + `."sync_runs" where ` + FreshnessFilter
 }
 
-// dbtAccountPace is an account of the union views and its sync schedule's
+// AccountPace is an account of the union views and its sync schedule's
 // longest interval.
-type dbtAccountPace struct {
-	name  string
-	every time.Duration
+type AccountPace struct {
+	Name  string
+	Every time.Duration
 }
 
 // dbtUnionSyncQuery is the freshness time of the union views in
@@ -94,16 +94,16 @@ type dbtAccountPace struct {
 // the stalest of them. An age past dbtWarnAfter bases is then one past
 // dbtWarnAfter of that account's intervals. An account never synced counts
 // as synced in 1970.
-func dbtUnionSyncQuery(unionSchema string, paces []dbtAccountPace, base time.Duration) string {
+func dbtUnionSyncQuery(unionSchema string, paces []AccountPace, base time.Duration) string {
 	var rows []string
 	for _, p := range paces {
-		scale := strconv.FormatFloat(float64(base)/float64(p.every), 'f', -1, 64)
-		rows = append(rows, fmt.Sprintf("('%s', %s)", p.name, scale))
+		scale := strconv.FormatFloat(float64(base)/float64(p.Every), 'f', -1, 64)
+		rows = append(rows, fmt.Sprintf("('%s', %s)", p.Name, scale))
 	}
 	return "select min(current_timestamp - (current_timestamp - coalesce(r.finished_at, timestamptz '1970-01-01 00:00:00+00')) * a.scale)" +
 		" from (values " + strings.Join(rows, ", ") + ") as a (account, scale)" +
 		" left join (select account, max(finished_at) as finished_at from " + dbtIdent(unionSchema) + `."sync_runs" where ` +
-		dbtFreshnessFilter + " group by account) as r on r.account = a.account"
+		FreshnessFilter + " group by account) as r on r.account = a.account"
 }
 
 // dbtPeriodOf is d in dbt's units: whole days or hours when it is one,

@@ -1,4 +1,4 @@
-package cli
+package dbt
 
 import (
 	"strings"
@@ -33,15 +33,15 @@ type dbtConfig struct {
 // dbtGeneric is the test name with args in form's grammar; description
 // (dbt 1.9 and later) is left out of the oldest form, severity is "warn" or
 // "" (error, dbt's default).
-func dbtGeneric(form dbtForm, name, columnName string, args dbtTestArgs, description, severity string) map[string]dbtTest {
+func dbtGeneric(form Form, name, columnName string, args dbtTestArgs, description, severity string) map[string]dbtTest {
 	t := dbtTest{ColumnName: columnName, Description: description}
 	switch {
-	case form == dbtFormCurrent && (args.To != "" || args.Values != nil):
+	case form == FormCurrent && (args.To != "" || args.Values != nil):
 		t.Arguments = &args
-	case form != dbtFormCurrent:
+	case form != FormCurrent:
 		t.To, t.Field, t.Values = args.To, args.Field, args.Values
 	}
-	if form == dbtFormLegacy {
+	if form == FormLegacy {
 		t.Description = ""
 	}
 	if severity != "" {
@@ -50,10 +50,10 @@ func dbtGeneric(form dbtForm, name, columnName string, args dbtTestArgs, descrip
 	return map[string]dbtTest{name: t}
 }
 
-// dbtKeys are the single-column keys of the analysts' tables (their primary
+// Keys are the single-column keys of the analysts' tables (their primary
 // keys: TestSchemaDBTMatchesTheWarehouse holds them to the migrated schema)
 // and views.
-func dbtKeys() map[string]string {
+func Keys() map[string]string {
 	return map[string]string{"users": "id", "user_version_history": "version_id", "user_versions": "version_id",
 		"teams": "id", "roles": "id", "profiles": "id", "sync_runs": "run_id", "sync_state": "stream",
 		"quarantine": "quarantine_id", "users_current": "id"}
@@ -107,7 +107,7 @@ func dbtValueSets() map[string]dbtValueSet {
 		if len(a.Enum) == 0 {
 			continue
 		}
-		for table := range dbtUserTables {
+		for table := range UserTables {
 			out[table+"."+a.Column()] = dbtValueSet{values: a.Enum,
 				warns: "the API spec lists these values; usersync stores any other the API sends as sent, so a new one warns"}
 		}
@@ -119,10 +119,10 @@ func dbtValueSets() map[string]dbtValueSet {
 // column of table in the source named source. In the oldest form, which
 // has no test descriptions, why a test only warns goes to the column's
 // description.
-func dbtColumnTests(table string, col *dbtColumn, source string, form dbtForm) []any {
+func dbtColumnTests(table string, col *dbtColumn, source string, form Form) []any {
 	var out []any
 	note := func(why string) string {
-		if form == dbtFormLegacy && why != "" {
+		if form == FormLegacy && why != "" {
 			col.Description += " (its test only warns: " + why + ")"
 			return ""
 		}
@@ -161,7 +161,7 @@ func dbtOpenVersions() map[string][]string {
 // dbtTableTests are t's tests of more than one column, with dbt's unique
 // on an expression: the composite key of user_teams, and at most one open
 // version per id in the histories.
-func dbtTableTests(t schema.Table, form dbtForm) []any {
+func dbtTableTests(t schema.Table, form Form) []any {
 	var out []any
 	if t.Name == "user_teams" {
 		out = append(out, dbtGeneric(form, "unique", dbtConcat("user_id", "team_id"), dbtTestArgs{},

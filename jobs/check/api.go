@@ -1,4 +1,4 @@
-package cli
+package check
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/snapshot"
+	"github.com/usersync/usersync/sync/warehouse/tokens"
 )
 
 const fixAPI = "check USERSYNC_API_URL and the network (DNS, proxy, firewall) between this host and the API; the detail says what was tried"
@@ -19,14 +20,14 @@ const fixAPI = "check USERSYNC_API_URL and the network (DNS, proxy, firewall) be
 // after a refresh at the token endpoint) and sends its rate-limit headers,
 // with one request: a page of one user, without a count.
 func (c *checker) checkAPI(ctx context.Context) {
-	if err := c.e.cfg.requireAPI(); err != nil {
+	if err := c.o.APISettings; err != nil {
 		c.fail("api", err.Error(), "set the setting it names (usersync help settings lists them)")
 		c.notChecked("token", "api")
 		c.notChecked("budget", "api")
 		return
 	}
-	oauth := c.e.cfg.OAuthTokenURL != ""
-	client := c.api
+	oauth := c.o.OAuth
+	client := c.o.API
 	if client == nil {
 		if oauth && !c.migrated { // the grant is stored in the warehouse
 			c.notChecked("api", "migrations")
@@ -35,10 +36,10 @@ func (c *checker) checkAPI(ctx context.Context) {
 			return
 		}
 		var err error
-		if client, err = newAPIClient(ctx, c.e, c.store); err != nil {
-			c.results = append(c.results, checkResult{Name: "api", Detail: "not checked: no credential to send (see the token check)",
+		if client, err = c.o.NewAPI(ctx); err != nil {
+			c.results = append(c.results, Result{Name: "api", Detail: "not checked: no credential to send (see the token check)",
 				Fix: "fix the token check first", after: "token"})
-			c.fail("token", oneLine(err.Error()), c.e.authRemedy())
+			c.fail("token", oneLine(err.Error()), c.o.AuthRemedy)
 			c.notChecked("budget", "token")
 			return
 		}
@@ -46,7 +47,7 @@ func (c *checker) checkAPI(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_, err := client.Get(cctx, "users", jsonapi.Query{}.Fields("user").PageSize(1).Count(false))
-	host := apiHost(c.e.cfg.APIURL)
+	host := apiHost(c.o.APIURL)
 	var ae *jsonapi.AuthError
 	var re *jsonapi.ResponseError
 	switch {
@@ -56,17 +57,17 @@ func (c *checker) checkAPI(ctx context.Context) {
 		c.checkBudget(client.Stats().RateLimit)
 	case errors.As(err, &ae) && errors.As(err, &re): // the API itself refused
 		c.pass("api", fmt.Sprintf("answered at %s (%d: it refuses the credentials)", host, re.StatusCode))
-		c.fail("token", oneLine(err.Error()), c.e.authRemedy())
+		c.fail("token", oneLine(err.Error()), c.o.AuthRemedy)
 		c.notChecked("budget", "token")
 	case errors.Is(err, jobs.ErrAwaitingLogin): // a worker started before the login
-		c.results = append(c.results, checkResult{Name: "api", Detail: "not checked: no access token to send (no OAuth refresh token is stored)",
+		c.results = append(c.results, Result{Name: "api", Detail: "not checked: no access token to send (no OAuth refresh token is stored)",
 			Fix: "fix the token check first", after: "token"})
-		c.fail("token", oneLine(err.Error()), "run "+jobs.LoginCommand(c.e.account)+" with the worker's settings and DATABASE_URL: the worker's jobs wait for it")
+		c.fail("token", oneLine(err.Error()), "run "+c.o.LoginCommand+" with the worker's settings and DATABASE_URL: the worker's jobs wait for it")
 		c.notChecked("budget", "token")
 	case errors.As(err, &ae): // the token endpoint refused the grant
-		c.results = append(c.results, checkResult{Name: "api", Detail: "not checked: no access token to send (the token endpoint refused the grant)",
+		c.results = append(c.results, Result{Name: "api", Detail: "not checked: no access token to send (the token endpoint refused the grant)",
 			Fix: "fix the token check first", after: "token"})
-		c.fail("token", oneLine(err.Error()), c.e.authRemedy())
+		c.fail("token", oneLine(err.Error()), c.o.AuthRemedy)
 		c.notChecked("budget", "token")
 	default:
 		c.fail("api", oneLine(err.Error()), fixAPI)
@@ -82,21 +83,20 @@ func (c *checker) tokenDetail(ctx context.Context, oauth bool) string {
 		return "the API accepts USERSYNC_API_TOKEN (a static token: no refresh, no scope to read)"
 	}
 	detail := "the token endpoint refreshed the grant and the API accepts the access token"
-	ts, err := tokenStore(c.e, c.store)
-	if err != nil {
+	if c.o.Grants == nil {
 		return detail
 	}
-	info, err := ts.Info(ctx)
+	info, err := c.o.Grants.Info(ctx)
 	if err != nil || info.Scope == "" {
 		return detail + "; the token endpoint did not say the scope"
 	}
-	return detail + "; scope " + scopeLine(info.Scope)
+	return detail + "; scope " + tokens.ScopeLine(info.Scope)
 }
 
 // checkBudget checks the API sent its rate-limit headers, which
 // USERSYNC_API_BUDGET's share is taken of.
 func (c *checker) checkBudget(rl jsonapi.RateLimit) {
-	budget := c.e.cfg.APIBudget
+	budget := c.o.APIBudget
 	if rl.Limit <= 0 || rl.Remaining < 0 {
 		c.fail("budget", "the API sent no readable x-ratelimit-limit and x-ratelimit-remaining headers",
 			fmt.Sprintf("check that no proxy strips the x-ratelimit-* headers; without them usersync keeps USERSYNC_API_BUDGET=%g of the documented %d requests an hour",
@@ -119,7 +119,7 @@ func (c *checker) checkBudget(rl jsonapi.RateLimit) {
 // checkSnapshots writes and removes a small file in the deployment's
 // snapshot folder.
 func (c *checker) checkSnapshots(ctx context.Context) {
-	cfg := c.e.cfg
+	cfg := c.o
 	if cfg.SnapshotDir == "off" {
 		c.pass("snapshots", "off (USERSYNC_SNAPSHOT_DIR=off)")
 		return
@@ -128,13 +128,12 @@ func (c *checker) checkSnapshots(ctx context.Context) {
 	if strings.HasPrefix(cfg.SnapshotDir, "s3://") {
 		fix = "check the bucket, USERSYNC_S3_ENDPOINT and USERSYNC_S3_REGION, and that the credentials (USERSYNC_S3_ACCESS_KEY_ID and USERSYNC_S3_SECRET_ACCESS_KEY, or the instance's role) may put and delete objects under the prefix"
 	}
-	dest, err := snapshot.ParseDestination(cfg.SnapshotDir, snapshot.S3Options{Endpoint: cfg.S3Endpoint, Region: cfg.S3Region,
-		AccessKeyID: cfg.S3AccessKeyID, SecretAccessKey: cfg.S3SecretAccessKey, PathStyle: cfg.S3PathStyle})
+	dest, err := snapshot.ParseDestination(cfg.SnapshotDir, cfg.S3)
 	if err != nil {
 		c.fail("snapshots", "USERSYNC_SNAPSHOT_DIR: "+oneLine(err.Error()), fix)
 		return
 	}
-	folder, err := snapshot.Probe(ctx, dest, cfg.Schema)
+	folder, err := snapshot.Probe(ctx, dest, cfg.Store.Schema())
 	if err != nil {
 		c.fail("snapshots", oneLine(err.Error()), fix)
 		return
@@ -145,22 +144,18 @@ func (c *checker) checkSnapshots(ctx context.Context) {
 // checkSchedules says when each schedule runs next. A schedule that does not
 // parse never gets here: the settings refuse it (exit 2).
 func (c *checker) checkSchedules() {
-	s, err := parseSchedules(c.e.cfg, nil)
-	if err != nil {
+	if err := c.o.SchedulesErr; err != nil {
 		c.fail("schedules", err.Error(), "fix the setting it names")
 		return
 	}
 	now := time.Now()
 	var parts []string
-	for _, sch := range []struct {
-		what, spec string
-		s          interface{ Next(time.Time) time.Time }
-	}{{"sync", c.e.cfg.SyncSchedule, s.Sync}, {"reconcile", c.e.cfg.ReconcileSchedule, s.Reconcile}, {"snapshot", c.e.cfg.SnapshotSchedule, s.Snapshot}} {
-		if sch.s == nil {
-			parts = append(parts, sch.what+" off")
+	for _, sch := range c.o.Schedules {
+		if sch.Next == nil {
+			parts = append(parts, sch.What+" off")
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %q (next %s)", sch.what, sch.spec, sch.s.Next(now).UTC().Format(time.RFC3339)))
+		parts = append(parts, fmt.Sprintf("%s %q (next %s)", sch.What, sch.Spec, sch.Next.Next(now).UTC().Format(time.RFC3339)))
 	}
 	c.pass("schedules", strings.Join(parts, ", "))
 }

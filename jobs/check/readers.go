@@ -1,4 +1,4 @@
-package cli
+package check
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 // grant made by hand, reads the account all the same. Its detail and fix,
 // or "" when there is none.
 func (c *checker) otherReaders(ctx context.Context, role string) (detail, fix string, err error) {
-	s := c.store.Schema()
-	others, err := warehouse.OtherReaders(ctx, c.store.Pool(), s, role)
+	s := c.o.Store.Schema()
+	others, err := warehouse.OtherReaders(ctx, c.o.Store.Pool(), s, role)
 	if err != nil || len(others) == 0 {
 		return "", "", err
 	}

@@ -1,4 +1,4 @@
-package cli
+package dbt
 
 import (
 	"fmt"
@@ -6,22 +6,22 @@ import (
 	"strconv"
 )
 
-// dbtForm is the form of sources.yml a range of dbt versions parses and acts
+// Form is the form of sources.yml a range of dbt versions parses and acts
 // on; each form is read by every dbt of its range, and by later ones with at
 // most a deprecation warning.
-type dbtForm int
+type Form int
 
 const (
-	// dbtFormLegacy, dbt 1.8.0 to 1.9.4: freshness, loaded_at_field and the
+	// FormLegacy is dbt 1.8.0 to 1.9.4: freshness, loaded_at_field and the
 	// tests' arguments at the top level; no test descriptions (1.9).
-	dbtFormLegacy dbtForm = iota
-	// dbtFormConfig, dbt 1.9.5 to 1.10.7: freshness under config (the
+	FormLegacy Form = iota
+	// FormConfig is dbt 1.9.5 to 1.10.7: freshness under config (the
 	// older dbt ignore it there), loaded_at_field still at the top level.
-	dbtFormConfig
-	// dbtFormCurrent, dbt 1.10.8 and later: freshness and loaded_at_query
+	FormConfig
+	// FormCurrent is dbt 1.10.8 and later: freshness and loaded_at_query
 	// under config, the tests' arguments under arguments (an older dbt
 	// passes that key to the test macro, which refuses it).
-	dbtFormCurrent
+	FormCurrent
 )
 
 // dbtVersion is a dbt version as major, minor and patch.
@@ -45,12 +45,12 @@ var (
 
 var dbtVersionPattern = regexp.MustCompile(`^(\d+)\.(\d+)(?:\.(\d+))?$`)
 
-// parseDBTVersion reads --dbt-version: what dbt --version prints (1.10.8),
+// ParseVersion reads --dbt-version: what dbt --version prints (1.10.8),
 // or major.minor, which stands for the minor's first release (1.9 is 1.9.0,
 // so the form every 1.9 reads); "" is the newest form.
-func parseDBTVersion(s string) (dbtForm, error) {
+func ParseVersion(s string) (Form, error) {
 	if s == "" {
-		return dbtFormCurrent, nil
+		return FormCurrent, nil
 	}
 	m := dbtVersionPattern.FindStringSubmatch(s)
 	if m == nil {
@@ -71,9 +71,9 @@ func parseDBTVersion(s string) (dbtForm, error) {
 	case v.before(dbtOldest):
 		return 0, fmt.Errorf("--dbt-version %s: the sources.yml needs dbt 1.8 or later", s)
 	case v.before(dbtConfigFrom):
-		return dbtFormLegacy, nil
+		return FormLegacy, nil
 	case v.before(dbtCurrentFrom):
-		return dbtFormConfig, nil
+		return FormConfig, nil
 	}
-	return dbtFormCurrent, nil
+	return FormCurrent, nil
 }
