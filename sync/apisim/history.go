@@ -45,15 +45,13 @@ func (s *Server) setMembershipLocked(uid, team uint32, member bool) error {
 	return nil
 }
 
-// RenameTeam gives a team a new name (updatedAt moves).
-func (s *Server) RenameTeam(id int64, name string) error { return s.editSmall(kindTeam, id, name, -1) }
-
-// RenameRole gives a role a new name (updatedAt moves).
-func (s *Server) RenameRole(id int64, name string) error { return s.editSmall(kindRole, id, name, -1) }
-
-// RenameProfile gives a profile a new name (updatedAt moves).
-func (s *Server) RenameProfile(id int64, name string) error {
-	return s.editSmall(kindProfile, id, name, -1)
+// Rename gives a team, role or profile a new name (updatedAt moves).
+func (s *Server) Rename(typ string, id int64, name string) error {
+	kind, err := s.kindOf(typ, false)
+	if err != nil {
+		return err
+	}
+	return s.editSmall(kind, id, name, -1)
 }
 
 // SetRoleParent makes parent the parent role of role (0: none); updatedAt

@@ -108,7 +108,7 @@ type Server struct {
 	pools     *pools
 	userAttrs []userAttr
 	ix        attrIdx
-	types     [4]*typeDef
+	types     []*typeDef
 
 	mu          sync.RWMutex // guards data, mutRNG and churnRounds
 	data        dataset

@@ -54,7 +54,7 @@ type dimensionPage struct {
 // connection, and a list that fails stops the pass. A list whose digest is
 // the one applied last is not written at all when pass trusts digests.
 func (s *Syncer) syncDimensions(ctx context.Context, pass dimensionPass) (map[string]warehouse.Counts, error) {
-	dims := []schema.Resource{schema.Team(), schema.Role(), schema.Profile()}
+	dims := schema.Dimensions()
 	lists := make([]*jsonapi.Prefetched, len(dims))
 	for i, res := range dims {
 		// Typed as users pages are, one resource at a time: one that cannot

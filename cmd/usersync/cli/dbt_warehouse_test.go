@@ -30,9 +30,9 @@ func TestSchemaDBTMatchesTheWarehouse(t *testing.T) {
 	// membership ended, a team renamed, a user deleted.
 	c.sim.UpdateUsers(80)
 	m := c.sim.Memberships()[0]
-	teams := c.sim.Teams()
-	for _, err := range []error{c.sim.SetMembership(m.UserID, m.TeamID, false), c.sim.RenameTeam(teams[0].ID, "Renamed"),
-		c.sim.DeleteUser(c.sim.UserIDs()[1]), c.sim.UpdateRole(c.sim.Roles()[0].ID), c.sim.UpdateProfile(c.sim.Profiles()[0].ID)} {
+	teams := c.sim.Resources("team")
+	for _, err := range []error{c.sim.SetMembership(m.UserID, m.TeamID, false), c.sim.Rename("team", teams[0].ID, "Renamed"),
+		c.sim.DeleteUser(c.sim.UserIDs()[1]), c.sim.Update("role", c.sim.Resources("role")[0].ID), c.sim.Update("profile", c.sim.Resources("profile")[0].ID)} {
 		if err != nil {
 			t.Fatal(err)
 		}
