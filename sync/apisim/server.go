@@ -180,6 +180,20 @@ func newServer(opts Options, c *catalog, prefix string) *Server {
 	return s
 }
 
+// count returns how many resources of a dimension the dataset holds; a
+// dimension without an option of its own gets a handful.
+func (o Options) count(kind resKind) int {
+	switch kind {
+	case kindTeam:
+		return o.Teams
+	case kindRole:
+		return o.Roles
+	case kindProfile:
+		return o.Profiles
+	}
+	return 6
+}
+
 // withDefaults fills the options whose zero value means a default.
 func (o Options) withDefaults() Options {
 	if o.Users == 0 {

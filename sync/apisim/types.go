@@ -97,6 +97,12 @@ func kindOfType(typ string) resKind {
 	return kindNone
 }
 
+// nthDimension returns the kind of the dimension n takes its turn in a
+// round-robin over the catalog's dimensions.
+func (s *Server) nthDimension(n int) resKind {
+	return resKind(1 + n%(len(s.types)-1))
+}
+
 func newRel(r schema.Relationship) relDef {
 	return relDef{
 		name: r.Name, relType: r.RelatedType, toMany: r.ToMany, filterable: r.Filterable,
