@@ -97,8 +97,8 @@ func kindOfType(typ string) resKind {
 	return kindNone
 }
 
-// nthDimension returns the kind of the dimension n takes its turn in a
-// round-robin over the catalog's dimensions.
+// nthDimension returns the dimension whose turn n is, in a round-robin
+// over the catalog's dimensions.
 func (s *Server) nthDimension(n int) resKind {
 	return resKind(1 + n%(len(s.types)-1))
 }
