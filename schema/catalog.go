@@ -204,6 +204,16 @@ func Resources() []Resource {
 	return append([]Resource{User()}, Dimensions()...)
 }
 
+// ReadScopes returns the OAuth scopes that read every resource of the
+// catalog: "users.read teams.read roles.read profiles.read".
+func ReadScopes() string {
+	var out []string
+	for _, r := range Resources() {
+		out = append(out, r.Path+".read")
+	}
+	return strings.Join(out, " ")
+}
+
 // ColumnName turns an API attribute name into a column name: an underscore
 // before each upper-case letter, then lower case ("accountsViewId" becomes
 // "accounts_view_id", "custom1" stays "custom1").
