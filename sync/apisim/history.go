@@ -117,7 +117,7 @@ func (s *Server) churnHistoryLocked(c Churn, now int64) (moved int, edited, rest
 		edited = s.editOneLocked(s.nthDimension(round/c.EditEvery-1), now)
 	}
 	if c.RestoreEvery > 0 && round%c.RestoreEvery == 0 {
-		restored = s.restoreOneLocked(s.nthDimension(round/c.RestoreEvery-1))
+		restored = s.restoreOneLocked(s.nthDimension(round/c.RestoreEvery - 1))
 	}
 	return moved, edited, restored
 }

@@ -211,7 +211,7 @@ func (s *Server) churn(c Churn) {
 	created := s.createUsersLocked(c.Create, now)
 	var deleted string
 	if c.DeleteEvery > 0 && s.churnRounds%c.DeleteEvery == 0 {
-		deleted = s.deleteOneLocked(s.nthDimension(s.churnRounds/c.DeleteEvery-1))
+		deleted = s.deleteOneLocked(s.nthDimension(s.churnRounds/c.DeleteEvery - 1))
 	}
 	moved, edited, restored := s.churnHistoryLocked(c, now)
 	s.stats.churned()
