@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/apisim"
 )
 
@@ -40,7 +41,11 @@ func TestSchemaDBTMatchesTheWarehouse(t *testing.T) {
 	if code, _, errs := run(t, c.env, "sync", "--full"); code != ExitOK {
 		t.Fatalf("second sync --full: exit %d: %s", code, errs)
 	}
-	for _, table := range []string{"user_version_history", "user_team_history", "team_history", "role_history", "profile_history"} {
+	histories := []string{"user_version_history", "user_team_history"}
+	for _, r := range schema.Dimensions() {
+		histories = append(histories, r.Type+"_history")
+	}
+	for _, table := range histories {
 		if n := countRows(t, c, table); n == 0 {
 			t.Fatalf("the second sync left %s empty", table)
 		}
