@@ -70,7 +70,7 @@ func (b *bench) measure(ctx context.Context, n int) (result, error) {
 	if _, _, _, err := b.command(ctx, s.env(name), "migrate"); err != nil {
 		return r, err
 	}
-	r.minRequests = int64(ceilDiv(n, 1000) + ceilDiv(len(sim.Teams()), 1000) + 1 + 1)
+	r.minRequests = int64(ceilDiv(n, 1000) + ceilDiv(len(sim.Resources("team")), 1000) + 1 + 1)
 	if err := s.copiesAndBackfills(ctx, &r, rp); err != nil {
 		return r, err
 	}

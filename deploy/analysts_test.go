@@ -287,13 +287,13 @@ func liveThroughChanges(t *testing.T, sim *apisim.Server) {
 	t.Helper()
 	sim.UpdateUsers(40)
 	m := sim.Memberships()
-	roles := sim.Roles()
+	roles := sim.Resources("role")
 	for _, err := range []error{
 		sim.SetMembership(m[0].UserID, m[0].TeamID, false),
-		sim.RenameTeam(m[1].TeamID, "Renamed team"),
-		sim.RenameRole(roles[2].ID, "Renamed role"),
+		sim.Rename("team", m[1].TeamID, "Renamed team"),
+		sim.Rename("role", roles[2].ID, "Renamed role"),
 		sim.SetRoleParent(roles[3].ID, roles[0].ID),
-		sim.DeleteTeam(m[len(m)-1].TeamID),
+		sim.Delete("team", m[len(m)-1].TeamID),
 		sim.DeleteUser(m[2].UserID),
 	} {
 		if err != nil {

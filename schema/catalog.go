@@ -177,10 +177,20 @@ func (r Resource) RelationshipsTo(types ...string) []Relationship {
 	return out
 }
 
-// DimensionTypes returns the types of the small resources users link to
-// and each sync lists in full: team, role and profile.
+// Dimensions returns the small resources users link to and each sync lists
+// in full: team, role and profile. It is the one list of dimensions: tables,
+// history, snapshots, the sync, the simulator and dbt all read it.
+func Dimensions() []Resource {
+	return []Resource{Team(), Role(), Profile()}
+}
+
+// DimensionTypes returns the types of the dimensions: team, role and profile.
 func DimensionTypes() []string {
-	return []string{Team().Type, Role().Type, Profile().Type}
+	var out []string
+	for _, r := range Dimensions() {
+		out = append(out, r.Type)
+	}
+	return out
 }
 
 // DimensionLinks returns the user's relationships to teams, roles and
@@ -191,7 +201,17 @@ func DimensionLinks() []Relationship {
 
 // Resources returns the catalog: user, team, role and profile.
 func Resources() []Resource {
-	return []Resource{User(), Team(), Role(), Profile()}
+	return append([]Resource{User()}, Dimensions()...)
+}
+
+// ReadScopes returns the OAuth scopes that read every resource of the
+// catalog: "users.read teams.read roles.read profiles.read".
+func ReadScopes() string {
+	var out []string
+	for _, r := range Resources() {
+		out = append(out, r.Path+".read")
+	}
+	return strings.Join(out, " ")
 }
 
 // ColumnName turns an API attribute name into a column name: an underscore

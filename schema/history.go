@@ -22,7 +22,7 @@ func historyTables() []Table {
 		{Name: "user_team_versions", View: true, Analysts: true, Snapshot: true, Columns: view,
 			Meaning: "History of team membership: one row per interval during which a user was a member of a team, from valid_from until valid_to (null while it lasts). Unites user_team_history and user_teams."},
 	}
-	for _, r := range []Resource{Team(), Role(), Profile()} {
+	for _, r := range Dimensions() {
 		key := Column{Name: r.Type + "_id", Type: "bigint", Meaning: "id of the " + r.Type + " (" + r.Table + ".id)"}
 		cols := append(append([]Column{key}, resourceColumns(r, false)...), rawColumn, validFrom, validTo)
 		viewCols := make([]Column, len(cols))

@@ -139,7 +139,7 @@ func Tables() []Table {
 		{Name: "user_version_history", Meaning: "The superseded versions of users (valid_to set); the current version of each user is its users row. Query user_versions, which unites both.", Columns: versions, Analysts: true},
 		{Name: "user_versions", View: true, Meaning: "History of users: one row per distinct version of a user's content, valid from valid_from until valid_to (null for the current version). Unites user_version_history and the current versions held in users.", Columns: versionView, Analysts: true, Snapshot: true},
 	}
-	for _, r := range []Resource{Team(), Role(), Profile()} {
+	for _, r := range Dimensions() {
 		cols := append(resourceColumns(r, true), rawColumn, syncedColumn, deletedColumn, Column{Name: "version_valid_from", Type: timestampNNull,
 			Meaning: "when usersync first saw the row's current content (" + r.Type + "_versions.valid_from of the current version)"})
 		out = append(out, Table{Name: r.Table, Meaning: r.Meaning, Columns: cols, Analysts: true, Snapshot: true})

@@ -54,9 +54,12 @@ func dbtGeneric(form Form, name, columnName string, args dbtTestArgs, descriptio
 // keys: TestSchemaDBTMatchesTheWarehouse holds them to the migrated schema)
 // and views.
 func Keys() map[string]string {
-	return map[string]string{"users": "id", "user_version_history": "version_id", "user_versions": "version_id",
-		"teams": "id", "roles": "id", "profiles": "id", "sync_runs": "run_id", "sync_state": "stream",
-		"quarantine": "quarantine_id", "users_current": "id"}
+	out := map[string]string{"users": "id", "user_version_history": "version_id", "user_versions": "version_id",
+		"sync_runs": "run_id", "sync_state": "stream", "quarantine": "quarantine_id", "users_current": "id"}
+	for _, r := range schema.Dimensions() {
+		out[r.Table] = "id"
+	}
+	return out
 }
 
 // dbtForeignKey is the table whose id a column holds, and why a missing id

@@ -61,12 +61,10 @@ type smallRec struct {
 
 // dataset is the mutable state behind Server.mu.
 type dataset struct {
-	users    []userState // user id i lives at users[i-1]
-	index    []idxEntry  // sorted by (ts, id)
-	stale    int         // stale entries in index
-	teams    []smallRec  // team id i at teams[i-1]
-	roles    []smallRec
-	profiles []smallRec
+	users  []userState  // user id i lives at users[i-1]
+	index  []idxEntry   // sorted by (ts, id)
+	stale  int          // stale entries in index
+	smalls [][]smallRec // by kind, one list per dimension: team id i at smalls[kindTeam][i-1]
 }
 
 func (d *dataset) user(id uint32) *userState {
@@ -77,15 +75,10 @@ func (d *dataset) user(id uint32) *userState {
 }
 
 func (d *dataset) small(kind resKind) []smallRec {
-	switch kind {
-	case kindTeam:
-		return d.teams
-	case kindRole:
-		return d.roles
-	case kindProfile:
-		return d.profiles
+	if kind <= kindUser || int(kind) >= len(d.smalls) {
+		return nil
 	}
-	return nil
+	return d.smalls[kind]
 }
 
 func (d *dataset) smallRec(kind resKind, id uint32) *smallRec {
@@ -143,17 +136,13 @@ func (d *dataset) compact() {
 // buildDataset generates the initial dataset deterministically.
 func (s *Server) buildDataset(o *Options) {
 	d := &s.data
-	d.teams = make([]smallRec, o.Teams)
-	for i := range d.teams {
-		d.teams[i] = s.newSmall(kindTeam, uint32(i+1))
-	}
-	d.roles = make([]smallRec, o.Roles)
-	for i := range d.roles {
-		d.roles[i] = s.newSmall(kindRole, uint32(i+1))
-	}
-	d.profiles = make([]smallRec, o.Profiles)
-	for i := range d.profiles {
-		d.profiles[i] = s.newSmall(kindProfile, uint32(i+1))
+	d.smalls = make([][]smallRec, len(s.types))
+	for _, t := range s.types[kindUser+1:] {
+		recs := make([]smallRec, o.count(t.kind))
+		for i := range recs {
+			recs[i] = s.newSmall(t.kind, uint32(i+1))
+		}
+		d.smalls[t.kind] = recs
 	}
 	d.users = make([]userState, o.Users)
 	d.index = make([]idxEntry, o.Users)
@@ -191,7 +180,7 @@ func (s *Server) newUserState(id uint32, created, updated int64) userState {
 
 // drawMemberships sets role, profile and teams from r.
 func (s *Server) drawMemberships(st *userState, r rng) {
-	roles, profiles, teams := len(s.data.roles), len(s.data.profiles), len(s.data.teams)
+	roles, profiles, teams := len(s.data.small(kindRole)), len(s.data.small(kindProfile)), len(s.data.small(kindTeam))
 	st.role = 0
 	if !r.chance(0.04) && roles > 0 {
 		st.role = uint16(1 + r.intn(roles))
@@ -253,6 +242,8 @@ func (s *Server) newSmall(kind resKind, id uint32) smallRec {
 		case 2:
 			rec.special = "default"
 		}
+	default: // a dimension without a generator of its own: "mailbox 3"
+		rec.name = s.types[kind].name + " " + strconv.FormatUint(uint64(id), 10)
 	}
 	s.encodeSmall(kind, &rec)
 	return rec

@@ -131,10 +131,10 @@ func isASCII(s string) bool {
 func TestSmallResourcesAreRealistic(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Options{Users: 500})
-	if n := len(e.sim.Teams()); n != 20 {
+	if n := len(e.sim.Resources("team")); n != 20 {
 		t.Errorf("%d teams for 500 users, want 20", n)
 	}
-	roles := e.sim.Roles()
+	roles := e.sim.Resources("role")
 	parents := 0
 	for _, r := range roles {
 		if len(r.Relationships["parentRole"]) == 1 {
@@ -147,11 +147,11 @@ func TestSmallResourcesAreRealistic(t *testing.T) {
 	if parents == 0 || parents == len(roles) {
 		t.Errorf("%d of %d roles have a parent: want a hierarchy with roots", parents, len(roles))
 	}
-	admin, _ := e.sim.Profile(1)
+	admin, _ := e.sim.Resource("profile", 1)
 	if admin.Attributes["specialId"] != "admin" || admin.Attributes["isAdmin"] != true {
 		t.Errorf("profile 1 = %v, want the admin profile", admin.Attributes)
 	}
-	def, _ := e.sim.Profile(2)
+	def, _ := e.sim.Resource("profile", 2)
 	if def.Attributes["specialId"] != "default" || def.Attributes["isAdmin"] != false {
 		t.Errorf("profile 2 = %v, want the default profile", def.Attributes)
 	}
@@ -163,7 +163,7 @@ func TestGroundTruthMatchesResponses(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Options{Users: 300})
 	truths := map[string][]Resource{
-		"users": e.sim.Users(), "teams": e.sim.Teams(), "roles": e.sim.Roles(), "profiles": e.sim.Profiles(),
+		"users": e.sim.Users(), "teams": e.sim.Resources("team"), "roles": e.sim.Resources("role"), "profiles": e.sim.Resources("profile"),
 	}
 	for path, truth := range truths {
 		got, _ := e.walk("/api/v2/"+path+"?page[size]=100", nil)

@@ -102,9 +102,9 @@
 // # Ground truth, mutations and counters
 //
 // Tests read what the simulator holds with User, Users, AllUsers, UserIDs,
-// Teams, Roles, Profiles and Memberships (attributes as Go values plus the
-// raw JSON), change it with UpdateUsers, CreateUsers, DeleteUser,
-// DeleteTeam, DeleteRole, DeleteProfile and their Restore counterparts, and
+// Resource(type, id), Resources(type) and Memberships (attributes as Go
+// values plus the raw JSON), change it with UpdateUsers, CreateUsers,
+// DeleteUser, and per catalog type Delete, Restore, Update and Rename, and
 // read what was served with Stats. Everything is safe for concurrent use.
 // Deletes and restores leave updatedAt alone (theirs and their users'), so
 // only a full reconcile notices them.

@@ -45,11 +45,14 @@ func (s *Server) setMembershipLocked(uid, team uint32, member bool) error {
 	return nil
 }
 
-// RenameTeam gives a team a new name (updatedAt moves).
-func (s *Server) RenameTeam(id int64, name string) error { return s.editSmall(kindTeam, id, name, -1) }
-
-// RenameRole gives a role a new name (updatedAt moves).
-func (s *Server) RenameRole(id int64, name string) error { return s.editSmall(kindRole, id, name, -1) }
+// Rename gives a team, role or profile a new name (updatedAt moves).
+func (s *Server) Rename(typ string, id int64, name string) error {
+	kind, err := s.kindOf(typ, false)
+	if err != nil {
+		return err
+	}
+	return s.editSmall(kind, id, name, -1)
+}
 
 // SetRoleParent makes parent the parent role of role (0: none); updatedAt
 // moves. A parent that would make a cycle is refused.
@@ -90,7 +93,7 @@ func (s *Server) checkParentLocked(role, parent uint32) error {
 		if rec == nil {
 			return fmt.Errorf("re-parenting role %d: role %d: %w", role, p, ErrNotFound)
 		}
-		if p == role || n > len(s.data.roles) {
+		if p == role || n > len(s.data.small(kindRole)) {
 			return fmt.Errorf("re-parenting role %d under %d would make a cycle", role, parent)
 		}
 		p = rec.parent
@@ -111,10 +114,10 @@ func (s *Server) churnHistoryLocked(c Churn, now int64) (moved int, edited, rest
 	}
 	round := s.churnRounds
 	if c.EditEvery > 0 && round%c.EditEvery == 0 {
-		edited = s.editOneLocked(resKind(1+(round/c.EditEvery-1)%3), now)
+		edited = s.editOneLocked(s.nthDimension(round/c.EditEvery-1), now)
 	}
 	if c.RestoreEvery > 0 && round%c.RestoreEvery == 0 {
-		restored = s.restoreOneLocked(resKind(1 + (round/c.RestoreEvery-1)%3))
+		restored = s.restoreOneLocked(s.nthDimension(round/c.RestoreEvery - 1))
 	}
 	return moved, edited, restored
 }
@@ -122,7 +125,7 @@ func (s *Server) churnHistoryLocked(c Churn, now int64) (moved int, edited, rest
 // churnMembershipLocked moves a random live user into, or out of, a random
 // team; it reports whether the user changed.
 func (s *Server) churnMembershipLocked(now int64) bool {
-	if len(s.data.users) == 0 || len(s.data.teams) == 0 {
+	if len(s.data.users) == 0 || len(s.data.small(kindTeam)) == 0 {
 		return false
 	}
 	uid := uint32(1 + s.mutRNG.intn(len(s.data.users)))
@@ -130,7 +133,7 @@ func (s *Server) churnMembershipLocked(now int64) bool {
 	if st.deleted {
 		return false
 	}
-	team := uint32(1 + s.mutRNG.intn(len(s.data.teams)))
+	team := uint32(1 + s.mutRNG.intn(len(s.data.small(kindTeam))))
 	member := !slices.Contains(st.teams[:st.nTeams], team)
 	if s.setMembershipLocked(uid, team, member) != nil {
 		return false

@@ -257,7 +257,7 @@ func TestWrongTypes(t *testing.T) {
 func TestChurn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Options{Users: 100, Knobs: Knobs{Churn: Churn{Every: 2, Update: 5, Create: 1, DeleteEvery: 2}}})
-	before := len(e.sim.Teams()) + len(e.sim.Roles()) + len(e.sim.Profiles())
+	before := len(e.sim.Resources("team")) + len(e.sim.Resources("role")) + len(e.sim.Resources("profile"))
 	for range 12 {
 		e.get("/api/v2/users?count=false")
 	}
@@ -265,7 +265,7 @@ func TestChurn(t *testing.T) {
 	if st.ChurnRounds != 6 || len(e.sim.UserIDs()) != 106 {
 		t.Errorf("%d rounds, %d users; want 6 and 106", st.ChurnRounds, len(e.sim.UserIDs()))
 	}
-	deleted := before - len(e.sim.Teams()) - len(e.sim.Roles()) - len(e.sim.Profiles())
+	deleted := before - len(e.sim.Resources("team")) - len(e.sim.Resources("role")) - len(e.sim.Resources("profile"))
 	if deleted != 3 {
 		t.Errorf("%d teams, roles and profiles deleted, want 3", deleted)
 	}
@@ -337,8 +337,8 @@ func TestKnobsChangeWhileServing(t *testing.T) {
 		}
 		e.clock.Advance(time.Second)
 		e.sim.UpdateUsers(5)
-		_ = e.sim.DeleteTeam(int64(i%12 + 1))
-		_ = e.sim.RestoreTeam(int64((i+6)%12 + 1))
+		_ = e.sim.Delete("team", int64(i%12+1))
+		_ = e.sim.Restore("team", int64((i+6)%12+1))
 		_ = e.sim.Stats()
 	}
 	close(done)

@@ -117,34 +117,45 @@ func (s *Server) setUserDeleted(id int64, deleted bool) error {
 	return nil
 }
 
-// DeleteTeam deletes a team: it disappears from /teams and from every
-// user's teams, directAssignedTeams and roleAssignedTeams.
-func (s *Server) DeleteTeam(id int64) error { return s.setSmallDeleted(kindTeam, id, true) }
+// Delete deletes the resource of catalog type typ and id. A deleted team
+// disappears from /teams and from every user's teams, directAssignedTeams
+// and roleAssignedTeams; users holding a deleted role or profile, and roles
+// having a deleted role as parentRole, then show null; users as DeleteUser.
+func (s *Server) Delete(typ string, id int64) error { return s.setDeleted(typ, id, true) }
 
-// RestoreTeam undoes DeleteTeam, memberships included.
-func (s *Server) RestoreTeam(id int64) error { return s.setSmallDeleted(kindTeam, id, false) }
+// Restore undoes Delete, team memberships included.
+func (s *Server) Restore(typ string, id int64) error { return s.setDeleted(typ, id, false) }
 
-// DeleteRole deletes a role: users holding it, and roles having it as
-// parentRole, then show null.
-func (s *Server) DeleteRole(id int64) error { return s.setSmallDeleted(kindRole, id, true) }
+func (s *Server) setDeleted(typ string, id int64, deleted bool) error {
+	kind, err := s.kindOf(typ, true)
+	if err != nil {
+		return fmt.Errorf("%s: %w", deletionVerb(deleted), err)
+	}
+	if kind == kindUser {
+		return s.setUserDeleted(id, deleted)
+	}
+	return s.setSmallDeleted(kind, id, deleted)
+}
 
-// RestoreRole undoes DeleteRole.
-func (s *Server) RestoreRole(id int64) error { return s.setSmallDeleted(kindRole, id, false) }
+// Update updates a team, role or profile: updatedAt moves, and a team's
+// color may change.
+func (s *Server) Update(typ string, id int64) error {
+	kind, err := s.kindOf(typ, false)
+	if err != nil {
+		return err
+	}
+	return s.updateSmall(kind, id)
+}
 
-// DeleteProfile deletes a profile: users holding it then show null.
-func (s *Server) DeleteProfile(id int64) error { return s.setSmallDeleted(kindProfile, id, true) }
-
-// RestoreProfile undoes DeleteProfile.
-func (s *Server) RestoreProfile(id int64) error { return s.setSmallDeleted(kindProfile, id, false) }
-
-// UpdateTeam updates a team (its color may change; updatedAt moves).
-func (s *Server) UpdateTeam(id int64) error { return s.updateSmall(kindTeam, id) }
-
-// UpdateRole updates a role (updatedAt moves).
-func (s *Server) UpdateRole(id int64) error { return s.updateSmall(kindRole, id) }
-
-// UpdateProfile updates a profile (updatedAt moves).
-func (s *Server) UpdateProfile(id int64) error { return s.updateSmall(kindProfile, id) }
+// kindOf returns the kind of catalog type typ: a dimension, or a user
+// when users is set.
+func (s *Server) kindOf(typ string, users bool) (resKind, error) {
+	kind := kindOfType(typ)
+	if kind == kindNone || (kind == kindUser && !users) {
+		return kindNone, fmt.Errorf("type %q: %w", typ, ErrNotFound)
+	}
+	return kind, nil
+}
 
 func (s *Server) smallByID(kind resKind, id int64) (*smallRec, error) {
 	if id <= 0 || id > 1<<32-1 {
@@ -200,7 +211,7 @@ func (s *Server) churn(c Churn) {
 	created := s.createUsersLocked(c.Create, now)
 	var deleted string
 	if c.DeleteEvery > 0 && s.churnRounds%c.DeleteEvery == 0 {
-		deleted = s.deleteOneLocked(resKind(1 + (s.churnRounds/c.DeleteEvery-1)%3))
+		deleted = s.deleteOneLocked(s.nthDimension(s.churnRounds/c.DeleteEvery - 1))
 	}
 	moved, edited, restored := s.churnHistoryLocked(c, now)
 	s.stats.churned()

@@ -108,11 +108,11 @@ func TestDeleteTeamRoleProfile(t *testing.T) {
 		t.Fatal("team 3 has no members")
 	}
 	stamp, _ := e.sim.User(was[0])
-	if err := e.sim.DeleteTeam(team); err != nil {
+	if err := e.sim.Delete("team", team); err != nil {
 		t.Fatal(err)
 	}
 	e.getDoc("/api/v2/teams/3", http.StatusNotFound)
-	if slices.Contains(truthIDs(e.sim.Teams()), team) || len(members(team)) != 0 {
+	if slices.Contains(truthIDs(e.sim.Resources("team")), team) || len(members(team)) != 0 {
 		t.Error("deleted team still listed or has members")
 	}
 	if got := e.getDoc(q("/api/v2/users", "filter[teams][id]", "3"), http.StatusOK).list(t); len(got) != 0 {
@@ -127,7 +127,7 @@ func TestDeleteTeamRoleProfile(t *testing.T) {
 	if !updatedAt(after).Equal(updatedAt(stamp)) {
 		t.Error("deleting a team touched its members' updatedAt")
 	}
-	if err := e.sim.RestoreTeam(team); err != nil {
+	if err := e.sim.Restore("team", team); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(members(team), was) {
@@ -136,16 +136,16 @@ func TestDeleteTeamRoleProfile(t *testing.T) {
 
 	// A deleted role leaves nulls behind, in users and in child roles.
 	var role, child int64
-	for _, r := range e.sim.Roles() {
+	for _, r := range e.sim.Resources("role") {
 		if p := r.Relationships["parentRole"]; len(p) == 1 {
 			role, child = p[0], r.ID
 			break
 		}
 	}
-	if err := e.sim.DeleteRole(role); err != nil {
+	if err := e.sim.Delete("role", role); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := e.sim.Role(child); len(c.Relationships["parentRole"]) != 0 {
+	if c, _ := e.sim.Resource("role", child); len(c.Relationships["parentRole"]) != 0 {
 		t.Error("child role still points at the deleted parent")
 	}
 	for _, u := range e.sim.Users() {
@@ -153,7 +153,7 @@ func TestDeleteTeamRoleProfile(t *testing.T) {
 			t.Fatalf("user %d still has the deleted role", u.ID)
 		}
 	}
-	if err := e.sim.DeleteProfile(2); err != nil {
+	if err := e.sim.Delete("profile", 2); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range e.getDoc(q("/api/v2/users", "page[size]", "300"), http.StatusOK).list(t) {
@@ -161,23 +161,24 @@ func TestDeleteTeamRoleProfile(t *testing.T) {
 			t.Fatal("a user still has the deleted profile")
 		}
 	}
-	if err := e.sim.RestoreProfile(2); err != nil {
+	if err := e.sim.Restore("profile", 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.sim.RestoreRole(role); err != nil {
+	if err := e.sim.Restore("role", role); err != nil {
 		t.Fatal(err)
 	}
-	for _, err := range []error{e.sim.DeleteTeam(999), e.sim.DeleteRole(-1), e.sim.RestoreProfile(50), e.sim.UpdateTeam(0)} {
+	for _, err := range []error{e.sim.Delete("team", 999), e.sim.Delete("role", -1), e.sim.Restore("profile", 50), e.sim.Update("team", 0),
+		e.sim.Delete("mailbox", 1), e.sim.Update("user", 1), e.sim.Rename("user", 1, "x")} {
 		if !errors.Is(err, ErrNotFound) {
 			t.Errorf("err = %v, want ErrNotFound", err)
 		}
 	}
 	e.clock.Advance(time.Minute)
-	if err := e.sim.UpdateTeam(1); err != nil {
+	if err := e.sim.Update("team", 1); err != nil {
 		t.Fatal(err)
 	}
-	if tm, _ := e.sim.Team(1); !updatedAt(tm).Equal(e.clock.Now()) {
-		t.Errorf("UpdateTeam: updatedAt %v", tm.Attributes["updatedAt"])
+	if tm, _ := e.sim.Resource("team", 1); !updatedAt(tm).Equal(e.clock.Now()) {
+		t.Errorf("Update(team): updatedAt %v", tm.Attributes["updatedAt"])
 	}
 }
 
@@ -237,8 +238,8 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 			e.sim.CreateUsers(1)
 			_ = e.sim.DeleteUser(int64(i + 1))
 			touched[int64(i+1)] = true
-			_ = e.sim.DeleteTeam(int64(i%16 + 1))
-			_ = e.sim.RestoreTeam(int64((i+8)%16 + 1))
+			_ = e.sim.Delete("team", int64(i%16+1))
+			_ = e.sim.Restore("team", int64((i+8)%16+1))
 		}
 		touchedCh <- touched
 	}()

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/usersync/usersync/schema"
 )
 
 // authState is the OAuth side of the simulator: the one valid refresh token
@@ -24,12 +26,8 @@ type authState struct {
 	failStatus int
 	revoked    bool   // RevokeTokens: every token refused until a code is exchanged
 	replaced   string // ReplaceToken: the static token now accepted instead of Options.Token
-	scope      string // the grant's, as its authorization code asked; "" for defaultScope
+	scope      string // the grant's, as its authorization code asked; "" for the catalog's read scopes
 }
-
-// defaultScope is the scope of a grant whose authorization asked for none,
-// or that began with Options.RefreshToken.
-const defaultScope = "users.read teams.read roles.read profiles.read"
 
 func (a *authState) init(r rng, refresh string) {
 	a.rng, a.refresh, a.issued, a.codes = r, refresh, map[string]int64{}, map[string]authCode{}
@@ -159,7 +157,7 @@ func (s *Server) grant(w http.ResponseWriter, endpoint string) {
 	body = appendString(body, a.refresh)
 	scope := a.scope
 	if scope == "" {
-		scope = defaultScope
+		scope = schema.ReadScopes() // a grant that asked for none, or began with Options.RefreshToken
 	}
 	body = append(body, `,"scope":`...)
 	body = appendString(body, scope)

@@ -15,8 +15,8 @@ func TestCursorWalkCoversEverything(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Options{Users: 777, IdenticalTimestamps: 100})
 	want := map[string][]int64{
-		"users": e.sim.UserIDs(), "teams": truthIDs(e.sim.Teams()),
-		"roles": truthIDs(e.sim.Roles()), "profiles": truthIDs(e.sim.Profiles()),
+		"users": e.sim.UserIDs(), "teams": truthIDs(e.sim.Resources("team")),
+		"roles": truthIDs(e.sim.Resources("role")), "profiles": truthIDs(e.sim.Resources("profile")),
 	}
 	cases := []struct{ path, sort, size string }{
 		{"users", "", "50"}, {"users", "updatedAt", "64"}, {"users", "-updatedAt", "33"},

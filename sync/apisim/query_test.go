@@ -26,7 +26,7 @@ func TestFilters(t *testing.T) {
 	email := pick.Attributes["email"].(string)
 	has := func(list []int64, id int64) bool { return slices.Contains(list, id) }
 	var parent int64
-	for _, r := range e.sim.Roles() {
+	for _, r := range e.sim.Resources("role") {
 		if p := r.Relationships["parentRole"]; len(p) == 1 {
 			parent = p[0]
 		}
@@ -71,7 +71,7 @@ func TestFilters(t *testing.T) {
 		{"roles by parent", "roles", []string{"filter[parentRole][id]", itoa(parent)}, func(r Resource) bool { return anyOf(r.Relationships["parentRole"], parent) }},
 		{"profiles specialId", "profiles", []string{"filter[specialId]", "admin"}, func(r Resource) bool { return r.ID == 1 }},
 	}
-	truth := map[string][]Resource{"users": users, "teams": e.sim.Teams(), "roles": e.sim.Roles(), "profiles": e.sim.Profiles()}
+	truth := map[string][]Resource{"users": users, "teams": e.sim.Resources("team"), "roles": e.sim.Resources("role"), "profiles": e.sim.Resources("profile")}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -200,7 +200,7 @@ func TestSort(t *testing.T) {
 		})
 	}
 	t.Run("teams by -name", func(t *testing.T) {
-		want := e.sim.Teams()
+		want := e.sim.Resources("team")
 		slices.SortStableFunc(want, func(a, b Resource) int {
 			return -strings.Compare(a.Attributes["name"].(string), b.Attributes["name"].(string))
 		})
@@ -257,11 +257,11 @@ func TestInclude(t *testing.T) {
 		var truth Resource
 		switch r.Type {
 		case "role":
-			truth, _ = e.sim.Role(r.id(t))
+			truth, _ = e.sim.Resource("role", r.id(t))
 		case "profile":
-			truth, _ = e.sim.Profile(r.id(t))
+			truth, _ = e.sim.Resource("profile", r.id(t))
 		case "team":
-			truth, _ = e.sim.Team(r.id(t))
+			truth, _ = e.sim.Resource("team", r.id(t))
 		}
 		if truth.Attributes["name"] != decodeValue(r.Attributes["name"], false) {
 			t.Errorf("%s: name %s, truth %v", k, r.Attributes["name"], truth.Attributes["name"])

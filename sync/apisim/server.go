@@ -108,7 +108,7 @@ type Server struct {
 	pools     *pools
 	userAttrs []userAttr
 	ix        attrIdx
-	types     [4]*typeDef
+	types     []*typeDef
 
 	mu          sync.RWMutex // guards data, mutRNG and churnRounds
 	data        dataset
@@ -178,6 +178,20 @@ func newServer(opts Options, c *catalog, prefix string) *Server {
 	s.knobs.Store(&k)
 	s.stats.reset()
 	return s
+}
+
+// count returns how many resources of a dimension the dataset holds; a
+// dimension without an option of its own gets a handful.
+func (o Options) count(kind resKind) int {
+	switch kind {
+	case kindTeam:
+		return o.Teams
+	case kindRole:
+		return o.Roles
+	case kindProfile:
+		return o.Profiles
+	}
+	return 6
 }
 
 // withDefaults fills the options whose zero value means a default.

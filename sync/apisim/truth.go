@@ -47,14 +47,15 @@ type Membership struct {
 // User returns the user id; false if it does not exist or is deleted.
 func (s *Server) User(id int64) (Resource, bool) { return s.resource(kindUser, id) }
 
-// Team returns the team id; false if it does not exist or is deleted.
-func (s *Server) Team(id int64) (Resource, bool) { return s.resource(kindTeam, id) }
-
-// Role returns the role id; false if it does not exist or is deleted.
-func (s *Server) Role(id int64) (Resource, bool) { return s.resource(kindRole, id) }
-
-// Profile returns the profile id; false if it does not exist or is deleted.
-func (s *Server) Profile(id int64) (Resource, bool) { return s.resource(kindProfile, id) }
+// Resource returns the resource of catalog type typ ("user", "team", "role",
+// "profile") and id; false if it does not exist, is deleted or typ is unknown.
+func (s *Server) Resource(typ string, id int64) (Resource, bool) {
+	kind := kindOfType(typ)
+	if kind == kindNone {
+		return Resource{}, false
+	}
+	return s.resource(kind, id)
+}
 
 // Users returns every live user in id order. It builds one map per user:
 // for large datasets prefer AllUsers or UserIDs.
@@ -85,14 +86,18 @@ func (s *Server) UserIDs() []int64 {
 	return ids
 }
 
-// Teams returns the live teams in id order.
-func (s *Server) Teams() []Resource { return s.smalls(kindTeam) }
-
-// Roles returns the live roles in id order.
-func (s *Server) Roles() []Resource { return s.smalls(kindRole) }
-
-// Profiles returns the live profiles in id order.
-func (s *Server) Profiles() []Resource { return s.smalls(kindProfile) }
+// Resources returns the live resources of catalog type typ in id order
+// (users as Users does); nil for an unknown type.
+func (s *Server) Resources(typ string) []Resource {
+	switch kind := kindOfType(typ); kind {
+	case kindNone:
+		return nil
+	case kindUser:
+		return s.Users()
+	default:
+		return s.smalls(kind)
+	}
+}
 
 func (s *Server) smalls(kind resKind) []Resource {
 	s.mu.RLock()

@@ -1,6 +1,8 @@
 package apisim
 
 import (
+	"strings"
+
 	"github.com/usersync/usersync/schema"
 )
 
@@ -84,18 +86,21 @@ func (t *typeDef) hasAttr(name string) bool {
 	return false
 }
 
+// kindOfType returns the kind of a catalog type: kinds number the
+// catalog's resources in order, so kindTeam is the first dimension.
 func kindOfType(typ string) resKind {
-	switch typ {
-	case "user":
-		return kindUser
-	case "team":
-		return kindTeam
-	case "role":
-		return kindRole
-	case "profile":
-		return kindProfile
+	for i, r := range schema.Resources() {
+		if r.Type == typ {
+			return resKind(i)
+		}
 	}
 	return kindNone
+}
+
+// nthDimension returns the dimension whose turn n is, in a round-robin
+// over the catalog's dimensions.
+func (s *Server) nthDimension(n int) resKind {
+	return resKind(1 + n%(len(s.types)-1))
 }
 
 func newRel(r schema.Relationship) relDef {
@@ -114,7 +119,7 @@ func attrNames(res schema.Resource) []string {
 	return out
 }
 
-// buildTypes derives the four served types from the catalog.
+// buildTypes derives the served types from the catalog.
 func (s *Server) buildTypes() {
 	common := []fieldDef{{name: "id", kind: fkInt}, {name: "name", kind: fkString},
 		{name: "createdAt", kind: fkTime}, {name: "updatedAt", kind: fkTime}}
@@ -135,21 +140,27 @@ func (s *Server) buildTypes() {
 		user.rels = append(user.rels, rd)
 	}
 
-	team := &typeDef{kind: kindTeam, name: "team", path: "teams", controller: "ApiV2::TeamsController",
-		attrs: attrNames(schema.Team()), fields: common,
-		rels: []relDef{{name: "users", relType: "user", toMany: true, filterable: true, target: kindUser}}}
-
-	role := &typeDef{kind: kindRole, name: "role", path: "roles", controller: "ApiV2::RolesController",
-		attrs: attrNames(schema.Role()), fields: common}
-	for _, r := range schema.Role().Relationships {
-		role.rels = append(role.rels, newRel(r))
+	s.types = []*typeDef{user}
+	for _, res := range schema.Dimensions() {
+		s.types = append(s.types, dimensionType(res, common))
 	}
+}
 
-	profile := &typeDef{kind: kindProfile, name: "profile", path: "profiles", controller: "ApiV2::ProfilesController",
-		attrs:  attrNames(schema.Profile()),
-		fields: append(append([]fieldDef(nil), common...), fieldDef{name: "specialId", kind: fkString, noSort: true})}
-
-	s.types = [4]*typeDef{user, team, role, profile}
+// dimensionType derives a served dimension from the catalog, with what the
+// real API adds to teams (filter[users][id]) and profiles (specialId).
+func dimensionType(res schema.Resource, common []fieldDef) *typeDef {
+	t := &typeDef{kind: kindOfType(res.Type), name: res.Type, path: res.Path, attrs: attrNames(res), fields: common,
+		controller: "ApiV2::" + strings.ToUpper(res.Path[:1]) + res.Path[1:] + "Controller"}
+	for _, r := range res.Relationships {
+		t.rels = append(t.rels, newRel(r))
+	}
+	switch t.kind {
+	case kindTeam:
+		t.rels = append(t.rels, relDef{name: "users", relType: "user", toMany: true, filterable: true, target: kindUser})
+	case kindProfile:
+		t.fields = append(append([]fieldDef(nil), common...), fieldDef{name: "specialId", kind: fkString, noSort: true})
+	}
+	return t
 }
 
 func (s *Server) typeByPath(path string) *typeDef {

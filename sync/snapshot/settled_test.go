@@ -147,7 +147,7 @@ func TestSnapshotWaitsForCompletedSync(t *testing.T) {
 	gate.hold(1)
 	refused("before any sync", "no sync has walked every user")
 	done := runWhileHeld(warehouse.KindIncremental, func() bool {
-		return count(t, pool, `SELECT count(*) FROM `+q("teams")) == int64(len(sim.Teams()))
+		return count(t, pool, `SELECT count(*) FROM `+q("teams")) == int64(len(sim.Resources("team")))
 	})
 	if n := count(t, pool, `SELECT count(*) FROM `+q("users")); n != 0 {
 		t.Fatalf("%d users written while the first page was held", n)

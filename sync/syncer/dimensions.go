@@ -46,15 +46,15 @@ type dimensionPage struct {
 	present []int64 // every id listed, quarantined ones included
 }
 
-// syncDimensions lists teams, roles and profiles fully and writes each in one
-// transaction, marking ids that disappeared deleted. The three lists are
-// asked for at once, each fetching a page ahead of the one being staged,
-// so a run does not wait for the roles and profiles requests behind the
-// teams list; they are staged and applied one after the other, on one
+// syncDimensions lists the catalog's dimensions (teams, roles, profiles)
+// fully and writes each in one transaction, marking ids that disappeared
+// deleted. The lists are asked for at once, each fetching a page ahead of
+// the one being staged, so a run does not wait for the roles and profiles
+// requests behind the teams list; they are staged and applied one after the other, on one
 // connection, and a list that fails stops the pass. A list whose digest is
 // the one applied last is not written at all when pass trusts digests.
 func (s *Syncer) syncDimensions(ctx context.Context, pass dimensionPass) (map[string]warehouse.Counts, error) {
-	dims := []schema.Resource{schema.Team(), schema.Role(), schema.Profile()}
+	dims := schema.Dimensions()
 	lists := make([]*typedWalk, len(dims))
 	for i, res := range dims {
 		// Typed as users pages are, one resource at a time: one that cannot

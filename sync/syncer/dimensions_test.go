@@ -43,7 +43,7 @@ func TestDimensionsAcrossPages(t *testing.T) {
 	e.assertMirrors(t)
 
 	const gone = 321 // on the fourth page
-	if err := e.sim.DeleteTeam(gone); err != nil {
+	if err := e.sim.Delete("team", gone); err != nil {
 		t.Fatal(err)
 	}
 	sum = e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
@@ -58,7 +58,7 @@ func TestDimensionsAcrossPages(t *testing.T) {
 	}
 	e.assertMirrors(t)
 
-	if err := e.sim.RestoreTeam(gone); err != nil {
+	if err := e.sim.Restore("team", gone); err != nil {
 		t.Fatal(err)
 	}
 	sum = e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
@@ -71,7 +71,7 @@ func TestDimensionsAcrossPages(t *testing.T) {
 	e.assertMirrors(t)
 
 	// A team whose attributes change (name, color, updatedAt) is rewritten.
-	if err := e.sim.UpdateTeam(17); err != nil {
+	if err := e.sim.Update("team", 17); err != nil {
 		t.Fatal(err)
 	}
 	sum = e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
@@ -153,13 +153,13 @@ func TestDimensionsFailMidList(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, apisim.Options{Users: 200, Teams: 250, Knobs: apisim.Knobs{PageSizeCap: 100}})
 			e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
-			if err := e.sim.DeleteTeam(50); err != nil {
+			if err := e.sim.Delete("team", 50); err != nil {
 				t.Fatal(err)
 			}
 			e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
 			// A complete list would now bring team 50 back, from the
 			// first page, and mark team 7 deleted.
-			for _, err := range []error{e.sim.RestoreTeam(50), e.sim.DeleteTeam(7)} {
+			for _, err := range []error{e.sim.Restore("team", 50), e.sim.Delete("team", 7)} {
 				if err != nil {
 					t.Fatal(err)
 				}

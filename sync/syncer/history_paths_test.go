@@ -24,8 +24,8 @@ func TestRoleRenamedAndReparented(t *testing.T) {
 	e := newEnv(t, apisim.Options{Users: 200})
 	cfg := syncer.Config{PageSize: 200}
 	e.run(t, cfg, syncer.Request{Kind: warehouse.KindFull})
-	role := e.sim.Roles()[3].ID
-	if err := e.sim.RenameRole(role, "Renamed role"); err != nil {
+	role := e.sim.Resources("role")[3].ID
+	if err := e.sim.Rename("role", role, "Renamed role"); err != nil {
 		t.Fatal(err)
 	}
 	e.run(t, cfg, incremental)
@@ -48,7 +48,7 @@ func TestRoleRenamedAndReparented(t *testing.T) {
 		t.Errorf("a sync with nothing changed wrote history or dimension rows")
 	}
 
-	if err := e.sim.DeleteRole(role); err != nil {
+	if err := e.sim.Delete("role", role); err != nil {
 		t.Fatal(err)
 	}
 	e.run(t, cfg, incremental)
@@ -56,7 +56,7 @@ func TestRoleRenamedAndReparented(t *testing.T) {
 		WHERE v.role_id = $1 AND (v.valid_to IS NULL OR v.valid_to > r.deleted_at)`, role); n != 0 {
 		t.Errorf("%d versions of the deleted role still open", n)
 	}
-	if err := e.sim.RestoreRole(role); err != nil {
+	if err := e.sim.Restore("role", role); err != nil {
 		t.Fatal(err)
 	}
 	e.run(t, cfg, incremental)
@@ -117,9 +117,9 @@ func TestMembershipPathsAgree(t *testing.T) {
 		func(*apisim.Server) error { return nil },
 		func(sim *apisim.Server) error { return sim.SetMembership(user, team, true) },
 		func(sim *apisim.Server) error { return sim.SetMembership(user, team, false) },
-		func(sim *apisim.Server) error { return sim.DeleteTeam(gone) },
+		func(sim *apisim.Server) error { return sim.Delete("team", gone) },
 		func(sim *apisim.Server) error { return sim.SetMembership(user, team, true) },
-		func(sim *apisim.Server) error { return sim.RestoreTeam(gone) },
+		func(sim *apisim.Server) error { return sim.Restore("team", gone) },
 		func(sim *apisim.Server) error { return sim.DeleteUser(user) },
 		func(sim *apisim.Server) error { return sim.RestoreUser(user) },
 	}

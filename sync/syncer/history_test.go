@@ -83,7 +83,7 @@ func freeTeam(sim *apisim.Server, user int64) (int64, bool) {
 			in[m.TeamID] = true
 		}
 	}
-	for _, team := range sim.Teams() {
+	for _, team := range sim.Resources("team") {
 		if !in[team.ID] && len(in) < 4 {
 			return team.ID, true
 		}
@@ -170,7 +170,7 @@ func TestTeamDeletedAndRestored(t *testing.T) {
 	if members == 0 {
 		t.Fatal("the team has no member")
 	}
-	if err := e.sim.DeleteTeam(team); err != nil {
+	if err := e.sim.Delete("team", team); err != nil {
 		t.Fatal(err)
 	}
 	e.run(t, cfg, incremental)
@@ -181,7 +181,7 @@ func TestTeamDeletedAndRestored(t *testing.T) {
 		WHERE h.team_id = $1 AND h.ended_by = 'team_deleted' AND h.valid_to = t.deleted_at`, team); n != members {
 		t.Errorf("%d memberships ended by the deletion, want %d", n, members)
 	}
-	if err := e.sim.RestoreTeam(team); err != nil {
+	if err := e.sim.Restore("team", team); err != nil {
 		t.Fatal(err)
 	}
 	e.run(t, cfg, incremental)

@@ -70,7 +70,7 @@ func TestNoOpSyncWritesNothing(t *testing.T) {
 		t.Errorf("the no-op run's row lacks its last checkpoint (%d rows with it)", n)
 	}
 
-	if _, err := e.sim.UpdateUsers(1), e.sim.UpdateTeam(e.count(t, `SELECT min(id) FROM %s.teams`)); err != nil {
+	if _, err := e.sim.UpdateUsers(1), e.sim.Update("team", e.count(t, `SELECT min(id) FROM %s.teams`)); err != nil {
 		t.Fatal(err)
 	}
 	sum, _, _, _ = countedRun(t, e, &c)

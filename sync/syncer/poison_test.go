@@ -89,8 +89,8 @@ func TestPoisonedResourceQuarantined(t *testing.T) {
 			quarantined := sum.Quarantined
 			if tt.path == "/api/v2/teams" {
 				quarantined = sum.Dimensions["teams"].Quarantined
-				if n := e.count(t, `SELECT count(*) FROM %s.teams`); n != int64(len(e.sim.Teams())) {
-					t.Errorf("%d teams stored, want %d", n, len(e.sim.Teams()))
+				if n := e.count(t, `SELECT count(*) FROM %s.teams`); n != int64(len(e.sim.Resources("team"))) {
+					t.Errorf("%d teams stored, want %d", n, len(e.sim.Resources("team")))
 				}
 			}
 			if quarantined != 1 {

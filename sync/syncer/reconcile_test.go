@@ -100,7 +100,7 @@ func TestReconcileDeletesAndRestores(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, err := range []error{e.sim.DeleteTeam(team), e.sim.DeleteRole(role), e.sim.DeleteProfile(profile)} {
+	for _, err := range []error{e.sim.Delete("team", team), e.sim.Delete("role", role), e.sim.Delete("profile", profile)} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestReconcileDeletesAndRestores(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, err := range []error{e.sim.RestoreTeam(team), e.sim.RestoreRole(role), e.sim.RestoreProfile(profile)} {
+	for _, err := range []error{e.sim.Restore("team", team), e.sim.Restore("role", role), e.sim.Restore("profile", profile)} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func TestReconcileRelinksWhatASyncRestored(t *testing.T) {
 	e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
 	all := e.sim.Users()
 	role, profile := leastUsed(all, "role"), leastUsed(all, "profile")
-	for _, err := range []error{e.sim.DeleteRole(role), e.sim.DeleteProfile(profile)} {
+	for _, err := range []error{e.sim.Delete("role", role), e.sim.Delete("profile", profile)} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func TestReconcileRelinksWhatASyncRestored(t *testing.T) {
 	if n := e.count(t, holders, role, profile); n != 0 {
 		t.Fatalf("%d users still hold the deleted role or profile", n)
 	}
-	for _, err := range []error{e.sim.RestoreRole(role), e.sim.RestoreProfile(profile)} {
+	for _, err := range []error{e.sim.Restore("role", role), e.sim.Restore("profile", profile)} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,11 +230,11 @@ func TestReconcileRelinksWhatASyncRestored(t *testing.T) {
 
 	// The role deleted again, then restored by a reconcile that fails after
 	// its dimension pass: 100 of 1500 users gone is over the 5% valve.
-	if err := e.sim.DeleteRole(role); err != nil {
+	if err := e.sim.Delete("role", role); err != nil {
 		t.Fatal(err)
 	}
 	e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{})
-	if err := e.sim.RestoreRole(role); err != nil {
+	if err := e.sim.Restore("role", role); err != nil {
 		t.Fatal(err)
 	}
 	gone := make([]int64, 0, 100)
@@ -431,7 +431,7 @@ func TestReconcileExactWarehouse(t *testing.T) {
 		(SELECT max(synced_at) FROM %[1]q.roles), (SELECT max(synced_at) FROM %[1]q.profiles))`, e.store.Schema())).Scan(&synced); err != nil {
 		t.Fatal(err)
 	}
-	teams := int64(len(e.sim.Teams()))
+	teams := int64(len(e.sim.Resources("team")))
 	e.sim.ResetStats()
 
 	sum := e.reconcile(t, syncer.Config{}, syncer.ReconcileRequest{Membership: syncer.MembershipAlways})

@@ -36,13 +36,13 @@ func (b *betweenPasses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(err) // the ids come from the simulator: programmer error
 		}
 	}
-	must(b.sim.DeleteTeam(b.team))
-	must(b.sim.DeleteRole(b.role))
-	must(b.sim.DeleteProfile(b.profile))
+	must(b.sim.Delete("team", b.team))
+	must(b.sim.Delete("role", b.role))
+	must(b.sim.Delete("profile", b.profile))
 	b.sim.ServeHTTP(w, r)
-	must(b.sim.RestoreTeam(b.team))
-	must(b.sim.RestoreRole(b.role))
-	must(b.sim.RestoreProfile(b.profile))
+	must(b.sim.Restore("team", b.team))
+	must(b.sim.Restore("role", b.role))
+	must(b.sim.Restore("profile", b.profile))
 }
 
 func (b *betweenPasses) arm(on bool) {

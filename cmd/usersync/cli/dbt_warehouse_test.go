@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/apisim"
 )
 
@@ -30,9 +31,9 @@ func TestSchemaDBTMatchesTheWarehouse(t *testing.T) {
 	// membership ended, a team renamed, a user deleted.
 	c.sim.UpdateUsers(80)
 	m := c.sim.Memberships()[0]
-	teams := c.sim.Teams()
-	for _, err := range []error{c.sim.SetMembership(m.UserID, m.TeamID, false), c.sim.RenameTeam(teams[0].ID, "Renamed"),
-		c.sim.DeleteUser(c.sim.UserIDs()[1]), c.sim.UpdateRole(c.sim.Roles()[0].ID), c.sim.UpdateProfile(c.sim.Profiles()[0].ID)} {
+	teams := c.sim.Resources("team")
+	for _, err := range []error{c.sim.SetMembership(m.UserID, m.TeamID, false), c.sim.Rename("team", teams[0].ID, "Renamed"),
+		c.sim.DeleteUser(c.sim.UserIDs()[1]), c.sim.Update("role", c.sim.Resources("role")[0].ID), c.sim.Update("profile", c.sim.Resources("profile")[0].ID)} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +41,11 @@ func TestSchemaDBTMatchesTheWarehouse(t *testing.T) {
 	if code, _, errs := run(t, c.env, "sync", "--full"); code != ExitOK {
 		t.Fatalf("second sync --full: exit %d: %s", code, errs)
 	}
-	for _, table := range []string{"user_version_history", "user_team_history", "team_history", "role_history", "profile_history"} {
+	histories := []string{"user_version_history", "user_team_history"}
+	for _, r := range schema.Dimensions() {
+		histories = append(histories, r.Type+"_history")
+	}
+	for _, table := range histories {
 		if n := countRows(t, c, table); n == 0 {
 			t.Fatalf("the second sync left %s empty", table)
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -78,7 +79,8 @@ func printReconcile(w io.Writer, s syncer.ReconcileSummary) {
 	if s.Purged > 0 {
 		fmt.Fprintf(w, "  purged       %d users deleted longer ago than USERSYNC_DELETED_RETENTION (%d versions)\n", s.Purged, s.PurgedVersions)
 	}
-	for _, n := range []string{"profiles", "roles", "teams"} {
+	for _, res := range schema.Dimensions() {
+		n := res.Table
 		if c, ok := s.Dimensions[n]; ok {
 			fmt.Fprintf(w, "  %-12s %d inserted, %d updated, %d marked deleted, %d came back\n", n, c.Inserted, c.Updated, c.Deleted, s.DimensionsUndeleted[n])
 		}

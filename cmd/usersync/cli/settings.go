@@ -146,7 +146,7 @@ func baseSettings() []setting {
 		{Env: "USERSYNC_OAUTH_AUTHORIZE_URL", Scope: perAccount, Flag: "oauth-authorize-url", Meaning: "OAuth 2 authorize endpoint that usersync auth login sends the browser to; empty derives it from USERSYNC_OAUTH_TOKEN_URL by replacing its last path segment with authorize (…/oauth/token gives …/oauth/authorize).",
 			Example: "https://api.example.com/oauth/authorize",
 			set:     func(c *Config, v string) error { c.OAuthAuthorizeURL = v; return nil }},
-		{Env: "USERSYNC_OAUTH_SCOPES", Scope: perAccount, Flag: "oauth-scopes", Default: "users.read teams.read roles.read profiles.read", Meaning: "space-separated scopes usersync auth login asks for: read access to users, teams, roles and profiles is all usersync needs; empty sends no scope (the application's default). auth login, auth status and status show the scope the token endpoint granted, with a warning when one can write (users.write, users.delete, users.all).",
+		{Env: "USERSYNC_OAUTH_SCOPES", Scope: perAccount, Flag: "oauth-scopes", Default: schema.ReadScopes(), Meaning: "space-separated scopes usersync auth login asks for: read access to users, teams, roles and profiles is all usersync needs; empty sends no scope (the application's default). auth login, auth status and status show the scope the token endpoint granted, with a warning when one can write (users.write, users.delete, users.all).",
 			EmptyIsValue: true,
 			set:          func(c *Config, v string) error { c.OAuthScopes = strings.Join(strings.Fields(v), " "); return nil }},
 		{Env: "USERSYNC_ALLOW_INSECURE_HTTP", Scope: fleetWide, Flag: "allow-insecure-http", Default: "false", Meaning: "accept an http:// API URL on a non-loopback host (never do this in production).",

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -20,10 +21,11 @@ func HistoryProblems(ctx context.Context, store *warehouse.Store) []string {
 	q := pgx.Identifier{store.Schema()}.Sanitize()
 	checks := []struct{ what, sql string }{{"memberships of deleted users in user_teams",
 		`SELECT count(*) FROM ` + q + `.user_teams ut JOIN ` + q + `.users u ON u.id = ut.user_id WHERE u.deleted_at IS NOT NULL`}}
-	for _, h := range []struct{ view, key string }{
-		{"user_team_versions", "user_id, team_id"}, {"team_versions", "team_id"},
-		{"role_versions", "role_id"}, {"profile_versions", "profile_id"},
-	} {
+	views := []struct{ view, key string }{{"user_team_versions", "user_id, team_id"}}
+	for _, r := range schema.Dimensions() {
+		views = append(views, struct{ view, key string }{r.Type + "_versions", r.Type + "_id"})
+	}
+	for _, h := range views {
 		v := q + "." + h.view
 		same := ""
 		for _, k := range strings.Split(h.key, ", ") {

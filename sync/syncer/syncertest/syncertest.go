@@ -48,9 +48,9 @@ func compareAll(ctx context.Context, r *reporter, sim *apisim.Server, store *war
 	// millisecond each), and the scale run compares hundreds of thousands.
 	users := sim.Users()
 	compareTable(ctx, r, store, schema.User(), users)
-	compareTable(ctx, r, store, schema.Team(), sim.Teams())
-	compareTable(ctx, r, store, schema.Role(), sim.Roles())
-	compareTable(ctx, r, store, schema.Profile(), sim.Profiles())
+	for _, res := range schema.Dimensions() {
+		compareTable(ctx, r, store, res, sim.Resources(res.Type))
+	}
 
 	want := map[string]bool{}
 	for _, m := range sim.Memberships() {

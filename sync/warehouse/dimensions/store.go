@@ -46,10 +46,7 @@ func New(st *warehouse.Store) (*Store, error) {
 func newStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	s := &Store{pool: pool, q: schema.QuoteIdentifier(schemaName), tables: map[string]pgrow.Table{}}
 	s.lists = map[string]listSQL{}
-	for _, res := range schema.Resources() {
-		if res.Type == "user" {
-			continue
-		}
+	for _, res := range schema.Dimensions() {
 		t, err := pgrow.NewTable(schemaName, res)
 		if err != nil {
 			return nil, err

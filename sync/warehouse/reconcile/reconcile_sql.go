@@ -68,6 +68,7 @@ func newStatements(schemaName string) (statements, error) {
 		"fetch": "pg_temp." + reconcileFetchTable, "fetch_table": reconcileFetchTable,
 		"missing": fetchMissing, "stale": fetchStale, "gone": fetchGone, "relinked": fetchRelinked,
 		"hit_conditions": linkConditions(q.dims), "linkage_diff": linkageDiff(), "link_columns": strings.Join(defs, ""),
+		"deleted_dimension_ids": deletedDimensionIDs(qs), "dimension_versions": dimensionVersions(qs),
 	})
 	if err != nil {
 		return q, err
@@ -113,6 +114,34 @@ func linkConditions(dims []string) string {
 	cond = append(cond, `EXISTS (SELECT 1 FROM jsonb_each(u.other_relationships) AS o, jsonb_array_elements(o.value) AS e
 		WHERE `+strings.Join(other, " OR ")+`)`)
 	return strings.Join(cond, "\n\t\tOR ")
+}
+
+// deletedDimensionIDs builds, from the catalog, the union of the (type, id)
+// of every dimension row marked deleted.
+func deletedDimensionIDs(qs string) string {
+	var parts []string
+	for _, r := range schema.Dimensions() {
+		parts = append(parts, fmt.Sprintf("SELECT '%s', id FROM %s.%s WHERE deleted_at IS NOT NULL", r.Type, qs, schema.QuoteIdentifier(r.Table)))
+	}
+	return strings.Join(parts, "\nUNION ALL ")
+}
+
+// dimensionVersions builds, from the catalog, the union of every
+// dimension's versions with the end of the version before and whether the
+// id is live; the first part names the columns.
+func dimensionVersions(qs string) string {
+	var parts []string
+	for i, r := range schema.Dimensions() {
+		key := r.Type + "_id"
+		names := []string{"", "", "", ""}
+		if i == 0 {
+			names = []string{" AS type", " AS id", " AS prev_to", " AS live"}
+		}
+		parts = append(parts, fmt.Sprintf("\tSELECT '%s'%s, %s%s, valid_from, lag(valid_to) OVER (PARTITION BY %s ORDER BY valid_from)%s,\n"+
+			"\t\tbool_or(valid_to IS NULL) OVER (PARTITION BY %s)%s\n\tFROM %s.%s",
+			r.Type, names[0], key, names[1], key, names[2], key, names[3], qs, schema.QuoteIdentifier(r.Type+"_versions")))
+	}
+	return strings.Join(parts, "\n\tUNION ALL\n")
 }
 
 // scanLinkColumn is the scan's column of a user relationship to a

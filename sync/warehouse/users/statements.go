@@ -42,9 +42,15 @@ func newUserSQL(schemaName string, users pgrow.Table, lockTimeout string) (userS
 		versionCols = append(versionCols, schema.QuoteIdentifier(rel.Column()))
 	}
 	versionCols = append(versionCols, "raw", "data_connections")
+	var dimTables, dimHistories []string
+	for _, r := range schema.Dimensions() {
+		dimTables = append(dimTables, schema.QuoteIdentifier(schemaName)+"."+schema.QuoteIdentifier(r.Table))
+		dimHistories = append(dimHistories, schema.QuoteIdentifier(schemaName)+"."+schema.QuoteIdentifier(r.Type+"_history"))
+	}
 	st, err := sqlfile.Load(sqlFiles, "users", map[string]string{
 		"schema": schema.QuoteIdentifier(schemaName), "lock_timeout": lockTimeout, "users_stage": users.Stage,
 		"version_columns": strings.Join(versionCols, ", "), "u.version_columns": pgrow.PrefixAll("u.", versionCols),
+		"dimension_tables": strings.Join(dimTables, ", "), "dimension_histories": strings.Join(dimHistories, ", "),
 	})
 	if err != nil {
 		return userSQL{}, err

@@ -178,9 +178,7 @@ WITH gone AS (
 SELECT count(*) FROM gone
 
 -- name: deletedDimensionIDs
-SELECT 'team', id FROM {{schema}}.teams WHERE deleted_at IS NOT NULL
-UNION ALL SELECT 'role', id FROM {{schema}}.roles WHERE deleted_at IS NOT NULL
-UNION ALL SELECT 'profile', id FROM {{schema}}.profiles WHERE deleted_at IS NOT NULL
+{{deleted_dimension_ids}}
 ORDER BY 1, 2
 
 -- name: restoredDimensionIDs
@@ -193,17 +191,7 @@ WITH since AS (
 	SELECT coalesce(max(finished_at), '-infinity') AS t FROM {{schema}}.sync_runs
 	WHERE kind = 'reconcile' AND status = 'succeeded'
 ), versions AS (
-	SELECT 'team' AS type, team_id AS id, valid_from, lag(valid_to) OVER (PARTITION BY team_id ORDER BY valid_from) AS prev_to,
-		bool_or(valid_to IS NULL) OVER (PARTITION BY team_id) AS live
-	FROM {{schema}}.team_versions
-	UNION ALL
-	SELECT 'role', role_id, valid_from, lag(valid_to) OVER (PARTITION BY role_id ORDER BY valid_from),
-		bool_or(valid_to IS NULL) OVER (PARTITION BY role_id)
-	FROM {{schema}}.role_versions
-	UNION ALL
-	SELECT 'profile', profile_id, valid_from, lag(valid_to) OVER (PARTITION BY profile_id ORDER BY valid_from),
-		bool_or(valid_to IS NULL) OVER (PARTITION BY profile_id)
-	FROM {{schema}}.profile_versions
+{{dimension_versions}}
 )
 SELECT DISTINCT v.type, v.id FROM versions v, since
 WHERE v.live AND v.valid_from > v.prev_to AND v.valid_from > since.t

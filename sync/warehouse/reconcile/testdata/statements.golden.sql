@@ -153,9 +153,9 @@ WITH gone AS (
 SELECT count(*) FROM gone;
 
 -- reconcile.deletedDimensionIDs
-SELECT 'team', id FROM "usersync".teams WHERE deleted_at IS NOT NULL
-UNION ALL SELECT 'role', id FROM "usersync".roles WHERE deleted_at IS NOT NULL
-UNION ALL SELECT 'profile', id FROM "usersync".profiles WHERE deleted_at IS NOT NULL
+SELECT 'team', id FROM "usersync"."teams" WHERE deleted_at IS NOT NULL
+UNION ALL SELECT 'role', id FROM "usersync"."roles" WHERE deleted_at IS NOT NULL
+UNION ALL SELECT 'profile', id FROM "usersync"."profiles" WHERE deleted_at IS NOT NULL
 ORDER BY 1, 2;
 
 -- reconcile.restoredDimensionIDs
@@ -165,15 +165,15 @@ WITH since AS (
 ), versions AS (
 	SELECT 'team' AS type, team_id AS id, valid_from, lag(valid_to) OVER (PARTITION BY team_id ORDER BY valid_from) AS prev_to,
 		bool_or(valid_to IS NULL) OVER (PARTITION BY team_id) AS live
-	FROM "usersync".team_versions
+	FROM "usersync"."team_versions"
 	UNION ALL
 	SELECT 'role', role_id, valid_from, lag(valid_to) OVER (PARTITION BY role_id ORDER BY valid_from),
 		bool_or(valid_to IS NULL) OVER (PARTITION BY role_id)
-	FROM "usersync".role_versions
+	FROM "usersync"."role_versions"
 	UNION ALL
 	SELECT 'profile', profile_id, valid_from, lag(valid_to) OVER (PARTITION BY profile_id ORDER BY valid_from),
 		bool_or(valid_to IS NULL) OVER (PARTITION BY profile_id)
-	FROM "usersync".profile_versions
+	FROM "usersync"."profile_versions"
 )
 SELECT DISTINCT v.type, v.id FROM versions v, since
 WHERE v.live AND v.valid_from > v.prev_to AND v.valid_from > since.t

@@ -100,6 +100,5 @@ FROM pg_class c WHERE c.oid = '{{schema}}.users'::regclass
 SET LOCAL default_statistics_target = 10;
 ANALYZE {{schema}}.users (id, role_id, profile_id, updated_at, deleted_at);
 SET LOCAL default_statistics_target TO DEFAULT;
-ANALYZE {{schema}}.user_teams, {{schema}}.teams, {{schema}}.roles, {{schema}}.profiles,
-{{schema}}.user_version_history (user_id, valid_from), {{schema}}.user_team_history, {{schema}}.team_history,
-{{schema}}.role_history, {{schema}}.profile_history
+ANALYZE {{schema}}.user_teams, {{dimension_tables}},
+{{schema}}.user_version_history (user_id, valid_from), {{schema}}.user_team_history, {{dimension_histories}}
