@@ -39,10 +39,8 @@ func OpenExample(ctx context.Context) (pool *pgxpool.Pool, name string, drop fun
 	drop = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		for _, s := range []string{name, name + "_river"} {
-			if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+s+`" CASCADE`); err != nil {
-				fmt.Fprintf(os.Stderr, "dropping example schema %s: %v\n", s, err)
-			}
+		if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+name+`", "`+name+`_river" CASCADE`); err != nil {
+			fmt.Fprintf(os.Stderr, "dropping example schema %s: %v\n", name, err)
 		}
 		pool.Close()
 	}
