@@ -21,11 +21,11 @@ const dueKept = time.Hour
 // restart, are scheduled by this one periodic job instead: at each tick it
 // reads the registry and inserts, in one batch, for every account not
 // paused, each job whose schedule has a tick that no job of the account
-// served yet (the decision of due, by the database's clock). The jobs are
-// unique per account and kind while one is active, so ticks on several
-// replicas, or a tick while the last job still runs, add nothing. The
-// default account keeps its periodic jobs (due.go); a paused or removed
-// account gets no job from the next tick on.
+// served yet (isDueNow, by the database's clock). The jobs are unique per
+// account and kind while one is active, so ticks on several replicas, or a
+// tick while the last job still runs, add nothing. The environment's
+// account is listed and scheduled as the registered ones; a paused or
+// removed account gets no job from the next tick on.
 //
 // Its reads do not grow with the jobs kept: the last job of each account
 // and kind is one probe of usersync's index on River's jobs
@@ -121,8 +121,8 @@ func (w *DueWorker) dueOf(a Registered, jobs map[[2]string]lastJob, synced map[s
 		args river.JobArgs
 	}{
 		{a.Schedules.Sync, sync},
-		{a.Schedules.Reconcile, ReconcileArgs{Account: a.Name}},
-		{a.Schedules.Snapshot, SnapshotArgs{Account: a.Name}},
+		{a.Schedules.Reconcile, ReconcileArgs{Account: accountArg(a.Name)}},
+		{a.Schedules.Snapshot, SnapshotArgs{Account: accountArg(a.Name)}},
 	} {
 		if j.s == nil || (j.args.Kind() == KindSnapshot && !a.Snapshots) || (j.args.Kind() == KindSync && !syncNow) {
 			continue

@@ -4,8 +4,8 @@ import (
 	"container/list"
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -35,13 +35,16 @@ import (
 // what it learnt between jobs (the rate limit last reported, which paces the
 // next requests within USERSYNC_API_BUDGET; the OAuth access token, which
 // each rebuild would refresh, rotating the refresh token). An entry is
-// rebuilt when its account's stored settings change. The default account is
-// opened once, at start, as before accounts.
+// rebuilt when its account's stored settings change.
+//
+// The environment's account (the default one) is an account of the fleet
+// like the others: listed first, opened and cached by the same code; only
+// its settings are read from the environment, once, instead of a row.
 type fleet struct {
 	e       *env
 	pool    *pgxpool.Pool
 	metrics *jobs.Metrics
-	def     *jobs.Account
+	env     jobs.Registered // the environment's account as the tick sees it
 
 	listMu sync.Mutex // one Registered at a time: each change is parsed (and warned about) once
 
@@ -74,9 +77,24 @@ type openAccount struct {
 	api    *jsonapi.Client
 }
 
-func newFleet(e *env, pool *pgxpool.Pool, metrics *jobs.Metrics, def *jobs.Account) *fleet {
-	return &fleet{e: e, pool: pool, metrics: metrics, def: def, max: max(e.cfg.AccountCache, 1),
+// envStamp is the stamp of the environment's account, whose settings do
+// not change while the worker runs.
+const envStamp = "environment"
+
+// newFleet returns the fleet of e's deployment, the environment's account
+// scheduled by schedules.
+func newFleet(e *env, pool *pgxpool.Pool, metrics *jobs.Metrics, schedules jobs.Schedules) (*fleet, error) {
+	f := &fleet{e: e, pool: pool, metrics: metrics, max: max(e.cfg.AccountCache, 1),
 		order: list.New(), open: map[string]*list.Element{}, known: map[string]*knownAccount{}, stores: map[string]*warehouse.Store{}}
+	cfg := e.fleetConfig()
+	store, err := f.store(cfg.Schema)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	f.env = jobs.Registered{Name: jobs.DefaultAccount, Env: true, Store: store, Schedules: schedules,
+		SnapshotInterval: snapshotInterval(cfg, schedules), SyncInterval: jobs.ScheduleInterval(schedules.Sync, time.Now()),
+		Snapshots: cfg.SnapshotDir != "off"}
+	return f, nil
 }
 
 // registry is the fleet's registry, made once.
@@ -97,7 +115,11 @@ func (f *fleet) registry() (*accounts.Registry, error) {
 // and stamp); its settings only when they changed since it was opened.
 func (f *fleet) Open(ctx context.Context, name string) (*jobs.Account, error) {
 	if name == jobs.DefaultAccount {
-		return f.def, nil
+		oa, err := f.openEnv(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return oa.acct, nil
 	}
 	reg, err := f.registry()
 	if err != nil {
@@ -137,6 +159,25 @@ func (f *fleet) Open(ctx context.Context, name string) (*jobs.Account, error) {
 	oa.stamp = a.Stamp
 	f.keep(oa)
 	return oa.acct, nil
+}
+
+// openEnv opens the environment's account, from the cache when it is
+// there.
+func (f *fleet) openEnv(ctx context.Context) (*openAccount, error) {
+	f.mu.Lock()
+	if el, ok := f.open[jobs.DefaultAccount]; ok {
+		f.order.MoveToFront(el)
+		f.mu.Unlock()
+		return el.Value.(*openAccount), nil
+	}
+	f.mu.Unlock()
+	oa, err := f.build(ctx, &account{Name: jobs.DefaultAccount, Cfg: f.e.fleetConfig()})
+	if err != nil {
+		return nil, err
+	}
+	oa.stamp = envStamp
+	f.keep(oa)
+	return oa, nil
 }
 
 // keep caches oa, replacing the account's older entry and closing the
@@ -198,6 +239,3 @@ func accountDeps(ae *env, name string, s *syncer.Syncer, store *warehouse.Store)
 		AuthRemedy: ae.authRemedy(), MaxDeleteShare: cfg.ReconcileMaxDelete, ReconcileMembership: cfg.ReconcileMembership,
 		Logger: ae.logger}
 }
-
-// defaultLogger is the logger of the default account's jobs.
-func defaultLogger(e *env) *slog.Logger { return e.logger.With("account", jobs.DefaultAccount) }

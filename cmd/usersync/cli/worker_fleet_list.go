@@ -29,7 +29,7 @@ func (f *fleet) store(schema string) (*warehouse.Store, error) {
 // pruneStores drops the stores no registered account and no open one uses
 // (a removed account's, once it left the cache too). The caller holds mu.
 func (f *fleet) pruneStores() {
-	used := map[string]bool{}
+	used := map[string]bool{f.env.Store.Schema(): true}
 	for _, k := range f.known {
 		if k.ok {
 			used[k.reg.Store.Schema()] = true
@@ -45,8 +45,8 @@ func (f *fleet) pruneStores() {
 	}
 }
 
-// Registered implements jobs.ListAccounts: every account but the default
-// one, by name. It reads the registry's heads and parses the settings of
+// Registered implements jobs.ListAccounts: the environment's account,
+// then the registered ones by name. It reads the registry's heads and parses the settings of
 // the rows whose stamp changed since the last call (every row, the first
 // time), each alone: a row that no longer parses is left out, with a
 // warning once per change, and never stops the others.
@@ -65,7 +65,8 @@ func (f *fleet) Registered(ctx context.Context) ([]jobs.Registered, error) {
 	known := f.known
 	f.mu.Unlock()
 	next := make(map[string]*knownAccount, len(heads))
-	out := make([]jobs.Registered, 0, len(heads))
+	out := make([]jobs.Registered, 0, len(heads)+1)
+	out = append(out, f.env)
 	for _, h := range heads {
 		k := known[h.Name]
 		if k == nil || k.stamp != h.Stamp {

@@ -44,7 +44,11 @@ func newTestFleet(t *testing.T) *testFleet {
 		t.Fatal(err)
 	}
 	metrics := jobs.NewMetrics(jobs.MetricsConfig{Pool: pool, Store: def.store, Schema: "fleet", RiverSchema: e.riverSchema(), Logger: e.logger})
-	return &testFleet{f: newFleet(e, pool, metrics, &jobs.Account{Name: jobs.DefaultAccount}), reg: reg, pool: pool, logs: logs, metrics: metrics}
+	f, err := newFleet(e, pool, metrics, jobs.Schedules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testFleet{f: f, reg: reg, pool: pool, logs: logs, metrics: metrics}
 }
 
 // add registers account name served by c (its API, its token, its schema),
@@ -140,7 +144,9 @@ func TestWorkerFleetOpensAccounts(t *testing.T) {
 	reg, err := f.Registered(ctx)
 	// x, whose settings no longer parse, is left out (logged): the others
 	// are scheduled as ever.
-	if err != nil || len(reg) != 3 || reg[0].Name != "a" || reg[0].Schedules.Sync == nil || reg[1].Schedules.Sync != nil || !reg[2].Paused {
+	// The environment's account is listed first, as the others.
+	if err != nil || len(reg) != 4 || reg[0].Name != jobs.DefaultAccount || !reg[0].Env || reg[1].Name != "a" || reg[1].Schedules.Sync == nil ||
+		reg[2].Schedules.Sync != nil || !reg[3].Paused {
 		t.Errorf("Registered: %+v, %v", reg, err)
 	}
 }
