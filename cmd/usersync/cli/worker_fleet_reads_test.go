@@ -28,7 +28,7 @@ func TestWorkerFleetReadsWhatChanged(t *testing.T) {
 	ctx := context.Background()
 	tf := newTestFleet(t)
 	f := tf.f
-	f.max = 1
+	f.SetCache(1)
 	a := newCLIEnv(t, apisim.Options{Seed: 53, Users: 20})
 	tf.add(t, "a", a, nil)
 	b := newCLIEnv(t, apisim.Options{Seed: 54, Users: 20})
@@ -59,7 +59,7 @@ func TestWorkerFleetReadsWhatChanged(t *testing.T) {
 		t.Errorf("x's row changed: %d warnings in all, want 2", n)
 	}
 
-	if n := len(f.stores); n != 4 {
+	if n := f.Stores(); n != 4 {
 		t.Errorf("%d stores kept for the environment's and the 3 registered accounts with valid settings", n)
 	}
 	for _, name := range []string{"a", "c"} {
@@ -70,17 +70,17 @@ func TestWorkerFleetReadsWhatChanged(t *testing.T) {
 	_, _ = f.Registered(ctx)
 	// b is registered; a, removed, is still open (the cache's one entry)
 	// until another account is opened; c is neither.
-	if n := len(f.stores); n != 3 {
+	if n := f.Stores(); n != 3 {
 		t.Errorf("%d stores kept for the environment's, b and the open a, want 3", n)
 	}
 	if _, err := f.Open(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.stores); n != 2 {
+	if n := f.Stores(); n != 2 {
 		t.Errorf("%d stores kept once a left the cache, want 2 (the environment's and b's)", n)
 	}
 
-	if _, err := tf.pool.Exec(ctx, `INSERT INTO "`+f.e.riverSchema()+`".accounts (name, settings) VALUES ('y', $1)`,
+	if _, err := tf.pool.Exec(ctx, `INSERT INTO "`+tf.e.riverSchema()+`".accounts (name, settings) VALUES ('y', $1)`,
 		`{"USERSYNC_SCHEMA": "`+schematest.NewSchemaName(t, tf.pool)+`", "USERSYNC_PAGE_SIZE": 5}`); err != nil {
 		t.Fatal(err)
 	}

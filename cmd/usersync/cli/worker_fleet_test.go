@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/fleet"
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/syncer"
@@ -25,7 +26,8 @@ import (
 // of newCLIEnv (migrated, so its registry exists) and the accounts a test
 // registers.
 type testFleet struct {
-	f       *fleet
+	e       *env
+	f       *fleet.Fleet
 	reg     *accounts.Registry
 	pool    *pgxpool.Pool
 	logs    *syncBuffer
@@ -48,7 +50,7 @@ func newTestFleet(t *testing.T) *testFleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testFleet{f: f, reg: reg, pool: pool, logs: logs, metrics: metrics}
+	return &testFleet{e: e, f: f, reg: reg, pool: pool, logs: logs, metrics: metrics}
 }
 
 // add registers account name served by c (its API, its token, its schema),
@@ -80,7 +82,7 @@ func TestWorkerFleetOpensAccounts(t *testing.T) {
 	ctx := context.Background()
 	tf := newTestFleet(t)
 	f := tf.f
-	f.max = 2
+	f.SetCache(2)
 	a := newCLIEnv(t, apisim.Options{Seed: 51, Users: 120})
 	b := newCLIEnv(t, apisim.Options{Seed: 52, Users: 80})
 	tf.add(t, "a", a, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 5m"})
@@ -122,13 +124,13 @@ func TestWorkerFleetOpensAccounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	requests := apiRequests(t, tf.metrics, "a")
-	f.max = 1
+	f.SetCache(1)
 	if err := tf.reg.UpdateSettings(ctx, "b", map[string]string{"USERSYNC_PAGE_SIZE": "60"}); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = f.Open(ctx, "b") // opened again, which closes a, the least recently used
-	if f.order.Len() != 1 || f.open["a"] != nil {
-		t.Errorf("%d accounts kept open with a bound of 1", f.order.Len())
+	if cached := f.Cached(); len(cached) != 1 || cached[0] != "b" {
+		t.Errorf("%v kept open with a bound of 1, want b", cached)
 	}
 	if got := apiRequests(t, tf.metrics, "a"); got != requests || requests == "" {
 		t.Errorf("a's API requests: %q once closed, %q before", got, requests)

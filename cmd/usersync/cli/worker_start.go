@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/fleet"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -30,7 +31,7 @@ type workerParts struct {
 	store       *warehouse.Store // the environment's account's
 	riverSchema string
 	metrics     *jobs.Metrics
-	fleet       *fleet // every account, the environment's among them
+	fleet       *fleet.Fleet // every account, the environment's among them
 	drain       chan struct{}
 }
 
@@ -90,7 +91,7 @@ func snapshotInterval(cfg Config, s jobs.Schedules) time.Duration {
 // the environment's account's API client, for the checks at start.
 func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandler) (*river.Client[pgx.Tx], *jsonapi.Client, error) {
 	cfg := e.cfg
-	env, err := w.fleet.openEnv(ctx)
+	api, err := w.fleet.OpenEnv(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,7 +106,7 @@ func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandl
 		Logger:       e.logger,
 	}
 	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: w.pool, RiverSchema: w.riverSchema, Deps: deps,
-		Accounts: w.fleet.Registered, FleetTick: cfg.FleetTick, Views: w.fleet.refreshViews, ViewsEvery: viewsSettle(cfg.FleetTick), MaxWorkers: cfg.Workers, SlowWorkers: cfg.SlowWorkers, LongWorkers: cfg.LongWorkers,
+		Accounts: w.fleet.Registered, FleetTick: cfg.FleetTick, Views: w.fleet.RefreshViews, ViewsEvery: fleet.ViewsSettle(cfg.FleetTick), MaxWorkers: cfg.Workers, SlowWorkers: cfg.SlowWorkers, LongWorkers: cfg.LongWorkers,
 		SnapshotWorkers: cfg.SnapshotWorkers, SoftStop: cfg.ShutdownTimeout, Logger: quietLogger(e)})
 	if err != nil {
 		return nil, nil, err
@@ -118,7 +119,7 @@ func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandl
 	if err := rc.Start(ctx); err != nil {
 		return nil, nil, fmt.Errorf("starting the job queue: %w", err)
 	}
-	return rc, env.api, nil
+	return rc, api, nil
 }
 
 // startChecked starts the worker (start, on runCtx) and then runs usersync
