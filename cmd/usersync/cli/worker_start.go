@@ -95,19 +95,10 @@ func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandl
 	if err != nil {
 		return nil, nil, err
 	}
-	deps := &jobs.Deps{
-		Accounts:   w.fleet,
-		JobTimeout: cfg.JobTimeout,
-		SlotTime:   cfg.SlotTime,
-		Drain:      w.drain,
-		Observe:    w.metrics.Observe, ObserveReconcile: w.metrics.ObserveReconcile, ObserveSnapshot: w.metrics.ObserveSnapshot,
-		ObserveYield: w.metrics.ObserveYield,
-		Remedy:       func(ctx context.Context, account string) string { return remedyOf(ctx, e, account) },
-		Logger:       e.logger,
-	}
-	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: w.pool, RiverSchema: w.riverSchema, Deps: deps,
-		Accounts: w.fleet.Registered, FleetTick: cfg.FleetTick, Views: w.fleet.RefreshViews, ViewsEvery: fleet.ViewsSettle(cfg.FleetTick), MaxWorkers: cfg.Workers, SlowWorkers: cfg.SlowWorkers, LongWorkers: cfg.LongWorkers,
-		SnapshotWorkers: cfg.SnapshotWorkers, SoftStop: cfg.ShutdownTimeout, Logger: quietLogger(e)})
+	rc, err := w.fleet.Client(fleet.Worker{Workers: cfg.Workers, SlowWorkers: cfg.SlowWorkers, LongWorkers: cfg.LongWorkers,
+		SnapshotWorkers: cfg.SnapshotWorkers, JobTimeout: cfg.JobTimeout, SlotTime: cfg.SlotTime, SoftStop: cfg.ShutdownTimeout,
+		Drain: w.drain, Remedy: func(ctx context.Context, account string) string { return remedyOf(ctx, e, account) },
+		Logger: e.logger, RiverLogger: quietLogger(e)})
 	if err != nil {
 		return nil, nil, err
 	}
