@@ -61,7 +61,7 @@ var (
 	ErrAccountRemoved = errors.New("the account is not registered (removed, or never added)")
 )
 
-// AccountSource opens an account for a job: the CLI implements it over the
+// AccountSource opens an account for a job: jobs/fleet implements it over the
 // registry. Open returns ErrAccountPaused or ErrAccountRemoved (wrapped)
 // for an account whose jobs must not run.
 type AccountSource interface {
