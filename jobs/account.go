@@ -15,9 +15,10 @@ import (
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
-// DefaultAccount names the account of the USERSYNC_* configuration. Its
-// jobs carry no account in their arguments (the stored form of earlier
-// releases).
+// DefaultAccount names the account of the USERSYNC_* configuration: an
+// account like the registered ones but for where its settings are read.
+// Its jobs carry no account in their arguments (the stored form of earlier
+// releases, whose jobs left queued thus run as its own).
 const DefaultAccount = "default"
 
 // AccountName is the account a job's Account argument names.
@@ -60,19 +61,22 @@ var (
 	ErrAccountRemoved = errors.New("the account is not registered (removed, or never added)")
 )
 
-// AccountSource opens an account for a job: the CLI implements it over the
+// AccountSource opens an account for a job: jobs/fleet implements it over the
 // registry. Open returns ErrAccountPaused or ErrAccountRemoved (wrapped)
 // for an account whose jobs must not run.
 type AccountSource interface {
 	Open(ctx context.Context, name string) (*Account, error)
 }
 
-// Registered is an account of the registry as the fleet's tick and the
-// metrics see it.
+// Registered is an account as the fleet's tick and the metrics see it: a
+// registered one, or the environment's.
 type Registered struct {
 	Name   string
 	Paused bool
-	Store  *warehouse.Store
+	// Env says its settings are read from the environment (the default
+	// account), not from the registry.
+	Env   bool
+	Store *warehouse.Store
 	// Schedules are the account's; the tick inserts its due jobs.
 	Schedules Schedules
 	// SnapshotInterval is the longest wait between two snapshots the
@@ -85,26 +89,20 @@ type Registered struct {
 	Snapshots bool
 }
 
-// ListAccounts returns the registered accounts, paused ones included, and
-// never the default account. The CLI implements it over the registry.
+// ListAccounts returns the accounts, the environment's first when it is
+// configured, paused ones included. The fleet implements it over the
+// registry.
 type ListAccounts func(ctx context.Context) ([]Registered, error)
 
-// account returns the account of a job whose Account argument is arg: from
-// Deps.Accounts when set, else the default one of Deps' own fields (which
-// serve no other). A job that must not run, or whose account cannot be
-// opened now, gets the error River should act on.
+// account returns the account of a job whose Account argument is arg, from
+// Deps.Accounts. A job that must not run, or whose account cannot be opened
+// now, gets the error River should act on.
 func (d *Deps) account(ctx context.Context, job *rivertype.JobRow, arg string) (*Account, error) {
 	name := AccountName(arg)
 	var a *Account
-	var err error
-	switch {
-	case d.Accounts != nil:
+	err := ErrAccountRemoved
+	if d.Accounts != nil {
 		a, err = d.Accounts.Open(ctx, name)
-	case name == DefaultAccount:
-		a = &Account{Name: name, Syncer: d.Syncer, Store: d.Store, Snapshot: d.Snapshot, SnapshotAfterSync: d.SnapshotAfterSync,
-			AuthRemedy: d.AuthRemedy, MaxDeleteShare: d.MaxDeleteShare, ReconcileMembership: d.ReconcileMembership}
-	default:
-		err = ErrAccountRemoved
 	}
 	logger := d.Logger.With("account", name)
 	if err != nil {

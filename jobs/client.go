@@ -25,11 +25,9 @@ type ClientConfig struct {
 	Pool        *pgxpool.Pool
 	RiverSchema string
 	Deps        *Deps
-	// Schedules are the default account's periodic jobs.
-	Schedules Schedules
-	// Accounts lists the registered accounts, whose schedules the fleet's
-	// tick (DueWorker) turns into jobs every FleetTick; nil: no tick (the
-	// default account only).
+	// Accounts lists the accounts, the environment's among them, whose
+	// schedules the fleet's tick (DueWorker) turns into jobs every
+	// FleetTick; nil: no tick.
 	Accounts  ListAccounts
 	FleetTick time.Duration
 	// Views, when set, remakes the union views if the accounts changed:
@@ -56,8 +54,7 @@ type ClientConfig struct {
 
 // NewClient returns the worker's River client: every job kind registered
 // (every replica registers the same kinds, so whichever is leader can run
-// every schedule), the default account's periodic jobs from its schedules
-// and the fleet's tick for the registered accounts, unique so that N
+// every schedule), the fleet's tick that schedules every account, unique so that N
 // replicas and restarts never duplicate one, a queue of its own for each
 // kind of work, and the rescue of stuck jobs set just above each kind's
 // timeout, which no live job outlasts (slice.go).
@@ -83,7 +80,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	if cfg.Views != nil { // without it no views job is inserted either (fleetPeriodic)
 		river.AddWorker(workers, &ViewsWorker{views: cfg.Views})
 	}
-	periodic := append(defaultPeriodic(cfg, rdb), fleetPeriodic(cfg)...)
+	periodic := fleetPeriodic(cfg)
 	accounts := newJobAccounts()
 	rcfg := &river.Config{
 		Schema:       cfg.RiverSchema,
@@ -117,34 +114,6 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		return nil, fmt.Errorf("configuring the job queue: %w", err)
 	}
 	return c, nil
-}
-
-// defaultPeriodic returns the default account's periodic jobs. They stay
-// River's periodic jobs, fired at the exact tick of each schedule, as before
-// there were accounts: the fleet's tick would serve them up to a tick late.
-func defaultPeriodic(cfg ClientConfig, rdb *riverDB) []*river.PeriodicJob {
-	var periodic []*river.PeriodicJob
-	add := func(id string, s Schedule, args river.JobArgs) {
-		if s == nil {
-			return
-		}
-		d := &due{river: rdb, kind: args.Kind(), schedule: s, logger: cfg.Deps.Logger.With("account", DefaultAccount)}
-		periodic = append(periodic, river.NewPeriodicJob(s, func() (river.JobArgs, *river.InsertOpts) {
-			if !d.now(time.Now()) {
-				return nil, nil // River inserts nothing
-			}
-			if args.Kind() == KindSync {
-				return d.defaultSync(cfg.Deps.SlotTime), nil // its lane, or nil: nothing
-			}
-			return args, nil
-		}, &river.PeriodicJobOpts{ID: id, RunOnStart: true}))
-	}
-	add(KindSync, cfg.Schedules.Sync, SyncArgs{})
-	add(KindReconcile, cfg.Schedules.Reconcile, ReconcileArgs{})
-	if cfg.Deps.Snapshot != nil {
-		add(KindSnapshot, cfg.Schedules.Snapshot, SnapshotArgs{})
-	}
-	return periodic
 }
 
 // fleetPeriodic returns the fleet's own periodic jobs: the tick, while an
@@ -182,11 +151,11 @@ func NewInsertClient(pool *pgxpool.Pool, riverSchema string, logger *slog.Logger
 	return c, nil
 }
 
-// anyAccount says whether an account is registered, and whether one is
-// not paused: only then are the fleet's jobs inserted (the remake of the
-// views, the tick), so that a deployment of the default account alone sees
-// no job it did not see before accounts. When the accounts cannot be read,
-// both are true: the job is inserted and its failure says why.
+// anyAccount says whether an account is registered (in the registry, not
+// the environment's), and whether one is not paused: only then are the
+// fleet's jobs inserted (the remake of the views, the tick). When the
+// accounts cannot be read, both are true: the job is inserted and its
+// failure says why.
 func anyAccount(list ListAccounts, logger *slog.Logger) (registered, active bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -196,9 +165,8 @@ func anyAccount(list ListAccounts, logger *slog.Logger) (registered, active bool
 		return true, true
 	}
 	for _, a := range accounts {
-		if !a.Paused {
-			return true, true
-		}
+		registered = registered || !a.Env
+		active = active || !a.Paused
 	}
-	return len(accounts) > 0, false
+	return registered, active
 }

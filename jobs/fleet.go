@@ -24,8 +24,9 @@ const dueKept = time.Hour
 // the statements and 5 times the leader's CPU (BenchmarkScheduling), and a
 // new leader would restart their periods; the tick's decision reads the jobs
 // kept, whichever replica leads. Jobs are unique per account and kind while
-// active, so ticks on several replicas add nothing. An account's first
-// reconcile waits for its first completed sync.
+// active, so ticks on several replicas add nothing. The environment's
+// account is listed and scheduled as the registered ones. An account's
+// first reconcile waits for its first completed sync.
 type DueWorker struct {
 	river.WorkerDefaults[DueArgs]
 	list   ListAccounts
@@ -133,8 +134,8 @@ func (w *DueWorker) dueOf(a Registered, jobs map[[2]string]lastJob, synced map[s
 		args river.JobArgs
 	}{
 		{a.Schedules.Sync, sync},
-		{a.Schedules.Reconcile, ReconcileArgs{Account: a.Name}},
-		{a.Schedules.Snapshot, SnapshotArgs{Account: a.Name}},
+		{a.Schedules.Reconcile, ReconcileArgs{Account: accountArg(a.Name)}},
+		{a.Schedules.Snapshot, SnapshotArgs{Account: accountArg(a.Name)}},
 	} {
 		if j.s == nil || (j.args.Kind() == KindSnapshot && !a.Snapshots) || (j.args.Kind() == KindSync && !syncNow) {
 			continue

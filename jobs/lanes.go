@@ -122,23 +122,3 @@ func (r *riverDB) lastJobs(ctx context.Context, names, kinds []string) (map[[2]s
 	}
 	return last, now, rows.Err()
 }
-
-// defaultSync routes the default account's periodic sync (syncLane): its
-// args, or nil when none is to be inserted. When its last job cannot be
-// read, the normal lane: at worst a slot for the slot time.
-func (d *due) defaultSync(slot time.Duration) river.JobArgs {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var last *lastJob
-	jobs, _, err := d.river.lastJobs(ctx, []string{DefaultAccount}, []string{KindSync})
-	if err != nil {
-		d.logger.WarnContext(ctx, "could not read the last sync's lane; the sync goes to the normal lane", "error", err.Error())
-	} else if j, ok := jobs[[2]string{DefaultAccount, KindSync}]; ok {
-		last = &j
-	}
-	args, ok := syncLane(DefaultAccount, last, slot)
-	if !ok {
-		return nil
-	}
-	return args
-}

@@ -3,15 +3,11 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
-
 	"github.com/usersync/usersync/schema"
-	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/syncer/syncertest"
 )
@@ -183,51 +179,5 @@ func TestSyncLane(t *testing.T) {
 	}
 	if args, _ := syncLane(DefaultAccount, &lastJob{slow: true, took: time.Hour}, slot); args != (SyncArgs{Slow: true}) {
 		t.Errorf("the default account's slow-lane sync: %+v; want no account named", args)
-	}
-}
-
-// TestDefaultAccountSyncLane: the default account's periodic sync is routed
-// as a registered account's, from its last sync job as River keeps it:
-// none while its slow-lane sync is active, the slow lane after a slow-lane
-// run of the slot time or longer, the normal lane after a quicker one.
-func TestDefaultAccountSyncLane(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	pool := schematest.NewPool(t, 2)
-	riverSchema := RiverSchema(schematest.NewSchemaName(t, pool))
-	if _, err := MigrateRiver(ctx, pool, riverSchema, slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
-	rdb, err := newRiverDB(pool, riverSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &due{river: rdb, kind: KindSync, logger: slog.New(slog.DiscardHandler)}
-	if got := d.defaultSync(time.Second); got != (SyncArgs{}) {
-		t.Errorf("no sync kept: %+v; want the normal lane", got)
-	}
-	insert := func(args, state string, took time.Duration) {
-		t.Helper()
-		if _, err := pool.Exec(ctx, `INSERT INTO `+schema.QuoteIdentifier(riverSchema)+`.river_job
-			(kind, args, state, attempt, max_attempts, queue, created_at, attempted_at, finalized_at)
-			VALUES ('usersync_sync', $1, $2, 1, 10, 'usersync_slow', clock_timestamp(), now() - make_interval(secs => $3),
-			        CASE WHEN $4 THEN now() END)`, args, state, took.Seconds(), state != "running"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, c := range []struct {
-		args, state string
-		took        time.Duration
-		want        river.JobArgs
-	}{
-		{`{"slow":true}`, "running", 0, nil},
-		{`{"slow":true}`, "completed", 3 * time.Second, SyncArgs{Slow: true}},
-		{`{"account":"other","slow":true}`, "running", 0, SyncArgs{Slow: true}}, // another account's
-		{`{"slow":true}`, "completed", 500 * time.Millisecond, SyncArgs{}},
-	} {
-		insert(c.args, c.state, c.took)
-		if got := d.defaultSync(time.Second); got != c.want {
-			t.Errorf("after a sync %s %s in %s: %#v; want %#v", c.args, c.state, c.took, got, c.want)
-		}
 	}
 }

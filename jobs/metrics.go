@@ -38,24 +38,18 @@ type Metrics struct {
 
 // MetricsConfig is what the metrics read.
 type MetricsConfig struct {
-	Pool        *pgxpool.Pool
-	Store       *warehouse.Store // the default account's
-	Schema      string           // USERSYNC_SCHEMA: the schema label of every series, which tells deployments apart
+	Pool *pgxpool.Pool
+	// Store is any store of the fleet's database: the probes of whether
+	// it takes writes and of lock waits read it.
+	Store       *warehouse.Store
+	Schema      string // USERSYNC_SCHEMA: the schema label of every series, which tells deployments apart
 	RiverSchema string
-	// SnapshotInterval is the longest wait between two snapshots the
-	// default account's schedules promise (ScheduleInterval); 0 when none is
-	// scheduled (no usersync_snapshot_interval_seconds, so the stale alert
-	// does not apply).
-	SnapshotInterval time.Duration
-	// SyncInterval is the default account's, as Registered.SyncInterval.
-	SyncInterval time.Duration
-	// Snapshots says whether this worker writes the default account's
-	// snapshots: only then are the last snapshot's gauges read.
+	// Snapshots says whether this worker writes snapshots: only then do
+	// their series exist from an account's first job.
 	Snapshots bool
-	// Accounts, when set, lists the registered accounts (paused ones too:
-	// their warehouse stays), whose gauges are read as the default one's.
+	// Accounts lists the accounts, the environment's and paused ones too
+	// (their warehouse stays), whose gauges are read at each scrape.
 	Accounts ListAccounts
-	Client   *jsonapi.Client // the default account's; nil: no API counters until WatchAPI
 	Logger   *slog.Logger
 }
 
@@ -88,14 +82,8 @@ func NewMetrics(cfg MetricsConfig) *Metrics {
 	if err != nil {
 		panic(err) // the embedded SQL is fixed at build time: a test of every build renders it
 	}
-	defaultAcct := Registered{Name: DefaultAccount, Store: cfg.Store, SnapshotInterval: cfg.SnapshotInterval,
-		SyncInterval: cfg.SyncInterval, Snapshots: cfg.Snapshots}
 	m.own = []prometheus.Collector{m.rows, m.runs, m.duration, m.recon, m.lockWaits, m.snapshots, m.yields,
-		&stateCollector{river: river, def: defaultAcct, accounts: cfg.Accounts, logger: cfg.Logger}, m.api}
-	m.Seen(DefaultAccount)
-	if cfg.Client != nil {
-		m.WatchAPI(DefaultAccount, cfg.Client)
-	}
+		&stateCollector{river: river, health: cfg.Store, accounts: cfg.Accounts, logger: cfg.Logger}, m.api}
 	m.labelled.MustRegister(m.own...)
 	m.labelled.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

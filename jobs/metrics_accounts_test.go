@@ -41,7 +41,7 @@ func TestSlowAccountKeepsOthersSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := func(context.Context) ([]Registered, error) {
-		return []Registered{{Name: "slow", Store: slow, Snapshots: true}, {Name: "broken", Store: broken},
+		return []Registered{{Name: DefaultAccount, Env: true, Store: def, Snapshots: true}, {Name: "slow", Store: slow, Snapshots: true}, {Name: "broken", Store: broken},
 			{Name: "good", Store: good, Snapshots: true}, {Name: "late", Store: late}}, nil
 	}
 	m := NewMetrics(MetricsConfig{Pool: pool, Store: def, Schema: "fleet", RiverSchema: river, Snapshots: true, Accounts: list,
@@ -93,11 +93,12 @@ func TestAccountScheduleSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := func(context.Context) ([]Registered, error) {
-		return []Registered{{Name: "eu", Store: stores["eu"], SyncInterval: 2 * time.Hour},
+		return []Registered{{Name: DefaultAccount, Env: true, Store: stores[DefaultAccount], SyncInterval: 20 * time.Second},
+			{Name: "eu", Store: stores["eu"], SyncInterval: 2 * time.Hour},
 			{Name: "ap", Store: stores["ap"], Paused: true, SyncInterval: 5 * time.Minute}}, nil
 	}
 	m := NewMetrics(MetricsConfig{Pool: pool, Store: stores[DefaultAccount], Schema: "fleet", RiverSchema: river,
-		SyncInterval: 20 * time.Second, Accounts: list, Logger: slog.New(slog.DiscardHandler)})
+		Accounts: list, Logger: slog.New(slog.DiscardHandler)})
 	got := gatherByAccount(t, m)
 	want := map[string]map[string]float64{
 		"usersync_account_paused":        {DefaultAccount: 0, "eu": 0, "ap": 1},

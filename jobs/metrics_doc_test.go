@@ -21,7 +21,8 @@ func TestMetricsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMetrics(MetricsConfig{Schema: "usersync", Client: client, Logger: slog.New(slog.DiscardHandler)})
+	m := NewMetrics(MetricsConfig{Schema: "usersync", Logger: slog.New(slog.DiscardHandler)})
+	m.WatchAPI(DefaultAccount, client)
 	ch := make(chan *prometheus.Desc, 64)
 	for _, c := range m.own {
 		c.Describe(ch)

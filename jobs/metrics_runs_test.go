@@ -55,7 +55,7 @@ func newRunsEnv(t *testing.T) *runsEnv {
 	}
 	e := &runsEnv{store: store, syncer: s}
 	e.metrics = NewMetrics(MetricsConfig{Pool: pool, Store: store, Schema: name, RiverSchema: RiverSchema(name), Logger: logger})
-	e.deps = &Deps{Syncer: e.syncer, Store: store, Drain: make(chan struct{}), Observe: e.metrics.Observe,
+	e.deps = &Deps{Accounts: envAccount{&Account{Name: DefaultAccount, Syncer: e.syncer, Store: store}}, Drain: make(chan struct{}), Observe: e.metrics.Observe,
 		ObserveReconcile: e.metrics.ObserveReconcile, Logger: logger}
 	if _, err := e.syncer.Run(ctx, syncer.Request{Kind: warehouse.KindFull}); err != nil {
 		t.Fatalf("the first full sync: %v", err)
@@ -183,4 +183,14 @@ func TestEverySeriesNamesItsDeployment(t *testing.T) {
 			}
 		}
 	}
+}
+
+// envAccount opens its one account, as the fleet opens the environment's.
+type envAccount struct{ a *Account }
+
+func (s envAccount) Open(_ context.Context, name string) (*Account, error) {
+	if name != s.a.Name {
+		return nil, ErrAccountRemoved
+	}
+	return s.a, nil
 }

@@ -57,7 +57,7 @@ const (
 // in a loop would never report the snapshots it stopped writing.
 type stateCollector struct {
 	river    *riverDB
-	def      Registered
+	health   *warehouse.Store // nil: no probe of writes and lock waits
 	accounts ListAccounts
 	logger   *slog.Logger
 }
@@ -76,11 +76,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	up := c.answers(ctx)
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, gaugeOf(up))
 	if !up {
-		ch <- prometheus.MustNewConstMetric(accountUpDesc, prometheus.GaugeValue, 0, c.def.Name)
 		return // the database does not answer: every other read would fail too
 	}
 	c.collectHealth(ctx, ch)
-	c.collectAccount(ctx, ch, c.def)
 	c.collectQueue(ctx, ch)
 	c.collectAccounts(ctx, ch, listAccounts(ctx, c.accounts, c.logger))
 }
@@ -96,9 +94,12 @@ func gaugeOf(ok bool) float64 {
 // usersync statement has waited for a lock: a database that refuses writes,
 // or a table someone holds, is neither down nor up.
 func (c *stateCollector) collectHealth(ctx context.Context, ch chan<- prometheus.Metric) {
+	if c.health == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, accountReadTimeout)
 	defer cancel()
-	switch err := c.def.Store.Writable(ctx); {
+	switch err := c.health.Writable(ctx); {
 	case err == nil:
 		ch <- prometheus.MustNewConstMetric(writableDesc, prometheus.GaugeValue, 1)
 	case errors.Is(err, warehouse.ErrWritesRefused):
@@ -106,7 +107,7 @@ func (c *stateCollector) collectHealth(ctx context.Context, ch chan<- prometheus
 	default:
 		c.logger.Warn("metrics could not probe whether the database takes writes", "error", err.Error())
 	}
-	if wait, err := c.def.Store.LockWait(ctx); err != nil {
+	if wait, err := c.health.LockWait(ctx); err != nil {
 		c.logger.Warn("metrics could not read the lock waits", "error", err.Error())
 	} else {
 		ch <- prometheus.MustNewConstMetric(lockWaitDesc, prometheus.GaugeValue, wait.Seconds())
@@ -145,7 +146,7 @@ func (c *stateCollector) collectQueue(ctx context.Context, ch chan<- prometheus.
 	}
 }
 
-// collectAccounts reads the registered accounts' gauges, accountReads at
+// collectAccounts reads the accounts' gauges, accountReads at
 // once. Those the scrape's time ran out before are reported not read, in
 // one line for all.
 func (c *stateCollector) collectAccounts(ctx context.Context, ch chan<- prometheus.Metric, list []Registered) {
@@ -206,8 +207,8 @@ func (c *stateCollector) collectWarehouse(ctx context.Context, ch chan<- prometh
 	return true
 }
 
-// listAccounts returns the registered accounts, none when list is nil or
-// fails (logged: the default account's series are still worth reporting).
+// listAccounts returns the accounts, none when list is nil or fails
+// (logged: the queue's series are still worth reporting).
 func listAccounts(ctx context.Context, list ListAccounts, logger *slog.Logger) []Registered {
 	if list == nil {
 		return nil

@@ -203,12 +203,3 @@ func WorkerRunning(pool *pgxpool.Pool, riverSchema string) (func(ctx context.Con
 		return ok, nil
 	}, nil
 }
-
-// lastCreated returns when a job of kind was last created for account (nil
-// when none is kept) and the database's now.
-func (r *riverDB) lastCreated(ctx context.Context, kind, account string) (*time.Time, time.Time, error) {
-	var last *time.Time
-	var now time.Time
-	err := r.pool.QueryRow(ctx, r.q.lastCreated, kind, account).Scan(&last, &now)
-	return last, now, err
-}

@@ -16,9 +16,9 @@ var sqlFiles embed.FS
 // statements are the statements of sql/jobs.sql, rendered for one River
 // schema.
 type statements struct {
-	createSchema, jobTableExists, workerRunning, lastCreated, jobCounts, oldestRunning string
-	oldestSnapshotJob, lastCurrentSnapshot, lastSnapshot                               string
-	createAccountIndex, lastCreatedOf, firstSynced                                     string
+	createSchema, jobTableExists, workerRunning, jobCounts, oldestRunning string
+	oldestSnapshotJob, lastCurrentSnapshot, lastSnapshot                  string
+	createAccountIndex, lastCreatedOf, firstSynced                        string
 }
 
 func newStatements(riverSchema string) (statements, error) {
@@ -29,7 +29,7 @@ func newStatements(riverSchema string) (statements, error) {
 	}
 	return q, sqlfile.Assign("jobs", st, map[string]*string{
 		"createSchema": &q.createSchema, "jobTableExists": &q.jobTableExists, "workerRunning": &q.workerRunning,
-		"lastCreated": &q.lastCreated, "jobCounts": &q.jobCounts, "oldestRunning": &q.oldestRunning,
+		"jobCounts": &q.jobCounts, "oldestRunning": &q.oldestRunning,
 		"oldestSnapshotJob": &q.oldestSnapshotJob, "lastCurrentSnapshot": &q.lastCurrentSnapshot,
 		"lastSnapshot":       &q.lastSnapshot,
 		"createAccountIndex": &q.createAccountIndex, "lastCreatedOf": &q.lastCreatedOf, "firstSynced": &q.firstSynced,

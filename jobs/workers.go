@@ -19,31 +19,14 @@ import (
 // Deps are what the workers call. Workers are thin: they open the job's
 // account, run its syncer or snapshot writer and map the outcome for River.
 type Deps struct {
-	// Accounts opens the account of each job. When nil, the fields below
-	// from Syncer to ReconcileMembership are the default account's, and a
-	// job of any other account is cancelled. Snapshot says, either way,
-	// whether the default account's periodic snapshot is scheduled.
+	// Accounts opens the account of each job, the environment's as any
+	// other; nil: every job is cancelled.
 	Accounts AccountSource
-	Syncer   *syncer.Syncer
-	Store    *warehouse.Store
-	// Snapshot writes a Parquet snapshot, unless nothing changed since the
-	// last one; nil disables snapshot jobs.
-	Snapshot func(ctx context.Context) (SnapshotOutcome, error)
-	// SnapshotAfterSync enqueues a snapshot after each successful sync,
-	// backfill or reconcile.
-	SnapshotAfterSync bool
-	// AuthRemedy says what to do when the API refuses the credentials (run
-	// usersync auth login, check USERSYNC_API_TOKEN), for the error logged.
-	AuthRemedy string
 	// Remedy, when set, says what to do when the API refuses the
 	// credentials of account (a registered one's names it: usersync auth
 	// login --account NAME), for the error logged in place of the
 	// Account's AuthRemedy.
 	Remedy func(ctx context.Context, account string) string
-	// MaxDeleteShare is the reconcile safety valve (0: the default, 5%).
-	MaxDeleteShare float64
-	// ReconcileMembership is syncer.ReconcileRequest.Membership.
-	ReconcileMembership string
 	// JobTimeout bounds a snapshot (0: no bound); River rescues a snapshot
 	// job still marked running an hour after it.
 	JobTimeout time.Duration

@@ -16,13 +16,6 @@ SELECT to_regclass($1 || '.river_job') IS NOT NULL
 -- leader renews its term every few seconds: a live term means a worker runs.
 SELECT EXISTS (SELECT FROM {{river}}.river_leader WHERE expires_at > now())
 
--- name: lastCreated
--- $1 kind, $2 account: when a job of the kind was last created for the
--- account (jobs that name none are the default account's), by the
--- database's clock.
-SELECT max(created_at), now() FROM {{river}}.river_job
-WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2
-
 -- name: jobCounts
 -- $1 account (NULL: every account): the jobs of each account by kind,
 -- state and queue (a sync's lane). The fleet's own jobs (its ticks, the

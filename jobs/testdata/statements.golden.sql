@@ -10,10 +10,6 @@ SELECT to_regclass($1 || '.river_job') IS NOT NULL;
 -- jobs.workerRunning
 SELECT EXISTS (SELECT FROM "usersync_river".river_leader WHERE expires_at > now());
 
--- jobs.lastCreated
-SELECT max(created_at), now() FROM "usersync_river".river_job
-WHERE kind = $1 AND coalesce(nullif(args->>'account', ''), 'default') = $2;
-
 -- jobs.jobCounts
 SELECT coalesce(nullif(args->>'account', ''), 'default'), kind, state::text, queue, count(*) FROM "usersync_river".river_job
 WHERE kind LIKE 'usersync\_%' AND kind NOT IN ('usersync_due', 'usersync_views')

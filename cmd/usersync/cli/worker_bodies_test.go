@@ -57,8 +57,8 @@ func TestWorkerAccountsShareOneBodyBudget(t *testing.T) {
 	const limit, size, accounts = 1 << 20, 20 << 20, 4
 	ctx := context.Background()
 	tf := newTestFleet(t)
-	tf.f.e.cfg.MaxResponseBytes, tf.f.e.cfg.MaxResponseMemory = limit, 2*limit
-	tf.f.e.bodies = jsonapi.NewBodyBudget(tf.f.e.cfg.MaxResponseMemory)
+	tf.e.cfg.MaxResponseBytes, tf.e.cfg.MaxResponseMemory = limit, 2*limit
+	tf.e.bodies = jsonapi.NewBodyBudget(tf.e.cfg.MaxResponseMemory)
 	api := hostileAPI(t, accounts*4, size) // each sync fetches the users page and three dimension lists at once
 	for i := range accounts {
 		tf.add(t, fmt.Sprintf("h%d", i), newCLIEnv(t, apisim.Options{Seed: int64(60 + i), Users: 10}),
@@ -79,7 +79,7 @@ func TestWorkerAccountsShareOneBodyBudget(t *testing.T) {
 			t.Errorf("h%d: the sync of an API sending %d-byte bodies succeeded", i, size)
 		}
 	}
-	if peak := tf.f.e.bodies.Peak(); peak <= limit || peak > 2*limit+1 {
+	if peak := tf.e.bodies.Peak(); peak <= limit || peak > 2*limit+1 {
 		t.Errorf("the accounts' bodies held %d bytes at once, want more than one body's limit (%d: they were read at once, under the worker's budget) and at most the one budget (%d)",
 			peak, limit, 2*limit)
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
@@ -46,8 +47,11 @@ func BenchmarkFleetRegistered(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	f := newFleet(e, pool, nil, nil)
-	if got, err := f.Registered(ctx); err != nil || len(got) != n {
+	f, err := newFleet(e, pool, nil, jobs.Schedules{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got, err := f.Registered(ctx); err != nil || len(got) != n+1 {
 		b.Fatalf("Registered: %d accounts, %v", len(got), err)
 	}
 	b.ResetTimer()

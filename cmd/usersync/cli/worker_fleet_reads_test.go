@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/apisim"
 )
@@ -27,7 +28,7 @@ func TestWorkerFleetReadsWhatChanged(t *testing.T) {
 	ctx := context.Background()
 	tf := newTestFleet(t)
 	f := tf.f
-	f.max = 1
+	f.SetCache(1)
 	a := newCLIEnv(t, apisim.Options{Seed: 53, Users: 20})
 	tf.add(t, "a", a, nil)
 	b := newCLIEnv(t, apisim.Options{Seed: 54, Users: 20})
@@ -39,7 +40,7 @@ func TestWorkerFleetReadsWhatChanged(t *testing.T) {
 	}
 	for range 3 { // three ticks
 		reg, err := f.Registered(ctx)
-		if err != nil || len(reg) != 3 {
+		if err != nil || len(reg) != 4 { // the environment's and a, b, c
 			t.Fatalf("Registered beside x's row: %d accounts, %v", len(reg), err)
 		}
 	}
@@ -58,8 +59,8 @@ func TestWorkerFleetReadsWhatChanged(t *testing.T) {
 		t.Errorf("x's row changed: %d warnings in all, want 2", n)
 	}
 
-	if n := len(f.stores); n != 3 {
-		t.Errorf("%d stores kept for the 3 registered accounts with valid settings", n)
+	if n := f.Stores(); n != 4 {
+		t.Errorf("%d stores kept for the environment's and the 3 registered accounts with valid settings", n)
 	}
 	for _, name := range []string{"a", "c"} {
 		if err := tf.reg.Remove(ctx, name); err != nil {
@@ -69,17 +70,17 @@ func TestWorkerFleetReadsWhatChanged(t *testing.T) {
 	_, _ = f.Registered(ctx)
 	// b is registered; a, removed, is still open (the cache's one entry)
 	// until another account is opened; c is neither.
-	if n := len(f.stores); n != 2 {
-		t.Errorf("%d stores kept for b and the open a, want 2", n)
+	if n := f.Stores(); n != 3 {
+		t.Errorf("%d stores kept for the environment's, b and the open a, want 3", n)
 	}
 	if _, err := f.Open(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.stores); n != 1 {
-		t.Errorf("%d stores kept once a left the cache, want 1 (b's)", n)
+	if n := f.Stores(); n != 2 {
+		t.Errorf("%d stores kept once a left the cache, want 2 (the environment's and b's)", n)
 	}
 
-	if _, err := tf.pool.Exec(ctx, `INSERT INTO "`+f.e.riverSchema()+`".accounts (name, settings) VALUES ('y', $1)`,
+	if _, err := tf.pool.Exec(ctx, `INSERT INTO "`+tf.e.riverSchema()+`".accounts (name, settings) VALUES ('y', $1)`,
 		`{"USERSYNC_SCHEMA": "`+schematest.NewSchemaName(t, tf.pool)+`", "USERSYNC_PAGE_SIZE": 5}`); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestWorkerFleetReadsWhatChanged(t *testing.T) {
 	if _, err := f.Open(ctx, "b"); err != nil { // b's settings changed: its row is read again
 		t.Errorf("opening b beside y's row edited by hand: %v", err)
 	}
-	if reg, err := f.Registered(ctx); err != nil || len(reg) != 1 || reg[0].Name != "b" {
+	if reg, err := f.Registered(ctx); err != nil || len(reg) != 2 || reg[0].Name != jobs.DefaultAccount || reg[1].Name != "b" {
 		t.Errorf("Registered beside y's row edited by hand: %+v, %v", reg, err)
 	}
 	if n := warnings("y"); n != 1 {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/fleet"
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/syncer"
@@ -25,7 +26,8 @@ import (
 // of newCLIEnv (migrated, so its registry exists) and the accounts a test
 // registers.
 type testFleet struct {
-	f       *fleet
+	e       *env
+	f       *fleet.Fleet
 	reg     *accounts.Registry
 	pool    *pgxpool.Pool
 	logs    *syncBuffer
@@ -44,7 +46,11 @@ func newTestFleet(t *testing.T) *testFleet {
 		t.Fatal(err)
 	}
 	metrics := jobs.NewMetrics(jobs.MetricsConfig{Pool: pool, Store: def.store, Schema: "fleet", RiverSchema: e.riverSchema(), Logger: e.logger})
-	return &testFleet{f: newFleet(e, pool, metrics, &jobs.Account{Name: jobs.DefaultAccount}), reg: reg, pool: pool, logs: logs, metrics: metrics}
+	f, err := newFleet(e, pool, metrics, jobs.Schedules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testFleet{e: e, f: f, reg: reg, pool: pool, logs: logs, metrics: metrics}
 }
 
 // add registers account name served by c (its API, its token, its schema),
@@ -76,7 +82,7 @@ func TestWorkerFleetOpensAccounts(t *testing.T) {
 	ctx := context.Background()
 	tf := newTestFleet(t)
 	f := tf.f
-	f.max = 2
+	f.SetCache(2)
 	a := newCLIEnv(t, apisim.Options{Seed: 51, Users: 120})
 	b := newCLIEnv(t, apisim.Options{Seed: 52, Users: 80})
 	tf.add(t, "a", a, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 5m"})
@@ -118,13 +124,13 @@ func TestWorkerFleetOpensAccounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	requests := apiRequests(t, tf.metrics, "a")
-	f.max = 1
+	f.SetCache(1)
 	if err := tf.reg.UpdateSettings(ctx, "b", map[string]string{"USERSYNC_PAGE_SIZE": "60"}); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = f.Open(ctx, "b") // opened again, which closes a, the least recently used
-	if f.order.Len() != 1 || f.open["a"] != nil {
-		t.Errorf("%d accounts kept open with a bound of 1", f.order.Len())
+	if cached := f.Cached(); len(cached) != 1 || cached[0] != "b" {
+		t.Errorf("%v kept open with a bound of 1, want b", cached)
 	}
 	if got := apiRequests(t, tf.metrics, "a"); got != requests || requests == "" {
 		t.Errorf("a's API requests: %q once closed, %q before", got, requests)
@@ -140,7 +146,9 @@ func TestWorkerFleetOpensAccounts(t *testing.T) {
 	reg, err := f.Registered(ctx)
 	// x, whose settings no longer parse, is left out (logged): the others
 	// are scheduled as ever.
-	if err != nil || len(reg) != 3 || reg[0].Name != "a" || reg[0].Schedules.Sync == nil || reg[1].Schedules.Sync != nil || !reg[2].Paused {
+	// The environment's account is listed first, as the others.
+	if err != nil || len(reg) != 4 || reg[0].Name != jobs.DefaultAccount || !reg[0].Env || reg[1].Name != "a" || reg[1].Schedules.Sync == nil ||
+		reg[2].Schedules.Sync != nil || !reg[3].Paused {
 		t.Errorf("Registered: %+v, %v", reg, err)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/fleet"
 	"github.com/usersync/usersync/sync/jsonapi"
-	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -27,21 +27,18 @@ const (
 // workerParts is what the worker builds before its database answers: all
 // of it is configuration, so a bad setting still exits 2 at once.
 type workerParts struct {
-	schedules   jobs.Schedules
 	pool        *pgxpool.Pool
-	store       *warehouse.Store
+	store       *warehouse.Store // the environment's account's
 	riverSchema string
 	metrics     *jobs.Metrics
-	fleet       *fleet // the accounts; its default account is set by start
-	snapshot    func(context.Context) (jobs.SnapshotOutcome, error)
+	fleet       *fleet.Fleet // every account, the environment's among them
 	drain       chan struct{}
-	api         *jsonapi.Client // built by start
 }
 
 // newWorkerParts opens the pool (which connects only when used) and builds
-// the store, the metrics, the fleet and the default account's snapshot
-// writer, and gives e the response-memory budget every account's API
-// client shares. Close the pool when done.
+// the store, the metrics and the fleet, checks the snapshot settings, and
+// gives e the response-memory budget every account's API client shares.
+// Close the pool when done.
 func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*workerParts, error) {
 	cfg := e.cfg
 	if e.bodies == nil {
@@ -51,36 +48,27 @@ func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*wor
 	if err != nil {
 		return nil, err
 	}
-	w := &workerParts{schedules: schedules, pool: pool, riverSchema: jobs.RiverSchema(cfg.Schema), drain: make(chan struct{})}
+	w := &workerParts{pool: pool, riverSchema: jobs.RiverSchema(cfg.Schema), drain: make(chan struct{})}
 	if w.store, err = warehouse.NewStore(pool, cfg.Schema); err != nil {
 		pool.Close()
 		return nil, usageError{err}
 	}
 	registered := func(ctx context.Context) ([]jobs.Registered, error) { return w.fleet.Registered(ctx) }
 	w.metrics = jobs.NewMetrics(jobs.MetricsConfig{Pool: pool, Store: w.store, Schema: cfg.Schema, RiverSchema: w.riverSchema,
-		SnapshotInterval: snapshotInterval(cfg, schedules), SyncInterval: jobs.ScheduleInterval(schedules.Sync, time.Now()), Snapshots: cfg.SnapshotDir != "off", Accounts: registered, Logger: e.logger})
-	w.fleet = newFleet(e, pool, w.metrics, nil)
-	if cfg.SnapshotDir == "off" {
-		return w, nil
-	}
-	de := defaultEnv(e)
-	sw, err := newSnapshotWriter(de, pool, cfg.SnapshotDir)
-	if err != nil {
+		Snapshots: cfg.SnapshotDir != "off", Accounts: registered, Logger: e.logger})
+	if w.fleet, err = newFleet(e, pool, w.metrics, schedules); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	w.snapshot = func(ctx context.Context) (jobs.SnapshotOutcome, error) {
-		return writeSnapshotJob(ctx, de, sw)
+	if cfg.SnapshotDir != "off" {
+		// An account's writer is made at its first job; a bad setting of
+		// the environment's is still an error at start.
+		if _, err := newSnapshotWriter(e, pool, cfg.SnapshotDir); err != nil {
+			pool.Close()
+			return nil, err
+		}
 	}
 	return w, nil
-}
-
-// defaultEnv is e for the default account's jobs: its logger names the
-// account.
-func defaultEnv(e *env) *env {
-	de := *e
-	de.logger = defaultLogger(e)
-	return &de
 }
 
 // snapshotInterval is the longest wait between snapshots the schedules
@@ -99,63 +87,41 @@ func snapshotInterval(cfg Config, s jobs.Schedules) time.Duration {
 
 // start builds what needs the database (the API client reads a stored OAuth
 // token from it) and River's client, mounts the job UI and starts River:
-// from then on the worker works and /readyz checks the database.
-func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandler) (*river.Client[pgx.Tx], error) {
+// from then on the worker works and /readyz checks the database. It returns
+// the environment's account's API client, for the checks at start.
+func (w *workerParts) start(ctx context.Context, e *env, handler *jobs.HTTPHandler) (*river.Client[pgx.Tx], *jsonapi.Client, error) {
 	cfg := e.cfg
-	de := defaultEnv(e)
-	api, err := newWorkerAPIClient(ctx, de, w.store)
+	api, err := w.fleet.OpenEnv(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	w.metrics.WatchAPI(jobs.DefaultAccount, api)
-	w.api = api
-	s, err := syncer.New(api, w.store, cfg.syncerConfig(de.logger))
+	rc, err := w.fleet.Client(fleet.Worker{Workers: cfg.Workers, SlowWorkers: cfg.SlowWorkers, LongWorkers: cfg.LongWorkers,
+		SnapshotWorkers: cfg.SnapshotWorkers, JobTimeout: cfg.JobTimeout, TimeSlice: cfg.TimeSlice, SlotTime: cfg.SlotTime, SoftStop: cfg.ShutdownTimeout,
+		Drain: w.drain, Remedy: func(ctx context.Context, account string) string { return remedyOf(ctx, e, account) },
+		Logger: e.logger, RiverLogger: quietLogger(e)})
 	if err != nil {
-		return nil, err
-	}
-	def := accountDeps(de, jobs.DefaultAccount, s, w.store)
-	def.Snapshot = w.snapshot
-	w.fleet.def = def // before River starts the workers that read it
-	deps := &jobs.Deps{
-		Accounts:   w.fleet,
-		Syncer:     def.Syncer,
-		Store:      w.store,
-		Snapshot:   w.snapshot,
-		JobTimeout: cfg.JobTimeout,
-		TimeSlice:  cfg.TimeSlice,
-		SlotTime:   cfg.SlotTime,
-		Drain:      w.drain,
-		Observe:    w.metrics.Observe, ObserveReconcile: w.metrics.ObserveReconcile, ObserveSnapshot: w.metrics.ObserveSnapshot,
-		ObserveYield: w.metrics.ObserveYield,
-		Remedy:       func(ctx context.Context, account string) string { return remedyOf(ctx, e, account) },
-		Logger:       e.logger,
-	}
-	rc, err := jobs.NewClient(jobs.ClientConfig{Pool: w.pool, RiverSchema: w.riverSchema, Deps: deps, Schedules: w.schedules,
-		Accounts: w.fleet.Registered, FleetTick: cfg.FleetTick, Views: w.fleet.refreshViews, ViewsEvery: viewsSettle(cfg.FleetTick), MaxWorkers: cfg.Workers, SlowWorkers: cfg.SlowWorkers, LongWorkers: cfg.LongWorkers,
-		SnapshotWorkers: cfg.SnapshotWorkers, SoftStop: cfg.ShutdownTimeout, Logger: quietLogger(e)})
-	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if handler != nil {
 		if err := handler.StartJobUI(ctx, rc); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := rc.Start(ctx); err != nil {
-		return nil, fmt.Errorf("starting the job queue: %w", err)
+		return nil, nil, fmt.Errorf("starting the job queue: %w", err)
 	}
-	return rc, nil
+	return rc, api, nil
 }
 
 // startChecked starts the worker (start, on runCtx) and then runs usersync
 // check's checks it has not done, logging the first that fails; ctx, the
 // worker's, cuts them short when it stops.
 func (w *workerParts) startChecked(ctx, runCtx context.Context, e *env, handler *jobs.HTTPHandler) (*river.Client[pgx.Tx], error) {
-	rc, err := w.start(runCtx, e, handler)
+	rc, api, err := w.start(runCtx, e, handler)
 	if err != nil {
 		return nil, err
 	}
-	logStartChecks(ctx, e, w.store, w.api)
+	logStartChecks(ctx, e, w.store, api)
 	return rc, nil
 }
 

@@ -1,0 +1,142 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/schema/schematest"
+	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/accounts"
+)
+
+// logBuffer is a goroutine-safe log sink.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// testSpec resolves an account whose settings are a schema alone; opening
+// it counts the builds of name.
+func testSpec(name, schema string, builds map[string]int, mu *sync.Mutex) Spec {
+	return Spec{Name: name, Schema: schema, Open: func(_ context.Context, store *warehouse.Store) (*jobs.Account, *jsonapi.Client, error) {
+		mu.Lock()
+		builds[name]++
+		mu.Unlock()
+		return &jobs.Account{Name: name, Store: store}, nil, nil
+	}}
+}
+
+// TestFleetOneAccountModel: the environment's account is listed first and
+// opened by the same code as the registered ones (kept open between jobs,
+// within the cache's bound); a registered account is rebuilt when its
+// settings change, refused when paused or removed, and left out of the
+// listing, with one warning per change, when its settings are not valid.
+func TestFleetOneAccountModel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := schematest.NewPool(t, 4)
+	envSchema := schematest.NewSchemaName(t, pool)
+	river := envSchema + "_river"
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA "`+river+`"`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+river+`" CASCADE`) })
+	reg, err := accounts.New(pool, river)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	builds, mu := map[string]int{}, &sync.Mutex{}
+	logs := &logBuffer{}
+	f, err := New(Config{Pool: pool, RiverSchema: river, Cache: 2, Env: testSpec(jobs.DefaultAccount, envSchema, builds, mu),
+		Resolve: func(_ context.Context, a accounts.Account) (Spec, error) {
+			if v, ok := a.Settings["USERSYNC_PAGE_SIZE"]; ok && v == "lots" {
+				return Spec{}, errors.New("account " + a.Name + ": USERSYNC_PAGE_SIZE is not a number")
+			}
+			return testSpec(a.Name, a.Settings["USERSYNC_SCHEMA"], builds, mu), nil
+		},
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b", "p", "x"} {
+		s := map[string]string{"USERSYNC_SCHEMA": schematest.NewSchemaName(t, pool)}
+		if name == "x" {
+			s["USERSYNC_PAGE_SIZE"] = "lots"
+		}
+		if err := reg.Add(ctx, accounts.Account{Name: name, Settings: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg.Pause(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+
+	for range 3 { // three ticks
+		list, err := f.Registered(ctx)
+		var names []string
+		for _, r := range list {
+			names = append(names, r.Name)
+		}
+		if err != nil || strings.Join(names, ",") != "default,a,b,p" || !list[0].Env || list[1].Env || !list[3].Paused {
+			t.Fatalf("Registered: %v, %v", names, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "account=x"); n != 1 {
+		t.Errorf("x's settings that are not valid were warned about %d times in 3 ticks, want once", n)
+	}
+
+	def, err := f.Open(ctx, jobs.DefaultAccount)
+	if err != nil || def.Name != jobs.DefaultAccount || def.Store.Schema() != envSchema {
+		t.Fatalf("opening the environment's account: %+v, %v", def, err)
+	}
+	if again, _ := f.Open(ctx, ""); again != nil {
+		t.Errorf("an empty name opened %+v: only AccountName's default maps to the environment's", again)
+	}
+	if again, _ := f.Open(ctx, jobs.DefaultAccount); again != def {
+		t.Error("the environment's account was built again for its next job instead of kept")
+	}
+	a, err := f.Open(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.UpdateSettings(ctx, "a", map[string]string{"USERSYNC_SYNC_SCHEDULE": "@hourly"}); err != nil {
+		t.Fatal(err)
+	}
+	if changed, _ := f.Open(ctx, "a"); changed == a || builds["a"] != 2 {
+		t.Errorf("a's settings changed: built %d times, want 2", builds["a"])
+	}
+	if _, err := f.Open(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if cached := f.Cached(); strings.Join(cached, ",") != "b,a" {
+		t.Errorf("kept open: %v, want b,a (the environment's, least recently used, closed)", cached)
+	}
+	if _, err := f.Open(ctx, jobs.DefaultAccount); err != nil || builds[jobs.DefaultAccount] != 2 {
+		t.Errorf("the environment's account, closed, was built %d times in all, want 2 (%v)", builds[jobs.DefaultAccount], err)
+	}
+	for name, want := range map[string]error{"p": jobs.ErrAccountPaused, "gone": jobs.ErrAccountRemoved} {
+		if _, err := f.Open(ctx, name); !errors.Is(err, want) {
+			t.Errorf("opening %s: %v, want %v", name, err, want)
+		}
+	}
+	if _, err := f.Open(ctx, "x"); err == nil || !strings.Contains(err.Error(), "USERSYNC_PAGE_SIZE") {
+		t.Errorf("opening x: %v, want its settings' error", err)
+	}
+}
