@@ -81,7 +81,7 @@ func (o Options) Validate() error {
 		errs = append(errs, errors.New("Users must be at most 100,000,000"))
 	}
 	if o.Roles < 0 || o.Roles > 65535 || o.Profiles < 0 || o.Profiles > 65535 {
-		errs = append(errs, errors.New("Roles and Profiles must be between 0 and 65535"))
+		errs = append(errs, errors.New("options Roles and Profiles must be between 0 and 65535"))
 	}
 	if o.BaseURL != "" {
 		if u, err := url.Parse(o.BaseURL); err != nil || u.Scheme == "" || u.Host == "" {

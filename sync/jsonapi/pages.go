@@ -225,7 +225,7 @@ type pageResult[T any] struct {
 // read). it must not be used by anyone else meanwhile.
 func Prefetch[T any](ctx context.Context, it *TypedPages[T], depth int) *Prefetched[T] {
 	depth = max(depth, 1)
-	ctx, stop := context.WithCancel(ctx)
+	ctx, stop := context.WithCancel(ctx) //nolint:gosec // kept in p.stop, which Stop and the end of Pages call
 	// The goroutine holds one page while it waits to send, so a buffer of
 	// depth-1 keeps at most depth pages fetched ahead.
 	out := make(chan pageResult[T], depth-1)

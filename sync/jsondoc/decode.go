@@ -113,14 +113,14 @@ func DecodeWith[T any](body []byte, decode DataDecoder[T]) (*Document, T, error)
 
 // check validates a decoded document and keeps the raw JSON of its
 // resources holding an invalid id.
-func (doc *Document) check(body []byte) error {
-	if doc.DataShape == ShapeAbsent && doc.Errors == nil && doc.Meta == nil {
+func (d *Document) check(body []byte) error {
+	if d.DataShape == ShapeAbsent && d.Errors == nil && d.Meta == nil {
 		return &DecodeError{Reason: "document has none of data, errors and meta"}
 	}
-	if err := doc.validate(); err != nil {
+	if err := d.validate(); err != nil {
 		return err
 	}
-	return doc.keepRawOfInvalid(body)
+	return d.keepRawOfInvalid(body)
 }
 
 // decodeData decodes the "data" array starting at body[at] with decode, and
