@@ -72,11 +72,12 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		r.membership = &m
 	}
 	sum := r.summary()
-	if err := r.s.store.Runs().Finish(ctx, r.cp.RunID, warehouse.RunSuccess{Summary: sum,
-		CanWrite: r.canWrite, Advance: r.advancesWatermark(), Checkpoint: &r.cp}); err != nil {
+	wm, err := r.s.store.Runs().Finish(ctx, r.cp.RunID, warehouse.RunSuccess{Summary: sum,
+		CanWrite: r.canWrite, Advance: r.advancesWatermark(), Checkpoint: &r.cp})
+	if err != nil {
 		return sum, err
 	}
-	if wm, err := r.s.store.Runs().Watermark(ctx); err == nil && !wm.IsZero() {
+	if !wm.IsZero() {
 		sum.Watermark = &wm
 	}
 	// Fresh statistics before anything (a snapshot, an analyst) plans a
