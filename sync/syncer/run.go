@@ -114,11 +114,12 @@ func (r *run) advancesWatermark() bool {
 // new one with its range.
 func (r *run) plan(ctx context.Context) error {
 	store := r.s.store
-	wm, err := store.Runs().Watermark(ctx)
+	reads, err := store.Runs().ReadStart(ctx, r.req.Kind)
 	if err != nil {
 		return err
 	}
-	prev, err := r.runToResume(ctx, wm)
+	wm := reads.Watermark
+	prev, err := r.runToResume(ctx, reads)
 	if err != nil {
 		return err
 	}
@@ -167,21 +168,15 @@ func (r *run) plan(ctx context.Context) error {
 // link) this request continues: the latest of its own kind or, for an
 // incremental sync while no watermark exists, of a full run, the same walk
 // of every user.
-func (r *run) runToResume(ctx context.Context, watermark time.Time) (*warehouse.Run, error) {
-	kinds := []string{r.req.Kind}
-	if r.req.Kind == warehouse.KindIncremental && watermark.IsZero() {
-		kinds = append(kinds, warehouse.KindFull)
+func (r *run) runToResume(ctx context.Context, reads warehouse.StartReads) (*warehouse.Run, error) {
+	if reads.Resume != nil || r.req.Kind != warehouse.KindIncremental || !reads.Watermark.IsZero() {
+		return reads.Resume, nil
 	}
-	for _, kind := range kinds {
-		prev, err := r.s.store.Runs().Unfinished(ctx, kind)
-		if err == nil && prev == nil {
-			prev, err = r.s.store.Runs().FailedToResume(ctx, kind)
-		}
-		if err != nil || prev != nil {
-			return prev, err
-		}
+	prev, err := r.s.store.Runs().Unfinished(ctx, warehouse.KindFull)
+	if err == nil && prev == nil {
+		prev, err = r.s.store.Runs().FailedToResume(ctx, warehouse.KindFull)
 	}
-	return nil, nil
+	return prev, err
 }
 
 // sameRange says whether a previous run can be resumed by this request: an

@@ -71,6 +71,12 @@ func (r *Runs) Unfinished(ctx context.Context, kind string) (*Run, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
+	return r.abandonOlder(ctx, runs)
+}
+
+// abandonOlder marks abandoned the unfinished runs after the first (the
+// newest) and returns the first.
+func (r *Runs) abandonOlder(ctx context.Context, runs []Run) (*Run, error) {
 	if len(runs) > 1 {
 		var old []int64
 		for _, r := range runs[1:] {
