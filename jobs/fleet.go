@@ -103,10 +103,13 @@ func (w *ViewsWorker) Work(ctx context.Context, _ *river.Job[ViewsArgs]) error {
 // dueJobs are the jobs of the accounts not paused that are due now, each
 // sync in its lane (syncLane).
 func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river.InsertManyParams, error) {
-	var names []string
+	var names, reconciled []string
 	for _, a := range accounts {
 		if !a.Paused {
 			names = append(names, a.Name)
+		}
+		if !a.Paused && a.Schedules.Reconcile != nil && a.Schedules.Sync != nil {
+			reconciled = append(reconciled, a.Name) // only dueOf's first reconcile reads synced
 		}
 	}
 	if len(names) == 0 {
@@ -116,7 +119,7 @@ func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river
 	if err != nil {
 		return nil, fmt.Errorf("reading when each account's jobs last ran: %w", err)
 	}
-	synced, err := w.firstSynced(ctx, names, jobs)
+	synced, err := w.firstSynced(ctx, reconciled, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("reading when each account first synced: %w", err)
 	}
