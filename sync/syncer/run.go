@@ -72,13 +72,8 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		r.membership = &m
 	}
 	sum := r.summary()
-	wm, err := r.s.store.Runs().Finish(ctx, r.cp.RunID, warehouse.RunSuccess{Summary: sum,
-		CanWrite: r.canWrite, Advance: r.advancesWatermark(), Checkpoint: &r.cp})
-	if err != nil {
+	if err := r.finish(ctx, &sum); err != nil {
 		return sum, err
-	}
-	if !wm.IsZero() {
-		sum.Watermark = &wm
 	}
 	// Fresh statistics before anything (a snapshot, an analyst) plans a
 	// query over the rows just written. Not worth failing the run for.
@@ -92,6 +87,17 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 	log.InfoContext(ctx, "run finished", "pages", sum.Pages, "inserted", sum.Inserted, "updated", sum.Updated,
 		"quarantined", sum.Quarantined, "requests", sum.Requests, "duration_ms", sum.Duration.Milliseconds())
 	return sum, nil
+}
+
+// finish records the run's success and sets sum's watermark to the one
+// after it.
+func (r *run) finish(ctx context.Context, sum *Summary) error {
+	wm, err := r.s.store.Runs().Finish(ctx, r.cp.RunID, warehouse.RunSuccess{Summary: *sum,
+		CanWrite: r.canWrite, Advance: r.advancesWatermark(), Checkpoint: &r.cp})
+	if err == nil && !wm.IsZero() {
+		sum.Watermark = &wm
+	}
+	return err
 }
 
 // startCheckpoint completes the checkpoint the walk starts from: its
