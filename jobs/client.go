@@ -95,10 +95,13 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 			QueueSnapshot: {MaxWorkers: max(cfg.SnapshotWorkers, 1)},
 			QueueFleet:    {MaxWorkers: 2}, // the tick and the views' remake: one slot each (fleetOpts)
 		},
-		SoftStopTimeout: cfg.SoftStop,
-		MaxAttempts:     MaxAttempts,
-		Logger:          riverLogger(cfg.Logger, accounts),
-		JobTimeout:      -1,
+		// Inserts wake the queues through LISTEN/NOTIFY: polling each
+		// queue every second cost an idle fleet one transaction a second each.
+		FetchPollInterval: 5 * time.Second,
+		SoftStopTimeout:   cfg.SoftStop,
+		MaxAttempts:       MaxAttempts,
+		Logger:            riverLogger(cfg.Logger, accounts),
+		JobTimeout:        -1,
 		// due reads when each periodic job last ran from the jobs kept:
 		// keep them longer than the longest period worth catching up.
 		CompletedJobRetentionPeriod: jobRetention,

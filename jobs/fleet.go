@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,6 +17,10 @@ import (
 // job UI, short enough that one every few seconds does not pile up for the
 // retention of the other jobs.
 const dueKept = time.Hour
+
+// pruneEvery is how often a tick prunes the fleet's finished jobs: a delete
+// every tick would be one more transaction a second, for rows an hour old.
+const pruneEvery = 5 * time.Minute
 
 // DueWorker is the fleet's tick: one periodic job reads the registry and
 // inserts, for each account not paused, the jobs its schedules (shifted by
@@ -33,6 +38,7 @@ type DueWorker struct {
 	river  *riverDB
 	slot   time.Duration // the normal lane's slot time (Deps.SlotTime), which routes syncs
 	logger *slog.Logger
+	pruned atomic.Int64 // when this process last pruned (Unix nanoseconds)
 }
 
 // Timeout implements river.Worker.
@@ -61,11 +67,15 @@ func (w *DueWorker) Work(ctx context.Context, job *river.Job[DueArgs]) error {
 
 // prune deletes the fleet's finished jobs older than dueKept through
 // River's API: one a tick would otherwise be kept for the retention of
-// every other job.
+// every other job. It prunes at most every pruneEvery.
 func (w *DueWorker) prune(ctx context.Context) {
 	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
 		return // not run by a River client (tests calling Work directly)
+	}
+	now, last := time.Now().UnixNano(), w.pruned.Load()
+	if now-last < pruneEvery.Nanoseconds() || !w.pruned.CompareAndSwap(last, now) {
+		return
 	}
 	params := river.NewJobDeleteManyParams().First(1000).Kinds(KindDue, KindViews).
 		States(rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded).
@@ -94,10 +104,13 @@ func (w *ViewsWorker) Work(ctx context.Context, _ *river.Job[ViewsArgs]) error {
 // dueJobs are the jobs of the accounts not paused that are due now, each
 // sync in its lane (syncLane).
 func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river.InsertManyParams, error) {
-	var names []string
+	var names, reconciled []string
 	for _, a := range accounts {
 		if !a.Paused {
 			names = append(names, a.Name)
+		}
+		if !a.Paused && a.Schedules.Reconcile != nil && a.Schedules.Sync != nil {
+			reconciled = append(reconciled, a.Name) // only dueOf's first reconcile reads synced
 		}
 	}
 	if len(names) == 0 {
@@ -107,7 +120,7 @@ func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river
 	if err != nil {
 		return nil, fmt.Errorf("reading when each account's jobs last ran: %w", err)
 	}
-	synced, err := w.firstSynced(ctx, names, jobs)
+	synced, err := w.firstSynced(ctx, reconciled, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("reading when each account first synced: %w", err)
 	}

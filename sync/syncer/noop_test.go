@@ -59,6 +59,16 @@ func TestNoOpSyncWritesNothing(t *testing.T) {
 
 	sum, sqls, commits, ddl := countedRun(t, e, &c)
 	assertQuiet(t, "no-op sync", sqls, commits, ddl)
+	// The lock and its unlock, the start's reads, the run's start and end:
+	// one transaction each in PostgreSQL's xact_commit.
+	if n := c.transactions(); n > 9 {
+		t.Errorf("no-op sync: %d transactions, want at most 9", n)
+	}
+	for _, s := range sqls {
+		if strings.Contains(s, "reltuples") {
+			t.Errorf("a no-op sync checked the statistics of users: %s", strings.Join(strings.Fields(s), " "))
+		}
+	}
 	if sum.Inserted+sum.Updated+sum.Quarantined != 0 || sum.Unchanged == 0 {
 		t.Errorf("no-op sync summary: %+v", sum)
 	}

@@ -317,7 +317,7 @@ func (r *reconciler) finish(ctx context.Context) (ReconcileSummary, error) {
 	if err := r.s.store.Runs().Touch(ctx, r.runID, r.cp.Progress); err != nil {
 		return sum, err
 	}
-	if err := r.s.store.Runs().Finish(ctx, r.runID, warehouse.RunSuccess{Summary: sum}); err != nil {
+	if _, err := r.s.store.Runs().Finish(ctx, r.runID, warehouse.RunSuccess{Summary: sum}); err != nil {
 		return sum, err
 	}
 	r.log.InfoContext(ctx, "reconcile finished", "scanned", sum.Scanned, "missing", sum.Missing, "stale", sum.Stale,

@@ -72,12 +72,8 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 		r.membership = &m
 	}
 	sum := r.summary()
-	if err := r.s.store.Runs().Finish(ctx, r.cp.RunID, warehouse.RunSuccess{Summary: sum,
-		CanWrite: r.canWrite, Advance: r.advancesWatermark(), Checkpoint: &r.cp}); err != nil {
+	if err := r.finish(ctx, &sum); err != nil {
 		return sum, err
-	}
-	if wm, err := r.s.store.Runs().Watermark(ctx); err == nil && !wm.IsZero() {
-		sum.Watermark = &wm
 	}
 	// Fresh statistics before anything (a snapshot, an analyst) plans a
 	// query over the rows just written. Not worth failing the run for.
@@ -91,6 +87,17 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 	log.InfoContext(ctx, "run finished", "pages", sum.Pages, "inserted", sum.Inserted, "updated", sum.Updated,
 		"quarantined", sum.Quarantined, "requests", sum.Requests, "duration_ms", sum.Duration.Milliseconds())
 	return sum, nil
+}
+
+// finish records the run's success and sets sum's watermark to the one
+// after it.
+func (r *run) finish(ctx context.Context, sum *Summary) error {
+	wm, err := r.s.store.Runs().Finish(ctx, r.cp.RunID, warehouse.RunSuccess{Summary: *sum,
+		CanWrite: r.canWrite, Advance: r.advancesWatermark(), Checkpoint: &r.cp})
+	if err == nil && !wm.IsZero() {
+		sum.Watermark = &wm
+	}
+	return err
 }
 
 // startCheckpoint completes the checkpoint the walk starts from: its
@@ -113,11 +120,12 @@ func (r *run) advancesWatermark() bool {
 // new one with its range.
 func (r *run) plan(ctx context.Context) error {
 	store := r.s.store
-	wm, err := store.Runs().Watermark(ctx)
+	reads, err := store.Runs().ReadStart(ctx, r.req.Kind)
 	if err != nil {
 		return err
 	}
-	prev, err := r.runToResume(ctx, wm)
+	wm := reads.Watermark
+	prev, err := r.runToResume(ctx, reads)
 	if err != nil {
 		return err
 	}
@@ -166,21 +174,15 @@ func (r *run) plan(ctx context.Context) error {
 // link) this request continues: the latest of its own kind or, for an
 // incremental sync while no watermark exists, of a full run, the same walk
 // of every user.
-func (r *run) runToResume(ctx context.Context, watermark time.Time) (*warehouse.Run, error) {
-	kinds := []string{r.req.Kind}
-	if r.req.Kind == warehouse.KindIncremental && watermark.IsZero() {
-		kinds = append(kinds, warehouse.KindFull)
+func (r *run) runToResume(ctx context.Context, reads warehouse.StartReads) (*warehouse.Run, error) {
+	if reads.Resume != nil || r.req.Kind != warehouse.KindIncremental || !reads.Watermark.IsZero() {
+		return reads.Resume, nil
 	}
-	for _, kind := range kinds {
-		prev, err := r.s.store.Runs().Unfinished(ctx, kind)
-		if err == nil && prev == nil {
-			prev, err = r.s.store.Runs().FailedToResume(ctx, kind)
-		}
-		if err != nil || prev != nil {
-			return prev, err
-		}
+	prev, err := r.s.store.Runs().Unfinished(ctx, warehouse.KindFull)
+	if err == nil && prev == nil {
+		prev, err = r.s.store.Runs().FailedToResume(ctx, warehouse.KindFull)
 	}
-	return nil, nil
+	return prev, err
 }
 
 // sameRange says whether a previous run can be resumed by this request: an

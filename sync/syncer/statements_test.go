@@ -14,13 +14,17 @@ import (
 
 // statementCounter is a pgx tracer that records what goes through a pool:
 // every statement, batched query and COPY, and which of them committed (a
-// COMMIT, or a writing statement outside a transaction block).
+// COMMIT, or a writing statement outside a transaction block), and the
+// transactions PostgreSQL counts in xact_commit, read-only ones included
+// (a statement or a batch outside a transaction block is one).
 type statementCounter struct {
 	mu      sync.Mutex
 	on      bool
 	inTx    map[*pgx.Conn]bool
+	inBatch map[*pgx.Conn]bool
 	sqls    []string
 	commits int
+	xacts   int
 	ddl     int
 }
 
@@ -46,7 +50,14 @@ func countedPool(tb testing.TB, c *statementCounter) *pgxpool.Pool {
 func (c *statementCounter) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.on, c.sqls, c.commits, c.ddl = true, nil, 0, 0
+	c.on, c.sqls, c.commits, c.xacts, c.ddl = true, nil, 0, 0, 0
+}
+
+// transactions returns the transactions counted since start.
+func (c *statementCounter) transactions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.xacts
 }
 
 // stop ends the count and returns the statements, commits and DDL counted.
@@ -82,6 +93,9 @@ func (c *statementCounter) note(conn *pgx.Conn, sql string) {
 	if word == "commit" || (!inTx && word != "begin" && word != "select" && word != "rollback") {
 		c.commits++
 	}
+	if word == "commit" || (!inTx && !c.inBatch[conn] && word != "begin" && word != "rollback") {
+		c.xacts++
+	}
 }
 
 func (c *statementCounter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
@@ -91,7 +105,16 @@ func (c *statementCounter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, 
 
 func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+func (c *statementCounter) TraceBatchStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inBatch == nil {
+		c.inBatch = map[*pgx.Conn]bool{}
+	}
+	if c.on && !c.inTx[conn] {
+		c.xacts++
+	}
+	c.inBatch[conn] = true
 	return ctx
 }
 
@@ -99,7 +122,11 @@ func (c *statementCounter) TraceBatchQuery(_ context.Context, conn *pgx.Conn, da
 	c.note(conn, data.SQL)
 }
 
-func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+func (c *statementCounter) TraceBatchEnd(_ context.Context, conn *pgx.Conn, _ pgx.TraceBatchEndData) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inBatch[conn] = false
+}
 
 func (c *statementCounter) TraceCopyFromStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceCopyFromStartData) context.Context {
 	c.note(conn, "copy "+data.TableName.Sanitize())

@@ -71,6 +71,12 @@ func (r *Runs) Unfinished(ctx context.Context, kind string) (*Run, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
+	return r.abandonOlder(ctx, runs)
+}
+
+// abandonOlder marks abandoned the unfinished runs after the first (the
+// newest) and returns the first.
+func (r *Runs) abandonOlder(ctx context.Context, runs []Run) (*Run, error) {
 	if len(runs) > 1 {
 		var old []int64
 		for _, r := range runs[1:] {
@@ -134,11 +140,12 @@ type RunSuccess struct {
 // Finish marks the run succeeded with s.Summary and, when s.Advance is set
 // and the run committed any updatedAt, moves the users watermark to the
 // greatest updatedAt committed. One statement: the watermark moves only
-// with the run's success.
-func (r *Runs) Finish(ctx context.Context, runID int64, s RunSuccess) error {
+// with the run's success. It returns the users watermark after it, or the
+// zero time when none, so that a run need not read it again.
+func (r *Runs) Finish(ctx context.Context, runID int64, s RunSuccess) (time.Time, error) {
 	sum, err := json.Marshal(s.Summary)
 	if err != nil {
-		return fmt.Errorf("encoding the run summary: %w", err)
+		return time.Time{}, fmt.Errorf("encoding the run summary: %w", err)
 	}
 	args := []any{runID, sum, s.CanWrite, s.Advance, usersStream}
 	if cp := s.Checkpoint; cp == nil {
@@ -156,11 +163,14 @@ func (r *Runs) Finish(ctx context.Context, runID int64, s RunSuccess) error {
 		args = append(args, maxAt, p.Pages, p.Fetched, p.Inserted, p.Updated, p.Unchanged, p.Quarantined,
 			p.Requests, p.RateLimited, p.Retries, unknown, p.Versions)
 	}
-	var maxAt *time.Time
-	if err := r.pool.QueryRow(ctx, r.sql.finishRun, args...).Scan(&maxAt); err != nil {
-		return fmt.Errorf("finishing run %d: %w", runID, err)
+	var wm *time.Time
+	if err := r.pool.QueryRow(ctx, r.sql.finishRun, args...).Scan(&wm); err != nil {
+		return time.Time{}, fmt.Errorf("finishing run %d: %w", runID, err)
 	}
-	return nil
+	if wm == nil {
+		return time.Time{}, nil
+	}
+	return wm.UTC(), nil
 }
 
 // RunEnd is how a run that did not succeed ended.

@@ -119,7 +119,7 @@ func TestCheckpointsNoRunResumes(t *testing.T) {
 		t.Fatalf("%d checkpoints kept after an abandon, want the 2 failed runs'", n)
 	}
 	next := start(warehouse.KindIncremental)
-	if err := s.Runs().Finish(ctx, next, warehouse.RunSuccess{Summary: map[string]int{}}); err != nil {
+	if _, err := s.Runs().Finish(ctx, next, warehouse.RunSuccess{Summary: map[string]int{}}); err != nil {
 		t.Fatal(err)
 	}
 	var keptRun int64
@@ -151,12 +151,13 @@ func TestRunsAndWatermark(t *testing.T) {
 	if err != nil || r == nil || r.ID != id || r.NextURL != "n" || r.Progress.Pages != 1 {
 		t.Fatalf("unfinished run %+v %v", r, err)
 	}
-	if err := s.Runs().Finish(ctx, id, warehouse.RunSuccess{Summary: map[string]int{"pages": 1}, Advance: true}); err != nil {
+	fw, err := s.Runs().Finish(ctx, id, warehouse.RunSuccess{Summary: map[string]int{"pages": 1}, Advance: true})
+	if err != nil {
 		t.Fatal(err)
 	}
 	w, _ := s.Runs().Watermark(ctx)
-	if !w.Equal(time.Date(2024, 1, 4, 0, 0, 0, 0, time.UTC)) {
-		t.Errorf("watermark %v", w)
+	if !w.Equal(time.Date(2024, 1, 4, 0, 0, 0, 0, time.UTC)) || !fw.Equal(w) {
+		t.Errorf("watermark %v, Finish returned %v", w, fw)
 	}
 	// A later run with older data never moves it back.
 	id2, _ := s.Runs().Start(ctx, warehouse.KindBackfill, nil, nil, nil)
@@ -164,11 +165,12 @@ func TestRunsAndWatermark(t *testing.T) {
 	if _, err := loadtest.Users(t, s).Write(ctx, warehousetest.Rows(t, schema.User(), `{"data": [`+warehousetest.User(1, "x", `{"data": []}`, `{"data": null}`)+`]}`), nil, cp2); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Runs().Finish(ctx, id2, warehouse.RunSuccess{Advance: true}); err != nil {
+	fw2, err := s.Runs().Finish(ctx, id2, warehouse.RunSuccess{Advance: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if w2, _ := s.Runs().Watermark(ctx); !w2.Equal(w) {
-		t.Errorf("watermark moved back to %v", w2)
+	if w2, _ := s.Runs().Watermark(ctx); !w2.Equal(w) || !fw2.Equal(w) {
+		t.Errorf("watermark moved back to %v, Finish returned %v", w2, fw2)
 	}
 }
 

@@ -234,12 +234,24 @@ func (pd *Store) quarantineBatch(ctx context.Context, tx pgx.Tx, rp *rowPolicies
 // comments that differ: on a warehouse whose comments are right (a new one
 // under no policy) it writes none.
 func (pd *Store) CommentColumns(ctx context.Context) error {
-	type column struct{ table, name string }
-	current := map[column]string{}
 	rows, err := pd.pool.Query(ctx, pd.sql.columnComments, pd.schema)
+	current, err := readComments(rows, err)
 	if err != nil {
-		return fmt.Errorf("reading the column comments: %w", err)
+		return err
 	}
+	return pd.writeComments(ctx, current)
+}
+
+// column is a column of a table.
+type column struct{ table, name string }
+
+// readComments reads the result of columnComments (rows and the error
+// that came with them).
+func readComments(rows pgx.Rows, err error) (map[column]string, error) {
+	if err != nil {
+		return nil, fmt.Errorf("reading the column comments: %w", err)
+	}
+	current := map[column]string{}
 	var c column
 	var comment string
 	_, err = pgx.ForEachRow(rows, []any{&c.table, &c.name, &comment}, func() error {
@@ -247,8 +259,14 @@ func (pd *Store) CommentColumns(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("reading the column comments: %w", err)
+		return nil, fmt.Errorf("reading the column comments: %w", err)
 	}
+	return current, nil
+}
+
+// writeComments writes the comments of CommentColumns that differ from
+// current.
+func (pd *Store) writeComments(ctx context.Context, current map[column]string) error {
 	// The catalog's comment of each column; built once (schema.Tables
 	// builds the whole catalog).
 	users, _ := schema.TableNamed("users")

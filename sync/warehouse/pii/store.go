@@ -111,11 +111,23 @@ func New(st *warehouse.Store, p *normalize.Policy) (*Store, error) {
 // not write its row each time.
 func (pd *Store) NotePolicy(ctx context.Context) (int64, error) {
 	p := pd.p
+	// The policy in use and the comments in one round trip: one
+	// transaction for what most runs only read.
+	b := &pgx.Batch{}
+	b.Queue(pd.sql.policyInUse, p.Fingerprint())
+	b.Queue(pd.sql.columnComments, pd.schema)
+	br := pd.pool.SendBatch(ctx, b)
 	var id int64
-	err := pd.pool.QueryRow(ctx, pd.sql.policyInUse, p.Fingerprint()).Scan(&id)
+	err := br.QueryRow().Scan(&id)
+	current, cerr := readComments(br.Query())
+	if berr := br.Close(); err == nil && berr != nil {
+		err = berr
+	}
 	switch {
+	case err == nil && cerr == nil:
+		return id, pd.writeComments(ctx, current)
 	case err == nil:
-		return id, pd.CommentColumns(ctx)
+		return 0, cerr
 	case !errors.Is(err, pgx.ErrNoRows):
 		return 0, fmt.Errorf("reading the personal-data policy: %w", err)
 	}

@@ -22,7 +22,9 @@ WHERE run_id = ANY($1) AND status = 'running'
 -- of its kind go, which no run resumes once one has succeeded
 -- (failedRunToResume); and when $4 is set and the run committed any
 -- updatedAt, the watermark of stream $5 moves to it, never backwards (the
--- greatest updatedAt any run committed).
+-- greatest updatedAt any run committed). It returns the watermark after it:
+-- the statement's snapshot holds the one before, which moved reaches by
+-- greatest (which ignores NULLs) when $4 is set.
 WITH done AS (
 	UPDATE {{schema}}.sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
 	summary = $2, can_write = $3, max_updated_at = coalesce($6, max_updated_at),
@@ -41,7 +43,8 @@ WITH done AS (
 	run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.watermark IS NULL THEN EXCLUDED.run_id ELSE sync_state.run_id END,
 	updated_at = now()
 )
-SELECT max_updated_at FROM done
+SELECT greatest((SELECT watermark FROM {{schema}}.sync_state WHERE stream = $5),
+	CASE WHEN $4 THEN max_updated_at END) FROM done
 
 -- name: endRun
 -- The summary of a run that did not succeed holds what status reads of it

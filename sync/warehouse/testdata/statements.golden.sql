@@ -34,7 +34,8 @@ WITH done AS (
 	run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.watermark IS NULL THEN EXCLUDED.run_id ELSE sync_state.run_id END,
 	updated_at = now()
 )
-SELECT max_updated_at FROM done;
+SELECT greatest((SELECT watermark FROM "usersync".sync_state WHERE stream = $5),
+	CASE WHEN $4 THEN max_updated_at END) FROM done;
 
 -- runs.endRun
 UPDATE "usersync".sync_runs SET status = $3, finished_at = now(), error = $2,

@@ -86,11 +86,11 @@ func dedupeCopy(rows []normalize.Row) []normalize.Row {
 	return out
 }
 
-// usersEmpty reports whether the warehouse holds no user at all.
-func (s *Store) usersEmpty(ctx context.Context) (bool, error) {
-	var empty bool
-	if err := s.pool.QueryRow(ctx, s.sql.usersEmpty).Scan(&empty); err != nil {
-		return false, fmt.Errorf("checking whether users is empty: %w", err)
+// loadState reports whether the warehouse holds no user at all, and
+// whether user_teams' team_id index is missing.
+func (s *Store) loadState(ctx context.Context) (empty, indexMissing bool, err error) {
+	if err := s.pool.QueryRow(ctx, s.sql.loadState).Scan(&empty, &indexMissing); err != nil {
+		return false, false, fmt.Errorf("checking whether users is empty: %w", err)
 	}
-	return empty, nil
+	return empty, indexMissing, nil
 }

@@ -12,7 +12,7 @@ import (
 // sql/users.sql), rendered for one schema.
 type userSQL struct {
 	beginPage          string // a page's transaction, its lock waits bounded
-	usersEmpty         string
+	loadState          string // whether users is empty and the team_id index missing
 	archiveVersions    string // superseded versions of the staged users, into user_version_history
 	copyTeams          string // binary COPY of (user_id, team_id) into user_teams
 	deleteTeams        string
@@ -57,7 +57,7 @@ func newUserSQL(schemaName string, users pgrow.Table, lockTimeout string) (userS
 	}
 	var q userSQL
 	err = sqlfile.Assign("users", st, map[string]*string{
-		"beginPage": &q.beginPage, "usersEmpty": &q.usersEmpty, "archiveVersions": &q.archiveVersions,
+		"beginPage": &q.beginPage, "loadState": &q.loadState, "archiveVersions": &q.archiveVersions,
 
 		"copyTeams": &q.copyTeams, "deleteTeams": &q.deleteTeams, "insertTeams": &q.insertTeams,
 		"reopenTeams":    &q.reopenTeams,

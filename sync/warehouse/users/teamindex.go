@@ -25,7 +25,7 @@ import (
 // once the walk ends; otherwise it builds it if a walk that died left it
 // missing. It reports whether it dropped it, which EndLoad takes.
 func (s *Store) StartLoad(ctx context.Context, log *slog.Logger) (deferred bool, err error) {
-	empty, err := s.usersEmpty(ctx)
+	empty, missing, err := s.loadState(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -33,6 +33,8 @@ func (s *Store) StartLoad(ctx context.Context, log *slog.Logger) (deferred bool,
 		if deferred, err = s.deferTeamIndex(ctx); err != nil || deferred {
 			return deferred, err
 		}
+	} else if !missing {
+		return false, nil // the common case, read with the emptiness: one statement
 	}
 	return false, s.EnsureTeamIndex(ctx, log)
 }

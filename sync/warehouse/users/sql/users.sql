@@ -9,8 +9,10 @@
 -- each other's locks (see prepareUsers).
 BEGIN; SET LOCAL lock_timeout = '{{lock_timeout}}'
 
--- name: usersEmpty
-SELECT NOT EXISTS (SELECT FROM {{schema}}.users)
+-- name: loadState
+-- What StartLoad reads, in one statement: whether users holds no user, and
+-- whether the team_id index of user_teams is missing.
+SELECT NOT EXISTS (SELECT FROM {{schema}}.users), to_regclass('{{schema}}.user_teams_team_id') IS NULL
 
 -- name: archiveVersions
 -- Before the upsert replaces a user's content, its current version (held in

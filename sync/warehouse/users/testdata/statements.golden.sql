@@ -4,8 +4,8 @@
 -- users.beginPage
 BEGIN; SET LOCAL lock_timeout = '1min';
 
--- users.usersEmpty
-SELECT NOT EXISTS (SELECT FROM "usersync".users);
+-- users.loadState
+SELECT NOT EXISTS (SELECT FROM "usersync".users), to_regclass('"usersync".user_teams_team_id') IS NULL;
 
 -- users.archiveVersions
 INSERT INTO "usersync".user_version_history (version_id, user_id, content_hash, "accounts_view_id", "calls_view_id", "coach_recordings_view_id", "opportunities_view_id", "prospects_view_id", "reports_team_perf_view_id", "reports_view_id", "tasks_view_id", "teams_view_id", "users_view_id", "default_ruleset_id", "activity_notifications_disabled", "bounce_warning_email_enabled", "daily_digest_email_enabled", "weekly_digest_email_enabled", "enable_voice_recordings", "engagement_emails_enabled", "keep_bridge_phone_connected", "locked", "mailbox_error_email_enabled", "meeting_engagement_notification_enabled", "notifications_enabled", "oce_click_to_dial_everywhere", "oce_mail_toolbar", "oce_crm_email_decorating", "oce_crm_phone_decorating", "oce_universal_task_flow", "oce_window_mode", "plugin_alert_notification_enabled", "prefers_local_presence", "sender_notifications_excluded", "texting_email_notifications", "unknown_reply_email_enabled", "voicemail_notification_enabled", "bridge_phone", "bridge_phone_extension", "inbound_bridge_phone", "inbound_bridge_phone_extension", "controlled_tab_default", "custom1", "custom2", "custom3", "custom4", "custom5", "email", "first_name", "last_name", "name", "inbound_call_behavior", "inbound_phone_type", "inbound_voicemail_custom_message_text", "inbound_voicemail_message_text_voice", "inbound_voicemail_prompt_type", "job_role_by_name", "oce_mail_tracking_state", "phone_country_code", "phone_number", "phone_type", "preferred_voice_region", "primary_timezone", "secondary_timezone", "tertiary_timezone", "scim_external_id", "scim_source", "title", "user_guid", "username", "created_at", "current_sign_in_at", "last_sign_in_at", "password_expires_at", "updated_at", "duties", "role_id", "profile_id", "creator_id", "updater_id", "mailbox_id", raw, data_connections, valid_from, valid_to, run_id, pii_policy_id)
