@@ -1,10 +1,16 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/apisim"
@@ -48,10 +54,15 @@ func TestJobsListCancelRetry(t *testing.T) {
 		t.Fatalf("jobs list: %+v", list)
 	}
 	older, newer := list[1].ID, list[0].ID
-	// A job that failed its attempts, as a worker would leave it.
-	c.query(t, `UPDATE $river.river_job SET state = 'discarded', attempt = 1, attempted_at = now(), finalized_at = now(),
-		errors = ARRAY['{"at": "2026-11-27T10:00:00Z", "attempt": 1, "error": "syncing users: fetching users page 3:\n503 Service Unavailable", "trace": ""}'::jsonb]
-		WHERE id = $1 RETURNING id`, older)
+	// A job that failed its attempts, as a worker would leave it, written through River's driver.
+	now := time.Now()
+	if _, err := riverpgxv5.New(c.store.Pool()).GetExecutor().JobUpdateFull(context.Background(), &riverdriver.JobUpdateFullParams{
+		ID: older, Schema: c.store.Schema() + "_river", StateDoUpdate: true, State: rivertype.JobStateDiscarded,
+		AttemptDoUpdate: true, Attempt: 1, AttemptedAtDoUpdate: true, AttemptedAt: &now, FinalizedAtDoUpdate: true, FinalizedAt: &now,
+		ErrorsDoUpdate: true, Errors: [][]byte{[]byte(`{"at": "2026-11-27T10:00:00Z", "attempt": 1, "error": "syncing users: fetching users page 3:\n503 Service Unavailable", "trace": ""}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	code, out, errs := run(t, c.env, "jobs", "list")
 	if code != ExitOK || !strings.Contains(out, fmt.Sprintf("%8d  default           usersync_backfill   usersync_long      discarded    1/", older)) ||
