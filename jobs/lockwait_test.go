@@ -25,7 +25,7 @@ func TestLockWaiterKeepsItsPlace(t *testing.T) {
 		name := fmt.Sprintf("x%d", i)
 		others = append(others, name)
 		specs = append(specs, accountSpec{name: name, opts: apisim.Options{Seed: int64(61 + i), Users: 20,
-			Knobs: apisim.Knobs{Latency: 250 * time.Millisecond}}, token: "right", schedule: "off"})
+			Knobs: apisim.Knobs{Latency: time.Second}}, token: "right", schedule: "off"})
 	}
 	e := newFleetEnvWith(t, func(_ *Deps, c *ClientConfig) { c.MaxWorkers = 1 }, specs...)
 	lock, err := e.reg.accounts[0].store.TryLock(ctx)

@@ -651,8 +651,12 @@ func TestLockWaitIsNotAFailure(t *testing.T) {
 func TestRestartsAddNoWork(t *testing.T) {
 	t.Parallel()
 	c := newCLIEnv(t, apisim.Options{Seed: 19, Users: 200})
-	env := workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@hourly", "USERSYNC_RECONCILE_SCHEDULE": "0 3 * * *",
-		"USERSYNC_SNAPSHOT_SCHEDULE": "@hourly", "USERSYNC_SNAPSHOT_DIR": t.TempDir(), "USERSYNC_SNAPSHOT_AFTER_SYNC": "false"})
+	// Hourly and daily schedules whose ticks lie half a period from now: the
+	// test's minutes never cross one, whatever the time it runs.
+	now := time.Now().UTC()
+	hourly := fmt.Sprintf("%d * * * *", (now.Minute()+30)%60)
+	env := workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": hourly, "USERSYNC_RECONCILE_SCHEDULE": fmt.Sprintf("0 %d * * *", (now.Hour()+12)%24),
+		"USERSYNC_SNAPSHOT_SCHEDULE": hourly, "USERSYNC_SNAPSHOT_DIR": t.TempDir(), "USERSYNC_SNAPSHOT_AFTER_SYNC": "false"})
 	jobsOf := func(kind string) int64 {
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = '`+kind+`'`)
 	}
