@@ -99,7 +99,10 @@ func (d *driver) soak(ctx context.Context) (passed, failed int) {
 	d.env = append(d.env, "USERSYNC_RECONCILE_SCHEDULE="+soakReconcileSpec,
 		"USERSYNC_SNAPSHOT_SCHEDULE=@every "+soakSnapshotEvery.String(), "USERSYNC_SNAPSHOT_DIR="+snapDir,
 		"USERSYNC_SNAPSHOT_AFTER_SYNC=true", fmt.Sprintf("USERSYNC_SNAPSHOT_KEEP=%d", soakSnapshotKeep), "USERSYNC_SNAPSHOT_KEEP_FOR=0",
-		fmt.Sprintf("USERSYNC_API_BUDGET=%g", soakBudget), "USERSYNC_SHUTDOWN_TIMEOUT="+soakShutdown.String(), "USERSYNC_LOG_LEVEL=info")
+		fmt.Sprintf("USERSYNC_API_BUDGET=%g", soakBudget), "USERSYNC_SHUTDOWN_TIMEOUT="+soakShutdown.String(), "USERSYNC_LOG_LEVEL=info",
+		// The backfill must hold the lock through one slice (the soak stops workers gently, so no
+		// job waits for the rescuer), and the @every 2s syncs are scheduled by a tick a second.
+		"USERSYNC_TIME_SLICE=2m", "USERSYNC_FLEET_TICK=1s")
 	s := &soakRun{d: d, sched: sched, replicas: make([]*replica, 2), began: time.Now()}
 	s.knobs(false)
 	for i := range s.replicas {

@@ -701,7 +701,7 @@ func TestWorkerStaysFlat(t *testing.T) {
 	}
 	c := newCLIEnv(t, apisim.Options{Seed: 20, Users: 600})
 	addr := freeAddr(t)
-	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 1s",
+	w := startWorker(t, workerEnv(c, map[string]string{"USERSYNC_SYNC_SCHEDULE": "@every 1s", "USERSYNC_FLEET_TICK": "1s",
 		"USERSYNC_RECONCILE_SCHEDULE": "@every 4s", "USERSYNC_SNAPSHOT_DIR": t.TempDir(),
 		"USERSYNC_SNAPSHOT_AFTER_SYNC": "true", "USERSYNC_HTTP_ADDR": addr}))
 	type footprint struct {
