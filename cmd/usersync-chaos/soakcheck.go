@@ -26,8 +26,10 @@ type soakCheck struct {
 func (s *soakRun) check(ctx context.Context, elapsed time.Duration, snapDir string) (string, []string) {
 	d := s.d
 	var reconciles, runsFailed int64
+	// A job that found the lock held completed as a waiter (output lock_wait) and went on as a
+	// new job: only the last of each line is a reconcile.
 	_ = d.pool.QueryRow(ctx, `SELECT count(*) FROM "chaos_river".river_job WHERE kind = 'usersync_reconcile'
-		AND created_at <= $1`, s.ended).Scan(&reconciles)
+		AND created_at <= $1 AND coalesce(metadata->'output'->>'lock_wait', '') <> 'true'`, s.ended).Scan(&reconciles)
 	_ = d.pool.QueryRow(ctx, `SELECT count(*) FROM "chaos".sync_runs WHERE status = 'failed'`).Scan(&runsFailed)
 	ids, newest := completeSnapshots(filepath.Join(snapDir, schemaName)) // the deployment's folder: <dir>/<USERSYNC_SCHEMA>
 	complete := int64(len(ids))
