@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/usersync/usersync/bench/jobcost"
 	"github.com/usersync/usersync/sync/syncer/syncertest"
 )
 
@@ -72,11 +73,7 @@ func postmaster(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
 		return 0, fmt.Errorf("finding the bench server's process: %w", err)
 	}
-	f, err := procStat(backend, 1) // the parent's id
-	if err != nil {
-		return 0, fmt.Errorf("finding the bench server's process (it must run on this machine): %w", err)
-	}
-	return int(f[0]), nil
+	return jobcost.ParentPid(backend)
 }
 
 // usersyncBinary returns bin made absolute or, when bin is empty, a binary
