@@ -55,14 +55,9 @@ type dimensionPage struct {
 // the one applied last is not written at all when pass trusts digests.
 func (s *Syncer) syncDimensions(ctx context.Context, pass dimensionPass) (map[string]warehouse.Counts, error) {
 	dims := schema.Dimensions()
-	lists := make([]*typedWalk, len(dims))
-	for i, res := range dims {
-		// Typed as users pages are, one resource at a time: one that cannot
-		// be stored (or is nested too deep for the JSON decoder) goes to
-		// quarantine, never fails the list.
-		pages := jsonapi.DecodeData(s.client.Collection(res.Path, s.dimensionQuery(res)), s.norm[res.Type].DecodeData)
-		lists[i] = jsonapi.Prefetch(ctx, pages, 1)
-		defer lists[i].Stop() // the lists not read, on an early return
+	lists := s.startLists(ctx)
+	for _, l := range lists {
+		defer l.Stop() // the lists not read, on an early return
 	}
 	var stored map[string][]byte
 	if pass.trustDigests {
@@ -80,6 +75,20 @@ func (s *Syncer) syncDimensions(ctx context.Context, pass dimensionPass) (map[st
 		out[res.Table] = c
 	}
 	return out, nil
+}
+
+// startLists starts listing every dimension at once, each a page ahead
+// of its reader, typed as users pages are, one resource at a time: one
+// that cannot be stored (or is nested too deep for the JSON decoder) goes
+// to quarantine, never fails the list.
+func (s *Syncer) startLists(ctx context.Context) []*typedWalk {
+	dims := schema.Dimensions()
+	lists := make([]*typedWalk, len(dims))
+	for i, res := range dims {
+		pages := jsonapi.DecodeData(s.client.Collection(res.Path, s.dimensionQuery(res)), s.norm[res.Type].DecodeData)
+		lists[i] = jsonapi.Prefetch(ctx, pages, 1)
+	}
+	return lists
 }
 
 // syncDimension streams one dimension's list into the warehouse: each page

@@ -30,6 +30,10 @@ type run struct {
 	membership *MembershipSummary
 	canWrite   *bool
 	base       warehouse.Progress // counters of the resumed run, before this process
+	// startWM is the watermark a new run started from, and page the digest
+	// of its users walk when that was one page (see quietHint).
+	startWM time.Time
+	page    []byte
 }
 
 func (r *run) execute(ctx context.Context) (Summary, error) {
@@ -125,6 +129,7 @@ func (r *run) plan(ctx context.Context) error {
 		return err
 	}
 	wm := reads.Watermark
+	r.startWM = wm
 	prev, err := r.runToResume(ctx, reads)
 	if err != nil {
 		return err

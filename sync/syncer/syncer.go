@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/usersync/usersync/schema"
@@ -81,6 +82,9 @@ type Syncer struct {
 	personal *pii.Store
 	users    *users.Store
 	dims     *dimensions.Store
+	// quiet is the hint of the last incremental run that changed nothing
+	// (quietRun); nil when the last run gives none.
+	quiet atomic.Pointer[quietHint]
 }
 
 // New returns a Syncer, or the error of rendering the store's statements
@@ -168,6 +172,10 @@ func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 	if req.Since != nil && req.Until != nil && req.Until.Before(*req.Since) {
 		return Summary{}, errors.New("syncing: --until is before --since")
 	}
+	if sum, ok := s.quietRun(ctx, req); ok {
+		return sum, nil
+	}
+	s.quiet.Store(nil)
 	lock, err := s.lock(ctx, req)
 	if err != nil {
 		return Summary{}, interrupted(ctx, err)
@@ -183,6 +191,9 @@ func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 
 	r := &run{s: s, req: req, started: s.cfg.Now(), statsBefore: s.client.Stats(), policyID: policyID}
 	sum, err := r.execute(ctx)
+	if err == nil {
+		s.noteQuiet(r, sum)
+	}
 	if err != nil && r.runID != 0 {
 		var p warehouse.Progress
 		r.fillRequests(&p)

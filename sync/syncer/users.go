@@ -206,6 +206,9 @@ func (r *run) walk(ctx context.Context, pipe *pipeline, pages *typedWalk) error 
 		}
 		rows, bad := r.s.typedUsers(p)
 		r.count(rows)
+		if p.Number == 1 && p.NextURL == "" && len(bad) == 0 && r.req.Kind == warehouse.KindIncremental {
+			r.page = pageDigest(rows, r.policyID)
+		}
 		next, err := r.s.client.CheckpointURL("users", p.NextURL)
 		if err != nil {
 			p.Release()

@@ -42,8 +42,9 @@ type Run struct {
 // Runs records the runs of one schema in sync_runs: each run's start, its
 // checkpoint's progress, its end, and the watermark incremental syncs read.
 type Runs struct {
-	pool *pgxpool.Pool
-	sql  runSQL
+	pool    *pgxpool.Pool
+	sql     runSQL
+	lockKey string // the sync lock's (Store.lockKey), which Quiet takes for its statement
 }
 
 // Start records a new run and returns its id.

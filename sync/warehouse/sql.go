@@ -10,7 +10,7 @@ import (
 type runSQL struct {
 	startRun, unfinishedRuns, abandonRuns, finishRun, endRun    string
 	failedRunToResume, watermark, reopenRun, runOfJob, touchRun string
-	status, credentialsRefused, lastRuns, writeProbe            string
+	status, credentialsRefused, lastRuns, writeProbe, quietRun  string
 }
 
 func newRunSQL(schemaName string) (runSQL, error) {
@@ -24,7 +24,7 @@ func newRunSQL(schemaName string) (runSQL, error) {
 		"finishRun": &q.finishRun, "endRun": &q.endRun,
 		"failedRunToResume": &q.failedRunToResume, "watermark": &q.watermark, "reopenRun": &q.reopenRun,
 		"runOfJob": &q.runOfJob, "touchRun": &q.touchRun, "status": &q.status, "credentialsRefused": &q.credentialsRefused, "lastRuns": &q.lastRuns,
-		"writeProbe": &q.writeProbe,
+		"writeProbe": &q.writeProbe, "quietRun": &q.quietRun,
 	})
 	return q, err
 }

@@ -32,7 +32,7 @@ func NewStore(pool *pgxpool.Pool, schemaName string) (*Store, error) {
 	if s.locks, err = newLockSQL(); err != nil {
 		return nil, err
 	}
-	s.runs.pool = pool
+	s.runs.pool, s.runs.lockKey = pool, s.lockKey()
 	return s, nil
 }
 

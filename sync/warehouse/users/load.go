@@ -29,9 +29,9 @@ func (s *Store) Write(ctx context.Context, rows []normalize.Row, bad []warehouse
 	return c, err
 }
 
-// advance returns the checkpoint after a page: counters added, the greatest
+// Advance returns the checkpoint after a page: counters added, the greatest
 // updatedAt seen, unknown attributes counted.
-func advance(cp warehouse.Checkpoint, rows []normalize.Row, c warehouse.Counts) warehouse.Checkpoint {
+func Advance(cp warehouse.Checkpoint, rows []normalize.Row, c warehouse.Counts) warehouse.Checkpoint {
 	p := &cp.Progress
 	if c.Quarantined > 0 {
 		cp.NoUnresolved = false

@@ -131,7 +131,7 @@ func (p *PreparedPage) commit(ctx context.Context, cp *warehouse.Checkpoint) (wa
 	c.Quarantined = int64(len(p.bad))
 	var next warehouse.Checkpoint // cp as it is once this page commits
 	if cp != nil {
-		next = advance(*cp, p.rows, c)
+		next = Advance(*cp, p.rows, c)
 		p.s.queueCheckpoint(p.b, &next)
 	}
 	err := p.tx.SendBatch(ctx, p.b).Close()

@@ -32,7 +32,7 @@ func (s *Store) PreparePage(ctx context.Context, rows []normalize.Row, bad []war
 func (p *PreparedPage) Commit(ctx context.Context, cp warehouse.Checkpoint) (warehouse.Checkpoint, error) {
 	if p.quiet(&cp) {
 		p.rollback(ctx)
-		return advance(cp, p.rows, p.c), nil
+		return Advance(cp, p.rows, p.c), nil
 	}
 	_, next, err := p.commit(ctx, &cp)
 	return next, err

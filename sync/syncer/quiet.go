@@ -1,0 +1,133 @@
+package syncer
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/usersync/usersync/schema"
+	"github.com/usersync/usersync/sync/normalize"
+	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/users"
+)
+
+// quietHint is what a Syncer keeps of its last incremental run that read
+// one page, changed nothing and left the watermark where it was. The next
+// incremental run lists the same before touching the database and, when
+// every list and the page are the same again, records itself in one
+// statement (Runs.Quiet), which checks that the warehouse is still as that
+// run left it; otherwise it runs in full.
+type quietHint struct {
+	runID     int64
+	watermark time.Time
+	policyID  int64
+	page      []byte // the digest of its users page (pageDigest)
+}
+
+// noteQuiet keeps the hint of r, which succeeded with sum, or forgets the
+// last one when r cannot give one.
+func (s *Syncer) noteQuiet(r *run, sum Summary) {
+	if r.page == nil || r.resumed || sum.Changed() || sum.Quarantined > 0 || r.future > 0 || r.noTeamsData > 0 ||
+		r.startWM.IsZero() || sum.Watermark == nil || !sum.Watermark.Equal(r.startWM) {
+		s.quiet.Store(nil)
+		return
+	}
+	s.quiet.Store(&quietHint{runID: sum.RunID, watermark: r.startWM, policyID: r.policyID, page: r.page})
+}
+
+// pageDigest is the digest of a users page typed under policyID (as a
+// dimension list's, see listDigest), or nil when the page repeats an id.
+func pageDigest(rows []normalize.Row, policyID int64) []byte {
+	d := newListDigest(schema.User(), policyID)
+	for i := range rows {
+		d.addRow(&rows[i])
+	}
+	if len(d.typed) != len(rows) {
+		return nil
+	}
+	return d.sum()
+}
+
+// quietRun runs an incremental request as the hint's run did, without
+// the sync lock, and records it in one statement when nothing differs; ok
+// is false when anything does, or fails, and the caller runs in full
+// (repeating this one's requests: one per list, one users page).
+func (s *Syncer) quietRun(ctx context.Context, req Request) (Summary, bool) {
+	h := s.quiet.Load()
+	if h == nil || req.Kind != warehouse.KindIncremental || closed(req.Drain) {
+		return Summary{}, false
+	}
+	r := &run{s: s, req: req, started: s.cfg.Now(), statsBefore: s.client.Stats(), policyID: h.policyID}
+	r.horizon = r.started.Add(s.cfg.MaxFutureSkew)
+	from := h.watermark.Add(-s.cfg.Lookback).Truncate(time.Millisecond)
+	r.from = &from
+	walk := r.usersPages(ctx, r.from)
+	defer walk.Stop()
+	digests, dims, ok := s.quietLists(ctx, h.policyID)
+	if !ok {
+		return Summary{}, false
+	}
+	rows, ok := quietPage(walk, h)
+	if !ok {
+		return Summary{}, false
+	}
+	if r.count(rows); r.future > 0 || r.noTeamsData > 0 {
+		return Summary{}, false
+	}
+	r.dims = dims
+	r.cp = users.Advance(warehouse.Checkpoint{PolicyID: h.policyID, Horizon: r.horizon}, rows,
+		warehouse.Counts{Unchanged: int64(len(rows))})
+	sum := r.summary()
+	id, ok, err := s.store.Runs().Quiet(ctx, warehouse.QuietRun{After: h.runID, Watermark: h.watermark, Digests: digests,
+		PolicyID: h.policyID, Fingerprint: s.cfg.Policy.Fingerprint(), Started: r.started, From: r.from,
+		Checkpoint: r.cp, CanWrite: r.canWrite, JobID: req.JobID, Summary: sum})
+	if err != nil || !ok {
+		return Summary{}, false // the full run meets the error again, and records it
+	}
+	sum.RunID, sum.Watermark = id, &h.watermark
+	s.quiet.Store(&quietHint{runID: id, watermark: h.watermark, policyID: h.policyID, page: h.page})
+	s.cfg.Logger.InfoContext(ctx, "run finished", "run_id", id, "kind", req.Kind, "quiet", true, "pages", sum.Pages,
+		"unchanged", sum.Unchanged, "requests", sum.Requests, "duration_ms", sum.Duration.Milliseconds())
+	return sum, true
+}
+
+// quietLists lists every dimension as an incremental run does and returns
+// each list's digest and counts by table; ok is false when a list fails or
+// is longer than an incremental run holds before staging (heldPages).
+func (s *Syncer) quietLists(ctx context.Context, policyID int64) (map[string][]byte, map[string]warehouse.Counts, bool) {
+	dims := schema.Dimensions()
+	lists := s.startLists(ctx)
+	for _, l := range lists {
+		defer l.Stop()
+	}
+	digests := make(map[string][]byte, len(dims))
+	counts := make(map[string]warehouse.Counts, len(dims))
+	for i, res := range dims {
+		digest := newListDigest(res, policyID)
+		pages := 0
+		for page, err := range lists[i].Pages() {
+			if err != nil || pages == heldPages {
+				return nil, nil, false
+			}
+			pages++
+			s.dimensionPage(res.Type, page, digest)
+		}
+		digests[res.Table] = digest.sum()
+		counts[res.Table] = warehouse.Counts{Unchanged: int64(len(digest.typed)), Quarantined: digest.bad}
+	}
+	return digests, counts, true
+}
+
+// quietPage returns the rows of the walk's first page when it is its only
+// one, every user on it typed, and the page the hint's run read.
+func quietPage(walk *typedWalk, h *quietHint) ([]normalize.Row, bool) {
+	for p, err := range walk.Pages() {
+		if err != nil || p.NextURL != "" || p.Decoded == nil || len(p.Decoded.Rejected) > 0 {
+			return nil, false
+		}
+		rows := p.Decoded.Rows
+		d := pageDigest(rows, h.policyID)
+		return rows, d != nil && bytes.Equal(d, h.page)
+	}
+	return nil, false
+}
