@@ -52,6 +52,11 @@ type Account struct {
 	ReconcileMembership string
 	// Logger carries account=Name; nil: Deps.Logger with it.
 	Logger *slog.Logger
+	// Guard is the condition that the account is still as it was opened
+	// (registered, not paused, the same settings), which a sync that
+	// changed nothing checks in its one statement (syncer.Quiet); nil for
+	// the environment's account, which cannot change.
+	Guard *warehouse.Guard
 }
 
 // Errors of AccountSource.Open for an account whose jobs must not run: the
@@ -66,6 +71,9 @@ var (
 // for an account whose jobs must not run.
 type AccountSource interface {
 	Open(ctx context.Context, name string) (*Account, error)
+	// Opened returns the account when it is open already, reading nothing,
+	// or nil: its Guard then stands for Open's checks.
+	Opened(name string) *Account
 }
 
 // Registered is an account as the fleet's tick and the metrics see it: a

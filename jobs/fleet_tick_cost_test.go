@@ -17,6 +17,7 @@ import (
 type pausedAccounts struct{}
 
 func (pausedAccounts) Open(context.Context, string) (*Account, error) { return nil, ErrAccountPaused }
+func (pausedAccounts) Opened(string) *Account                         { return nil }
 
 // TestFleetTickCost measures the fleet's tick (the
 // usersync_due job, from River's attempted_at to its finalized_at) at 500

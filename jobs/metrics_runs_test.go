@@ -188,6 +188,8 @@ func TestEverySeriesNamesItsDeployment(t *testing.T) {
 // envAccount opens its one account, as the fleet opens the environment's.
 type envAccount struct{ a *Account }
 
+func (s envAccount) Opened(string) *Account { return nil }
+
 func (s envAccount) Open(_ context.Context, name string) (*Account, error) {
 	if name != s.a.Name {
 		return nil, ErrAccountRemoved

@@ -168,6 +168,9 @@ func (w *SyncWorker) Timeout(job *river.Job[SyncArgs]) time.Duration {
 
 // Work implements river.Worker.
 func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
+	if w.d.quiet(ctx, job.JobRow, job.Args.Account) {
+		return nil
+	}
 	a, err := w.d.start(ctx, job.JobRow, job.Args.Account)
 	if err != nil {
 		return err
@@ -177,6 +180,30 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 		slot = 0 // the slow lane: the job timeout alone bounds its run
 	}
 	return w.d.runSync(ctx, a, job.JobRow, MetricIncremental, syncer.Request{Kind: warehouse.KindIncremental}, slot)
+}
+
+// quiet runs job's sync as one statement (syncer.Quiet) when its account
+// is open and its last run changed nothing; the account's Guard checks in
+// that statement what opening it would. It reports whether the job is
+// done; if not, the job runs in full.
+func (d *Deps) quiet(ctx context.Context, job *rivertype.JobRow, arg string) bool {
+	if d.Accounts == nil {
+		return false
+	}
+	a := d.Accounts.Opened(AccountName(arg))
+	if a == nil || a.Syncer == nil {
+		return false
+	}
+	start := time.Now()
+	sum, ok := a.Syncer.Quiet(ctx, syncer.Request{Kind: warehouse.KindIncremental, JobID: &job.ID, Drain: d.Drain, Guard: a.Guard})
+	if !ok {
+		return false
+	}
+	if d.Observe != nil {
+		d.Observe(a.Name, MetricIncremental, sum, nil, time.Since(start))
+	}
+	d.afterRun(ctx, a, true, false)
+	return true
 }
 
 // BackfillWorker runs backfills: a full sync, or a closed updatedAt range.

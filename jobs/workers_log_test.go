@@ -17,6 +17,8 @@ type unreadableAccounts struct {
 	opened func(ctx context.Context, name string)
 }
 
+func (u *unreadableAccounts) Opened(string) *Account { return nil }
+
 func (u *unreadableAccounts) Open(ctx context.Context, name string) (*Account, error) {
 	if u.opened != nil {
 		u.opened(ctx, name)

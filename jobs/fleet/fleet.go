@@ -145,7 +145,7 @@ func (f *Fleet) Registry() (*accounts.Registry, error) {
 // and stamp); its settings only when they changed since it was opened.
 func (f *Fleet) Open(ctx context.Context, name string) (*jobs.Account, error) {
 	if name == jobs.DefaultAccount {
-		oa, err := f.openSpec(ctx, f.cfg.Env, envStamp)
+		oa, err := f.openSpec(ctx, f.cfg.Env, envStamp, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -178,17 +178,37 @@ func (f *Fleet) Open(ctx context.Context, name string) (*jobs.Account, error) {
 	if err != nil {
 		return nil, err
 	}
-	oa, err := f.openSpec(ctx, spec, a.Stamp)
+	sql, args := reg.Guard(name, a.Stamp)
+	oa, err := f.openSpec(ctx, spec, a.Stamp, &warehouse.Guard{SQL: sql, Args: args})
 	if err != nil {
 		return nil, err
 	}
 	return oa.acct, nil
 }
 
+// Opened implements jobs.AccountSource: the account when it is open,
+// reading nothing; a registered one's Guard is the registry's condition
+// that it is still registered, not paused, with the settings it was
+// opened with.
+func (f *Fleet) Opened(name string) *jobs.Account {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	el, ok := f.open[name]
+	if !ok {
+		return nil
+	}
+	oa := el.Value.(*openAccount)
+	if name != jobs.DefaultAccount && oa.acct.Guard == nil {
+		return nil
+	}
+	f.order.MoveToFront(el)
+	return oa.acct
+}
+
 // OpenEnv opens the environment's account and returns its API client
 // (which the checks at a worker's start use).
 func (f *Fleet) OpenEnv(ctx context.Context) (*jsonapi.Client, error) {
-	oa, err := f.openSpec(ctx, f.cfg.Env, envStamp)
+	oa, err := f.openSpec(ctx, f.cfg.Env, envStamp, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -209,8 +229,9 @@ func (f *Fleet) cached(name, stamp string) *openAccount {
 	return nil
 }
 
-// openSpec opens s's account from the cache, or builds and caches it.
-func (f *Fleet) openSpec(ctx context.Context, s Spec, stamp string) (*openAccount, error) {
+// openSpec opens s's account from the cache, or builds and caches it
+// with guard.
+func (f *Fleet) openSpec(ctx context.Context, s Spec, stamp string, guard *warehouse.Guard) (*openAccount, error) {
 	if oa := f.cached(s.Name, stamp); oa != nil {
 		return oa, nil
 	}
@@ -222,6 +243,7 @@ func (f *Fleet) openSpec(ctx context.Context, s Spec, stamp string) (*openAccoun
 	if err != nil {
 		return nil, err
 	}
+	acct.Guard = guard
 	if f.cfg.Metrics != nil {
 		f.cfg.Metrics.Seen(s.Name)
 	}

@@ -139,4 +139,20 @@ func TestFleetOneAccountModel(t *testing.T) {
 	if _, err := f.Open(ctx, "x"); err == nil || !strings.Contains(err.Error(), "USERSYNC_PAGE_SIZE") {
 		t.Errorf("opening x: %v, want its settings' error", err)
 	}
+
+	// Opened reads nothing: an open account, a registered one with the
+	// registry's guard for the settings it was opened with.
+	if o := f.Opened("p"); o != nil {
+		t.Errorf("Opened returned the paused account p, never opened: %+v", o)
+	}
+	b := f.Opened("b")
+	if b == nil || b.Guard == nil || b.Guard.Args["guard_account"] != "b" {
+		t.Fatalf("Opened(b) = %+v, want b with its guard", b)
+	}
+	if h, err := reg.Head(ctx, "b"); err != nil || b.Guard.Args["guard_stamp"] != h.Stamp {
+		t.Errorf("b's guard holds stamp %v, its head's is %q (%v)", b.Guard.Args["guard_stamp"], h.Stamp, err)
+	}
+	if d := f.Opened(jobs.DefaultAccount); d == nil || d.Guard != nil {
+		t.Errorf("Opened(default) = %+v, want the environment's account without a guard", d)
+	}
 }

@@ -12,11 +12,10 @@ import (
 )
 
 // quietHint is what a Syncer keeps of its last incremental run that read
-// one page, changed nothing and left the watermark where it was. The next
-// incremental run lists the same before touching the database and, when
-// every list and the page are the same again, records itself in one
-// statement (Runs.Quiet), which checks that the warehouse is still as that
-// run left it; otherwise it runs in full.
+// one page, changed nothing and left the watermark where it was: Quiet
+// lists the same before touching the database and, when every list and
+// the page are the same again, records the run in one statement, which
+// checks that the warehouse is still as that run left it.
 type quietHint struct {
 	runID     int64
 	watermark time.Time
@@ -48,11 +47,13 @@ func pageDigest(rows []normalize.Row, policyID int64) []byte {
 	return d.sum()
 }
 
-// quietRun runs an incremental request as the hint's run did, without
-// the sync lock, and records it in one statement when nothing differs; ok
-// is false when anything does, or fails, and the caller runs in full
-// (repeating this one's requests: one per list, one users page).
-func (s *Syncer) quietRun(ctx context.Context, req Request) (Summary, bool) {
+// Quiet runs an incremental request as the Syncer's last run that
+// changed nothing did, without the sync lock, and records it in one
+// statement (Runs.Quiet, under req.Guard) when nothing differs. ok is false
+// when anything does, when the Syncer has no such run, or on any error:
+// the caller then calls Run, which repeats this one's requests (one per
+// dimension list and one users page) and meets the error again.
+func (s *Syncer) Quiet(ctx context.Context, req Request) (sum Summary, ok bool) {
 	h := s.quiet.Load()
 	if h == nil || req.Kind != warehouse.KindIncremental || closed(req.Drain) {
 		return Summary{}, false
@@ -77,10 +78,10 @@ func (s *Syncer) quietRun(ctx context.Context, req Request) (Summary, bool) {
 	r.dims = dims
 	r.cp = users.Advance(warehouse.Checkpoint{PolicyID: h.policyID, Horizon: r.horizon}, rows,
 		warehouse.Counts{Unchanged: int64(len(rows))})
-	sum := r.summary()
+	sum = r.summary()
 	id, ok, err := s.store.Runs().Quiet(ctx, warehouse.QuietRun{After: h.runID, Watermark: h.watermark, Digests: digests,
 		PolicyID: h.policyID, Fingerprint: s.cfg.Policy.Fingerprint(), Started: r.started, From: r.from,
-		Checkpoint: r.cp, CanWrite: r.canWrite, JobID: req.JobID, Summary: sum})
+		Checkpoint: r.cp, CanWrite: r.canWrite, JobID: req.JobID, Summary: sum, Guard: req.Guard})
 	if err != nil || !ok {
 		return Summary{}, false // the full run meets the error again, and records it
 	}

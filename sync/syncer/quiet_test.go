@@ -11,11 +11,17 @@ import (
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
-// quietRun runs an incremental sync with s, counting what it sends.
+// quietRun runs an incremental sync with s as a worker does (Quiet, else
+// Run), counting what it sends.
 func quietRun(t *testing.T, s *syncer.Syncer, c *statementCounter) (syncer.Summary, []string, int, error) {
 	t.Helper()
 	c.start()
-	sum, err := runAlone(t, context.Background(), s, syncer.Request{Kind: warehouse.KindIncremental})
+	req := syncer.Request{Kind: warehouse.KindIncremental}
+	sum, ok := s.Quiet(context.Background(), req)
+	var err error
+	if !ok {
+		sum, err = runAlone(t, context.Background(), s, req)
+	}
 	sqls, _, _ := c.stop()
 	return sum, sqls, c.transactions(), err
 }
@@ -52,6 +58,17 @@ func TestRepeatedNoOpSyncIsOneStatement(t *testing.T) {
 	if n := e.count(t, `SELECT count(*) FROM %s.sync_runs WHERE run_id = $1 AND status = 'succeeded' AND pages = 1
 		AND max_updated_at IS NOT NULL AND (summary->>'run_id')::bigint = run_id AND unchanged = $2`, quiet.RunID, quiet.Unchanged); n != 1 {
 		t.Errorf("the quiet run's row is not as a full run's (%d rows)", n)
+	}
+
+	// The caller's guard holds too.
+	guarded := func(ok bool) syncer.Request {
+		return syncer.Request{Kind: warehouse.KindIncremental, Guard: &warehouse.Guard{SQL: "@guard_ok::boolean", Args: map[string]any{"guard_ok": ok}}}
+	}
+	if _, ok := s.Quiet(context.Background(), guarded(false)); ok {
+		t.Fatal("Quiet recorded a run its guard refused")
+	}
+	if _, ok := s.Quiet(context.Background(), guarded(true)); !ok {
+		t.Fatal("Quiet refused a run whose guard holds")
 	}
 
 	// A user changed in the API: the page differs, the run runs in full.

@@ -145,6 +145,9 @@ type Request struct {
 	// Drain, when closed, ends the run after the page in flight commits,
 	// with ErrDrained: the run keeps its checkpoint and the next one resumes.
 	Drain <-chan struct{}
+	// Guard, when set, is a condition Quiet records a run under besides its
+	// own (the fleet's: the account is still registered and not paused).
+	Guard *warehouse.Guard
 }
 
 // ErrInterrupted marks the error of a run its process stopped: a worker
@@ -171,9 +174,6 @@ func (s *Syncer) Run(ctx context.Context, req Request) (Summary, error) {
 	}
 	if req.Since != nil && req.Until != nil && req.Until.Before(*req.Since) {
 		return Summary{}, errors.New("syncing: --until is before --since")
-	}
-	if sum, ok := s.quietRun(ctx, req); ok {
-		return sum, nil
 	}
 	s.quiet.Store(nil)
 	lock, err := s.lock(ctx, req)

@@ -5,10 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
+
+// Guard is a condition a caller adds to a statement that records a run:
+// SQL, a boolean expression that may read any table, with its named
+// arguments (@name), which must not clash with the statement's.
+type Guard struct {
+	SQL  string
+	Args map[string]any
+}
 
 // QuietRun is an incremental run that found nothing changed, as
 // Runs.Quiet records it.
@@ -30,35 +39,48 @@ type QuietRun struct {
 	JobID       *int64
 	// Summary is what status reads of the run; its run_id is filled in.
 	Summary any
+	// Guard, when set, must hold too (the fleet's: the account is still
+	// registered, not paused, with the settings it was opened with).
+	Guard *Guard
 }
 
 // Quiet records q as a succeeded run in one statement, when nothing moved
 // since q.After: no run since, the sync lock free, the watermark and the
-// dimension digests unchanged, no user in quarantine, q's policy in use.
-// It returns the new run's id, or ok false (and nothing written) when any
-// of that fails, for the caller to take a run's full path.
+// dimension digests unchanged, no user in quarantine, q's policy in use,
+// q.Guard true. It returns the new run's id, or ok false (and nothing
+// written) when any of that fails, for the caller to take a run's full path.
 func (r *Runs) Quiet(ctx context.Context, q QuietRun) (id int64, ok bool, err error) {
 	sum, err := json.Marshal(q.Summary)
 	if err != nil {
 		return 0, false, fmt.Errorf("encoding the run summary: %w", err)
 	}
+	args := pgx.NamedArgs{"after": q.After, "watermark": q.Watermark, "policy_id": q.PolicyID, "fingerprint": q.Fingerprint,
+		"started": q.Started, "from": q.From, "can_write": q.CanWrite, "job_id": q.JobID, "summary": sum, "lock_key": r.lockKey}
 	streams := make([]string, 0, len(q.Digests))
 	digests := make([][]byte, 0, len(q.Digests))
 	for s, d := range q.Digests {
 		streams, digests = append(streams, s), append(digests, d)
 	}
+	args["streams"], args["digests"] = streams, digests
 	p := q.Checkpoint.Progress
-	unknown := p.Unknown
-	if unknown == nil {
-		unknown = map[string]int{}
+	args["pages"], args["fetched"], args["unchanged"] = p.Pages, p.Fetched, p.Unchanged
+	args["requests"], args["rate_limited"], args["retries"] = p.Requests, p.RateLimited, p.Retries
+	args["unknown"] = p.Unknown
+	if p.Unknown == nil {
+		args["unknown"] = map[string]int{}
 	}
-	var maxAt any
+	args["max_updated_at"] = nil
 	if !q.Checkpoint.MaxUpdatedAt.IsZero() {
-		maxAt = q.Checkpoint.MaxUpdatedAt
+		args["max_updated_at"] = q.Checkpoint.MaxUpdatedAt
 	}
-	err = r.pool.QueryRow(ctx, r.sql.quietRun, q.After, q.Watermark, streams, digests, q.PolicyID, q.Fingerprint,
-		q.Started, q.From, maxAt, p.Pages, p.Fetched, p.Unchanged, p.Requests, p.RateLimited, p.Retries,
-		sum, unknown, q.CanWrite, q.JobID, r.lockKey).Scan(&id)
+	sql := r.sql.quietRun
+	if q.Guard != nil {
+		sql = strings.Replace(sql, "/* guard */", "AND ("+q.Guard.SQL+")", 1)
+		for k, v := range q.Guard.Args {
+			args[k] = v
+		}
+	}
+	err = r.pool.QueryRow(ctx, sql, args).Scan(&id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, false, nil

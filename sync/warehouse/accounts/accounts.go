@@ -105,7 +105,7 @@ func (a Account) Schema() string { return a.Settings[SchemaSetting] }
 type statements struct {
 	createTable, createSchemaIndex, comment, exists                                         string
 	insert, list, get, updateSettings, pause, resume, remove, schemaUse, dropSchema, tables string
-	heads, head, sinceChange                                                                string
+	heads, head, sinceChange, guard                                                         string
 }
 
 func newStatements(riverSchema string) (statements, error) {
@@ -119,7 +119,7 @@ func newStatements(riverSchema string) (statements, error) {
 		"createSchemaIndex": &q.createSchemaIndex, "comment": &q.comment, "exists": &q.exists, "insert": &q.insert,
 		"list": &q.list, "get": &q.get, "updateSettings": &q.updateSettings, "pause": &q.pause,
 		"resume": &q.resume, "remove": &q.remove, "schemaUse": &q.schemaUse, "dropSchema": &q.dropSchema,
-		"heads": &q.heads, "head": &q.head, "sinceChange": &q.sinceChange})
+		"heads": &q.heads, "head": &q.head, "sinceChange": &q.sinceChange, "guard": &q.guard})
 }
 
 // Registry is the accounts table of one fleet.

@@ -199,6 +199,14 @@ func (r *Registry) Head(ctx context.Context, name string) (Head, error) {
 	return Head{}, fmt.Errorf("reading account %s: %w", name, err)
 }
 
+// Guard is the condition that account name is registered, not paused, and
+// has the settings of stamp (Head.Stamp), to add to a statement so that
+// it holds in the statement's own transaction; its named arguments are
+// @guard_account and @guard_stamp.
+func (r *Registry) Guard(name, stamp string) (sql string, args map[string]any) {
+	return r.sql.guard, map[string]any{"guard_account": name, "guard_stamp": stamp}
+}
+
 // SinceChange is how long ago the last account was added or changed; ok is
 // false when none is registered (or the registry was never made).
 func (r *Registry) SinceChange(ctx context.Context) (since time.Duration, ok bool, err error) {

@@ -108,25 +108,26 @@ UPDATE {{schema}}.sync_runs SET heartbeat_at = heartbeat_at WHERE false
 
 -- name: quietRun
 -- An incremental run that found nothing changed, recorded in one statement
--- and only while the warehouse is as run $1 left it: no run since, the
--- sync lock free, the users watermark still $2, each dimension list's
--- digest still the one the run just listed ($3 streams, $4 digests), no
--- user in quarantine, and policy $5 (fingerprint $6) noted within the hour
--- and since the last pii apply (policyInUse). No row when any of it fails:
--- the run then takes the full path. The summary ($16) gets the new run's id.
+-- and only while the warehouse is as run @after left it: no run since, the
+-- sync lock free, the users watermark still @watermark, each dimension
+-- list's digest still the one the run just listed, no user in quarantine,
+-- and the policy noted within the hour and since the last pii apply
+-- (policyInUse); Runs.Quiet adds the caller's guard where the marker is.
+-- No row when any of it fails: the run then takes its full path.
 INSERT INTO {{schema}}.sync_runs (run_id, kind, status, started_at, finished_at, range_from, max_updated_at,
 	pages, fetched, unchanged, requests, rate_limited, retries, unknown_attributes, can_write, job_id, summary)
 OVERRIDING SYSTEM VALUE
-SELECT n.id, 'incremental', 'succeeded', $7, now(), $8, $9, $10, $11, $12, $13, $14, $15, $17, $18, $19,
-	jsonb_set($16::jsonb, '{run_id}', to_jsonb(n.id))
+SELECT n.id, 'incremental', 'succeeded', @started, now(), @from, @max_updated_at, @pages, @fetched, @unchanged,
+	@requests, @rate_limited, @retries, @unknown, @can_write, @job_id, jsonb_set(@summary::jsonb, '{run_id}', to_jsonb(n.id))
 FROM (SELECT nextval(pg_get_serial_sequence('{{schema}}.sync_runs', 'run_id')) AS id
-	WHERE NOT EXISTS (SELECT FROM {{schema}}.sync_runs WHERE run_id > $1)
-	AND (SELECT watermark FROM {{schema}}.sync_state WHERE stream = 'users') = $2
-	AND (SELECT count(*) FROM {{schema}}.sync_state s JOIN unnest($3::text[], $4::bytea[]) d(stream, digest)
-		ON s.stream = d.stream AND s.digest = d.digest) = cardinality($3::text[])
+	WHERE NOT EXISTS (SELECT FROM {{schema}}.sync_runs WHERE run_id > @after)
+	AND (SELECT watermark FROM {{schema}}.sync_state WHERE stream = 'users') = @watermark
+	AND (SELECT count(*) FROM {{schema}}.sync_state s JOIN unnest(@streams::text[], @digests::bytea[]) d(stream, digest)
+		ON s.stream = d.stream AND s.digest = d.digest) = cardinality(@streams::text[])
 	AND NOT EXISTS (SELECT FROM {{schema}}.quarantine WHERE resource_type = 'user' AND resolved_at IS NULL)
-	AND EXISTS (SELECT FROM {{schema}}.pii_policies WHERE policy_id = $5 AND fingerprint = $6
+	AND EXISTS (SELECT FROM {{schema}}.pii_policies WHERE policy_id = @policy_id AND fingerprint = @fingerprint
 		AND last_used_at >= greatest(now() - interval '1 hour',
 			coalesce((SELECT max(finished_at) FROM {{schema}}.pii_apply), '-infinity')))
-	AND pg_try_advisory_xact_lock(hashtextextended($20, 0))) n
+	/* guard */
+	AND pg_try_advisory_xact_lock(hashtextextended(@lock_key, 0))) n
 RETURNING run_id

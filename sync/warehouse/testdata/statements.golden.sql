@@ -98,18 +98,19 @@ UPDATE "usersync".sync_runs SET heartbeat_at = heartbeat_at WHERE false;
 INSERT INTO "usersync".sync_runs (run_id, kind, status, started_at, finished_at, range_from, max_updated_at,
 	pages, fetched, unchanged, requests, rate_limited, retries, unknown_attributes, can_write, job_id, summary)
 OVERRIDING SYSTEM VALUE
-SELECT n.id, 'incremental', 'succeeded', $7, now(), $8, $9, $10, $11, $12, $13, $14, $15, $17, $18, $19,
-	jsonb_set($16::jsonb, '{run_id}', to_jsonb(n.id))
+SELECT n.id, 'incremental', 'succeeded', @started, now(), @from, @max_updated_at, @pages, @fetched, @unchanged,
+	@requests, @rate_limited, @retries, @unknown, @can_write, @job_id, jsonb_set(@summary::jsonb, '{run_id}', to_jsonb(n.id))
 FROM (SELECT nextval(pg_get_serial_sequence('"usersync".sync_runs', 'run_id')) AS id
-	WHERE NOT EXISTS (SELECT FROM "usersync".sync_runs WHERE run_id > $1)
-	AND (SELECT watermark FROM "usersync".sync_state WHERE stream = 'users') = $2
-	AND (SELECT count(*) FROM "usersync".sync_state s JOIN unnest($3::text[], $4::bytea[]) d(stream, digest)
-		ON s.stream = d.stream AND s.digest = d.digest) = cardinality($3::text[])
+	WHERE NOT EXISTS (SELECT FROM "usersync".sync_runs WHERE run_id > @after)
+	AND (SELECT watermark FROM "usersync".sync_state WHERE stream = 'users') = @watermark
+	AND (SELECT count(*) FROM "usersync".sync_state s JOIN unnest(@streams::text[], @digests::bytea[]) d(stream, digest)
+		ON s.stream = d.stream AND s.digest = d.digest) = cardinality(@streams::text[])
 	AND NOT EXISTS (SELECT FROM "usersync".quarantine WHERE resource_type = 'user' AND resolved_at IS NULL)
-	AND EXISTS (SELECT FROM "usersync".pii_policies WHERE policy_id = $5 AND fingerprint = $6
+	AND EXISTS (SELECT FROM "usersync".pii_policies WHERE policy_id = @policy_id AND fingerprint = @fingerprint
 		AND last_used_at >= greatest(now() - interval '1 hour',
 			coalesce((SELECT max(finished_at) FROM "usersync".pii_apply), '-infinity')))
-	AND pg_try_advisory_xact_lock(hashtextextended($20, 0))) n
+	/* guard */
+	AND pg_try_advisory_xact_lock(hashtextextended(@lock_key, 0))) n
 RETURNING run_id;
 
 -- locks.tryLock

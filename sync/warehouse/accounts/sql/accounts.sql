@@ -50,6 +50,13 @@ SELECT extract(epoch FROM now() - max(updated_at))::float8 FROM {{schema}}.accou
 -- One account without its settings: what the worker reads for each job.
 SELECT name, settings->>'USERSYNC_SCHEMA', paused_at IS NOT NULL, md5(settings::text) FROM {{schema}}.accounts WHERE name = $1
 
+-- name: guard
+-- Whether the account is as a worker opened it: registered, not paused,
+-- its settings' stamp the one it was opened with (head's). A condition of
+-- the statement that records a no-op sync, so that it reads no head.
+EXISTS (SELECT FROM {{schema}}.accounts WHERE name = @guard_account AND paused_at IS NULL
+	AND md5(settings::text) = @guard_stamp)
+
 -- name: updateSettings
 -- $2 holds the settings to set, $3 those to remove; the schema is the
 -- account's for good.

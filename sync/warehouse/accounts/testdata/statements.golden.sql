@@ -57,6 +57,10 @@ SELECT name, settings->>'USERSYNC_SCHEMA', paused_at IS NOT NULL, md5(settings::
 -- accounts.sinceChange
 SELECT extract(epoch FROM now() - max(updated_at))::float8 FROM "usersync_river".accounts;
 
+-- accounts.guard
+EXISTS (SELECT FROM "usersync_river".accounts WHERE name = @guard_account AND paused_at IS NULL
+	AND md5(settings::text) = @guard_stamp);
+
 -- union.serverVersion
 SELECT current_setting('server_version_num')::int;
 

@@ -58,7 +58,7 @@ func (s *Statements) Check(t *testing.T, update bool) {
 }
 
 func looksLikeSQL(s string) bool {
-	for _, w := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "COPY", "CREATE", "DROP", "WITH", "BEGIN", "LOCK", "ANALYZE", "SAVEPOINT", "ROLLBACK", "SET", "TRUNCATE", "COMMENT", "GRANT", "REVOKE", "DO"} {
+	for _, w := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "COPY", "CREATE", "DROP", "WITH", "BEGIN", "LOCK", "ANALYZE", "SAVEPOINT", "ROLLBACK", "SET", "TRUNCATE", "COMMENT", "GRANT", "REVOKE", "DO", "EXISTS"} {
 		if strings.HasPrefix(strings.TrimSpace(s), w) {
 			return true
 		}
