@@ -14,8 +14,17 @@ import (
 // BenchmarkNoOpSync times an incremental sync of 200 users, 8 teams and
 // their roles and profiles when nothing changed (what a fleet on a short
 // period mostly runs) and reports the statements and commits it sends,
-// counted through the pool (statementCounter).
+// counted through the pool (statementCounter): Run is the full path, as a
+// command's sync takes it; Quiet is a worker's, whose Syncer's last run
+// changed nothing (syncer.Quiet, else Run).
 func BenchmarkNoOpSync(b *testing.B) {
+	for _, quiet := range []bool{false, true} {
+		name := map[bool]string{false: "Run", true: "Quiet"}[quiet]
+		b.Run(name, func(b *testing.B) { benchmarkNoOpSync(b, quiet) })
+	}
+}
+
+func benchmarkNoOpSync(b *testing.B, quiet bool) {
 	var c statementCounter
 	sim := apisim.New(apisim.Options{Seed: 7, Users: 200})
 	srv := httptest.NewServer(sim)
@@ -32,9 +41,15 @@ func BenchmarkNoOpSync(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	req := syncer.Request{Kind: warehouse.KindIncremental}
 	c.start()
 	for b.Loop() {
-		if _, err := s.Run(ctx, syncer.Request{Kind: warehouse.KindIncremental}); err != nil {
+		if quiet {
+			if _, ok := s.Quiet(ctx, req); ok {
+				continue
+			}
+		}
+		if _, err := s.Run(ctx, req); err != nil {
 			b.Fatal(err)
 		}
 	}
