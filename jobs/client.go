@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,22 +120,21 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	return c, nil
 }
 
-// fleetPeriodic returns the fleet's own periodic jobs: the tick, while an
-// account is not paused, and the remake of the union views, while one is
-// registered.
+// fleetPeriodic returns the fleet's own periodic jobs: the tick, and the
+// remake of the union views while an account is registered. The tick
+// reads nothing to be inserted: the environment's account, never paused,
+// is always listed, and the tick itself inserts nothing when no account
+// is due.
 func fleetPeriodic(cfg ClientConfig) []*river.PeriodicJob {
 	var periodic []*river.PeriodicJob
 	if cfg.Accounts != nil && cfg.FleetTick > 0 {
 		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.FleetTick), func() (river.JobArgs, *river.InsertOpts) {
-			if _, active := anyAccount(cfg.Accounts, cfg.Deps.Logger); !active {
-				return nil, nil // no tick job while no account needs one
-			}
 			return DueArgs{}, nil
 		}, &river.PeriodicJobOpts{ID: KindDue, RunOnStart: true}))
 	}
 	if cfg.Accounts != nil && cfg.Views != nil && cfg.ViewsEvery > 0 {
 		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.ViewsEvery), func() (river.JobArgs, *river.InsertOpts) {
-			if registered, _ := anyAccount(cfg.Accounts, cfg.Deps.Logger); !registered {
+			if !anyRegistered(cfg.Accounts, cfg.Deps.Logger) {
 				return nil, nil // accounts remove remakes the views of the last one
 			}
 			return ViewsArgs{}, nil
@@ -154,22 +154,17 @@ func NewInsertClient(pool *pgxpool.Pool, riverSchema string, logger *slog.Logger
 	return c, nil
 }
 
-// anyAccount says whether an account is registered (in the registry, not
-// the environment's), and whether one is not paused: only then are the
-// fleet's jobs inserted (the remake of the views, the tick). When the
-// accounts cannot be read, both are true: the job is inserted and its
+// anyRegistered says whether an account is registered (in the registry,
+// not the environment's): only then is the remake of the views inserted.
+// When the accounts cannot be read it is true: the job is inserted and its
 // failure says why.
-func anyAccount(list ListAccounts, logger *slog.Logger) (registered, active bool) {
+func anyRegistered(list ListAccounts, logger *slog.Logger) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	accounts, err := list(ctx)
 	if err != nil {
 		logger.DebugContext(ctx, "the fleet could not read the accounts", "error", err.Error())
-		return true, true
+		return true
 	}
-	for _, a := range accounts {
-		registered = registered || !a.Env
-		active = active || !a.Paused
-	}
-	return registered, active
+	return slices.ContainsFunc(accounts, func(a Registered) bool { return !a.Env })
 }
