@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
@@ -19,7 +20,7 @@ import (
 // Config.
 type account struct {
 	Name   string
-	Cfg    Config
+	Cfg    config.Config
 	Paused bool
 	// Err, when set, says why the account's stored settings no longer make
 	// a Config (a parser grew stricter, the row was edited by hand); Cfg
@@ -47,7 +48,7 @@ func loadAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]account, e
 		return nil, err
 	}
 	for _, a := range list {
-		var cfg Config
+		var cfg config.Config
 		var err error
 		if a.Invalid != nil {
 			err = a.Invalid
@@ -55,73 +56,26 @@ func loadAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]account, e
 			cfg, err = storedConfig(e, a)
 		}
 		if err != nil {
-			cfg = Config{Schema: a.Schema()}
+			cfg = config.Config{Schema: a.Schema()}
 		}
 		out = append(out, account{Name: a.Name, Cfg: cfg, Paused: a.Paused(), Err: err, Notices: storedNotices(a.Name, a.Settings)})
 	}
 	return out, nil
 }
 
-// accountConfig is the effective Config of account name: the fleet's, with
-// the account's values applied by the settings' own parsers, except that its
-// schema and credentials are never the fleet's (one not stored is the
-// setting's default). sources names where a value came from (a flag of
-// accounts add); the others are named "account NAME: VARIABLE". Errors are
-// one line naming the setting and never hold a secret.
-func accountConfig(fleet Config, name string, vals, sources map[string]string) (Config, error) {
-	c := fleet
-	c.SchemaForce = false // an account's schema is always its own
-	srcs := map[string]string{}
-	for _, s := range settings() {
-		srcs[s.Env] = s.Env
-	}
-	for _, s := range accountSettings() {
-		v, ok := vals[s.Env]
-		if !ok && !neverInherited(s) {
-			continue
-		}
-		if !ok {
-			v = s.Default
-		}
-		src := sources[s.Env]
-		if src == "" {
-			src = "account " + name + ": " + s.Env
-		}
-		srcs[s.Env] = src
-		if err := s.set(&c, v); err != nil {
-			if s.Secret {
-				return Config{}, fmt.Errorf("%s is invalid", src)
-			}
-			return Config{}, fmt.Errorf("%s %w", src, err)
-		}
-	}
-	if err := checkAccountSchemaName(c); err != nil {
-		return Config{}, fmt.Errorf("%s %w", srcs["USERSYNC_SCHEMA"], err)
-	}
-	if _, err := parseSchedules(c, srcs); err != nil {
-		return Config{}, err
-	}
-	p, err := buildPolicy(c, srcs)
-	if err != nil {
-		return Config{}, err
-	}
-	c.PII = p
-	return c, nil
-}
-
 // storedConfig is the effective Config of registered account a: its
 // secrets opened, its PII key read from where its row says.
-func storedConfig(e *env, a accounts.Account) (Config, error) {
+func storedConfig(e *env, a accounts.Account) (config.Config, error) {
 	vals, err := openSettings(e, a.Name, a.Settings)
 	if err != nil {
-		return Config{}, err
+		return config.Config{}, err
 	}
-	return accountConfig(e.fleetConfig(), a.Name, vals, nil)
+	return config.ForAccount(e.fleetConfig(), a.Name, vals, nil)
 }
 
 // fleetConfig is the default account's Config, which holds the fleet-wide
 // settings, even in an account's env.
-func (e *env) fleetConfig() Config {
+func (e *env) fleetConfig() config.Config {
 	if e.fleet != nil {
 		return *e.fleet
 	}
@@ -209,7 +163,7 @@ func accountScoped(c command) command {
 }
 
 // accountAuthRemedy is authRemedy for a registered account.
-func accountAuthRemedy(name string, cfg Config) string {
+func accountAuthRemedy(name string, cfg config.Config) string {
 	if cfg.OAuthTokenURL != "" {
 		return "run usersync auth login --account " + name + " to authorize it again (the refresh token was revoked or expired)"
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
@@ -92,16 +93,16 @@ func givenValues(fs *flag.FlagSet, files map[string]*string) (map[string]string,
 	vals, sources := map[string]string{}, map[string]string{}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, s := range accountSettings() {
+	for _, s := range config.AccountSettings() {
 		switch {
 		case s.Flag != "" && given[s.Flag]:
 			vals[s.Env], sources[s.Env] = fs.Lookup(s.Flag).Value.String(), "--"+s.Flag
 		case s.Secret && s.Env != "USERSYNC_PII_KEY" && *files[s.Env] != "":
-			v, err := readOnce(secretFileFlag(s), *files[s.Env])
+			v, err := readOnce(config.FileFlag(s), *files[s.Env])
 			if err != nil {
 				return nil, nil, err
 			}
-			vals[s.Env], sources[s.Env] = v, "--"+secretFileFlag(s)
+			vals[s.Env], sources[s.Env] = v, "--"+config.FileFlag(s)
 		}
 	}
 	if err := piiKeyWhere(files, vals, sources); err != nil {
@@ -113,21 +114,21 @@ func givenValues(fs *flag.FlagSet, files map[string]*string) (map[string]string,
 // checkedValues checks an account's settings to store (its secrets in
 // clear, where its PII key is) and returns its Config and the settings as
 // stored, secrets sealed. Errors are usage errors.
-func checkedValues(e *env, name string, vals, sources map[string]string) (Config, map[string]string, error) {
+func checkedValues(e *env, name string, vals, sources map[string]string) (config.Config, map[string]string, error) {
 	opened, err := openSettings(e, name, vals)
 	if err != nil {
-		return Config{}, nil, usageError{err}
+		return config.Config{}, nil, usageError{err}
 	}
-	cfg, err := accountConfig(e.fleetConfig(), name, opened, sources)
+	cfg, err := config.ForAccount(e.fleetConfig(), name, opened, sources)
 	if err != nil {
-		return Config{}, nil, usageError{err}
+		return config.Config{}, nil, usageError{err}
 	}
-	if err := cfg.requireAPI(); err != nil {
-		return Config{}, nil, usageError{fmt.Errorf("account %s: %w", name, err)}
+	if err := cfg.RequireAPI(); err != nil {
+		return config.Config{}, nil, usageError{fmt.Errorf("account %s: %w", name, err)}
 	}
 	sealed, err := sealSecrets(e.fleetConfig().SecretsKey, name, vals)
 	if err != nil {
-		return Config{}, nil, usageError{err}
+		return config.Config{}, nil, usageError{err}
 	}
 	return cfg, sealed, nil
 }
@@ -152,15 +153,15 @@ func readOnce(flagName, path string) (string, error) {
 
 // fleetSettingFlags are the setting flags that set the fleet's Config: all of them,
 // except for accounts add and set, whose account-scoped flags are the account's.
-func fleetSettingFlags(cmd string, vals map[string]*string) map[string]*string {
+func fleetSettingFlags(cmd string, vals map[string]string) map[string]string {
 	if cmd != "accounts add" && cmd != "accounts set" {
 		return vals
 	}
-	out := map[string]*string{}
+	out := map[string]string{}
 	for k, v := range vals {
 		out[k] = v
 	}
-	for _, s := range accountSettings() {
+	for _, s := range config.AccountSettings() {
 		delete(out, s.Flag)
 	}
 	return out
@@ -179,7 +180,7 @@ func nameFirst(cmd string, args []string) []string {
 // addAccount creates and migrates the account's schema and stores it, under
 // the migration lock, and remakes the union views when views is set; on any
 // error it drops what it made.
-func addAccount(ctx context.Context, e *env, a accounts.Account, cfg Config, views bool) error {
+func addAccount(ctx context.Context, e *env, a accounts.Account, cfg config.Config, views bool) error {
 	pool, err := openPool(ctx, e, 4)
 	if err != nil {
 		return err
@@ -219,7 +220,7 @@ func addAccount(ctx context.Context, e *env, a accounts.Account, cfg Config, vie
 // createAccount migrates the new schema, stores the row and, when views is
 // set, remakes the union views; made says the schema was created (so is to
 // be dropped on an error).
-func createAccount(ctx context.Context, e *env, pool *pgxpool.Pool, reg *accounts.Registry, a accounts.Account, cfg Config, views bool) (warehouse.MigrateResult, bool, error) {
+func createAccount(ctx context.Context, e *env, pool *pgxpool.Pool, reg *accounts.Registry, a accounts.Account, cfg config.Config, views bool) (warehouse.MigrateResult, bool, error) {
 	res, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: a.Schema(), ReaderRole: cfg.ReaderRole})
 	if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {
 		return res, true, usageError{fmt.Errorf("account %s: USERSYNC_READER_ROLE %s is the migrating user or a role it belongs to", a.Name, cfg.ReaderRole)}

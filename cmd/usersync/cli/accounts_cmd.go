@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
@@ -54,7 +55,7 @@ type accountLine struct {
 }
 
 func lineOf(a accounts.Account) accountLine {
-	l := accountLine{Name: a.Name, Schema: a.Schema(), APIURL: printableURL(a.Settings["USERSYNC_API_URL"]), PausedAt: a.PausedAt,
+	l := accountLine{Name: a.Name, Schema: a.Schema(), APIURL: config.PrintableURL(a.Settings["USERSYNC_API_URL"]), PausedAt: a.PausedAt,
 		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
 	if a.Invalid != nil {
 		l.Problem = a.Invalid.Error()

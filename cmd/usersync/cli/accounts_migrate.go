@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
@@ -51,7 +52,7 @@ func migrateAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]string,
 }
 
 // migrateAccount migrates and marks registered account name's schema.
-func migrateAccount(ctx context.Context, e *env, pool *pgxpool.Pool, reg *accounts.Registry, name string, cfg Config) ([]string, error) {
+func migrateAccount(ctx context.Context, e *env, pool *pgxpool.Pool, reg *accounts.Registry, name string, cfg config.Config) ([]string, error) {
 	res, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: cfg.Schema, ReaderRole: cfg.ReaderRole})
 	if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {
 		return nil, usageError{fmt.Errorf("account %s: USERSYNC_READER_ROLE %s is the migrating user or a role it belongs to", name, cfg.ReaderRole)}

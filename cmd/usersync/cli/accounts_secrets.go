@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/secret"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
@@ -31,13 +32,13 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // key's --pii-key-file and --pii-key-env, which are stored as they are.
 func secretFileFlags(fs *flag.FlagSet) map[string]*string {
 	files := map[string]*string{}
-	for _, s := range accountSettings() {
+	for _, s := range config.AccountSettings() {
 		switch {
 		case s.Env == "USERSYNC_PII_KEY":
-			files[s.Env] = fs.String(secretFileFlag(s), "", "the file holding the account's PII key (USERSYNC_PII_KEY): its path is stored, never the key, and the worker reads it when it opens the account")
+			files[s.Env] = fs.String(config.FileFlag(s), "", "the file holding the account's PII key (USERSYNC_PII_KEY): its path is stored, never the key, and the worker reads it when it opens the account")
 			files[piiKeyEnv] = fs.String("pii-key-env", "", "the variable of the worker's environment holding the account's PII key: its name is stored, never the key")
 		case s.Secret:
-			files[s.Env] = fs.String(secretFileFlag(s), "", "a file holding the account's secret of that name, read once and stored encrypted (USERSYNC_SECRETS_KEY)")
+			files[s.Env] = fs.String(config.FileFlag(s), "", "a file holding the account's secret of that name, read once and stored encrypted (USERSYNC_SECRETS_KEY)")
 		}
 	}
 	return files
@@ -68,8 +69,8 @@ func piiKeyWhere(files map[string]*string, vals, sources map[string]string) erro
 // storedSecret says whether a stored setting is a secret, which the
 // registry holds sealed.
 func storedSecret(env string) bool {
-	s, ok := settingByEnv(env)
-	return ok && s.Secret && s.Scope == perAccount
+	s, ok := config.ByEnv(env)
+	return ok && s.Secret && s.Scope == config.PerAccount
 }
 
 // noSecretsKey is the error of an account whose secrets need the key.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
@@ -58,7 +59,7 @@ func accountsShowCommand() command {
 // where it comes from, secrets as "set".
 func accountSettingLines(e *env, a accounts.Account) []settingLine {
 	var out []settingLine
-	for _, s := range accountSettings() {
+	for _, s := range config.AccountSettings() {
 		l := settingLine{Setting: s.Env}
 		v, stored := a.Settings[s.Env]
 		switch {
@@ -72,7 +73,7 @@ func accountSettingLines(e *env, a accounts.Account) []settingLine {
 			continue
 		case stored:
 			l.Value, l.From = v, "account"
-		case neverInherited(s):
+		case config.NeverInherited(s):
 			l.Value, l.From = s.Default, "default"
 		default:
 			l.Value, l.From = e.getenv(s.Env), "fleet"
@@ -87,7 +88,7 @@ func accountSettingLines(e *env, a accounts.Account) []settingLine {
 			l.Value = "set"
 		}
 		if strings.HasSuffix(s.Env, "_URL") {
-			l.Value = printableURL(l.Value)
+			l.Value = config.PrintableURL(l.Value)
 		}
 		out = append(out, l)
 	}

@@ -60,7 +60,7 @@ func checkOptions(e *env, store *warehouse.Store, api *jsonapi.Client) check.Opt
 	cfg := e.cfg
 	o := check.Options{Store: store, RiverSchema: e.riverSchema(), DatabaseShown: redactDSN(cfg.DatabaseURL),
 		Ping:       func(ctx context.Context) error { return pingPool(ctx, e, store.Pool()) },
-		ReaderRole: cfg.ReaderRole, APISettings: cfg.requireAPI(), APIURL: cfg.APIURL, OAuth: cfg.OAuthTokenURL != "", API: api,
+		ReaderRole: cfg.ReaderRole, APISettings: cfg.RequireAPI(), APIURL: cfg.APIURL, OAuth: cfg.OAuthTokenURL != "", API: api,
 		NewAPI:     func(ctx context.Context) (*jsonapi.Client, error) { return newAPIClient(ctx, e, store) },
 		AuthRemedy: e.authRemedy(), LoginCommand: jobs.LoginCommand(e.account), APIBudget: cfg.APIBudget, SnapshotDir: cfg.SnapshotDir,
 		S3: snapshot.S3Options{Endpoint: cfg.S3Endpoint, Region: cfg.S3Region, AccessKeyID: cfg.S3AccessKeyID,
@@ -68,7 +68,7 @@ func checkOptions(e *env, store *warehouse.Store, api *jsonapi.Client) check.Opt
 	if ts, err := tokenStore(e, store); err == nil && o.OAuth {
 		o.Grants = ts
 	}
-	s, err := parseSchedules(cfg, nil)
+	s, err := cfg.Schedules()
 	o.SchedulesErr = err
 	o.Schedules = []check.Schedule{{What: "sync", Spec: cfg.SyncSchedule, Next: s.Sync},
 		{What: "reconcile", Spec: cfg.ReconcileSchedule, Next: s.Reconcile}, {What: "snapshot", Spec: cfg.SnapshotSchedule, Next: s.Snapshot}}

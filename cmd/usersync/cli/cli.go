@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/jsonapi"
 )
 
@@ -32,7 +33,7 @@ func (e usageError) Unwrap() error { return e.err }
 // env is what a running command gets: its configuration, its output streams
 // and a logger. Commands write results to stdout and logs to stderr.
 type env struct {
-	cfg    Config
+	cfg    config.Config
 	stdin  io.Reader // nil when the caller gave none
 	stdout io.Writer
 	stderr io.Writer
@@ -42,7 +43,7 @@ type env struct {
 	// fleet, in a registered account's env, is the default account's
 	// Config (accounts.go).
 	account string
-	fleet   *Config
+	fleet   *config.Config
 	// logins, in a worker, are the accounts whose OAuth login it waits
 	// for: an account without a stored refresh token waits rather than
 	// stops the worker (auth_wait.go). nil in every other command.
@@ -137,14 +138,14 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 		fmt.Fprintf(stderr, "usersync %s: %v (run usersync %s -h)\n", cmd.name, err, cmd.name)
 		return ExitUsage
 	}
-	cfg, err := loadConfig(lookupVarIn(environ), fs, fleetSettingFlags(cmd.name, flagVals))
+	cfg, err := config.Load(config.Environ(environ), fleetSettingFlags(cmd.name, givenSettings(fs, flagVals)))
 	if err != nil {
 		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
 		return ExitUsage
 	}
 	e := &env{cfg: cfg, stdin: stdin, stdout: stdout, stderr: stderr, logger: newLogger(stderr, cfg, cmd.name == "worker"),
-		getenv: lookupIn(environ)}
-	if err := checkVariables(environ, cfg.StrictConfig, e.logger); err != nil {
+		getenv: getenvIn(environ)}
+	if err := config.CheckVariables(environ, cfg.StrictConfig, e.logger); err != nil {
 		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
 		return ExitUsage
 	}
@@ -227,7 +228,7 @@ func joinSubcommand(args []string) []string {
 	return args
 }
 
-func newLogger(w io.Writer, cfg Config, json bool) *slog.Logger {
+func newLogger(w io.Writer, cfg config.Config, json bool) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by loadConfig
 	opts := &slog.HandlerOptions{Level: level}
@@ -266,7 +267,7 @@ for the settings every command reads (USERSYNC_* variables, or flags of the same
 
 // isSetting says whether a flag is a setting's (every command has those).
 func isSetting(flagName string) bool {
-	for _, s := range settings() {
+	for _, s := range config.Settings() {
 		if s.Flag == flagName {
 			return true
 		}
@@ -279,7 +280,7 @@ func printSettings(w io.Writer) {
 	fmt.Fprintln(w, "Settings come from the environment; a flag of the same name overrides it.")
 	fmt.Fprintln(w, "Secrets come only from the environment or from a file named by <VAR>_FILE.")
 	fmt.Fprintln(w, "\nSettings:")
-	for _, s := range settings() {
+	for _, s := range config.Settings() {
 		flagName := "(environment or " + s.Env + "_FILE only)"
 		if s.Flag != "" {
 			flagName = "--" + s.Flag

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -43,7 +44,7 @@ func pingPool(ctx context.Context, e *env, pool *pgxpool.Pool) error {
 // newPool parses DATABASE_URL and opens a pool, which connects only when
 // used: a database that does not answer yet is no error here.
 func newPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error) {
-	if err := e.cfg.requireDatabase(); err != nil {
+	if err := e.cfg.RequireDatabase(); err != nil {
 		return nil, usageError{err}
 	}
 	pcfg, err := pgxpool.ParseConfig(e.cfg.DatabaseURL)
@@ -80,7 +81,7 @@ func newPool(ctx context.Context, e *env, maxConns int32) (*pgxpool.Pool, error)
 func plaintextHost(cfg *pgconn.Config) string {
 	attempts := append([]*pgconn.FallbackConfig{{Host: cfg.Host, Port: cfg.Port, TLSConfig: cfg.TLSConfig}}, cfg.Fallbacks...)
 	for _, a := range attempts {
-		if a.TLSConfig == nil && !strings.HasPrefix(a.Host, "/") && !isLoopback(a.Host) {
+		if a.TLSConfig == nil && !strings.HasPrefix(a.Host, "/") && !config.IsLoopback(a.Host) {
 			return a.Host
 		}
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -58,14 +57,14 @@ at once.`,
 
 func runWorker(ctx context.Context, e *env, _ []string) error {
 	cfg := e.cfg
-	schedules, err := parseSchedules(cfg, nil)
+	schedules, err := cfg.Schedules()
 	if err != nil {
 		return usageError{err}
 	}
 	if err := jobs.CheckUIGuard(cfg.HTTPAddr, cfg.HTTPToken, cfg.HTTPBasicAuth); err != nil {
 		return usageError{err}
 	}
-	if err := cfg.requireAPI(); err != nil {
+	if err := cfg.RequireAPI(); err != nil {
 		return usageError{err}
 	}
 	// A second signal stops at once; main's context takes the first.
@@ -151,28 +150,6 @@ func stopWorker(e *env, rc *river.Client[pgx.Tx], drain chan struct{}, sigs <-ch
 	}
 	e.logger.Info("worker stopped")
 	return nil
-}
-
-// parseSchedules parses the three schedules; sources names where each came
-// from (a variable or a flag), for the error.
-func parseSchedules(cfg Config, sources map[string]string) (jobs.Schedules, error) {
-	var s jobs.Schedules
-	for _, sch := range []struct {
-		env  string
-		spec string
-		dst  *jobs.Schedule
-	}{
-		{"USERSYNC_SYNC_SCHEDULE", cfg.SyncSchedule, &s.Sync},
-		{"USERSYNC_RECONCILE_SCHEDULE", cfg.ReconcileSchedule, &s.Reconcile},
-		{"USERSYNC_SNAPSHOT_SCHEDULE", cfg.SnapshotSchedule, &s.Snapshot},
-	} {
-		name := cmp.Or(sources[sch.env], sch.env)
-		var err error
-		if *sch.dst, err = jobs.ParseSchedule(name, sch.spec, cfg.ScheduleMinInterval); err != nil {
-			return s, err
-		}
-	}
-	return s, nil
 }
 
 // startHTTP serves the health, readiness, metrics and job-UI endpoints, unless

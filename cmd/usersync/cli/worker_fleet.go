@@ -26,7 +26,7 @@ func newFleet(e *env, pool *pgxpool.Pool, metrics *jobs.Metrics, schedules jobs.
 			if err != nil {
 				return fleet.Spec{}, err
 			}
-			s, err := parseSchedules(c, nil)
+			s, err := c.Schedules()
 			if err != nil {
 				return fleet.Spec{}, err
 			}
@@ -52,7 +52,7 @@ func accountSpec(e *env, a *account, s jobs.Schedules) fleet.Spec {
 			if err != nil {
 				return nil, nil, err
 			}
-			s, err := syncer.New(api, store, ae.cfg.syncerConfig(ae.logger))
+			s, err := syncer.New(api, store, syncerConfig(ae.cfg, ae.logger))
 			if err != nil {
 				return nil, nil, err
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/jobs/fleet"
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -74,7 +75,7 @@ func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*wor
 // snapshotInterval is the longest wait between snapshots the schedules
 // promise: the snapshot schedule's, or when it is off and snapshots follow
 // syncs, the sync schedule's; 0 when none does.
-func snapshotInterval(cfg Config, s jobs.Schedules) time.Duration {
+func snapshotInterval(cfg config.Config, s jobs.Schedules) time.Duration {
 	now := time.Now()
 	if s.Snapshot != nil {
 		return jobs.ScheduleInterval(s.Snapshot, now)

@@ -23,7 +23,7 @@ const (
 // key is the path from the module's root and the function's name.
 var dataTables = map[string]string{
 	"sync/apisim/generate.go:customizeAttr":     "one case per catalog attribute: its null rate, stability and value rule",
-	"cmd/usersync/cli/settings.go:baseSettings": "the settings table: one row per setting",
+	"jobs/fleet/config/settings.go:baseSettings": "the settings table: one row per setting",
 	"schema/resources.go:User":                  "the catalog's user attributes, one row each",
 	"schema/bookkeeping.go:bookkeepingTables":   "the bookkeeping tables' columns, one row each",
 }
