@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/sync/warehouse"
 )
 
@@ -73,7 +74,7 @@ func readAccountStatuses(ctx context.Context, e *env) ([]accountStatus, error) {
 
 // accountRunStatus reads a's watermark, its last successful sync and its
 // state.
-func accountRunStatus(ctx context.Context, pool *pgxpool.Pool, a account, now time.Time) (accountStatus, error) {
+func accountRunStatus(ctx context.Context, pool *pgxpool.Pool, a registry.Account, now time.Time) (accountStatus, error) {
 	out := accountStatus{Name: a.Name, Schema: a.Cfg.Schema, Paused: a.Paused}
 	store, err := warehouse.NewStore(pool, a.Cfg.Schema)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/jobs/check"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/snapshot"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -39,7 +40,9 @@ the database ones it has waited for, and logs the first that fails.`,
 				}
 				r := check.Run(ctx, checkOptions(e, store, nil), true)
 				if r.DatabaseOK {
-					r.Notices = registryNotices(ctx, e, pool)
+					if f, err := registry.New(pool, e.fleetConfig(), e.getenv, e.logger); err == nil {
+						r.Notices = f.Notices(ctx)
+					}
 				}
 				if *asJSON {
 					if err := writeJSON(e.stdout, r.JSON()); err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/usersync/usersync/jobs/fleet/config"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/sync/jsonapi"
 )
 
@@ -209,7 +210,8 @@ func commandGroups() map[string]string {
 // exitCode is the exit status of a command that failed with err.
 func exitCode(err error) int {
 	var ue usageError
-	if errors.As(err, &ue) {
+	var ie registry.InputError
+	if errors.As(err, &ue) || errors.As(err, &ie) {
 		return ExitUsage
 	}
 	var qe quarantinedError

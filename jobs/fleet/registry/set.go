@@ -14,7 +14,8 @@ import (
 
 // SetResult is what Set changed.
 type SetResult struct {
-	Changed int // settings stored
+	Schema  string // the account's, which never changes
+	Changed int    // settings stored
 	// RoleChanged says the reader role changed, from OldRole (which lost
 	// its access to the account's schema when not empty) to NewRole;
 	// Notices are the grant's.
@@ -55,7 +56,7 @@ func (f *Fleet) Set(ctx context.Context, name string, vals, sources map[string]s
 	if err != nil {
 		return SetResult{}, InputError{err}
 	}
-	res := SetResult{Changed: len(vals)}
+	res := SetResult{Schema: a.Schema(), Changed: len(vals)}
 	if _, ok := vals["USERSYNC_READER_ROLE"]; ok {
 		old, ok := a.Settings["USERSYNC_READER_ROLE"]
 		if !ok {
