@@ -11,6 +11,7 @@ import (
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/snapshot"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/dsn"
 )
 
 func checkCommand() command {
@@ -61,7 +62,7 @@ the database ones it has waited for, and logs the first that fails.`,
 // client (nil: the checks build one).
 func checkOptions(e *env, store *warehouse.Store, api *jsonapi.Client) check.Options {
 	cfg := e.cfg
-	o := check.Options{Store: store, RiverSchema: e.riverSchema(), DatabaseShown: redactDSN(cfg.DatabaseURL),
+	o := check.Options{Store: store, RiverSchema: e.riverSchema(), DatabaseShown: dsn.Redact(cfg.DatabaseURL),
 		Ping:       func(ctx context.Context) error { return pingPool(ctx, e, store.Pool()) },
 		ReaderRole: cfg.ReaderRole, APISettings: cfg.RequireAPI(), APIURL: cfg.APIURL, OAuth: cfg.OAuthTokenURL != "", API: api,
 		NewAPI:     func(ctx context.Context) (*jsonapi.Client, error) { return newAPIClient(ctx, e, store) },

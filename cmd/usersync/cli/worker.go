@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/check"
 )
 
 func workerCommand() command {
@@ -86,7 +87,12 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 		return err
 	}
 	defer shutdownHTTP(srv)
-	if err := waitForDatabase(ctx, e, w.store, w.riverSchema, handler); err != nil {
+	wait := check.Wait{Store: w.store, RiverSchema: w.riverSchema, Logger: e.logger,
+		Ping: func(ctx context.Context) error { return pingPool(ctx, e, w.pool) }}
+	if handler != nil {
+		wait.Waiting = handler.SetWaiting
+	}
+	if err := check.WaitForDatabase(ctx, wait); err != nil {
 		if ctx.Err() != nil {
 			e.logger.Info("worker stopped while waiting for its database")
 			return nil

@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // Scope is where a setting applies once accounts are registered: the
 // default account's value comes from the environment either way.
@@ -66,34 +63,4 @@ func ScopeText(s Setting) string {
 // USERSYNC_API_TOKEN's is --api-token-file.
 func FileFlag(s Setting) string {
 	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(s.Env, "USERSYNC_")), "_", "-") + "-file"
-}
-
-// WriteMarkdown writes docs/configuration.md's section of every setting: its
-// flag, default, scope, example and meaning.
-func WriteMarkdown(b *strings.Builder) {
-	for _, s := range Settings() {
-		fmt.Fprintf(b, "## `%s`\n\n", s.Env)
-		if s.Flag != "" {
-			fmt.Fprintf(b, "- Flag: `--%s`\n", s.Flag)
-		} else {
-			fmt.Fprintf(b, "- Flag: none (secret: environment or `%s_FILE` only)\n", s.Env)
-		}
-		def := "none"
-		if s.Default != "" {
-			def = "`" + s.Default + "`"
-		}
-		fmt.Fprintf(b, "- Default: %s\n", def)
-		fmt.Fprintf(b, "- Scope: %s\n", ScopeText(s))
-		if s.Example != "" {
-			fmt.Fprintf(b, "- Example: `%s=%s`\n", s.Env, s.Example)
-		}
-		fmt.Fprintf(b, "\n%s\n\n", upperFirst(s.Meaning))
-	}
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
