@@ -129,22 +129,6 @@ func readOnce(flagName, path string) (string, error) {
 	return v, nil
 }
 
-// fleetSettingFlags are the setting flags that set the fleet's Config: all of them,
-// except for accounts add and set, whose account-scoped flags are the account's.
-func fleetSettingFlags(cmd string, vals map[string]string) map[string]string {
-	if cmd != "accounts add" && cmd != "accounts set" {
-		return vals
-	}
-	out := map[string]string{}
-	for k, v := range vals {
-		out[k] = v
-	}
-	for _, s := range config.AccountSettings() {
-		delete(out, s.Flag)
-	}
-	return out
-}
-
 // nameFirst lets an accounts command take its NAME before its flags
 // (usersync accounts add eu --api-url ...), which package flag would take
 // for the end of the flags: the name moves after them.

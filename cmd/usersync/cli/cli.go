@@ -110,7 +110,7 @@ func Main(ctx context.Context, args, environ []string, stdout, stderr io.Writer)
 func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	args = joinSubcommand(args)
 	if len(args) == 2 && args[0] == "help" && args[1] == "settings" {
-		printSettings(stdout)
+		config.WriteHelp(stdout)
 		return ExitOK
 	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
@@ -139,7 +139,11 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 		fmt.Fprintf(stderr, "usersync %s: %v (run usersync %s -h)\n", cmd.name, err, cmd.name)
 		return ExitUsage
 	}
-	cfg, err := config.Load(config.Environ(environ), fleetSettingFlags(cmd.name, givenSettings(fs, flagVals)))
+	given := givenSettings(fs, flagVals)
+	if cmd.name == "accounts add" || cmd.name == "accounts set" {
+		given = config.FleetFlags(given) // their account-scoped flags are the account's
+	}
+	cfg, err := config.Load(config.Environ(environ), given)
 	if err != nil {
 		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
 		return ExitUsage
@@ -275,24 +279,6 @@ func isSetting(flagName string) bool {
 		}
 	}
 	return false
-}
-
-// printSettings lists every setting: usersync help settings.
-func printSettings(w io.Writer) {
-	fmt.Fprintln(w, "Settings come from the environment; a flag of the same name overrides it.")
-	fmt.Fprintln(w, "Secrets come only from the environment or from a file named by <VAR>_FILE.")
-	fmt.Fprintln(w, "\nSettings:")
-	for _, s := range config.Settings() {
-		flagName := "(environment or " + s.Env + "_FILE only)"
-		if s.Flag != "" {
-			flagName = "--" + s.Flag
-		}
-		def := ""
-		if s.Default != "" {
-			def = " [default " + s.Default + "]"
-		}
-		fmt.Fprintf(w, "  %s  %s%s\n      %s\n", s.Env, flagName, def, s.Meaning)
-	}
 }
 
 func printCommandHelp(w io.Writer, c command, fs *flag.FlagSet) {

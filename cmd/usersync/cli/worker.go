@@ -12,11 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
-
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/jobs/check"
+	"github.com/usersync/usersync/jobs/fleet"
 )
 
 func workerCommand() command {
@@ -110,7 +108,7 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	case <-rc.Stopped():
 		return errors.New("the job queue stopped unexpectedly")
 	}
-	err = stopWorker(e, rc, w.drain, sigs)
+	err = fleet.Stop(rc, w.drain, sigs, e.cfg.ShutdownTimeout, e.logger)
 	cancelRun()
 	return err
 }
@@ -123,39 +121,6 @@ func logStarted(e *env, riverSchema string) {
 		"long_workers", cfg.LongWorkers, "snapshot_workers", cfg.SnapshotWorkers, "fleet_tick", cfg.FleetTick.String(),
 		"sync_schedule", cfg.SyncSchedule, "reconcile_schedule", cfg.ReconcileSchedule, "snapshot_schedule", cfg.SnapshotSchedule,
 		"http_addr", cfg.HTTPAddr)
-}
-
-// stopWorker stops River after the first signal: no new jobs, running ones
-// get USERSYNC_SHUTDOWN_TIMEOUT to end after their page in flight; a second
-// signal on sigs cancels them at once.
-func stopWorker(e *env, rc *river.Client[pgx.Tx], drain chan struct{}, sigs <-chan os.Signal) error {
-	cfg := e.cfg
-	e.logger.Info("stopping: no new jobs; running jobs end after their page in flight", "shutdown_timeout", cfg.ShutdownTimeout.String())
-	close(drain)
-	stopped := make(chan error, 1)
-	go func() { //nolint:gosec // G118: ctx is already cancelled; stopping needs its own deadline
-		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout+5*time.Second)
-		defer cancel()
-		stopped <- rc.Stop(stopCtx)
-	}()
-	var stopErr error
-	select {
-	case stopErr = <-stopped:
-	case <-sigs: // the first signal is also delivered here; wait for a second
-		select {
-		case stopErr = <-stopped:
-		case <-sigs:
-			e.logger.Warn("second signal: stopping at once")
-			hardCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			stopErr = rc.StopAndCancel(hardCtx)
-			cancel()
-		}
-	}
-	if stopErr != nil && !errors.Is(stopErr, context.DeadlineExceeded) {
-		return fmt.Errorf("stopping the job queue: %w", stopErr)
-	}
-	e.logger.Info("worker stopped")
-	return nil
 }
 
 // startHTTP serves the health, readiness, metrics and job-UI endpoints, unless

@@ -45,7 +45,7 @@ func newFleet(e *env, pool *pgxpool.Pool, metrics *jobs.Metrics, schedules jobs.
 // accountSpec is a, scheduled by s, as the fleet opens it: its store, API
 // client, syncer and snapshot writer, built from its Config alone.
 func accountSpec(e *env, a *registry.Account, s jobs.Schedules) fleet.Spec {
-	return fleet.Spec{Name: a.Name, Schema: a.Cfg.Schema, Schedules: s, SnapshotInterval: snapshotInterval(a.Cfg, s),
+	return fleet.Spec{Name: a.Name, Schema: a.Cfg.Schema, Schedules: s, SnapshotInterval: a.Cfg.SnapshotInterval(s),
 		SyncInterval: jobs.ScheduleInterval(s.Sync, time.Now()),
 		Open: func(ctx context.Context, store *warehouse.Store) (*jobs.Account, *jsonapi.Client, error) {
 			ae := *e

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/jobs/fleet"
-	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -61,20 +59,6 @@ func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*wor
 		}
 	}
 	return w, nil
-}
-
-// snapshotInterval is the longest wait between snapshots the schedules
-// promise: the snapshot schedule's, or when it is off and snapshots follow
-// syncs, the sync schedule's; 0 when none does.
-func snapshotInterval(cfg config.Config, s jobs.Schedules) time.Duration {
-	now := time.Now()
-	if s.Snapshot != nil {
-		return jobs.ScheduleInterval(s.Snapshot, now)
-	}
-	if cfg.SnapshotAfterSync {
-		return jobs.ScheduleInterval(s.Sync, now)
-	}
-	return 0
 }
 
 // start builds what needs the database (the API client reads a stored OAuth

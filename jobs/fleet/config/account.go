@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"time"
 
 	"github.com/usersync/usersync/jobs"
 )
@@ -77,4 +78,18 @@ func parseSchedules(cfg Config, sources map[string]string) (jobs.Schedules, erro
 		}
 	}
 	return s, nil
+}
+
+// SnapshotInterval is the longest wait between snapshots the schedules s
+// (c's) promise: the snapshot schedule's, or when it is off and snapshots
+// follow syncs, the sync schedule's; 0 when none does.
+func (c Config) SnapshotInterval(s jobs.Schedules) time.Duration {
+	now := time.Now()
+	if s.Snapshot != nil {
+		return jobs.ScheduleInterval(s.Snapshot, now)
+	}
+	if c.SnapshotAfterSync {
+		return jobs.ScheduleInterval(s.Sync, now)
+	}
+	return 0
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -67,4 +68,23 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// WriteHelp lists every setting with its flag, default and meaning: usersync
+// help settings.
+func WriteHelp(w io.Writer) {
+	fmt.Fprintln(w, "Settings come from the environment; a flag of the same name overrides it.")
+	fmt.Fprintln(w, "Secrets come only from the environment or from a file named by <VAR>_FILE.")
+	fmt.Fprintln(w, "\nSettings:")
+	for _, s := range Settings() {
+		flagName := "(environment or " + s.Env + "_FILE only)"
+		if s.Flag != "" {
+			flagName = "--" + s.Flag
+		}
+		def := ""
+		if s.Default != "" {
+			def = " [default " + s.Default + "]"
+		}
+		fmt.Fprintf(w, "  %s  %s%s\n      %s\n", s.Env, flagName, def, s.Meaning)
+	}
 }

@@ -1,6 +1,9 @@
 package config
 
-import "strings"
+import (
+	"maps"
+	"strings"
+)
 
 // Scope is where a setting applies once accounts are registered: the
 // default account's value comes from the environment either way.
@@ -63,4 +66,14 @@ func ScopeText(s Setting) string {
 // USERSYNC_API_TOKEN's is --api-token-file.
 func FileFlag(s Setting) string {
 	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(s.Env, "USERSYNC_")), "_", "-") + "-file"
+}
+
+// FleetFlags is flags (Load's) without the account-scoped settings' flags,
+// which a command that registers an account takes for the account's.
+func FleetFlags(flags map[string]string) map[string]string {
+	out := maps.Clone(flags)
+	for _, s := range AccountSettings() {
+		delete(out, s.Flag)
+	}
+	return out
 }
