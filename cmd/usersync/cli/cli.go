@@ -236,7 +236,7 @@ func joinSubcommand(args []string) []string {
 
 func newLogger(w io.Writer, cfg config.Config, json bool) *slog.Logger {
 	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by loadConfig
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by config.Load
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" || (cfg.LogFormat == "auto" && json) {
 		return slog.New(slog.NewJSONHandler(w, opts))

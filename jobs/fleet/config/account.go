@@ -34,25 +34,14 @@ func ForAccount(fleet Config, name string, vals, sources map[string]string) (Con
 			src = "account " + name + ": " + s.Env
 		}
 		srcs[s.Env] = src
-		if err := s.set(&c, v); err != nil {
-			if s.Secret {
-				return Config{}, fmt.Errorf("%s is invalid", src)
-			}
-			return Config{}, fmt.Errorf("%s %w", src, err)
+		if err := s.apply(&c, v, src); err != nil {
+			return Config{}, err
 		}
 	}
 	if err := checkAccountSchemaName(c); err != nil {
 		return Config{}, fmt.Errorf("%s %w", srcs["USERSYNC_SCHEMA"], err)
 	}
-	if _, err := parseSchedules(c, srcs); err != nil {
-		return Config{}, err
-	}
-	p, err := buildPolicy(c, srcs)
-	if err != nil {
-		return Config{}, err
-	}
-	c.PII = p
-	return c, nil
+	return withPolicy(c, srcs)
 }
 
 // Schedules parses c's three schedules.

@@ -42,11 +42,8 @@ func Load(lookup func(string) (string, bool), flags map[string]string) (Config, 
 		if fv, ok := flags[s.Flag]; ok && s.Flag != "" {
 			v, source = fv, "--"+s.Flag
 		}
-		if err := s.set(&c, v); err != nil {
-			if s.Secret {
-				return Config{}, fmt.Errorf("%s is invalid", source) // never echo a secret
-			}
-			return Config{}, fmt.Errorf("%s %w", source, err)
+		if err := s.apply(&c, v, source); err != nil {
+			return Config{}, err
 		}
 		sources[s.Env] = source
 	}
@@ -59,6 +56,24 @@ func Load(lookup func(string) (string, bool), flags map[string]string) (Config, 
 	if err := resolveResponseMemory(&c); err != nil {
 		return Config{}, fmt.Errorf("%s %w", sources["USERSYNC_MAX_RESPONSE_MEMORY"], err)
 	}
+	return withPolicy(c, sources)
+}
+
+// apply sets s in c to v, which came from source; the error names source
+// and never echoes a secret.
+func (s Setting) apply(c *Config, v, source string) error {
+	if err := s.set(c, v); err != nil {
+		if s.Secret {
+			return fmt.Errorf("%s is invalid", source)
+		}
+		return fmt.Errorf("%s %w", source, err)
+	}
+	return nil
+}
+
+// withPolicy checks c's schedules and returns c with its personal-data
+// policy built; sources names where each setting came from, for the error.
+func withPolicy(c Config, sources map[string]string) (Config, error) {
 	if _, err := parseSchedules(c, sources); err != nil {
 		return Config{}, err
 	}
@@ -137,7 +152,7 @@ func (c Config) RequireAPI() error {
 		return errors.New("USERSYNC_API_TOKEN and USERSYNC_OAUTH_* are both set; use one way to authenticate")
 	case oauth:
 		// The refresh token may be the one usersync auth login stored:
-		// newAPIClient checks that one of the two exists.
+		// the CLI's API client (newAPIClient) checks that one of the two exists.
 		return c.RequireOAuthClient()
 	case c.APIToken == "":
 		return errors.New("USERSYNC_API_TOKEN is not set (or configure OAuth with USERSYNC_OAUTH_TOKEN_URL and friends)")
