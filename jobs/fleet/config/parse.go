@@ -267,6 +267,8 @@ func ValidateAPIURL(raw string, allowInsecure bool) error {
 	return nil
 }
 
+// IsLoopback says whether host names this machine: localhost or a
+// loopback address.
 func IsLoopback(host string) bool {
 	if host == "localhost" {
 		return true

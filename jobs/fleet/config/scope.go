@@ -9,6 +9,7 @@ import (
 // default account's value comes from the environment either way.
 type Scope int
 
+// The scopes of a setting.
 const (
 	ScopeUnset Scope = iota // no decision: TestEverySettingHasAScope fails
 	FleetWide               // one value for the fleet: DATABASE_URL, HTTP, logging, workers

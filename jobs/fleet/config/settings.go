@@ -94,7 +94,7 @@ type Config struct {
 	PII *normalize.Policy
 }
 
-// setting is one configuration setting: its environment variable, its flag
+// Setting is one configuration setting: its environment variable, its flag
 // (empty for secrets, which only come from the environment or a _FILE), its
 // default, its meaning, and how it is parsed into a Config. The table below is
 // the single source of the configuration reference.
@@ -120,6 +120,8 @@ type Setting struct {
 	set   func(c *Config, v string) error
 }
 
+// Settings lists every setting usersync reads, in the order of the
+// reference.
 func Settings() []Setting {
 	return append(append(append(baseSettings(), piiSettings()...), fleetSettings()...), secretsSettings()...)
 }
