@@ -112,8 +112,8 @@ func (f *Fleet) snapshotRoot() (snapshot.Destination, error) {
 	return dest, nil
 }
 
-// FolderOwner is the snapshot Owner of account name of reg's fleet.
-func FolderOwner(ctx context.Context, reg *accounts.Registry, name string) (snapshot.Owner, error) {
+// folderOwner is the snapshot Owner of account name of reg's fleet.
+func folderOwner(ctx context.Context, reg *accounts.Registry, name string) (snapshot.Owner, error) {
 	db, err := reg.DatabaseIdentity(ctx)
 	return snapshot.Owner{Fleet: reg.Fleet(), Database: db, Account: name}, err
 }

@@ -79,7 +79,7 @@ func (f *Fleet) dropSnapshots(ctx context.Context, a accounts.Account) (int, int
 	if err != nil || root == nil {
 		return 0, 0, err
 	}
-	o, err := FolderOwner(ctx, f.Reg, a.Name)
+	o, err := folderOwner(ctx, f.Reg, a.Name)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -111,7 +111,7 @@ func (f *Fleet) CheckDrop(ctx context.Context, a accounts.Account, cascade bool)
 	if err != nil || root == nil {
 		return err
 	}
-	want, err := FolderOwner(ctx, f.Reg, a.Name)
+	want, err := folderOwner(ctx, f.Reg, a.Name)
 	if err != nil {
 		return err
 	}
