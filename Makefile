@@ -22,7 +22,7 @@ POISON_PKGS  := ./sync/jsonapi ./sync/syncer
 # 1 to 4 s each here): with a duration, Go 1.26's fuzzing coordinator can fail a target with
 # "context deadline exceeded" as the time runs out, with no failing input (golang/go#75804,
 # fixed in Go 1.27); a count has no deadline to race. make fuzz runs each for FUZZTIME.
-FUZZ_TARGETS := ./sync/jsondoc:FuzzDecodeDocument ./sync/normalize:FuzzTypeAttributes ./sync/normalize:FuzzCanonicalJSON ./sync/normalize:FuzzDecodePage ./cmd/usersync/cli:FuzzLoadConfig ./jobs:FuzzParseSchedule ./sync/jsonapi:FuzzDecodeErrorBody ./sync/jsonapi:FuzzDecodeTokenResponse ./sync/jsonapi:FuzzCheckLink
+FUZZ_TARGETS := ./sync/jsondoc:FuzzDecodeDocument ./sync/normalize:FuzzTypeAttributes ./sync/normalize:FuzzCanonicalJSON ./sync/normalize:FuzzDecodePage ./jobs/fleet/config:FuzzLoadConfig ./jobs:FuzzParseSchedule ./sync/jsonapi:FuzzDecodeErrorBody ./sync/jsonapi:FuzzDecodeTokenResponse ./sync/jsonapi:FuzzCheckLink
 FUZZTIME     ?= 60s
 # Built with the duckdb tag (cgo and go-duckdb's bundled library), these packages' DuckDB tests read
 # the snapshots and the dbt-duckdb sources as analysts do, through the stable paths.

@@ -21,7 +21,7 @@ type backfilled struct {
 }
 
 // usersyncApp is the application_name of usersync's connections
-// (cmd/usersync/cli/db.go).
+// (jobs/fleet/config/pool.go).
 const usersyncApp = "usersync"
 
 // backfill runs usersync sync --full and returns what it did and took.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/usersync/usersync/cmd/usersync/cli"
+	"github.com/usersync/usersync/jobs/fleet/config"
 )
 
 // claimDocs are the texts whose names of code are checked: the README, every
@@ -112,7 +113,7 @@ func (c *code) check(tok string) string {
 	case variable.MatchString(tok):
 		name, _, _ := strings.Cut(tok, "=")
 		knob := `"` + strings.TrimPrefix(name, "USERSYNC_BENCH_") + `"` // the bench's knobs are read by suffix
-		if !slices.Contains(cli.EnvNames(), name) && !strings.Contains(c.source, name) && !strings.Contains(c.source, knob) {
+		if !slices.Contains(config.EnvNames(), name) && !strings.Contains(c.source, name) && !strings.Contains(c.source, knob) {
 			return "is neither a variable usersync reads nor one its tools do"
 		}
 	case pathLike.MatchString(tok):

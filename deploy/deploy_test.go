@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/cmd/usersync/cli"
+	"github.com/usersync/usersync/jobs/fleet/config"
 )
 
 // root is the repository root, seen from this package's folder (where go
@@ -39,7 +40,7 @@ func readFile(t *testing.T, rel string) string {
 // envNames is every environment variable usersync reads.
 func envNames() map[string]bool {
 	out := map[string]bool{}
-	for _, n := range cli.EnvNames() {
+	for _, n := range config.EnvNames() {
 		out[n] = true
 	}
 	return out
@@ -57,7 +58,7 @@ func checkEnvName(t *testing.T, where, name string) {
 // settingDefault returns the default of a setting, from the settings table.
 func settingDefault(t *testing.T, env string) string {
 	t.Helper()
-	for _, s := range cli.Settings() {
+	for _, s := range config.Settings() {
 		if s.Env == env {
 			return s.Default
 		}

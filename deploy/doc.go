@@ -8,7 +8,7 @@
 // The package's tests hold those files to the binary they deploy: the image is
 // built with the Makefile's flags and is static; every command, flag and
 // environment variable the files and the operator and analyst docs use is one
-// usersync has (from cli.CommandFlags and cli.EnvNames); grace periods exceed
+// usersync has (from cli.CommandFlags and config.EnvNames); grace periods exceed
 // the shutdown timeout; the manifests reference each other consistently; the
 // analysts' SQL runs against a synced warehouse; and every metric the dashboard
 // and the alerts query is one a running worker exports, every alert's runbook

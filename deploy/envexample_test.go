@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usersync/usersync/cmd/usersync/cli"
+	"github.com/usersync/usersync/jobs/fleet/config"
 )
 
 var update = flag.Bool("update", false, "rewrite deploy/usersync.env.example from the settings")
@@ -19,7 +19,7 @@ const envExampleHeader = `# usersync settings for /etc/usersync/usersync.env, re
 # deploy/systemd/usersync.service (EnvironmentFile=) and usable with
 # docker run --env-file: one KEY=value a line, no quotes, no export.
 #
-# Generated from cmd/usersync/cli/settings.go by
+# Generated from jobs/fleet/config/settings.go by
 #   go test ./deploy -run TestEnvExample -update
 # so every setting usersync reads is here. A commented line shows the default
 # (or, where there is none, an example); uncomment it to change it. Secrets
@@ -58,7 +58,7 @@ func secretFile(env string) string {
 func renderEnvExample() string {
 	var b strings.Builder
 	b.WriteString(envExampleHeader)
-	for _, s := range cli.Settings() {
+	for _, s := range config.Settings() {
 		b.WriteString("\n")
 		text := strings.ToUpper(s.Meaning[:1]) + s.Meaning[1:]
 		if note := envExampleNotes[s.Env]; note != "" {
@@ -149,7 +149,7 @@ func TestEnvExample(t *testing.T) {
 	for k := range all {
 		checkEnvName(t, envExamplePath, k)
 	}
-	for _, s := range cli.Settings() {
+	for _, s := range config.Settings() {
 		name := s.Env
 		if s.Secret {
 			name += "_FILE"

@@ -2,7 +2,10 @@ package fleet
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,4 +44,37 @@ func (f *Fleet) Client(w Worker) (*river.Client[pgx.Tx], error) {
 		cfg.Views, cfg.ViewsEvery = f.RefreshViews, ViewsSettle(f.cfg.Tick)
 	}
 	return jobs.NewClient(cfg)
+}
+
+// Stop stops the worker's River client rc after the first signal: it
+// closes drain, takes no new jobs and gives running ones softStop (the
+// client's SoftStop) to end after their page in flight; a second signal on
+// sigs cancels them at once.
+func Stop(rc *river.Client[pgx.Tx], drain chan struct{}, sigs <-chan os.Signal, softStop time.Duration, logger *slog.Logger) error {
+	logger.Info("stopping: no new jobs; running jobs end after their page in flight", "shutdown_timeout", softStop.String())
+	close(drain)
+	stopped := make(chan error, 1)
+	go func() { //nolint:gosec // G118: ctx is already cancelled; stopping needs its own deadline
+		stopCtx, cancel := context.WithTimeout(context.Background(), softStop+5*time.Second)
+		defer cancel()
+		stopped <- rc.Stop(stopCtx)
+	}()
+	var stopErr error
+	select {
+	case stopErr = <-stopped:
+	case <-sigs: // the first signal is also delivered here; wait for a second
+		select {
+		case stopErr = <-stopped:
+		case <-sigs:
+			logger.Warn("second signal: stopping at once")
+			hardCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			stopErr = rc.StopAndCancel(hardCtx)
+			cancel()
+		}
+	}
+	if stopErr != nil && !errors.Is(stopErr, context.DeadlineExceeded) {
+		return fmt.Errorf("stopping the job queue: %w", stopErr)
+	}
+	logger.Info("worker stopped")
+	return nil
 }

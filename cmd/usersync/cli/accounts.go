@@ -10,118 +10,26 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/fleet/config"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
-// account is one account of the fleet: the default account, which the
-// USERSYNC_* environment configures, or a registered one with its effective
-// Config.
-type account struct {
-	Name   string
-	Cfg    Config
-	Paused bool
-	// Err, when set, says why the account's stored settings no longer make
-	// a Config (a parser grew stricter, the row was edited by hand); Cfg
-	// then holds its schema alone. One such account never stops the others:
-	// status shows it with the error, migrate leaves it out.
-	Err error
-	// Notices say what its row, stored by an earlier release, asks of
-	// the operator (storedNotices).
-	Notices []string
-}
-
-// loadAccounts returns the default account first, then every registered one
-// by name, each with its effective Config, or with Err when its settings do
-// not make one. A deployment whose registry was never made (not migrated
-// since accounts were added) has the default account alone.
-func loadAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]account, error) {
-	fleet := e.fleetConfig()
-	out := []account{{Name: accounts.Default, Cfg: fleet}}
-	reg, err := accounts.New(pool, jobs.RiverSchema(fleet.Schema))
+// loadAccounts returns the default account first, then every registered
+// one by name, each with its effective Config or the error that says why
+// its settings make none (registry.Fleet.List).
+func loadAccounts(ctx context.Context, e *env, pool *pgxpool.Pool) ([]registry.Account, error) {
+	f, err := registry.New(pool, e.fleetConfig(), e.getenv, e.logger)
 	if err != nil {
 		return nil, err
 	}
-	list, err := reg.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range list {
-		var cfg Config
-		var err error
-		if a.Invalid != nil {
-			err = a.Invalid
-		} else {
-			cfg, err = storedConfig(e, a)
-		}
-		if err != nil {
-			cfg = Config{Schema: a.Schema()}
-		}
-		out = append(out, account{Name: a.Name, Cfg: cfg, Paused: a.Paused(), Err: err, Notices: storedNotices(a.Name, a.Settings)})
-	}
-	return out, nil
-}
-
-// accountConfig is the effective Config of account name: the fleet's, with
-// the account's values applied by the settings' own parsers, except that its
-// schema and credentials are never the fleet's (one not stored is the
-// setting's default). sources names where a value came from (a flag of
-// accounts add); the others are named "account NAME: VARIABLE". Errors are
-// one line naming the setting and never hold a secret.
-func accountConfig(fleet Config, name string, vals, sources map[string]string) (Config, error) {
-	c := fleet
-	c.SchemaForce = false // an account's schema is always its own
-	srcs := map[string]string{}
-	for _, s := range settings() {
-		srcs[s.Env] = s.Env
-	}
-	for _, s := range accountSettings() {
-		v, ok := vals[s.Env]
-		if !ok && !neverInherited(s) {
-			continue
-		}
-		if !ok {
-			v = s.Default
-		}
-		src := sources[s.Env]
-		if src == "" {
-			src = "account " + name + ": " + s.Env
-		}
-		srcs[s.Env] = src
-		if err := s.set(&c, v); err != nil {
-			if s.Secret {
-				return Config{}, fmt.Errorf("%s is invalid", src)
-			}
-			return Config{}, fmt.Errorf("%s %w", src, err)
-		}
-	}
-	if err := checkAccountSchemaName(c); err != nil {
-		return Config{}, fmt.Errorf("%s %w", srcs["USERSYNC_SCHEMA"], err)
-	}
-	if _, err := parseSchedules(c, srcs); err != nil {
-		return Config{}, err
-	}
-	p, err := buildPolicy(c, srcs)
-	if err != nil {
-		return Config{}, err
-	}
-	c.PII = p
-	return c, nil
-}
-
-// storedConfig is the effective Config of registered account a: its
-// secrets opened, its PII key read from where its row says.
-func storedConfig(e *env, a accounts.Account) (Config, error) {
-	vals, err := openSettings(e, a.Name, a.Settings)
-	if err != nil {
-		return Config{}, err
-	}
-	return accountConfig(e.fleetConfig(), a.Name, vals, nil)
+	return f.List(ctx)
 }
 
 // fleetConfig is the default account's Config, which holds the fleet-wide
 // settings, even in an account's env.
-func (e *env) fleetConfig() Config {
+func (e *env) fleetConfig() config.Config {
 	if e.fleet != nil {
 		return *e.fleet
 	}
@@ -147,25 +55,13 @@ func accountEnv(ctx context.Context, e *env, name string) (*env, error) {
 	if err := accounts.ValidateName(name); err != nil {
 		return nil, usageError{fmt.Errorf("--account: %w", err)}
 	}
-	pool, err := openPool(ctx, e, 2)
+	var cfg config.Config
+	err := withFleet(ctx, e, 2, func(f *registry.Fleet) (err error) {
+		cfg, err = f.Resolve(ctx, name)
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer pool.Close()
-	reg, err := accounts.New(pool, e.riverSchema())
-	if err != nil {
-		return nil, err
-	}
-	a, err := reg.Get(ctx, name)
-	if errors.Is(err, accounts.ErrNotFound) {
-		return nil, usageError{fmt.Errorf("--account %s: no such account (usersync accounts list shows them)", name)}
-	}
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := storedConfig(e, a)
-	if err != nil {
-		return nil, usageError{err}
 	}
 	fleet := e.cfg
 	ae := *e
@@ -209,7 +105,7 @@ func accountScoped(c command) command {
 }
 
 // accountAuthRemedy is authRemedy for a registered account.
-func accountAuthRemedy(name string, cfg Config) string {
+func accountAuthRemedy(name string, cfg config.Config) string {
 	if cfg.OAuthTokenURL != "" {
 		return "run usersync auth login --account " + name + " to authorize it again (the refresh token was revoked or expired)"
 	}

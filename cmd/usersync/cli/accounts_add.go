@@ -5,11 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/usersync/usersync/jobs/fleet/config"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
@@ -46,11 +46,20 @@ them at its next fleet tick (or run usersync accounts views once).`,
 				if err != nil {
 					return usageError{err}
 				}
-				cfg, sealed, err := checkedValues(e, name, vals, sources)
+				// Checked before connecting, which the check needs not.
+				cfg, sealed, err := (&registry.Fleet{Config: e.fleetConfig(), Getenv: e.getenv}).Check(name, vals, sources)
 				if err != nil {
 					return err
 				}
-				return addAccount(ctx, e, accounts.Account{Name: name, Settings: sealed}, cfg, !*noViews)
+				return withFleet(ctx, e, 4, func(f *registry.Fleet) error {
+					a := accounts.Account{Name: name, Settings: sealed}
+					res, err := f.Add(ctx, a, cfg, !*noViews)
+					if err != nil {
+						return err
+					}
+					printAdded(e.stdout, a, res, !*noViews)
+					return nil
+				})
 			}
 		},
 	}
@@ -92,78 +101,32 @@ func givenValues(fs *flag.FlagSet, files map[string]*string) (map[string]string,
 	vals, sources := map[string]string{}, map[string]string{}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, s := range accountSettings() {
+	for _, s := range config.AccountSettings() {
 		switch {
 		case s.Flag != "" && given[s.Flag]:
 			vals[s.Env], sources[s.Env] = fs.Lookup(s.Flag).Value.String(), "--"+s.Flag
 		case s.Secret && s.Env != "USERSYNC_PII_KEY" && *files[s.Env] != "":
-			v, err := readOnce(secretFileFlag(s), *files[s.Env])
+			v, err := readOnce(config.FileFlag(s), *files[s.Env])
 			if err != nil {
 				return nil, nil, err
 			}
-			vals[s.Env], sources[s.Env] = v, "--"+secretFileFlag(s)
+			vals[s.Env], sources[s.Env] = v, "--"+config.FileFlag(s)
 		}
 	}
-	if err := piiKeyWhere(files, vals, sources); err != nil {
+	if err := registry.PIIKeyWhere(*files["USERSYNC_PII_KEY"], *files[registry.PIIKeyEnv], vals, sources); err != nil {
 		return nil, nil, err
 	}
 	return vals, sources, nil
 }
 
-// checkedValues checks an account's settings to store (its secrets in
-// clear, where its PII key is) and returns its Config and the settings as
-// stored, secrets sealed. Errors are usage errors.
-func checkedValues(e *env, name string, vals, sources map[string]string) (Config, map[string]string, error) {
-	opened, err := openSettings(e, name, vals)
-	if err != nil {
-		return Config{}, nil, usageError{err}
-	}
-	cfg, err := accountConfig(e.fleetConfig(), name, opened, sources)
-	if err != nil {
-		return Config{}, nil, usageError{err}
-	}
-	if err := cfg.requireAPI(); err != nil {
-		return Config{}, nil, usageError{fmt.Errorf("account %s: %w", name, err)}
-	}
-	sealed, err := sealSecrets(e.fleetConfig().SecretsKey, name, vals)
-	if err != nil {
-		return Config{}, nil, usageError{err}
-	}
-	return cfg, sealed, nil
-}
-
 // readOnce reads a secret's file for accounts add; the error never holds
 // the secret.
 func readOnce(flagName, path string) (string, error) {
-	b, err := os.ReadFile(path) //nolint:gosec // G304: the operator names the file
+	v, err := registry.ReadFile(path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return "", fmt.Errorf("--%s: reading %s: %w", flagName, path, err)
-	}
-	v := strings.TrimRight(string(b), "\r\n")
-	if v == "" {
-		return "", fmt.Errorf("--%s: %s is empty", flagName, path)
+		return "", fmt.Errorf("--%s: %w", flagName, err)
 	}
 	return v, nil
-}
-
-// fleetSettingFlags are the setting flags that set the fleet's Config: all of them,
-// except for accounts add and set, whose account-scoped flags are the account's.
-func fleetSettingFlags(cmd string, vals map[string]*string) map[string]*string {
-	if cmd != "accounts add" && cmd != "accounts set" {
-		return vals
-	}
-	out := map[string]*string{}
-	for k, v := range vals {
-		out[k] = v
-	}
-	for _, s := range accountSettings() {
-		delete(out, s.Flag)
-	}
-	return out
 }
 
 // nameFirst lets an accounts command take its NAME before its flags
@@ -176,79 +139,30 @@ func nameFirst(cmd string, args []string) []string {
 	return append(append([]string(nil), args[1:]...), args[0])
 }
 
-// addAccount creates and migrates the account's schema and stores it, under
-// the migration lock, and remakes the union views when views is set; on any
-// error it drops what it made.
-func addAccount(ctx context.Context, e *env, a accounts.Account, cfg Config, views bool) error {
-	pool, err := openPool(ctx, e, 4)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	reg, err := accounts.New(pool, e.riverSchema())
-	if err != nil {
-		return err
-	}
-	var res warehouse.MigrateResult
-	err = warehouse.WithMigrationLock(ctx, pool, func(ctx context.Context) error {
-		if err := checkNewAccount(ctx, e, reg, a); err != nil {
-			return err
-		}
-		made := false
-		res, made, err = createAccount(ctx, e, pool, reg, a, cfg, views)
-		if err != nil && made {
-			if derr := reg.DropSchema(context.WithoutCancel(ctx), a.Schema()); derr != nil {
-				return fmt.Errorf("%w (and undoing it: %w)", err, derr)
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "account %s added: schema %s at migration %d\n", a.Name, a.Schema(), res.Current)
+// printAdded says what accounts add made.
+func printAdded(w io.Writer, a accounts.Account, res warehouse.MigrateResult, views bool) {
+	fmt.Fprintf(w, "account %s added: schema %s at migration %d\n", a.Name, a.Schema(), res.Current)
 	for _, n := range res.Notices {
-		fmt.Fprintf(e.stdout, "notice: %s\n", n)
+		fmt.Fprintf(w, "notice: %s\n", n)
 	}
 	if !views {
-		fmt.Fprintf(e.stdout, "account %s: the union views were not remade (--no-views): a running worker remakes them at its next fleet tick, or run usersync accounts views\n", a.Name)
+		fmt.Fprintf(w, "account %s: the union views were not remade (--no-views): a running worker remakes them at its next fleet tick, or run usersync accounts views\n", a.Name)
 	}
-	return nil
 }
 
-// createAccount migrates the new schema, stores the row and, when views is
-// set, remakes the union views; made says the schema was created (so is to
-// be dropped on an error).
-func createAccount(ctx context.Context, e *env, pool *pgxpool.Pool, reg *accounts.Registry, a accounts.Account, cfg Config, views bool) (warehouse.MigrateResult, bool, error) {
-	res, err := warehouse.Migrate(ctx, pool, warehouse.MigrateOptions{Schema: a.Schema(), ReaderRole: cfg.ReaderRole})
-	if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {
-		return res, true, usageError{fmt.Errorf("account %s: USERSYNC_READER_ROLE %s is the migrating user or a role it belongs to", a.Name, cfg.ReaderRole)}
-	}
-	if err != nil {
-		return res, true, fmt.Errorf("migrating schema %s: %w", a.Schema(), err)
-	}
-	if err := markNewAccount(ctx, e, reg, a); err != nil {
-		return res, true, err
-	}
-	ae := *e
-	ae.cfg = cfg
-	if err := commentPolicyColumns(ctx, &ae, pool); err != nil {
-		return res, true, err
-	}
-	if err := reg.Add(ctx, a); err != nil {
-		if errors.Is(err, accounts.ErrNameTaken) || errors.Is(err, accounts.ErrSchemaTaken) {
-			err = usageError{err}
+// secretFileFlags registers accounts add's and set's flag for each
+// account-scoped secret's file (read once and stored sealed), and the PII
+// key's --pii-key-file and --pii-key-env, which are stored as they are.
+func secretFileFlags(fs *flag.FlagSet) map[string]*string {
+	files := map[string]*string{}
+	for _, s := range config.AccountSettings() {
+		switch {
+		case s.Env == "USERSYNC_PII_KEY":
+			files[s.Env] = fs.String(config.FileFlag(s), "", "the file holding the account's PII key (USERSYNC_PII_KEY): its path is stored, never the key, and the worker reads it when it opens the account")
+			files[registry.PIIKeyEnv] = fs.String("pii-key-env", "", "the variable of the worker's environment holding the account's PII key: its name is stored, never the key")
+		case s.Secret:
+			files[s.Env] = fs.String(config.FileFlag(s), "", "a file holding the account's secret of that name, read once and stored encrypted (USERSYNC_SECRETS_KEY)")
 		}
-		return res, true, err
 	}
-	if !views {
-		return res, true, nil
-	}
-	if err := refreshUnion(ctx, e, pool, reg); err != nil {
-		if rerr := reg.Remove(context.WithoutCancel(ctx), a.Name); rerr != nil {
-			return res, true, fmt.Errorf("%w (and undoing it: %w)", err, rerr)
-		}
-		return res, true, err
-	}
-	return res, true, nil
+	return files
 }

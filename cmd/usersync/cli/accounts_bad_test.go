@@ -14,27 +14,6 @@ import (
 	"github.com/usersync/usersync/sync/apisim"
 )
 
-// TestEverySettingHasAScope: every setting says whether an account sets it,
-// and the account-scoped ones are the ones the settings reference marks so.
-func TestEverySettingHasAScope(t *testing.T) {
-	t.Parallel()
-	for _, s := range settings() {
-		if s.Scope == scopeUnset {
-			t.Errorf("%s has no scope: say perAccount or fleetWide in the settings table", s.Env)
-		}
-	}
-	for _, env := range []string{"USERSYNC_API_URL", "USERSYNC_API_TOKEN", "USERSYNC_OAUTH_CLIENT_SECRET", "USERSYNC_SCHEMA", "USERSYNC_SYNC_SCHEDULE", "USERSYNC_PII_KEY"} {
-		if s, _ := settingByEnv(env); s.Scope != perAccount {
-			t.Errorf("%s is not per account", env)
-		}
-	}
-	for _, env := range []string{"DATABASE_URL", "USERSYNC_WORKERS", "USERSYNC_HTTP_TOKEN", "USERSYNC_S3_SECRET_ACCESS_KEY", "USERSYNC_SCHEDULE_MIN_INTERVAL"} {
-		if s, _ := settingByEnv(env); s.Scope != fleetWide {
-			t.Errorf("%s is not fleet-wide", env)
-		}
-	}
-}
-
 // TestAccountsBadInput: each refused command exits 2 with one line on
 // stderr that holds no secret, and changes neither the registry nor the
 // schemas.

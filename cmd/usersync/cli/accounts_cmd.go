@@ -2,41 +2,29 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/usersync/usersync/jobs/fleet/config"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
-// withRegistry opens the database and the fleet's registry for f.
-func withRegistry(ctx context.Context, e *env, f func(*accounts.Registry) error) error {
-	return withRegistryPool(ctx, e, func(_ *pgxpool.Pool, reg *accounts.Registry) error { return f(reg) })
-}
-
-// withRegistryPool is withRegistry for an f that also needs the pool.
-func withRegistryPool(ctx context.Context, e *env, f func(*pgxpool.Pool, *accounts.Registry) error) error {
-	pool, err := openPool(ctx, e, 2)
+// withFleet opens the database (maxConns connections) and the fleet's
+// registry for f.
+func withFleet(ctx context.Context, e *env, maxConns int32, f func(*registry.Fleet) error) error {
+	pool, err := openPool(ctx, e, maxConns)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	reg, err := accounts.New(pool, e.riverSchema())
+	fl, err := registry.New(pool, e.fleetConfig(), e.getenv, e.logger)
 	if err != nil {
 		return err
 	}
-	return f(pool, reg)
-}
-
-// notFound turns an unknown account into a usage error.
-func notFound(name string, err error) error {
-	if errors.Is(err, accounts.ErrNotFound) {
-		return usageError{fmt.Errorf("no account %s (usersync accounts list shows them)", name)}
-	}
-	return err
+	return f(fl)
 }
 
 // accountLine is an account as accounts list and show print it; it holds no
@@ -54,7 +42,7 @@ type accountLine struct {
 }
 
 func lineOf(a accounts.Account) accountLine {
-	l := accountLine{Name: a.Name, Schema: a.Schema(), APIURL: printableURL(a.Settings["USERSYNC_API_URL"]), PausedAt: a.PausedAt,
+	l := accountLine{Name: a.Name, Schema: a.Schema(), APIURL: config.PrintableURL(a.Settings["USERSYNC_API_URL"]), PausedAt: a.PausedAt,
 		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
 	if a.Invalid != nil {
 		l.Problem = a.Invalid.Error()
@@ -72,8 +60,8 @@ func accountsListCommand() command {
 				if len(args) > 0 {
 					return usageError{fmt.Errorf("usersync accounts list takes no argument, not %q", args[0])}
 				}
-				return withRegistry(ctx, e, func(reg *accounts.Registry) error {
-					list, err := reg.List(ctx)
+				return withFleet(ctx, e, 2, func(f *registry.Fleet) error {
+					list, err := f.Reg.List(ctx)
 					if err != nil {
 						return err
 					}
@@ -133,9 +121,9 @@ func accountActionCommand(verb, summary string, act func(context.Context, *accou
 				if err != nil {
 					return err
 				}
-				return withRegistry(ctx, e, func(reg *accounts.Registry) error {
-					if err := act(ctx, reg, name); err != nil {
-						return notFound(name, err)
+				return withFleet(ctx, e, 2, func(f *registry.Fleet) error {
+					if err := act(ctx, f.Reg, name); err != nil {
+						return registry.NotFound(name, err)
 					}
 					fmt.Fprintf(e.stdout, "account %s %s\n", name, done)
 					return nil

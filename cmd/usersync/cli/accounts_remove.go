@@ -6,11 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
-	"github.com/usersync/usersync/sync/snapshot"
-	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
@@ -42,13 +42,13 @@ refuses.`,
 				if *cascade && !*drop {
 					return usageError{errors.New("--cascade goes with --drop-data")}
 				}
-				return withRegistry(ctx, e, func(reg *accounts.Registry) error {
-					a, err := reg.Get(ctx, name) // a row edited by hand can be removed too
+				return withFleet(ctx, e, 4, func(f *registry.Fleet) error {
+					a, err := f.Reg.Get(ctx, name) // a row edited by hand can be removed too
 					if err != nil && !errors.Is(err, accounts.ErrBadSettings) {
-						return notFound(name, err)
+						return registry.NotFound(name, err)
 					}
 					if *drop {
-						if err := checkDrop(ctx, e, reg, a, *cascade); err != nil {
+						if err := f.CheckDrop(ctx, a, *cascade); err != nil {
 							return err
 						}
 						if !*yes {
@@ -57,7 +57,9 @@ refuses.`,
 							}
 						}
 					}
-					return removeAccount(ctx, e, reg, a, *drop, *cascade)
+					res, err := f.Remove(ctx, a, *drop, *cascade)
+					printRemoved(e.stdout, a, *drop, res, err)
+					return err
 				})
 			}
 		},
@@ -81,81 +83,23 @@ func confirmDrop(e *env, a accounts.Account) error {
 	return nil
 }
 
-// removeAccount unregisters a and remakes the union views without it, under
-// the migration lock, then drops its data if asked: its schema (after the
-// union views, which then no longer depend on it; cascade drops the views
-// outside it over its tables) and its snapshots. A drop that fails puts the
-// row back.
-func removeAccount(ctx context.Context, e *env, reg *accounts.Registry, a accounts.Account, drop, cascade bool) error {
-	pool, err := openPool(ctx, e, 4)
+// printRemoved says what accounts remove did, as far as it went (err is
+// Remove's).
+func printRemoved(w io.Writer, a accounts.Account, drop bool, res registry.RemoveResult, err error) {
+	if !drop && err == nil {
+		fmt.Fprintf(w, "account %s removed; schema %s and its snapshots stay\n", a.Name, a.Schema())
+	}
+	if !res.SchemaDropped {
+		return
+	}
+	for _, d := range res.Dropped {
+		fmt.Fprintf(w, "dropped %s (it depended on schema %s)\n", d, a.Schema())
+	}
 	if err != nil {
-		return err
+		return
 	}
-	defer pool.Close()
-	var dropped []accounts.Dependent
-	err = warehouse.WithMigrationLock(ctx, pool, func(ctx context.Context) error {
-		if err := reg.Remove(ctx, a.Name); err != nil {
-			return notFound(a.Name, err)
-		}
-		if err := refreshUnion(ctx, e, pool, reg); err != nil {
-			return undoRemove(ctx, reg, a, err, nil)
-		}
-		if !drop {
-			return nil
-		}
-		var err error
-		if dropped, err = reg.DropAccountSchema(ctx, a.Schema(), cascade, accounts.UnionSchema(e.fleetConfig().Schema)); err != nil {
-			return undoRemove(ctx, reg, a, dropError(err), func(ctx context.Context) error { return refreshUnion(ctx, e, pool, reg) })
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+	fmt.Fprintf(w, "account %s removed; schema %s dropped; %d snapshot file(s) removed\n", a.Name, a.Schema(), res.Files)
+	if res.Left > 0 {
+		fmt.Fprintf(w, "account %s: %d file(s) in its snapshot folder are not proven its (no marker, no manifest naming it) and were left\n", a.Name, res.Left)
 	}
-	if !drop {
-		fmt.Fprintf(e.stdout, "account %s removed; schema %s and its snapshots stay\n", a.Name, a.Schema())
-		return nil
-	}
-	for _, d := range dropped {
-		fmt.Fprintf(e.stdout, "dropped %s (it depended on schema %s)\n", d, a.Schema())
-	}
-	n, left, err := dropSnapshots(ctx, e, reg, a)
-	if err != nil {
-		return fmt.Errorf("account %s removed and schema %s dropped, but removing its snapshots failed: %w", a.Name, a.Schema(), err)
-	}
-	fmt.Fprintf(e.stdout, "account %s removed; schema %s dropped; %d snapshot file(s) removed\n", a.Name, a.Schema(), n)
-	if left > 0 {
-		fmt.Fprintf(e.stdout, "account %s: %d file(s) in its snapshot folder are not proven its (no marker, no manifest naming it) and were left\n", a.Name, left)
-	}
-	return nil
-}
-
-// undoRemove stores a again after its removal failed with err, and remakes
-// the union views with it when they were remade without it (union).
-func undoRemove(ctx context.Context, reg *accounts.Registry, a accounts.Account, err error, union func(context.Context) error) error {
-	ctx = context.WithoutCancel(ctx)
-	if aerr := reg.Add(ctx, a); aerr != nil {
-		return fmt.Errorf("%w (and undoing it: %w)", err, aerr)
-	}
-	if union == nil {
-		return err
-	}
-	if uerr := union(ctx); uerr != nil {
-		return fmt.Errorf("%w (and remaking the union views after undoing it: %w)", err, uerr)
-	}
-	return err
-}
-
-// dropSnapshots removes account a's snapshot files, those proven its, and
-// returns how many, and how many were left.
-func dropSnapshots(ctx context.Context, e *env, reg *accounts.Registry, a accounts.Account) (int, int, error) {
-	root, err := snapshotRoot(e)
-	if err != nil || root == nil {
-		return 0, 0, err
-	}
-	o, err := folderOwner(ctx, reg, a.Name)
-	if err != nil {
-		return 0, 0, err
-	}
-	return snapshot.DropFolder(ctx, root, a.Schema(), o, e.logger)
 }

@@ -6,21 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
-
-// settingLine is one account-scoped setting as accounts show prints it: a
-// secret's value is "set" (or "" when it has none), never the secret.
-type settingLine struct {
-	Setting string `json:"setting"`
-	Value   string `json:"value"`
-	// From is where the value comes from: account (stored), fleet (the
-	// environment's, inherited) or default.
-	From string `json:"from"`
-}
 
 func accountsShowCommand() command {
 	return command{
@@ -34,15 +24,15 @@ func accountsShowCommand() command {
 				if err != nil {
 					return err
 				}
-				return withRegistry(ctx, e, func(reg *accounts.Registry) error {
-					a, err := reg.Get(ctx, name)
+				return withFleet(ctx, e, 2, func(f *registry.Fleet) error {
+					a, err := f.Reg.Get(ctx, name)
 					if err != nil && !errors.Is(err, accounts.ErrBadSettings) {
-						return notFound(name, err)
+						return registry.NotFound(name, err)
 					}
 					out := struct {
 						accountLine
-						Settings []settingLine `json:"settings"`
-					}{lineOf(a), accountSettingLines(e, a)}
+						Settings []registry.SettingValue `json:"settings"`
+					}{lineOf(a), f.Settings(a)}
 					if *asJSON {
 						return writeJSON(e.stdout, out)
 					}
@@ -54,47 +44,7 @@ func accountsShowCommand() command {
 	}
 }
 
-// accountSettingLines says each account-scoped setting's value for a and
-// where it comes from, secrets as "set".
-func accountSettingLines(e *env, a accounts.Account) []settingLine {
-	var out []settingLine
-	for _, s := range accountSettings() {
-		l := settingLine{Setting: s.Env}
-		v, stored := a.Settings[s.Env]
-		switch {
-		case s.Env == "USERSYNC_PII_KEY" && a.Settings[piiKeyFile] != "":
-			l.Value, l.From = "file "+a.Settings[piiKeyFile], "account"
-			out = append(out, l)
-			continue
-		case s.Env == "USERSYNC_PII_KEY" && a.Settings[piiKeyEnv] != "":
-			l.Value, l.From = "variable "+a.Settings[piiKeyEnv], "account"
-			out = append(out, l)
-			continue
-		case stored:
-			l.Value, l.From = v, "account"
-		case neverInherited(s):
-			l.Value, l.From = s.Default, "default"
-		default:
-			l.Value, l.From = e.getenv(s.Env), "fleet"
-			if l.Value == "" && s.Secret && e.getenv(s.Env+"_FILE") != "" {
-				l.Value = "set"
-			}
-			if l.Value == "" {
-				l.Value = s.Default
-			}
-		}
-		if s.Secret && l.Value != "" {
-			l.Value = "set"
-		}
-		if strings.HasSuffix(s.Env, "_URL") {
-			l.Value = printableURL(l.Value)
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
-func printAccount(w io.Writer, a accountLine, settings []settingLine) {
+func printAccount(w io.Writer, a accountLine, settings []registry.SettingValue) {
 	paused := "no"
 	if a.PausedAt != nil {
 		paused = "since " + a.PausedAt.UTC().Format(time.RFC3339)

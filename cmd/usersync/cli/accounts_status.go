@@ -6,108 +6,22 @@ import (
 	"io"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 )
-
-// accountStatus is an account as usersync status (of the fleet) shows it,
-// one line each.
-type accountStatus struct {
-	Name   string `json:"name"`
-	Schema string `json:"schema"`
-	Paused bool   `json:"paused"`
-	// State is the account's state in a word or a short phrase: ok,
-	// paused, never synced, credentials refused (HTTP 401), failing (its
-	// last run failed) or not scheduled (its settings make no
-	// configuration).
-	State string `json:"state"`
-	// LastSuccess is when its newest successful sync or backfill finished;
-	// nil when none did.
-	LastSuccess *time.Time `json:"last_successful_sync"`
-	// LagSeconds is how far its watermark is behind now; nil before its
-	// first sync.
-	LagSeconds *float64 `json:"watermark_lag_seconds"`
-	// Problem, when set, says why its stored settings make no
-	// configuration: the worker schedules none of its jobs until it is
-	// mended (usersync accounts set).
-	Problem string `json:"problem,omitempty"`
-	// Notices say what its row, stored by an earlier release, asks of
-	// the operator: its PII key moved out of the database, its secrets
-	// encrypted.
-	Notices []string `json:"notices,omitempty"`
-}
 
 // readAccountStatuses reads every account's status, the default's first;
 // none when the fleet has no registered account (status shows the default's
-// in full). An account whose settings make no configuration is listed with
-// its problem, never stops the others.
-func readAccountStatuses(ctx context.Context, e *env) ([]accountStatus, error) {
-	pool, err := openPool(ctx, e, 2)
-	if err != nil {
-		return nil, err
-	}
-	defer pool.Close()
-	all, err := loadAccounts(ctx, e, pool)
-	if err != nil {
-		return nil, err
-	}
-	if len(all) < 2 {
-		return nil, nil
-	}
-	var out []accountStatus
-	for _, a := range all {
-		if a.Err != nil {
-			out = append(out, accountStatus{Name: a.Name, Schema: a.Cfg.Schema, Paused: a.Paused, State: "not scheduled", Problem: a.Err.Error(), Notices: a.Notices})
-			continue
-		}
-		st, err := accountRunStatus(ctx, pool, a, time.Now())
-		if err != nil {
-			return nil, fmt.Errorf("account %s: %w", a.Name, err)
-		}
-		st.Notices = a.Notices
-		out = append(out, st)
-	}
-	return out, nil
+// in full).
+func readAccountStatuses(ctx context.Context, e *env) ([]registry.Status, error) {
+	var out []registry.Status
+	err := withFleet(ctx, e, 2, func(f *registry.Fleet) (err error) {
+		out, err = f.Statuses(ctx, time.Now())
+		return err
+	})
+	return out, err
 }
 
-// accountRunStatus reads a's watermark, its last successful sync and its
-// state.
-func accountRunStatus(ctx context.Context, pool *pgxpool.Pool, a account, now time.Time) (accountStatus, error) {
-	out := accountStatus{Name: a.Name, Schema: a.Cfg.Schema, Paused: a.Paused}
-	store, err := warehouse.NewStore(pool, a.Cfg.Schema)
-	if err != nil {
-		return out, err
-	}
-	st, err := store.Status(ctx, 1)
-	if err != nil {
-		return out, err
-	}
-	if st.Watermark != nil {
-		lag := now.Sub(*st.Watermark).Seconds()
-		out.LagSeconds = &lag
-	}
-	out.LastSuccess = st.LastSuccess
-	out.State = accountState(a.Paused, st)
-	return out, nil
-}
-
-// accountState is an account's state in status's words.
-func accountState(paused bool, st warehouse.Status) string {
-	switch {
-	case paused:
-		return "paused"
-	case st.CredentialsRefused != nil:
-		return fmt.Sprintf("credentials refused (HTTP %d)", st.CredentialsRefused.StatusCode)
-	case len(st.Runs) > 0 && st.Runs[0].Status == "failed":
-		return "failing"
-	case st.LastSuccess == nil:
-		return "never synced"
-	}
-	return "ok"
-}
-
-func printAccountStatuses(w io.Writer, list []accountStatus) {
+func printAccountStatuses(w io.Writer, list []registry.Status) {
 	if len(list) == 0 {
 		return
 	}

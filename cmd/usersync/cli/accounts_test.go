@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/syncer/syncertest"
@@ -156,7 +157,7 @@ func TestAccountsLifecycle(t *testing.T) {
 	f.mustRun(t, "accounts", "resume", "eu")
 	var st struct {
 		Schema   string `json:"schema"`
-		Accounts []accountStatus
+		Accounts []registry.Status
 	}
 	if err := json.Unmarshal([]byte(f.mustRun(t, "status", "--json")), &st); err != nil || len(st.Accounts) != 2 ||
 		st.Accounts[1].Name != "eu" || st.Accounts[1].Paused || st.Accounts[1].LastSuccess == nil || st.Accounts[1].LagSeconds == nil {

@@ -5,8 +5,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/usersync/usersync/sync/warehouse/accounts"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 )
 
 func accountsViewsCommand() command {
@@ -24,11 +23,10 @@ running yet.`,
 				if len(args) > 0 {
 					return usageError{fmt.Errorf("usersync accounts views takes no argument, not %q", args[0])}
 				}
-				var u accounts.Union
+				var schema string
 				var changed bool
-				err := withRegistryPool(ctx, e, func(pool *pgxpool.Pool, reg *accounts.Registry) (err error) {
-					u = fleetUnion(e, reg)
-					changed, err = u.Refresh(ctx, pool)
+				err := withFleet(ctx, e, 2, func(f *registry.Fleet) (err error) {
+					schema, changed, err = f.Views(ctx)
 					return err
 				})
 				if err != nil {
@@ -38,7 +36,7 @@ running yet.`,
 				if changed {
 					what = "remade"
 				}
-				fmt.Fprintf(e.stdout, "union views in schema %s: %s\n", u.Schema, what)
+				fmt.Fprintf(e.stdout, "union views in schema %s: %s\n", schema, what)
 				return nil
 			}
 		},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/tokens"
@@ -42,7 +43,7 @@ func newWorkerAPIClient(ctx context.Context, e *env, store *warehouse.Store) (*j
 // buildAPIClient builds the API client; maxWait is
 // jsonapi.Options.MaxRateLimitWait (0: the client's default).
 func buildAPIClient(ctx context.Context, e *env, store *warehouse.Store, maxWait time.Duration) (*jsonapi.Client, error) {
-	if err := e.cfg.requireAPI(); err != nil {
+	if err := e.cfg.RequireAPI(); err != nil {
 		return nil, usageError{err}
 	}
 	auth, err := staticAuth(e)
@@ -100,7 +101,7 @@ func oauthFor(ctx context.Context, e *env, store *warehouse.Store) (jsonapi.Auth
 
 // authRemedy says what to do when the API or its token endpoint refuses the
 // configured credentials (a jsonapi.AuthError), for logs, errors and status.
-func authRemedy(cfg Config) string {
+func authRemedy(cfg config.Config) string {
 	if cfg.OAuthTokenURL != "" {
 		return "run usersync auth login to authorize usersync again (the refresh token was revoked or expired; a running worker picks up the new one)"
 	}
@@ -109,7 +110,7 @@ func authRemedy(cfg Config) string {
 
 // withAuthRemedy appends authRemedy to an error whose credentials were
 // refused, so the one line a command prints says what to do.
-func withAuthRemedy(cfg Config, err error) error {
+func withAuthRemedy(cfg config.Config, err error) error {
 	var ae *jsonapi.AuthError
 	if errors.As(err, &ae) {
 		return fmt.Errorf("%w; %s", err, authRemedy(cfg))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/jsonapi/oauthlogin"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -60,7 +61,7 @@ type loginOptions struct {
 	timeout   time.Duration
 }
 
-func (o loginOptions) check(cfg Config) error {
+func (o loginOptions) check(cfg config.Config) error {
 	switch {
 	case o.port < 0 || o.port > 65535:
 		return fmt.Errorf("--redirect-port must be between 0 and 65535, not %d", o.port)
@@ -72,9 +73,9 @@ func (o loginOptions) check(cfg Config) error {
 		return errors.New("--no-browser needs a fixed --redirect-port: the redirect URI must be the registered one")
 	case o.follow:
 		for _, u := range []struct{ name, url string }{
-			{"USERSYNC_OAUTH_AUTHORIZE_URL", cfg.authorizeURL()}, {"USERSYNC_OAUTH_TOKEN_URL", cfg.OAuthTokenURL},
+			{"USERSYNC_OAUTH_AUTHORIZE_URL", cfg.AuthorizeURL()}, {"USERSYNC_OAUTH_TOKEN_URL", cfg.OAuthTokenURL},
 		} {
-			if p, err := url.Parse(u.url); err != nil || !isLoopback(p.Hostname()) {
+			if p, err := url.Parse(u.url); err != nil || !config.IsLoopback(p.Hostname()) {
 				return fmt.Errorf("--follow-redirect is for demos and tests against a local simulator; %s is not on a loopback host", u.name)
 			}
 		}
@@ -83,7 +84,7 @@ func (o loginOptions) check(cfg Config) error {
 }
 
 func authLogin(ctx context.Context, e *env, opts loginOptions) error {
-	if err := e.cfg.requireOAuthClient(); err != nil {
+	if err := e.cfg.RequireOAuthClient(); err != nil {
 		return usageError{err}
 	}
 	if err := opts.check(e.cfg); err != nil {
@@ -103,7 +104,7 @@ func authLogin(ctx context.Context, e *env, opts loginOptions) error {
 		defer func() { _ = ln.Close() }() // usually closed already, by the callback server's shutdown
 	}
 	redirectURI := "http://127.0.0.1:" + strconv.Itoa(port) + "/callback"
-	req, err := jsonapi.NewAuthorizationRequest(e.cfg.authorizeURL(), e.cfg.OAuthClientID, redirectURI, e.cfg.OAuthScopes)
+	req, err := jsonapi.NewAuthorizationRequest(e.cfg.AuthorizeURL(), e.cfg.OAuthClientID, redirectURI, e.cfg.OAuthScopes)
 	if err != nil {
 		return usageError{fmt.Errorf("USERSYNC_OAUTH_AUTHORIZE_URL: %w", err)}
 	}
@@ -127,7 +128,7 @@ func obtainCode(ctx context.Context, e *env, ln net.Listener, req jsonapi.Author
 		return oauthlogin.ReadPastedCode(ctx, e.stdin, req)
 	default:
 		if opts.follow {
-			fmt.Fprintf(e.stdout, "Authorizing at %s (following its redirect: --follow-redirect)\n", oauthlogin.RedactQuery(e.cfg.authorizeURL()))
+			fmt.Fprintf(e.stdout, "Authorizing at %s (following its redirect: --follow-redirect)\n", oauthlogin.RedactQuery(e.cfg.AuthorizeURL()))
 		} else {
 			fmt.Fprintf(e.stdout, "Open this URL in a browser, sign in as a user who can see every user, and approve:\n\n  %s\n\nWaiting for the redirect to %s …\n", req.URL, redirectURI)
 			opened, cleanup := oauthlogin.OpenBrowser(ctx, e.getenv, e.logger, req.URL)

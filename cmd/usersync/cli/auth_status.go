@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/jsonapi/oauthlogin"
 	"io"
 	"time"
@@ -59,7 +60,7 @@ a token.`,
 
 // printAuthStatus prints info of the grant of cfg kept in schemaName; login
 // is the command that stores one (usersync auth login [--account NAME]).
-func printAuthStatus(w io.Writer, cfg Config, schemaName, login string, info tokens.Info, now time.Time) {
+func printAuthStatus(w io.Writer, cfg config.Config, schemaName, login string, info tokens.Info, now time.Time) {
 	fmt.Fprintf(w, "client         %s at %s\n", cfg.OAuthClientID, oauthlogin.RedactQuery(cfg.OAuthTokenURL))
 	if !info.Stored {
 		fmt.Fprintf(w, "stored token   none in %s.oauth_tokens: run %s\n", schemaName, login)

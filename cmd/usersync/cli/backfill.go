@@ -167,7 +167,7 @@ func waitForJob(ctx context.Context, e *env, store *warehouse.Store, rc jobGette
 // countUsers asks the API for the number of users, once, for the progress
 // bar's total; 0 when the API is not configured here or does not say.
 func countUsers(ctx context.Context, e *env, store *warehouse.Store) int64 {
-	if e.cfg.requireAPI() != nil {
+	if e.cfg.RequireAPI() != nil {
 		return 0
 	}
 	client, err := newAPIClient(ctx, e, store)

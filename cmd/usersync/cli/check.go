@@ -7,9 +7,11 @@ import (
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/jobs/check"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/snapshot"
 	"github.com/usersync/usersync/sync/warehouse"
+	"github.com/usersync/usersync/sync/warehouse/dsn"
 )
 
 func checkCommand() command {
@@ -39,7 +41,9 @@ the database ones it has waited for, and logs the first that fails.`,
 				}
 				r := check.Run(ctx, checkOptions(e, store, nil), true)
 				if r.DatabaseOK {
-					r.Notices = registryNotices(ctx, e, pool)
+					if f, err := registry.New(pool, e.fleetConfig(), e.getenv, e.logger); err == nil {
+						r.Notices = f.Notices(ctx)
+					}
 				}
 				if *asJSON {
 					if err := writeJSON(e.stdout, r.JSON()); err != nil {
@@ -58,9 +62,9 @@ the database ones it has waited for, and logs the first that fails.`,
 // client (nil: the checks build one).
 func checkOptions(e *env, store *warehouse.Store, api *jsonapi.Client) check.Options {
 	cfg := e.cfg
-	o := check.Options{Store: store, RiverSchema: e.riverSchema(), DatabaseShown: redactDSN(cfg.DatabaseURL),
+	o := check.Options{Store: store, RiverSchema: e.riverSchema(), DatabaseShown: dsn.Redact(cfg.DatabaseURL),
 		Ping:       func(ctx context.Context) error { return pingPool(ctx, e, store.Pool()) },
-		ReaderRole: cfg.ReaderRole, APISettings: cfg.requireAPI(), APIURL: cfg.APIURL, OAuth: cfg.OAuthTokenURL != "", API: api,
+		ReaderRole: cfg.ReaderRole, APISettings: cfg.RequireAPI(), APIURL: cfg.APIURL, OAuth: cfg.OAuthTokenURL != "", API: api,
 		NewAPI:     func(ctx context.Context) (*jsonapi.Client, error) { return newAPIClient(ctx, e, store) },
 		AuthRemedy: e.authRemedy(), LoginCommand: jobs.LoginCommand(e.account), APIBudget: cfg.APIBudget, SnapshotDir: cfg.SnapshotDir,
 		S3: snapshot.S3Options{Endpoint: cfg.S3Endpoint, Region: cfg.S3Region, AccessKeyID: cfg.S3AccessKeyID,
@@ -68,7 +72,7 @@ func checkOptions(e *env, store *warehouse.Store, api *jsonapi.Client) check.Opt
 	if ts, err := tokenStore(e, store); err == nil && o.OAuth {
 		o.Grants = ts
 	}
-	s, err := parseSchedules(cfg, nil)
+	s, err := cfg.Schedules()
 	o.SchedulesErr = err
 	o.Schedules = []check.Schedule{{What: "sync", Spec: cfg.SyncSchedule, Next: s.Sync},
 		{What: "reconcile", Spec: cfg.ReconcileSchedule, Next: s.Reconcile}, {What: "snapshot", Spec: cfg.SnapshotSchedule, Next: s.Snapshot}}

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/usersync/usersync/jobs/fleet/config"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/sync/jsonapi"
 )
 
@@ -32,7 +34,7 @@ func (e usageError) Unwrap() error { return e.err }
 // env is what a running command gets: its configuration, its output streams
 // and a logger. Commands write results to stdout and logs to stderr.
 type env struct {
-	cfg    Config
+	cfg    config.Config
 	stdin  io.Reader // nil when the caller gave none
 	stdout io.Writer
 	stderr io.Writer
@@ -42,7 +44,7 @@ type env struct {
 	// fleet, in a registered account's env, is the default account's
 	// Config (accounts.go).
 	account string
-	fleet   *Config
+	fleet   *config.Config
 	// logins, in a worker, are the accounts whose OAuth login it waits
 	// for: an account without a stored refresh token waits rather than
 	// stops the worker (auth_wait.go). nil in every other command.
@@ -108,7 +110,7 @@ func Main(ctx context.Context, args, environ []string, stdout, stderr io.Writer)
 func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	args = joinSubcommand(args)
 	if len(args) == 2 && args[0] == "help" && args[1] == "settings" {
-		printSettings(stdout)
+		config.WriteHelp(stdout)
 		return ExitOK
 	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
@@ -137,14 +139,18 @@ func MainWithInput(ctx context.Context, args, environ []string, stdin io.Reader,
 		fmt.Fprintf(stderr, "usersync %s: %v (run usersync %s -h)\n", cmd.name, err, cmd.name)
 		return ExitUsage
 	}
-	cfg, err := loadConfig(lookupVarIn(environ), fs, fleetSettingFlags(cmd.name, flagVals))
+	given := givenSettings(fs, flagVals)
+	if cmd.name == "accounts add" || cmd.name == "accounts set" {
+		given = config.FleetFlags(given) // their account-scoped flags are the account's
+	}
+	cfg, err := config.Load(config.Environ(environ), given)
 	if err != nil {
 		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
 		return ExitUsage
 	}
 	e := &env{cfg: cfg, stdin: stdin, stdout: stdout, stderr: stderr, logger: newLogger(stderr, cfg, cmd.name == "worker"),
-		getenv: lookupIn(environ)}
-	if err := checkVariables(environ, cfg.StrictConfig, e.logger); err != nil {
+		getenv: getenvIn(environ)}
+	if err := config.CheckVariables(environ, cfg.StrictConfig, e.logger); err != nil {
 		fmt.Fprintf(stderr, "usersync %s: %v\n", cmd.name, err)
 		return ExitUsage
 	}
@@ -208,7 +214,8 @@ func commandGroups() map[string]string {
 // exitCode is the exit status of a command that failed with err.
 func exitCode(err error) int {
 	var ue usageError
-	if errors.As(err, &ue) {
+	var ie registry.InputError
+	if errors.As(err, &ue) || errors.As(err, &ie) {
 		return ExitUsage
 	}
 	var qe quarantinedError
@@ -227,9 +234,9 @@ func joinSubcommand(args []string) []string {
 	return args
 }
 
-func newLogger(w io.Writer, cfg Config, json bool) *slog.Logger {
+func newLogger(w io.Writer, cfg config.Config, json bool) *slog.Logger {
 	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by loadConfig
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by config.Load
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" || (cfg.LogFormat == "auto" && json) {
 		return slog.New(slog.NewJSONHandler(w, opts))
@@ -266,30 +273,12 @@ for the settings every command reads (USERSYNC_* variables, or flags of the same
 
 // isSetting says whether a flag is a setting's (every command has those).
 func isSetting(flagName string) bool {
-	for _, s := range settings() {
+	for _, s := range config.Settings() {
 		if s.Flag == flagName {
 			return true
 		}
 	}
 	return false
-}
-
-// printSettings lists every setting: usersync help settings.
-func printSettings(w io.Writer) {
-	fmt.Fprintln(w, "Settings come from the environment; a flag of the same name overrides it.")
-	fmt.Fprintln(w, "Secrets come only from the environment or from a file named by <VAR>_FILE.")
-	fmt.Fprintln(w, "\nSettings:")
-	for _, s := range settings() {
-		flagName := "(environment or " + s.Env + "_FILE only)"
-		if s.Flag != "" {
-			flagName = "--" + s.Flag
-		}
-		def := ""
-		if s.Default != "" {
-			def = " [default " + s.Default + "]"
-		}
-		fmt.Fprintf(w, "  %s  %s%s\n      %s\n", s.Env, flagName, def, s.Meaning)
-	}
 }
 
 func printCommandHelp(w io.Writer, c command, fs *flag.FlagSet) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/schema/schematest"
 )
@@ -51,7 +52,7 @@ func TestHelpListsCommandsAndSettings(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("help settings: exit %d", code)
 	}
-	for _, s := range settings() {
+	for _, s := range config.Settings() {
 		if !strings.Contains(out, s.Env) || s.Flag != "" && !strings.Contains(out, "--"+s.Flag) {
 			t.Errorf("help settings does not describe %s", s.Env)
 		}
@@ -308,7 +309,7 @@ func TestRequireAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = cfg.requireAPI()
+		err = cfg.RequireAPI()
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("%v: unexpected %v", tt.env, err)
@@ -383,7 +384,7 @@ func TestReaderRoleEmptySkips(t *testing.T) {
 		t.Errorf("USERSYNC_OAUTH_SCOPES=: scopes %q (%v), want none", cfg.OAuthScopes, err)
 	}
 	// Main reads the environment the same way.
-	if got := lookupVarIn([]string{"USERSYNC_READER_ROLE="}); got == nil {
+	if got := config.Environ([]string{"USERSYNC_READER_ROLE="}); got == nil {
 		t.Fatal("no lookup")
 	} else if v, ok := got("USERSYNC_READER_ROLE"); !ok || v != "" {
 		t.Errorf("USERSYNC_READER_ROLE= looks up as %q, %v", v, ok)
@@ -445,8 +446,8 @@ func TestSchemaForceAndLimits(t *testing.T) {
 	}
 	for in, want := range map[string]time.Duration{"1m": time.Minute, "90m": 90 * time.Minute, "8760h": 8760 * time.Hour} {
 		cfg, err := configFor(nil, "--max-future-skew", in)
-		if err != nil || cfg.MaxFutureSkew != want || cfg.syncerConfig(nil).MaxFutureSkew != want {
-			t.Errorf("--max-future-skew %q: %s (syncer %s) %v, want %s", in, cfg.MaxFutureSkew, cfg.syncerConfig(nil).MaxFutureSkew, err, want)
+		if err != nil || cfg.MaxFutureSkew != want || syncerConfig(cfg, nil).MaxFutureSkew != want {
+			t.Errorf("--max-future-skew %q: %s (syncer %s) %v, want %s", in, cfg.MaxFutureSkew, syncerConfig(cfg, nil).MaxFutureSkew, err, want)
 		}
 	}
 	if _, err := configFor(map[string]string{"USERSYNC_SCHEDULE_MIN_INTERVAL": "1s", "USERSYNC_SYNC_SCHEDULE": "@every 2s"}); err != nil {
@@ -507,36 +508,6 @@ func TestBoolSettingFlags(t *testing.T) {
 	}
 }
 
-// TestAuthorizeURL: the authorize URL is the setting, or the token URL with
-// authorize for its last path segment; the scopes are normalized.
-func TestAuthorizeURL(t *testing.T) {
-	t.Parallel()
-	for token, want := range map[string]string{
-		"https://api.example.com/oauth/token":         "https://api.example.com/oauth/authorize",
-		"https://api.example.com/oauth/token/":        "https://api.example.com/oauth/authorize",
-		"https://login.example.com/connect/token?x=1": "https://login.example.com/connect/authorize",
-		"https://api.example.com/token":               "https://api.example.com/authorize",
-		"http://127.0.0.1:8080/oauth/v2/access_token": "http://127.0.0.1:8080/oauth/v2/authorize",
-		"https://api.example.com":                     "https://api.example.com/authorize",
-	} {
-		cfg, err := configFor(map[string]string{"USERSYNC_OAUTH_TOKEN_URL": token})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := cfg.authorizeURL(); got != want {
-			t.Errorf("token URL %s: authorize URL %s, want %s", token, got, want)
-		}
-	}
-	cfg, _ := configFor(map[string]string{"USERSYNC_OAUTH_TOKEN_URL": "https://a.example.com/oauth/token",
-		"USERSYNC_OAUTH_AUTHORIZE_URL": "https://b.example.com/authorize", "USERSYNC_OAUTH_SCOPES": "  users.read\tteams.read "})
-	if cfg.authorizeURL() != "https://b.example.com/authorize" || cfg.OAuthScopes != "users.read teams.read" {
-		t.Errorf("authorize URL %s, scopes %q", cfg.authorizeURL(), cfg.OAuthScopes)
-	}
-	if cfg, _ := configFor(nil); cfg.OAuthScopes != "users.read teams.read roles.read profiles.read" {
-		t.Errorf("default scopes %q", cfg.OAuthScopes)
-	}
-}
-
 // TestSnapshotOutRefusesCredentials: usersync snapshot --out checks its
 // folder as USERSYNC_SNAPSHOT_DIR is checked, before connecting, and
 // never echoes the password.
@@ -569,22 +540,5 @@ func TestDatabaseURLFromFileOrPasswordlessFlag(t *testing.T) {
 	cfg, err = configFor(nil, "--database-url", "postgres://u@db/analytics")
 	if err != nil || cfg.DatabaseURL != "postgres://u@db/analytics" {
 		t.Errorf("--database-url without a password: %q, %v", cfg.DatabaseURL, err)
-	}
-}
-
-// TestParseSlotTime: USERSYNC_SLOT_TIME is 0 (off) or a second to a day.
-func TestParseSlotTime(t *testing.T) {
-	t.Parallel()
-	for v, want := range map[string]time.Duration{"0": 0, "0s": 0, "1s": time.Second, "30s": 30 * time.Second, "24h": 24 * time.Hour} {
-		var d time.Duration
-		if err := parseSlotTime(&d, v); err != nil || d != want {
-			t.Errorf("%q: %s, %v; want %s", v, d, err, want)
-		}
-	}
-	for _, v := range []string{"999ms", "-1s", "25h", "soon", ""} {
-		var d time.Duration
-		if err := parseSlotTime(&d, v); err == nil {
-			t.Errorf("%q: parsed as %s; want an error", v, d)
-		}
 	}
 }

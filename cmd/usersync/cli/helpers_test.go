@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/jsonapi"
 )
 
@@ -13,6 +14,6 @@ func (c env0) env() *env {
 		logger: slog.New(slog.DiscardHandler)}
 }
 
-type env0 struct{ cfg Config }
+type env0 struct{ cfg config.Config }
 
 func queryFirstPage() jsonapi.Query { return jsonapi.Query{}.PageSize(10) }

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/check"
 )
 
 func jobsListCommand() command {
@@ -115,8 +116,8 @@ func withJobQueue(ctx context.Context, e *env, f func(*river.Client[pgx.Tx]) err
 	}
 	defer pool.Close()
 	riverSchema := e.riverSchema()
-	if nr := migrationsCurrent(ctx, store, riverSchema); nr != nil {
-		return nr.err
+	if p := check.MigrationsCurrent(ctx, store, riverSchema); p != nil {
+		return p.Err
 	}
 	rc, err := jobs.NewInsertClient(pool, riverSchema, quietLogger(e))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/schema"
 	"github.com/usersync/usersync/sync/warehouse"
 )
@@ -36,13 +37,17 @@ processes at once: an advisory lock serializes them.`,
 					if err != nil {
 						return err
 					}
-					if err := commentPolicyColumns(ctx, e, pool); err != nil {
+					if err := registry.CommentPolicyColumns(ctx, pool, e.cfg); err != nil {
 						return err
 					}
 					if river, err = jobs.MigrateRiver(ctx, pool, jobs.RiverSchema(e.cfg.Schema), quietLogger(e)); err != nil {
 						return err
 					}
-					accountLines, err = migrateAccounts(ctx, e, pool)
+					f, err := registry.New(pool, e.cfg, e.getenv, e.logger)
+					if err != nil {
+						return err
+					}
+					accountLines, err = f.Migrate(ctx)
 					return err
 				})
 				if errors.Is(err, warehouse.ErrReaderRoleIsMigrator) {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -35,25 +34,4 @@ func databaseIdentity(e *env, pool *pgxpool.Pool) func(context.Context) (string,
 		}
 		return reg.DatabaseIdentity(ctx)
 	}
-}
-
-// folderOwner is the snapshot Owner of account name of reg's fleet.
-func folderOwner(ctx context.Context, reg *accounts.Registry, name string) (snapshot.Owner, error) {
-	db, err := reg.DatabaseIdentity(ctx)
-	return snapshot.Owner{Fleet: reg.Fleet(), Database: db, Account: name}, err
-}
-
-// snapshotRoot is the fleet's snapshot destination; nil when snapshots are
-// off.
-func snapshotRoot(e *env) (snapshot.Destination, error) {
-	c := e.fleetConfig()
-	if c.SnapshotDir == "off" || c.SnapshotDir == "" {
-		return nil, nil
-	}
-	dest, err := snapshot.ParseDestination(c.SnapshotDir, snapshot.S3Options{Endpoint: c.S3Endpoint, Region: c.S3Region,
-		AccessKeyID: c.S3AccessKeyID, SecretAccessKey: c.S3SecretAccessKey, PathStyle: c.S3PathStyle})
-	if err != nil {
-		return nil, usageError{fmt.Errorf("USERSYNC_SNAPSHOT_DIR: %w", err)}
-	}
-	return dest, nil
 }

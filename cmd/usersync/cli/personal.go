@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/usersync/usersync/sync/snapshot"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/pii"
@@ -124,18 +122,4 @@ policy, which still hold the older values.`,
 			}
 		},
 	}
-}
-
-// commentPolicyColumns says in the column comments which columns the
-// policy hashes or drops: Migrate has just written the catalog's comments.
-func commentPolicyColumns(ctx context.Context, e *env, pool *pgxpool.Pool) error {
-	store, err := warehouse.NewStore(pool, e.cfg.Schema)
-	if err != nil {
-		return err
-	}
-	pd, err := pii.New(store, e.cfg.PII)
-	if err != nil {
-		return err
-	}
-	return pd.CommentColumns(ctx)
 }

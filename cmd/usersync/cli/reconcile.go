@@ -45,7 +45,7 @@ USERSYNC_RECONCILE_RESUME_WITHIN of the walk's start.`,
 				if err != nil {
 					return err
 				}
-				s, err := syncer.New(client, store, e.cfg.syncerConfig(e.logger))
+				s, err := syncer.New(client, store, syncerConfig(e.cfg, e.logger))
 				if err != nil {
 					return err
 				}

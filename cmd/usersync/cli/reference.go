@@ -4,36 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+
+	"github.com/usersync/usersync/jobs/fleet/config"
 )
-
-// Setting describes one configuration setting, for documentation and for the
-// deploy checks.
-type Setting struct {
-	Env, Flag, Default, Meaning, Example string
-	Secret                               bool
-}
-
-// Settings lists every setting usersync reads.
-func Settings() []Setting {
-	var out []Setting
-	for _, s := range settings() {
-		out = append(out, Setting{Env: s.Env, Flag: s.Flag, Default: s.Default, Meaning: s.Meaning, Example: s.Example, Secret: s.Secret})
-	}
-	return out
-}
-
-// EnvNames lists every environment variable usersync reads, _FILE variants
-// of secrets included.
-func EnvNames() []string {
-	var out []string
-	for _, s := range settings() {
-		out = append(out, s.Env)
-		if s.Secret || s.File {
-			out = append(out, s.Env+"_FILE")
-		}
-	}
-	return out
-}
 
 // CommandFlags maps every command to the flags it accepts (its own and the
 // settings' flags).
@@ -55,60 +28,10 @@ func CommandFlags() map[string][]string {
 func ConfigurationMarkdown() string {
 	var b strings.Builder
 	b.WriteString("# Configuration reference\n\n")
-	b.WriteString("Generated from `cmd/usersync/cli/settings.go` by `make docs`; a test fails when it is stale.\n\n")
-	b.WriteString("Settings come from the environment; a flag of the same name overrides it. Secrets come only from the\n")
-	b.WriteString("environment or from a file named by `<VARIABLE>_FILE` (Docker and Kubernetes secrets), and are never\n")
-	b.WriteString("printed. An invalid value stops the command at start with one line naming the setting. A boolean\n")
-	b.WriteString("setting's flag may be given bare (`--schema-force`) or with a value (`--schema-force=false`).\n")
-	var emptyIsValue []string
-	for _, s := range settings() {
-		if s.EmptyIsValue {
-			emptyIsValue = append(emptyIsValue, "`"+s.Env+"=`")
-		}
-	}
-	fmt.Fprintf(&b, "A variable set empty counts as unset (the default applies), except %s, whose empty value\n", strings.Join(emptyIsValue, ", "))
-	b.WriteString("is the setting's own (its meaning says what it does).\n\n")
-	b.WriteString("A `USERSYNC_*` variable that is not a setting (nor a secret's `_FILE` form) gets one warning line at\n")
-	b.WriteString("start naming it and the closest setting, e.g. `USERSYNC_SYNC_SCHEDUEL is not a setting (did you mean\n")
-	b.WriteString("USERSYNC_SYNC_SCHEDULE?)`; with `USERSYNC_STRICT_CONFIG=true` the command exits 2 instead. The\n")
-	fmt.Fprintf(&b, "variables of the repository's own scripts are not settings and are never reported: %s.\n\n", "`"+strings.Join(toolVariables, "`, `")+"`")
-	b.WriteString("Each setting's scope says whether a registered account (`usersync accounts add`, docs/operations.md)\n")
-	b.WriteString("sets its own value: an account-scoped setting's flag on `accounts add` (or, for a secret, its file) is\n")
-	b.WriteString("the account's, and one it does not give is the fleet's, except its schema and credentials, which are never\n")
-	b.WriteString("the default account's. A fleet-wide setting is the environment's for every account.\n\n")
-	writeSettingsMarkdown(&b)
-	b.WriteString("## Go runtime\n\n")
-	b.WriteString("usersync leaves the collector at Go's defaults; two variables tune it:\n\n")
-	b.WriteString("- `GOMEMLIMIT`: a soft memory limit. The Kubernetes manifest and the systemd unit set it, so the\n")
-	b.WriteString("  collector works harder near the limit instead of the process being killed.\n")
-	b.WriteString("- `GOGC` (default 100): leave it. A sync's live heap is its pages in flight, a few tens of MB, and\n")
-	b.WriteString("  their buffers are reused: `GOGC=200` made a 100,000-user backfill use no less CPU and 30 MiB\n")
-	b.WriteString("  more memory, and lets a snapshot's larger heap grow by about 50 MB (docs/benchmarks.md, \"What\n")
-	b.WriteString("  the write path's choices are worth\").\n\n")
+	b.WriteString("Generated from `jobs/fleet/config/settings.go` by `make docs`; a test fails when it is stale.\n\n")
+	config.WriteMarkdown(&b)
 	writeCommandsMarkdown(&b)
 	return b.String()
-}
-
-// writeSettingsMarkdown writes a section per setting.
-func writeSettingsMarkdown(b *strings.Builder) {
-	for _, s := range settings() {
-		fmt.Fprintf(b, "## `%s`\n\n", s.Env)
-		if s.Flag != "" {
-			fmt.Fprintf(b, "- Flag: `--%s`\n", s.Flag)
-		} else {
-			fmt.Fprintf(b, "- Flag: none (secret: environment or `%s_FILE` only)\n", s.Env)
-		}
-		def := "none"
-		if s.Default != "" {
-			def = "`" + s.Default + "`"
-		}
-		fmt.Fprintf(b, "- Default: %s\n", def)
-		fmt.Fprintf(b, "- Scope: %s\n", scopeText(s))
-		if s.Example != "" {
-			fmt.Fprintf(b, "- Example: `%s=%s`\n", s.Env, s.Example)
-		}
-		fmt.Fprintf(b, "\n%s\n\n", upperFirst(s.Meaning))
-	}
 }
 
 // writeCommandsMarkdown lists the commands with the flags of their own.
@@ -128,11 +51,4 @@ func writeCommandsMarkdown(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "- `usersync %s`: %s (%s)\n", c.name, c.summary, list)
 	}
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

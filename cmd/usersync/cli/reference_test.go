@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/schema"
 )
 
@@ -23,7 +24,7 @@ func TestREADMELinksSettings(t *testing.T) {
 	if !strings.Contains(s, "](docs/configuration.md)") {
 		t.Error("README.md does not link to docs/configuration.md, the settings reference")
 	}
-	for _, s0 := range Settings() {
+	for _, s0 := range config.Settings() {
 		if strings.Contains(s, "| `"+s0.Env+"`") {
 			t.Errorf("README.md has a table row for %s: the settings table belongs in docs/configuration.md only", s0.Env)
 		}

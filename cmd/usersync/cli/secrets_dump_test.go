@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/secret"
@@ -42,7 +43,7 @@ func TestLegacyAccountRow(t *testing.T) {
 		}
 		return s
 	}
-	if s := row(); s[piiKeyFile] != keyFile || s["USERSYNC_PII_KEY"] != "" {
+	if s := row(); s[registry.PIIKeyFile] != keyFile || s["USERSYNC_PII_KEY"] != "" {
 		t.Fatalf("stored: %v", s)
 	}
 	if _, err := f.pool.Exec(context.Background(), `UPDATE "`+f.env["USERSYNC_SCHEMA"]+`_river".accounts SET settings = (settings - 'USERSYNC_PII_KEY_FILE')
@@ -63,7 +64,7 @@ func TestLegacyAccountRow(t *testing.T) {
 	code, _, errs := run(t, f.env, "accounts", "set", "lg", "--pii-key-file", f.secretFile(t, "other.pii", "OTHERPII-0123456789abcdefghijklmnopqrstu"))
 	wantOneLine(t, "set to another PII key", code, errs, "holds another key than the one stored")
 	f.mustRun(t, "accounts", "set", "lg", "--pii-key-file", keyFile)
-	if s := row(); s[piiKeyFile] != keyFile || s["USERSYNC_PII_KEY"] != "" || s["USERSYNC_API_TOKEN"] != token {
+	if s := row(); s[registry.PIIKeyFile] != keyFile || s["USERSYNC_PII_KEY"] != "" || s["USERSYNC_API_TOKEN"] != token {
 		t.Errorf("after accounts set --pii-key-file: %v", s)
 	}
 	if show := f.mustRun(t, "accounts", "show", "lg"); !strings.Contains(show, "file "+keyFile) || strings.Contains(show, piiKey) || strings.Contains(show, token) {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/snapshot"
 )
 
@@ -40,7 +41,7 @@ set aside with a warning, not taken for the newest, and left to remove by hand.`
 			return func(ctx context.Context, e *env, _ []string) error {
 				dir := e.cfg.SnapshotDir
 				if *out != "" {
-					if err := checkSnapshotDir(*out); err != nil {
+					if err := config.CheckSnapshotDir(*out); err != nil {
 						return usageError{fmt.Errorf("--out %w", err)}
 					}
 					dir = *out

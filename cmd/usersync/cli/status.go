@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/jobs/status"
 )
 
@@ -23,7 +24,7 @@ func statusCommand() command {
 				if err != nil {
 					return err
 				}
-				var accts []accountStatus
+				var accts []registry.Status
 				if e.account == "" { // the fleet: one line per registered account too
 					if accts, err = readAccountStatuses(ctx, e); err != nil {
 						return err

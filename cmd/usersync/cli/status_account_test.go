@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/apisim"
 )
@@ -77,7 +78,7 @@ func TestStatusSummarisesEveryAccount(t *testing.T) {
 		t.Fatal("a sync against a revoked token succeeded")
 	}
 	var st struct {
-		Accounts []accountStatus `json:"accounts"`
+		Accounts []registry.Status `json:"accounts"`
 	}
 	out := f.mustRun(t, "status", "--json")
 	if err := json.Unmarshal([]byte(out), &st); err != nil {

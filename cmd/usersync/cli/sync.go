@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
@@ -113,7 +114,7 @@ func runSync(ctx context.Context, e *env, req syncer.Request, live bool) (syncer
 	if err != nil {
 		return syncer.Summary{}, err
 	}
-	cfg := e.cfg.syncerConfig(e.logger)
+	cfg := syncerConfig(e.cfg, e.logger)
 	if live && isTerminal(e.stderr) {
 		cfg.Progress = func(p syncer.Progress) {
 			rate := float64(p.Rows) / max(p.Elapsed.Seconds(), 0.001)
@@ -230,7 +231,7 @@ func timeOrInf(t *time.Time) string {
 }
 
 // syncerConfig is the syncer's configuration from the settings.
-func (c Config) syncerConfig(logger *slog.Logger) syncer.Config {
+func syncerConfig(c config.Config, logger *slog.Logger) syncer.Config {
 	return syncer.Config{
 		PageSize: c.PageSize, Lookback: c.Lookback, MaxFutureSkew: c.MaxFutureSkew,
 		NoDataConnections: !c.DataConnections, Logger: logger,

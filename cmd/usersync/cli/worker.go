@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -13,10 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
-
 	"github.com/usersync/usersync/jobs"
+	"github.com/usersync/usersync/jobs/check"
+	"github.com/usersync/usersync/jobs/fleet"
 )
 
 func workerCommand() command {
@@ -58,14 +56,14 @@ at once.`,
 
 func runWorker(ctx context.Context, e *env, _ []string) error {
 	cfg := e.cfg
-	schedules, err := parseSchedules(cfg, nil)
+	schedules, err := cfg.Schedules()
 	if err != nil {
 		return usageError{err}
 	}
 	if err := jobs.CheckUIGuard(cfg.HTTPAddr, cfg.HTTPToken, cfg.HTTPBasicAuth); err != nil {
 		return usageError{err}
 	}
-	if err := cfg.requireAPI(); err != nil {
+	if err := cfg.RequireAPI(); err != nil {
 		return usageError{err}
 	}
 	// A second signal stops at once; main's context takes the first.
@@ -87,7 +85,12 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 		return err
 	}
 	defer shutdownHTTP(srv)
-	if err := waitForDatabase(ctx, e, w.store, w.riverSchema, handler); err != nil {
+	wait := check.Wait{Store: w.store, RiverSchema: w.riverSchema, Logger: e.logger,
+		Ping: func(ctx context.Context) error { return pingPool(ctx, e, w.pool) }}
+	if handler != nil {
+		wait.Waiting = handler.SetWaiting
+	}
+	if err := check.WaitForDatabase(ctx, wait); err != nil {
 		if ctx.Err() != nil {
 			e.logger.Info("worker stopped while waiting for its database")
 			return nil
@@ -105,7 +108,7 @@ func runWorker(ctx context.Context, e *env, _ []string) error {
 	case <-rc.Stopped():
 		return errors.New("the job queue stopped unexpectedly")
 	}
-	err = stopWorker(e, rc, w.drain, sigs)
+	err = fleet.Stop(rc, w.drain, sigs, e.cfg.ShutdownTimeout, e.logger)
 	cancelRun()
 	return err
 }
@@ -118,61 +121,6 @@ func logStarted(e *env, riverSchema string) {
 		"long_workers", cfg.LongWorkers, "snapshot_workers", cfg.SnapshotWorkers, "fleet_tick", cfg.FleetTick.String(),
 		"sync_schedule", cfg.SyncSchedule, "reconcile_schedule", cfg.ReconcileSchedule, "snapshot_schedule", cfg.SnapshotSchedule,
 		"http_addr", cfg.HTTPAddr)
-}
-
-// stopWorker stops River after the first signal: no new jobs, running ones
-// get USERSYNC_SHUTDOWN_TIMEOUT to end after their page in flight; a second
-// signal on sigs cancels them at once.
-func stopWorker(e *env, rc *river.Client[pgx.Tx], drain chan struct{}, sigs <-chan os.Signal) error {
-	cfg := e.cfg
-	e.logger.Info("stopping: no new jobs; running jobs end after their page in flight", "shutdown_timeout", cfg.ShutdownTimeout.String())
-	close(drain)
-	stopped := make(chan error, 1)
-	go func() { //nolint:gosec // G118: ctx is already cancelled; stopping needs its own deadline
-		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout+5*time.Second)
-		defer cancel()
-		stopped <- rc.Stop(stopCtx)
-	}()
-	var stopErr error
-	select {
-	case stopErr = <-stopped:
-	case <-sigs: // the first signal is also delivered here; wait for a second
-		select {
-		case stopErr = <-stopped:
-		case <-sigs:
-			e.logger.Warn("second signal: stopping at once")
-			hardCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			stopErr = rc.StopAndCancel(hardCtx)
-			cancel()
-		}
-	}
-	if stopErr != nil && !errors.Is(stopErr, context.DeadlineExceeded) {
-		return fmt.Errorf("stopping the job queue: %w", stopErr)
-	}
-	e.logger.Info("worker stopped")
-	return nil
-}
-
-// parseSchedules parses the three schedules; sources names where each came
-// from (a variable or a flag), for the error.
-func parseSchedules(cfg Config, sources map[string]string) (jobs.Schedules, error) {
-	var s jobs.Schedules
-	for _, sch := range []struct {
-		env  string
-		spec string
-		dst  *jobs.Schedule
-	}{
-		{"USERSYNC_SYNC_SCHEDULE", cfg.SyncSchedule, &s.Sync},
-		{"USERSYNC_RECONCILE_SCHEDULE", cfg.ReconcileSchedule, &s.Reconcile},
-		{"USERSYNC_SNAPSHOT_SCHEDULE", cfg.SnapshotSchedule, &s.Snapshot},
-	} {
-		name := cmp.Or(sources[sch.env], sch.env)
-		var err error
-		if *sch.dst, err = jobs.ParseSchedule(name, sch.spec, cfg.ScheduleMinInterval); err != nil {
-			return s, err
-		}
-	}
-	return s, nil
 }
 
 // startHTTP serves the health, readiness, metrics and job-UI endpoints, unless

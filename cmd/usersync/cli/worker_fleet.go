@@ -8,6 +8,7 @@ import (
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/jobs/fleet"
+	"github.com/usersync/usersync/jobs/fleet/registry"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
@@ -20,19 +21,20 @@ import (
 func newFleet(e *env, pool *pgxpool.Pool, metrics *jobs.Metrics, schedules jobs.Schedules) (*fleet.Fleet, error) {
 	cfg := e.fleetConfig()
 	f, err := fleet.New(fleet.Config{Pool: pool, RiverSchema: e.riverSchema(), Metrics: metrics, Cache: cfg.AccountCache,
-		Snapshots: cfg.SnapshotDir != "off", Env: accountSpec(e, &account{Name: jobs.DefaultAccount, Cfg: cfg}, schedules),
+		Snapshots: cfg.SnapshotDir != "off", Env: accountSpec(e, &registry.Account{Name: jobs.DefaultAccount, Cfg: cfg}, schedules),
 		Resolve: func(_ context.Context, a accounts.Account) (fleet.Spec, error) {
-			c, err := storedConfig(e, a)
+			// Resolved with the fleet's settings of now, not of the worker's start.
+			c, err := (&registry.Fleet{Config: e.fleetConfig(), Getenv: e.getenv}).AccountConfig(a)
 			if err != nil {
 				return fleet.Spec{}, err
 			}
-			s, err := parseSchedules(c, nil)
+			s, err := c.Schedules()
 			if err != nil {
 				return fleet.Spec{}, err
 			}
-			return accountSpec(e, &account{Name: a.Name, Cfg: c}, s), nil
+			return accountSpec(e, &registry.Account{Name: a.Name, Cfg: c}, s), nil
 		},
-		Union: func(reg *accounts.Registry) accounts.Union { return fleetUnion(e, reg) },
+		Union: func(r *accounts.Registry) accounts.Union { return registry.Union(e.fleetConfig(), r) },
 		Tick:  cfg.FleetTick, Logger: e.logger})
 	if err != nil {
 		return nil, usageError{err}
@@ -42,8 +44,8 @@ func newFleet(e *env, pool *pgxpool.Pool, metrics *jobs.Metrics, schedules jobs.
 
 // accountSpec is a, scheduled by s, as the fleet opens it: its store, API
 // client, syncer and snapshot writer, built from its Config alone.
-func accountSpec(e *env, a *account, s jobs.Schedules) fleet.Spec {
-	return fleet.Spec{Name: a.Name, Schema: a.Cfg.Schema, Schedules: s, SnapshotInterval: snapshotInterval(a.Cfg, s),
+func accountSpec(e *env, a *registry.Account, s jobs.Schedules) fleet.Spec {
+	return fleet.Spec{Name: a.Name, Schema: a.Cfg.Schema, Schedules: s, SnapshotInterval: a.Cfg.SnapshotInterval(s),
 		SyncInterval: jobs.ScheduleInterval(s.Sync, time.Now()),
 		Open: func(ctx context.Context, store *warehouse.Store) (*jobs.Account, *jsonapi.Client, error) {
 			ae := *e
@@ -52,7 +54,7 @@ func accountSpec(e *env, a *account, s jobs.Schedules) fleet.Spec {
 			if err != nil {
 				return nil, nil, err
 			}
-			s, err := syncer.New(api, store, ae.cfg.syncerConfig(ae.logger))
+			s, err := syncer.New(api, store, syncerConfig(ae.cfg, ae.logger))
 			if err != nil {
 				return nil, nil, err
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/jobs/fleet"
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/apisim"
 	"github.com/usersync/usersync/sync/syncer"
@@ -153,7 +154,7 @@ func TestWorkerFleetOpensAccounts(t *testing.T) {
 	}
 }
 
-func mustConfig(t *testing.T, env map[string]string) Config {
+func mustConfig(t *testing.T, env map[string]string) config.Config {
 	t.Helper()
 	cfg, err := configFor(env)
 	if err != nil {

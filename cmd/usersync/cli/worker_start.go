@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -13,15 +12,6 @@ import (
 	"github.com/usersync/usersync/jobs/fleet"
 	"github.com/usersync/usersync/sync/jsonapi"
 	"github.com/usersync/usersync/sync/warehouse"
-)
-
-// The worker's tries to reach its database at start are dbRetryFirst apart,
-// doubling up to dbRetryMax: a database back after an outage is found within
-// dbRetryMax, sooner than a supervisor's restart backoff (Kubernetes waits up
-// to five minutes), and a long outage logs two lines a minute.
-const (
-	dbRetryFirst = time.Second
-	dbRetryMax   = 30 * time.Second
 )
 
 // workerParts is what the worker builds before its database answers: all
@@ -71,20 +61,6 @@ func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*wor
 	return w, nil
 }
 
-// snapshotInterval is the longest wait between snapshots the schedules
-// promise: the snapshot schedule's, or when it is off and snapshots follow
-// syncs, the sync schedule's; 0 when none does.
-func snapshotInterval(cfg Config, s jobs.Schedules) time.Duration {
-	now := time.Now()
-	if s.Snapshot != nil {
-		return jobs.ScheduleInterval(s.Snapshot, now)
-	}
-	if cfg.SnapshotAfterSync {
-		return jobs.ScheduleInterval(s.Sync, now)
-	}
-	return 0
-}
-
 // start builds what needs the database (the API client reads a stored OAuth
 // token from it) and River's client, mounts the job UI and starts River:
 // from then on the worker works and /readyz checks the database. It returns
@@ -123,63 +99,4 @@ func (w *workerParts) startChecked(ctx, runCtx context.Context, e *env, handler 
 	}
 	logStartChecks(ctx, e, w.store, api)
 	return rc, nil
-}
-
-// waitForDatabase returns once the database answers and both schemas are
-// migrated, trying again with a backoff from dbRetryFirst to dbRetryMax, or
-// with ctx's error when the worker is stopped first. Meanwhile handler's
-// /readyz says why (503) and /metrics reports the database down. A new
-// reason is logged at ERROR with what to check, the same one again at WARN
-// once per try.
-func waitForDatabase(ctx context.Context, e *env, store *warehouse.Store, riverSchema string, handler *jobs.HTTPHandler) error {
-	began, wait, last := time.Now(), dbRetryFirst, ""
-	for try := 1; ; try++ {
-		nr := databaseReady(ctx, e, store, riverSchema)
-		if nr == nil {
-			if try > 1 {
-				e.logger.InfoContext(ctx, "the database answers: the worker starts", "tries", try,
-					"waited", time.Since(began).Round(time.Second).String())
-			}
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if handler != nil {
-			handler.SetWaiting("waiting for the database: " + nr.public)
-		}
-		if why := nr.err.Error(); why != last {
-			e.logger.ErrorContext(ctx, "the worker waits for its database and starts working once it answers", "error", why,
-				"check", nr.check, "retry_in", wait.String())
-			last = why
-		} else {
-			e.logger.WarnContext(ctx, "still waiting for the database", "try", try, "error", why, "retry_in", wait.String())
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, dbRetryMax)
-	}
-}
-
-// notReady is why the worker cannot work with its database yet.
-type notReady struct {
-	err    error  // for the log (DATABASE_URL's password redacted)
-	public string // for /readyz, which anyone reaching the port reads: no host or user
-	check  string // what an operator should check
-}
-
-// databaseReady returns nil when the database answers, both schemas are
-// migrated and the warehouse takes writes, else why not: usersync check's
-// first three checks, in its words.
-func databaseReady(ctx context.Context, e *env, store *warehouse.Store, riverSchema string) *notReady {
-	if nr := databaseReachable(ctx, e, store); nr != nil {
-		return nr
-	}
-	if nr := migrationsCurrent(ctx, store, riverSchema); nr != nil {
-		return nr
-	}
-	return writesTaken(ctx, store)
 }

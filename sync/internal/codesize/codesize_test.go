@@ -22,10 +22,10 @@ const (
 // dataTables are functions that are one table of data, read best whole; the
 // key is the path from the module's root and the function's name.
 var dataTables = map[string]string{
-	"sync/apisim/generate.go:customizeAttr":     "one case per catalog attribute: its null rate, stability and value rule",
-	"cmd/usersync/cli/settings.go:baseSettings": "the settings table: one row per setting",
-	"schema/resources.go:User":                  "the catalog's user attributes, one row each",
-	"schema/bookkeeping.go:bookkeepingTables":   "the bookkeeping tables' columns, one row each",
+	"sync/apisim/generate.go:customizeAttr":      "one case per catalog attribute: its null rate, stability and value rule",
+	"jobs/fleet/config/settings.go:baseSettings": "the settings table: one row per setting",
+	"schema/resources.go:User":                   "the catalog's user attributes, one row each",
+	"schema/bookkeeping.go:bookkeepingTables":    "the bookkeeping tables' columns, one row each",
 }
 
 func TestSizes(t *testing.T) {

@@ -1,4 +1,4 @@
-package cli
+package config
 
 import (
 	"reflect"
@@ -7,7 +7,7 @@ import (
 
 // TestEveryConfigFieldHasASetting: the settings table is the only list of
 // settings. Each row sets a Config field, and every field but the ones
-// loadConfig derives is set by a row: a field added without a row (so with
+// Load derives is set by a row: a field added without a row (so with
 // no variable, flag or line in the reference) fails here.
 func TestEveryConfigFieldHasASetting(t *testing.T) {
 	t.Parallel()
@@ -19,7 +19,7 @@ func TestEveryConfigFieldHasASetting(t *testing.T) {
 		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"} // the last, a key
 	typ := reflect.TypeFor[Config]()
 	setBy := map[string]string{}
-	for _, s := range settings() {
+	for _, s := range Settings() {
 		values := append([]string{s.Default, s.Example}, candidates...)
 		changed := ""
 		for _, v := range values {
@@ -42,7 +42,7 @@ func TestEveryConfigFieldHasASetting(t *testing.T) {
 	}
 	for f := range typ.Fields() {
 		if _, ok := setBy[f.Name]; !ok && !derived[f.Name] {
-			t.Errorf("Config.%s is set by no row of the settings table (cmd/usersync/cli/settings.go)", f.Name)
+			t.Errorf("Config.%s is set by no row of the settings table (jobs/fleet/config/settings.go)", f.Name)
 		}
 	}
 }

@@ -1,9 +1,8 @@
-package cli
+package registry
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -11,42 +10,23 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/usersync/usersync/jobs/fleet/config"
 	"github.com/usersync/usersync/sync/secret"
-	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
 
 // A registered account's PII key is never stored: its row names where the
 // worker finds it, a file or a variable of the worker's own environment.
 const (
-	piiKeyFile = "USERSYNC_PII_KEY_FILE"
-	piiKeyEnv  = "USERSYNC_PII_KEY_ENV"
+	PIIKeyFile = "USERSYNC_PII_KEY_FILE"
+	PIIKeyEnv  = "USERSYNC_PII_KEY_ENV"
 )
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// secretFileFlags registers accounts add's and set's flag for each
-// account-scoped secret's file (read once and stored sealed), and the PII
-// key's --pii-key-file and --pii-key-env, which are stored as they are.
-func secretFileFlags(fs *flag.FlagSet) map[string]*string {
-	files := map[string]*string{}
-	for _, s := range accountSettings() {
-		switch {
-		case s.Env == "USERSYNC_PII_KEY":
-			files[s.Env] = fs.String(secretFileFlag(s), "", "the file holding the account's PII key (USERSYNC_PII_KEY): its path is stored, never the key, and the worker reads it when it opens the account")
-			files[piiKeyEnv] = fs.String("pii-key-env", "", "the variable of the worker's environment holding the account's PII key: its name is stored, never the key")
-		case s.Secret:
-			files[s.Env] = fs.String(secretFileFlag(s), "", "a file holding the account's secret of that name, read once and stored encrypted (USERSYNC_SECRETS_KEY)")
-		}
-	}
-	return files
-}
-
-// piiKeyWhere adds to vals where the account's PII key is, from
-// --pii-key-file (made absolute: the worker runs elsewhere) or --pii-key-env.
-func piiKeyWhere(files map[string]*string, vals, sources map[string]string) error {
-	path, name := *files["USERSYNC_PII_KEY"], *files[piiKeyEnv]
+// PIIKeyWhere adds to vals where the account's PII key is, from
+// --pii-key-file path (made absolute: the worker runs elsewhere) or
+// --pii-key-env name.
+func PIIKeyWhere(path, name string, vals, sources map[string]string) error {
 	switch {
 	case path != "" && name != "":
 		return errors.New("give --pii-key-file or --pii-key-env, not both")
@@ -55,12 +35,12 @@ func piiKeyWhere(files map[string]*string, vals, sources map[string]string) erro
 		if err != nil {
 			return fmt.Errorf("--pii-key-file: %w", err)
 		}
-		vals[piiKeyFile], sources["USERSYNC_PII_KEY"] = abs, "--pii-key-file"
+		vals[PIIKeyFile], sources["USERSYNC_PII_KEY"] = abs, "--pii-key-file"
 	case name != "":
 		if !envName.MatchString(name) {
 			return fmt.Errorf("--pii-key-env: %q is not a variable name", name)
 		}
-		vals[piiKeyEnv], sources["USERSYNC_PII_KEY"] = name, "--pii-key-env"
+		vals[PIIKeyEnv], sources["USERSYNC_PII_KEY"] = name, "--pii-key-env"
 	}
 	return nil
 }
@@ -68,8 +48,8 @@ func piiKeyWhere(files map[string]*string, vals, sources map[string]string) erro
 // storedSecret says whether a stored setting is a secret, which the
 // registry holds sealed.
 func storedSecret(env string) bool {
-	s, ok := settingByEnv(env)
-	return ok && s.Secret && s.Scope == perAccount
+	s, ok := config.ByEnv(env)
+	return ok && s.Secret && s.Scope == config.PerAccount
 }
 
 // noSecretsKey is the error of an account whose secrets need the key.
@@ -98,12 +78,12 @@ func sealSecrets(key *secret.Key, name string, vals map[string]string) (map[stri
 	return out, nil
 }
 
-// openSettings is account name's stored settings as accountConfig takes
-// them: its secrets opened with USERSYNC_SECRETS_KEY (a plain-text one,
-// stored by an earlier release, as it is), its PII key read from the file
-// or variable its row names. Errors are one line naming the setting.
-func openSettings(e *env, name string, stored map[string]string) (map[string]string, error) {
-	key := e.fleetConfig().SecretsKey
+// openSettings is account name's stored settings as config.ForAccount
+// takes them: its secrets opened with USERSYNC_SECRETS_KEY (a plain-text
+// one, stored by an earlier release, as it is), its PII key read from the
+// file or variable its row names. Errors are one line naming the setting.
+func (f *Fleet) openSettings(name string, stored map[string]string) (map[string]string, error) {
+	key := f.Config.SecretsKey
 	out := maps.Clone(stored)
 	for k, v := range stored {
 		if !secret.IsSealed(v) {
@@ -122,27 +102,28 @@ func openSettings(e *env, name string, stored map[string]string) (map[string]str
 		}
 		out[k] = p
 	}
-	delete(out, piiKeyFile)
-	delete(out, piiKeyEnv)
+	delete(out, PIIKeyFile)
+	delete(out, PIIKeyEnv)
 	switch {
-	case stored[piiKeyFile] != "":
-		v, err := readKeyFile(stored[piiKeyFile])
+	case stored[PIIKeyFile] != "":
+		v, err := ReadFile(stored[PIIKeyFile])
 		if err != nil {
-			return nil, fmt.Errorf("account %s: %s: %w", name, piiKeyFile, err)
+			return nil, fmt.Errorf("account %s: %s: %w", name, PIIKeyFile, err)
 		}
 		out["USERSYNC_PII_KEY"] = v
-	case stored[piiKeyEnv] != "":
-		v := e.getenv(stored[piiKeyEnv])
+	case stored[PIIKeyEnv] != "":
+		v := f.Getenv(stored[PIIKeyEnv])
 		if v == "" {
-			return nil, fmt.Errorf("account %s: %s names %s, which is not set in this environment", name, piiKeyEnv, stored[piiKeyEnv])
+			return nil, fmt.Errorf("account %s: %s names %s, which is not set in this environment", name, PIIKeyEnv, stored[PIIKeyEnv])
 		}
 		out["USERSYNC_PII_KEY"] = v
 	}
 	return out, nil
 }
 
-// readKeyFile reads a PII key's file; the error never holds the key.
-func readKeyFile(path string) (string, error) {
+// ReadFile reads a secret's or a key's file, its line end trimmed; the
+// error never holds what the file holds.
+func ReadFile(path string) (string, error) {
 	b, err := os.ReadFile(path) //nolint:gosec // G304: the operator names the file
 	if err != nil {
 		var pe *os.PathError
@@ -175,14 +156,10 @@ func storedNotices(name string, stored map[string]string) []string {
 	return out
 }
 
-// registryNotices are the storedNotices of every registered account; a
-// registry that cannot be read gives none (the other checks say why).
-func registryNotices(ctx context.Context, e *env, pool *pgxpool.Pool) []string {
-	reg, err := accounts.New(pool, e.riverSchema())
-	if err != nil {
-		return nil
-	}
-	list, err := reg.List(ctx)
+// Notices are the stored notices of every registered account; a registry
+// that cannot be read gives none (the other checks say why).
+func (f *Fleet) Notices(ctx context.Context) []string {
+	list, err := f.Reg.List(ctx)
 	if err != nil {
 		return nil
 	}

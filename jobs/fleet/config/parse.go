@@ -1,4 +1,4 @@
-package cli
+package config
 
 import (
 	"errors"
@@ -13,14 +13,14 @@ import (
 	"github.com/usersync/usersync/sync/snapshot"
 )
 
-// checkSnapshotDir checks the form of a snapshot destination at start, so a
+// CheckSnapshotDir checks the form of a snapshot destination at start, so a
 // bad bucket name fails now rather than at the first snapshot.
 // A value that starts like a URL (a scheme and a colon) is one: only
 // s3:// and file:// are taken, so s3:/id:pw@bucket is refused rather than
 // written to a local folder of that name; a folder whose first part holds
 // a colon is written ./like:this. Credentials (an '@' before the path) are
 // refused in every URL, file:// included. No error quotes the value.
-func checkSnapshotDir(v string) error {
+func CheckSnapshotDir(v string) error {
 	if v == "off" {
 		return nil
 	}
@@ -59,7 +59,7 @@ func urlScheme(v string) (string, bool) {
 	return v[:i], true
 }
 
-// checkSchedule checks a schedule's form; loadConfig checks its @every
+// checkSchedule checks a schedule's form; Load checks its @every
 // interval against USERSYNC_SCHEDULE_MIN_INTERVAL once every setting is read.
 func checkSchedule(v string) error {
 	if _, err := jobs.ParseSchedule("", v, 0); err != nil {
@@ -150,7 +150,7 @@ func formatBytes(n int64) string {
 // checkSchemaName refuses schema names that are, or could be, another
 // deployment's: <name>_river holds the job tables of the deployment whose
 // schema is <name>, and public is everyone's. Its errors are completed with
-// the source of USERSYNC_SCHEMA by loadConfig.
+// the source of USERSYNC_SCHEMA by Load.
 func checkSchemaName(c Config) error {
 	return schemaNameError(c, ", or set USERSYNC_SCHEMA_FORCE=true if it is this deployment's own")
 }
@@ -225,10 +225,10 @@ func setAPIURL(c *Config, v string) error {
 	return nil
 }
 
-// printableURL is raw as printed for an account stored before setAPIURL
+// PrintableURL is raw as printed for an account stored before setAPIURL
 // refused credentials: its userinfo, query and fragment replaced by
 // REDACTED, and a URL that does not parse by a placeholder.
-func printableURL(raw string) string {
+func PrintableURL(raw string) string {
 	if !strings.ContainsAny(raw, "?#@") {
 		return raw
 	}
@@ -248,9 +248,9 @@ func printableURL(raw string) string {
 	return u.String()
 }
 
-// validateAPIURL checks the API base URL: absolute, https unless the host is
+// ValidateAPIURL checks the API base URL: absolute, https unless the host is
 // loopback or insecure HTTP was allowed, no credentials in it.
-func validateAPIURL(raw string, allowInsecure bool) error {
+func ValidateAPIURL(raw string, allowInsecure bool) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return fmt.Errorf("must be an absolute http(s) URL like https://api.example.com")
@@ -261,13 +261,15 @@ func validateAPIURL(raw string, allowInsecure bool) error {
 	if strings.HasSuffix(u.Path, "/api/v2") {
 		return fmt.Errorf("must be the base URL without /api/v2")
 	}
-	if u.Scheme == "http" && !allowInsecure && !isLoopback(u.Hostname()) {
+	if u.Scheme == "http" && !allowInsecure && !IsLoopback(u.Hostname()) {
 		return fmt.Errorf("uses http:// on a non-loopback host; use https:// or set USERSYNC_ALLOW_INSECURE_HTTP=true")
 	}
 	return nil
 }
 
-func isLoopback(host string) bool {
+// IsLoopback says whether host names this machine: localhost or a
+// loopback address.
+func IsLoopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}

@@ -1,52 +1,29 @@
-package cli
+// Package config is usersync's settings: the table of every setting (its
+// variable, flag, default, scope, meaning and parser), the Config they make
+// from the environment and the command line, and a registered account's
+// Config, the fleet's with the account's own values applied.
+package config
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"path"
 	"strings"
+
+	"github.com/usersync/usersync/sync/warehouse/dsn"
 )
 
-// registerSettingFlags adds a flag for every setting that has one. The flags'
-// values are applied by loadConfig only when given, so the environment stays
-// the base and flags override it.
-func registerSettingFlags(fs *flag.FlagSet) map[string]*string {
-	vals := map[string]*string{}
-	for _, s := range settings() {
-		if s.Flag == "" {
-			continue
-		}
-		f := &settingFlag{v: s.Default, isBool: s.Default == "true" || s.Default == "false"}
-		fs.Var(f, s.Flag, s.Meaning+" (env "+s.Env+")")
-		vals[s.Flag] = &f.v
-	}
-	return vals
-}
-
-// settingFlag holds a setting's flag text for loadConfig to parse. A boolean
-// setting's flag may be given bare (--strict-config), as flag.Bool's may.
-type settingFlag struct {
-	v      string
-	isBool bool
-}
-
-func (f *settingFlag) String() string     { return f.v }
-func (f *settingFlag) Set(v string) error { f.v = v; return nil }
-func (f *settingFlag) IsBoolFlag() bool   { return f.isBool }
-
-// loadConfig builds the Config: defaults, then the environment (and the _FILE
-// variants of secrets), then the flags that were given. Every error names the
-// variable or flag and says what is wrong, on one line.
-func loadConfig(lookup func(string) (string, bool), fs *flag.FlagSet, flagVals map[string]*string) (Config, error) {
+// Load builds the Config: defaults, then the environment lookup reads (and
+// the _FILE variants of secrets), then flags, the settings' flags given on
+// the command line by name (without the dashes) with their text. Every
+// error names the variable or flag and says what is wrong, on one line.
+func Load(lookup func(string) (string, bool), flags map[string]string) (Config, error) {
 	getenv := func(k string) string { v, _ := lookup(k); return v }
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var c Config
 	sources := map[string]string{}
-	for _, s := range settings() {
+	for _, s := range Settings() {
 		v, source := s.Default, s.Env
 		if ev, ok := lookupEnv(getenv, s.Env); ok {
 			v = ev
@@ -62,18 +39,15 @@ func loadConfig(lookup func(string) (string, bool), fs *flag.FlagSet, flagVals m
 				v, source = fv, s.Env+"_FILE"
 			}
 		}
-		if s.Flag != "" && given[s.Flag] && flagVals[s.Flag] != nil {
-			v, source = *flagVals[s.Flag], "--"+s.Flag
+		if fv, ok := flags[s.Flag]; ok && s.Flag != "" {
+			v, source = fv, "--"+s.Flag
 		}
-		if err := s.set(&c, v); err != nil {
-			if s.Secret {
-				return Config{}, fmt.Errorf("%s is invalid", source) // never echo a secret
-			}
-			return Config{}, fmt.Errorf("%s %w", source, err)
+		if err := s.apply(&c, v, source); err != nil {
+			return Config{}, err
 		}
 		sources[s.Env] = source
 	}
-	if given["database-url"] && dsnHasPassword(c.DatabaseURL) {
+	if _, given := flags["database-url"]; given && dsn.HasPassword(c.DatabaseURL) {
 		return Config{}, errors.New("--database-url holds a password, which other local users see in ps and shells keep in their history; give it in DATABASE_URL or DATABASE_URL_FILE (or PGPASSWORD, or a password file) instead")
 	}
 	if err := checkSchemaName(c); err != nil {
@@ -82,6 +56,24 @@ func loadConfig(lookup func(string) (string, bool), fs *flag.FlagSet, flagVals m
 	if err := resolveResponseMemory(&c); err != nil {
 		return Config{}, fmt.Errorf("%s %w", sources["USERSYNC_MAX_RESPONSE_MEMORY"], err)
 	}
+	return withPolicy(c, sources)
+}
+
+// apply sets s in c to v, which came from source; the error names source
+// and never echoes a secret.
+func (s Setting) apply(c *Config, v, source string) error {
+	if err := s.set(c, v); err != nil {
+		if s.Secret {
+			return fmt.Errorf("%s is invalid", source)
+		}
+		return fmt.Errorf("%s %w", source, err)
+	}
+	return nil
+}
+
+// withPolicy checks c's schedules and returns c with its personal-data
+// policy built; sources names where each setting came from, for the error.
+func withPolicy(c Config, sources map[string]string) (Config, error) {
 	if _, err := parseSchedules(c, sources); err != nil {
 		return Config{}, err
 	}
@@ -108,8 +100,8 @@ func resolveResponseMemory(c *Config) error {
 }
 
 // lookupEnv treats an empty variable as unset, the way most deploy tools
-// render an unset value; loadConfig makes the exception of the settings whose
-// empty value means something (setting.EmptyIsValue).
+// render an unset value; Load makes the exception of the settings whose
+// empty value means something (Setting.EmptyIsValue).
 func lookupEnv(getenv func(string) string, name string) (string, bool) {
 	v := getenv(name)
 	return v, v != ""
@@ -138,20 +130,20 @@ func readSecretFile(getenv func(string) string, env string) (string, bool, error
 	return v, true, nil
 }
 
-// requireDatabase checks the settings every database command needs.
-func (c Config) requireDatabase() error {
+// RequireDatabase checks the settings every database command needs.
+func (c Config) RequireDatabase() error {
 	if c.DatabaseURL == "" {
 		return errors.New("DATABASE_URL is not set: give the warehouse's PostgreSQL URL (make demo and make test start a throwaway one)")
 	}
 	return nil
 }
 
-// requireAPI checks the settings every command that calls the API needs.
-func (c Config) requireAPI() error {
+// RequireAPI checks the settings every command that calls the API needs.
+func (c Config) RequireAPI() error {
 	if c.APIURL == "" {
 		return errors.New("USERSYNC_API_URL is not set: give the API's base URL, without /api/v2")
 	}
-	if err := validateAPIURL(c.APIURL, c.AllowInsecureHTTP); err != nil {
+	if err := ValidateAPIURL(c.APIURL, c.AllowInsecureHTTP); err != nil {
 		return fmt.Errorf("USERSYNC_API_URL %w", err)
 	}
 	oauth := c.OAuthTokenURL != "" || c.OAuthClientID != "" || c.OAuthClientSecret != "" || c.OAuthRefreshToken != ""
@@ -160,17 +152,17 @@ func (c Config) requireAPI() error {
 		return errors.New("USERSYNC_API_TOKEN and USERSYNC_OAUTH_* are both set; use one way to authenticate")
 	case oauth:
 		// The refresh token may be the one usersync auth login stored:
-		// newAPIClient checks that one of the two exists.
-		return c.requireOAuthClient()
+		// the CLI's API client (newAPIClient) checks that one of the two exists.
+		return c.RequireOAuthClient()
 	case c.APIToken == "":
 		return errors.New("USERSYNC_API_TOKEN is not set (or configure OAuth with USERSYNC_OAUTH_TOKEN_URL and friends)")
 	}
 	return nil
 }
 
-// requireOAuthClient checks the OAuth client's settings: the token URL,
+// RequireOAuthClient checks the OAuth client's settings: the token URL,
 // client id and secret, and the authorize URL, given or derived.
-func (c Config) requireOAuthClient() error {
+func (c Config) RequireOAuthClient() error {
 	if c.APIToken != "" {
 		return errors.New("USERSYNC_API_TOKEN and USERSYNC_OAUTH_* are both set; use one way to authenticate")
 	}
@@ -193,18 +185,18 @@ func (c Config) requireOAuthClient() error {
 	return nil
 }
 
-// validateOAuthURL checks an OAuth endpoint as validateAPIURL checks the
+// validateOAuthURL checks an OAuth endpoint as ValidateAPIURL checks the
 // API's URL, except for the /api/v2 rule.
 func validateOAuthURL(raw string, allowInsecure bool) error {
-	if err := validateAPIURL(raw, allowInsecure); err != nil && !strings.Contains(err.Error(), "/api/v2") {
+	if err := ValidateAPIURL(raw, allowInsecure); err != nil && !strings.Contains(err.Error(), "/api/v2") {
 		return err
 	}
 	return nil
 }
 
-// authorizeURL is USERSYNC_OAUTH_AUTHORIZE_URL, or the token URL with its
+// AuthorizeURL is USERSYNC_OAUTH_AUTHORIZE_URL, or the token URL with its
 // last path segment replaced by authorize.
-func (c Config) authorizeURL() string {
+func (c Config) AuthorizeURL() string {
 	if c.OAuthAuthorizeURL != "" {
 		return c.OAuthAuthorizeURL
 	}

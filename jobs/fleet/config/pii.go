@@ -1,4 +1,4 @@
-package cli
+package config
 
 import (
 	"errors"
@@ -12,19 +12,19 @@ import (
 
 // piiSettings are the settings of the personal-data policy and of the purge
 // of long-deleted users.
-func piiSettings() []setting {
-	return []setting{
-		{Env: "USERSYNC_PII_HASH", Scope: perAccount, Flag: "pii-hash", Meaning: "comma-separated user attributes (API names like email, or column names like phone_number) stored as a keyed hash: HMAC-SHA256 under USERSYNC_PII_KEY, in hex, so equal values still join across tables and runs. Only text attributes can be hashed.",
+func piiSettings() []Setting {
+	return []Setting{
+		{Env: "USERSYNC_PII_HASH", Scope: PerAccount, Flag: "pii-hash", Meaning: "comma-separated user attributes (API names like email, or column names like phone_number) stored as a keyed hash: HMAC-SHA256 under USERSYNC_PII_KEY, in hex, so equal values still join across tables and runs. Only text attributes can be hashed.",
 			Example: "email,username,userGuid,scimExternalId",
 			set:     func(c *Config, v string) error { c.PIIHash = splitList(v); return nil }},
-		{Env: "USERSYNC_PII_DROP", Scope: perAccount, Flag: "pii-drop", Meaning: "comma-separated user attributes never stored: the column stays, always null, its comment saying it is dropped by policy.",
+		{Env: "USERSYNC_PII_DROP", Scope: PerAccount, Flag: "pii-drop", Meaning: "comma-separated user attributes never stored: the column stays, always null, its comment saying it is dropped by policy.",
 			Example: "firstName,lastName,name,phoneNumber,bridgePhone,bridgePhoneExtension,inboundBridgePhone,inboundBridgePhoneExtension,inboundVoicemailCustomMessageText",
 			set:     func(c *Config, v string) error { c.PIIDrop = splitList(v); return nil }},
-		{Env: "USERSYNC_PII_DROP_UNKNOWN", Scope: perAccount, Flag: "pii-drop-unknown", Default: "false", Meaning: "keep attributes the catalog does not know (schema drift) out of users.raw, the history and quarantine; they are still counted as drift.",
+		{Env: "USERSYNC_PII_DROP_UNKNOWN", Scope: PerAccount, Flag: "pii-drop-unknown", Default: "false", Meaning: "keep attributes the catalog does not know (schema drift) out of users.raw, the history and quarantine; they are still counted as drift.",
 			set: func(c *Config, v string) error { return parseBool(&c.PIIDropUnknown, v) }},
-		{Env: "USERSYNC_PII_KEY", Scope: perAccount, Meaning: "the key of USERSYNC_PII_HASH's HMAC, at least 32 bytes (e.g. openssl rand -hex 32); keep it: another key hashes the same value differently. Also read from USERSYNC_PII_KEY_FILE.", Secret: true,
+		{Env: "USERSYNC_PII_KEY", Scope: PerAccount, Meaning: "the key of USERSYNC_PII_HASH's HMAC, at least 32 bytes (e.g. openssl rand -hex 32); keep it: another key hashes the same value differently. Also read from USERSYNC_PII_KEY_FILE.", Secret: true,
 			set: func(c *Config, v string) error { c.PIIKey = v; return nil }},
-		{Env: "USERSYNC_DELETED_RETENTION", Scope: perAccount, Flag: "deleted-retention", Default: "off", Meaning: "how long users marked deleted are kept (days like 90d, or a duration); the reconcile job removes those deleted longer ago with their history, memberships and quarantine records; off keeps them forever.",
+		{Env: "USERSYNC_DELETED_RETENTION", Scope: PerAccount, Flag: "deleted-retention", Default: "off", Meaning: "how long users marked deleted are kept (days like 90d, or a duration); the reconcile job removes those deleted longer ago with their history, memberships and quarantine records; off keeps them forever.",
 			set: func(c *Config, v string) error {
 				if v == "off" {
 					c.DeletedRetention = 0

@@ -1,4 +1,4 @@
-package cli
+package config
 
 import (
 	"strings"
@@ -19,7 +19,7 @@ func FuzzLoadConfig(f *testing.F) {
 			"USERSYNC_SYNC_SCHEDULE": schedule, "USERSYNC_HTTP_ADDR": addr, "USERSYNC_API_TOKEN": secret,
 			"USERSYNC_OAUTH_CLIENT_SECRET": secret, "USERSYNC_HTTP_BASIC_AUTH": secret,
 		}
-		_, err := configFor(env)
+		_, err := Load(lookupMap(env), nil)
 		if err == nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package cli
+package config
 
 import (
 	"fmt"
@@ -9,21 +9,17 @@ import (
 	"github.com/agnivade/levenshtein"
 )
 
-// toolVariables are the USERSYNC_* variables of the repository's own scripts
+// ToolVariables are the USERSYNC_* variables of the repository's own scripts
 // (deploy/dev, bench, the chaos driver): they may be in the environment of a
 // usersync process without being settings.
-var toolVariables = []string{"USERSYNC_BIN", "USERSYNC_BENCH_*", "USERSYNC_DEV_*"}
-
-// lookupIn returns a getenv over environ (os.Environ's KEY=value form); the
-// last of repeated keys wins, as in exec.Cmd.
-func lookupIn(environ []string) func(string) string {
-	lookup := lookupVarIn(environ)
-	return func(k string) string { v, _ := lookup(k); return v }
+func ToolVariables() []string {
+	return []string{"USERSYNC_BIN", "USERSYNC_BENCH_*", "USERSYNC_DEV_*"}
 }
 
-// lookupVarIn is lookupIn as os.LookupEnv: it also says whether the variable
-// is set, so an empty one can be told from an unset one.
-func lookupVarIn(environ []string) func(string) (string, bool) {
+// Environ returns a lookup over environ (os.Environ's KEY=value form), as
+// os.LookupEnv: it says whether a variable is set, so an empty one can be
+// told from an unset one; the last of repeated keys wins, as in exec.Cmd.
+func Environ(environ []string) func(string) (string, bool) {
 	m := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -49,7 +45,7 @@ func unknownVariables(environ []string) []string {
 }
 
 func isToolVariable(k string) bool {
-	for _, t := range toolVariables {
+	for _, t := range ToolVariables() {
 		if p, ok := strings.CutSuffix(t, "*"); ok && strings.HasPrefix(k, p) || k == t {
 			return true
 		}
@@ -69,9 +65,9 @@ func closest(name string, candidates []string) string {
 	return best
 }
 
-// checkVariables warns of every unknown USERSYNC_* variable, one line each
+// CheckVariables warns of every unknown USERSYNC_* variable, one line each
 // naming the closest setting; with strict it refuses them instead, in one line.
-func checkVariables(environ []string, strict bool, logger *slog.Logger) error {
+func CheckVariables(environ []string, strict bool, logger *slog.Logger) error {
 	unknown := unknownVariables(environ)
 	if len(unknown) == 0 {
 		return nil
@@ -90,4 +86,17 @@ func checkVariables(environ []string, strict bool, logger *slog.Logger) error {
 		return fmt.Errorf("%s; remove it, or unset USERSYNC_STRICT_CONFIG", strings.Join(says, "; "))
 	}
 	return nil
+}
+
+// EnvNames lists every environment variable usersync reads, _FILE variants
+// of secrets included.
+func EnvNames() []string {
+	var out []string
+	for _, s := range Settings() {
+		out = append(out, s.Env)
+		if s.Secret || s.File {
+			out = append(out, s.Env+"_FILE")
+		}
+	}
+	return out
 }
