@@ -168,12 +168,27 @@ func (w *SyncWorker) Timeout(job *river.Job[SyncArgs]) time.Duration {
 
 // Work implements river.Worker.
 func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
-	if w.d.quiet(ctx, job.JobRow, job.Args.Account) {
+	// An open account is tried as it is: the quiet run's guard stands for
+	// the checks of opening it, which only a run in full then makes.
+	var a *Account
+	if w.d.Accounts != nil {
+		a = w.d.Accounts.Opened(AccountName(job.Args.Account))
+	}
+	opened := a == nil
+	if opened {
+		var err error
+		if a, err = w.d.start(ctx, job.JobRow, job.Args.Account); err != nil {
+			return err
+		}
+	}
+	if w.d.quiet(ctx, job.JobRow, a) {
 		return nil
 	}
-	a, err := w.d.start(ctx, job.JobRow, job.Args.Account)
-	if err != nil {
-		return err
+	if !opened {
+		var err error
+		if a, err = w.d.start(ctx, job.JobRow, job.Args.Account); err != nil {
+			return err
+		}
 	}
 	slot := w.d.SlotTime
 	if job.Args.Slow {
@@ -182,16 +197,11 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 	return w.d.runSync(ctx, a, job.JobRow, MetricIncremental, syncer.Request{Kind: warehouse.KindIncremental}, slot)
 }
 
-// quiet runs job's sync as one statement (syncer.Quiet) when its account
-// is open and its last run changed nothing; the account's Guard checks in
-// that statement what opening it would. It reports whether the job is
-// done; if not, the job runs in full.
-func (d *Deps) quiet(ctx context.Context, job *rivertype.JobRow, arg string) bool {
-	if d.Accounts == nil {
-		return false
-	}
-	a := d.Accounts.Opened(AccountName(arg))
-	if a == nil || a.Syncer == nil {
+// quiet runs job's sync in account a as one statement (syncer.Quiet) when
+// a's last run changed nothing, under a's Guard. It reports whether the job
+// is done; if not, the job runs in full.
+func (d *Deps) quiet(ctx context.Context, job *rivertype.JobRow, a *Account) bool {
+	if a.Syncer == nil {
 		return false
 	}
 	start := time.Now()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/jsonapi"
+	"github.com/usersync/usersync/sync/syncer"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
 )
@@ -86,6 +87,9 @@ type Fleet struct {
 	// stores are the warehouse stores by schema: the listed accounts'
 	// and the open ones'; one leaves with the last of the two.
 	stores map[string]*warehouse.Store
+	// hints are the quiet-run hints of accounts closed by the cache's
+	// bound or rebuilt, handed to their next opening (syncer.QuietHint).
+	hints map[string]syncer.QuietHint
 }
 
 // knownAccount is what Registered parsed of an account's stored row.
@@ -111,7 +115,7 @@ const envStamp = "environment"
 // New returns the fleet of cfg; its error is the environment's schema's.
 func New(cfg Config) (*Fleet, error) {
 	f := &Fleet{cfg: cfg, order: list.New(), open: map[string]*list.Element{}, known: map[string]*knownAccount{},
-		stores: map[string]*warehouse.Store{}}
+		stores: map[string]*warehouse.Store{}, hints: map[string]syncer.QuietHint{}}
 	f.cfg.Cache = max(cfg.Cache, 1)
 	store, err := f.store(cfg.Env.Schema)
 	if err != nil {
@@ -244,6 +248,12 @@ func (f *Fleet) openSpec(ctx context.Context, s Spec, stamp string, guard *wareh
 		return nil, err
 	}
 	acct.Guard = guard
+	f.mu.Lock()
+	if h, ok := f.hints[s.Name]; ok && acct.Syncer != nil {
+		acct.Syncer.SetQuietHint(h)
+		delete(f.hints, s.Name)
+	}
+	f.mu.Unlock()
 	if f.cfg.Metrics != nil {
 		f.cfg.Metrics.Seen(s.Name)
 	}
@@ -259,6 +269,7 @@ func (f *Fleet) keep(oa *openAccount) {
 	defer f.mu.Unlock()
 	if el, ok := f.open[oa.name]; ok {
 		f.order.Remove(el)
+		f.keepHint(el.Value.(*openAccount))
 	}
 	f.open[oa.name] = f.order.PushFront(oa)
 	if f.cfg.Metrics != nil {
@@ -267,11 +278,20 @@ func (f *Fleet) keep(oa *openAccount) {
 	for f.order.Len() > f.cfg.Cache {
 		old := f.order.Remove(f.order.Back()).(*openAccount)
 		delete(f.open, old.name)
+		f.keepHint(old)
 		if f.cfg.Metrics != nil {
 			f.cfg.Metrics.ForgetAPI(old.name, old.api)
 		}
 	}
 	f.pruneStores()
+}
+
+// keepHint keeps the quiet-run hint of oa, which is being closed, for
+// its account's next opening. f.mu is held.
+func (f *Fleet) keepHint(oa *openAccount) {
+	if oa.acct.Syncer != nil {
+		f.hints[oa.name] = oa.acct.Syncer.QuietHint()
+	}
 }
 
 // SetCache changes how many opened accounts are kept; those beyond it

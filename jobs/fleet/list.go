@@ -96,6 +96,11 @@ func (f *Fleet) Registered(ctx context.Context) ([]jobs.Registered, error) {
 	}
 	f.mu.Lock()
 	f.known = next
+	for name := range f.hints {
+		if next[name] == nil && name != jobs.DefaultAccount {
+			delete(f.hints, name) // removed
+		}
+	}
 	f.pruneStores()
 	f.mu.Unlock()
 	return out, nil

@@ -23,6 +23,18 @@ type quietHint struct {
 	page      []byte // the digest of its users page (pageDigest)
 }
 
+// QuietHint is what Quiet starts from, opaque: a caller that closes a
+// Syncer and opens another for the same warehouse (a worker's bounded cache
+// of accounts) hands it on with SetQuietHint. Quiet's statement checks it
+// against the warehouse, so a stale one only costs a run in full.
+type QuietHint struct{ h *quietHint }
+
+// QuietHint returns the Syncer's hint (empty when it has none).
+func (s *Syncer) QuietHint() QuietHint { return QuietHint{s.quiet.Load()} }
+
+// SetQuietHint makes h the Syncer's hint.
+func (s *Syncer) SetQuietHint(h QuietHint) { s.quiet.Store(h.h) }
+
 // noteQuiet keeps the hint of r, which succeeded with sum, or forgets the
 // last one when r cannot give one.
 func (s *Syncer) noteQuiet(r *run, sum Summary) {
