@@ -134,8 +134,15 @@ func (s *scaleRun) printCost(ctx context.Context, w io.Writer) {
 	if c.sampler != nil {
 		samples = c.sampler.Stop()
 	}
-	if len(samples) == 0 || c.from.IsZero() || c.to.IsZero() {
-		fmt.Fprintf(w, "per kind of job: not measured (%v)\n", c.err)
+	switch {
+	case c.err != nil:
+		fmt.Fprintf(w, "per kind of job: not measured: %v\n", c.err)
+		return
+	case c.from.IsZero() || c.to.IsZero():
+		fmt.Fprintln(w, "per kind of job: not measured: the steady window begins once every account is mirrored, which did not happen in time")
+		return
+	case len(samples) == 0:
+		fmt.Fprintln(w, "per kind of job: not measured: no CPU sample was read")
 		return
 	}
 	var steady []jobcost.Sample
