@@ -460,6 +460,12 @@ func TestSIGTERMDuringSync(t *testing.T) {
 	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'interrupted' AND error LIKE '%shutting down%'`); n != 1 {
 		t.Errorf("the drained run is not recorded as interrupted (%d)", n)
 	}
+	// The drained job snoozes a second: the next worker starts once it is due,
+	// so that River's scheduler's first pass makes it available, not the next
+	// one, 5 s later.
+	waitFor(t, "the interrupted job to be due", 30*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND scheduled_at <= now()`) == 1
+	})
 	startWorker(t, env)
 	waitFor(t, "the resumed backfill", 90*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 1
