@@ -365,9 +365,9 @@ func TestMonitoringMetricsExported(t *testing.T) {
 }
 
 // scrapeWorker runs `usersync worker` with syncs and reconciles every second
-// and a snapshot after each sync until /metrics counts a successful sync, a
-// reconcile and a snapshot, and returns the names of the samples of that
-// scrape.
+// (its fleet ticking every second to serve them) and a snapshot after each
+// sync until /metrics counts a successful sync, a reconcile and a snapshot,
+// and returns the names of the samples of that scrape.
 func scrapeWorker(t *testing.T) map[string]bool {
 	t.Helper()
 	sim := apisim.New(apisim.Options{Seed: 5, Users: 300, Knobs: apisim.Knobs{RateLimit: 100_000}})
@@ -383,7 +383,7 @@ func scrapeWorker(t *testing.T) map[string]bool {
 	ln.Close()
 	env := map[string]string{"DATABASE_URL": schematest.DatabaseURL(t), "USERSYNC_SCHEMA": name, "USERSYNC_READER_ROLE": "",
 		"USERSYNC_API_URL": srv.URL, "USERSYNC_API_TOKEN": "deploy-test-token", "USERSYNC_HTTP_ADDR": addr,
-		"USERSYNC_SYNC_SCHEDULE": "@every 1s", "USERSYNC_RECONCILE_SCHEDULE": "@every 1s", "USERSYNC_SCHEDULE_MIN_INTERVAL": "1s",
+		"USERSYNC_SYNC_SCHEDULE": "@every 1s", "USERSYNC_RECONCILE_SCHEDULE": "@every 1s", "USERSYNC_SCHEDULE_MIN_INTERVAL": "1s", "USERSYNC_FLEET_TICK": "1s",
 		"USERSYNC_SNAPSHOT_SCHEDULE": "@hourly", "USERSYNC_SNAPSHOT_DIR": t.TempDir(), "USERSYNC_SHUTDOWN_TIMEOUT": "5s"}
 	var logs lockedBuffer
 	if code := cli.Main(context.Background(), []string{"migrate"}, environOf(env), io.Discard, &logs); code != cli.ExitOK {

@@ -79,9 +79,12 @@ func (s *Store) LockHeld(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// waitLock takes the advisory lock key on conn with tryLock, polling every
-// half second until it is free or ctx ends.
+// waitLock takes the advisory lock key on conn with tryLock, polling until it
+// is free or ctx ends: after 10 ms, then doubling up to every 100 ms, since a
+// holder (a migration, a short run) often lets go within a fraction of a
+// second, which a longer pause would leave the lock idle for.
 func waitLock(ctx context.Context, conn *pgx.Conn, tryLock, key string) error {
+	pause := 10 * time.Millisecond
 	for {
 		var ok bool
 		if err := conn.QueryRow(ctx, tryLock, key).Scan(&ok); err != nil {
@@ -93,7 +96,8 @@ func waitLock(ctx context.Context, conn *pgx.Conn, tryLock, key string) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, 100*time.Millisecond)
 	}
 }

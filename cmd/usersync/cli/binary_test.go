@@ -25,7 +25,7 @@ func binary(t *testing.T) string {
 			return
 		}
 		builtPath = filepath.Join(dir, "usersync")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", builtPath, "..")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", builtPath, "..")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = &buildError{out: string(out), err: err}

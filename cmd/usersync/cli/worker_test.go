@@ -85,11 +85,13 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// workerEnv turns the schedules off unless the test sets them.
+// workerEnv turns the schedules off unless the test sets them, and ticks
+// the fleet every second, so that a schedule of seconds is served within one
+// rather than within the default tick of 10 s.
 func workerEnv(c *cliEnv, extra map[string]string) map[string]string {
 	env := map[string]string{"USERSYNC_SYNC_SCHEDULE": "off", "USERSYNC_RECONCILE_SCHEDULE": "off",
 		"USERSYNC_SNAPSHOT_SCHEDULE": "off", "USERSYNC_SNAPSHOT_DIR": "off", "USERSYNC_HTTP_ADDR": "off", "USERSYNC_LOOKBACK": "1m",
-		"USERSYNC_SHUTDOWN_TIMEOUT": "5s", "USERSYNC_SCHEDULE_MIN_INTERVAL": "1s"}
+		"USERSYNC_SHUTDOWN_TIMEOUT": "5s", "USERSYNC_SCHEDULE_MIN_INTERVAL": "1s", "USERSYNC_FLEET_TICK": "1s"}
 	for k, v := range c.env {
 		env[k] = v
 	}
@@ -458,6 +460,12 @@ func TestSIGTERMDuringSync(t *testing.T) {
 	if n := c.query(t, `SELECT count(*) FROM $schema.sync_runs WHERE status = 'interrupted' AND error LIKE '%shutting down%'`); n != 1 {
 		t.Errorf("the drained run is not recorded as interrupted (%d)", n)
 	}
+	// The drained job snoozes a second: the next worker starts once it is due,
+	// so that River's scheduler's first pass makes it available, not the next
+	// one, 5 s later.
+	waitFor(t, "the interrupted job to be due", 30*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND scheduled_at <= now()`) == 1
+	})
 	startWorker(t, env)
 	waitFor(t, "the resumed backfill", 90*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 1
@@ -553,9 +561,18 @@ func TestKilledWorkerJobIsRescued(t *testing.T) {
 		t.Fatalf("%d running backfill jobs after the kill, want the orphan", n)
 	}
 	killed := time.Now()
+	// River's rescuer runs on its leader, first as the leader starts and then
+	// every 30 s: the next worker starts once the orphan is older than the
+	// slice and its grace (3 s), so that its rescuer's first pass takes it,
+	// and the dead process's leadership is ended as its TTL (15 s) would.
+	waitFor(t, "the orphan to outlast its slice and grace", 30*time.Second, func() bool {
+		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'running'
+			AND attempted_at < now() - interval '3500 ms'`) == 1
+	})
+	c.query(t, `WITH d AS (DELETE FROM $river.river_leader RETURNING 1) SELECT count(*) FROM d`)
 	startWorker(t, env)
-	// The rescue: the slice and its grace (3 s), River's rescuer's pass
-	// (every 30 s), its scheduler's (5 s), a leader elected.
+	// The rescue: the new leader's rescuer's first pass (within 1 s of its
+	// start), River's scheduler's pass (every 5 s).
 	waitFor(t, "the resumed backfill", 90*time.Second, func() bool {
 		return c.query(t, `SELECT count(*) FROM $river.river_job WHERE kind = 'usersync_backfill' AND state = 'completed'`) == 1
 	})
