@@ -32,14 +32,9 @@ DUCKDB_PKGS  := ./sync/snapshot ./cmd/usersync/cli
 # tests that measure gaps of seconds past their slack on a busy one (TEST_P=3 TEST_PARALLEL=4).
 TEST_P        ?= 2
 TEST_PARALLEL ?= 2
-# The CLI's tests (a third of the tests' time) mostly wait for a worker's jobs with little CPU:
-# their binary runs beside the others' TEST_P, with TEST_PARALLEL_CLI tests at once.
-CLI_PKG           := github.com/usersync/usersync/cmd/usersync/cli
-TEST_PARALLEL_CLI ?= 4
 # -w leaves DWARF out of the test binaries: linking the DuckDB-tagged ones (go-duckdb's bundled
 # static library) takes half the time; stack traces and goleak do not need it.
-TEST_COMMON  := -short -count=1 -timeout 20m -ldflags=-w
-TEST_FLAGS   := $(TEST_COMMON) -p $(TEST_P) -parallel $(TEST_PARALLEL)
+TEST_FLAGS   := -short -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) -ldflags=-w
 # Dataset sizes of make bench (comma-separated).
 BENCH_USERS  ?= 10000,100000,1000000
 
@@ -55,14 +50,9 @@ build: ## build bin/usersync (static, version-stamped)
 
 .PHONY: test
 test: promtool node cc ## the fast loop: go vet, go test -short (every behaviour test; the long runs are make ci-long's) and DuckDB over the snapshots, against a throwaway PostgreSQL
-	@# The CLI's output is held until the other packages' is done, so that the two never interleave.
 	@export DATABASE_URL="$$($(PG) up)"; \
-	$(GO) vet ./...; \
-	cli_out="$$(mktemp)"; trap 'rm -f "$$cli_out"' EXIT; \
-	$(GO) test $(TEST_COMMON) -parallel $(TEST_PARALLEL_CLI) $(CLI_PKG) >"$$cli_out" 2>&1 & cli=$$!; \
-	rc=0; $(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -vx '$(CLI_PKG)') || rc=$$?; \
-	cli_rc=0; wait $$cli || cli_rc=$$?; cat "$$cli_out"; \
-	[ $$rc = 0 ] && [ $$cli_rc = 0 ] && \
+	$(GO) vet ./... && \
+	$(GO) test $(TEST_FLAGS) ./... && \
 	CGO_ENABLED=1 $(GO) test $(TEST_FLAGS) -tags duckdb -run DuckDB $(DUCKDB_PKGS)
 
 .PHONY: ci-long
