@@ -191,9 +191,9 @@ func (f *Fleet) Open(ctx context.Context, name string) (*jobs.Account, error) {
 }
 
 // Opened implements jobs.AccountSource: the account when it is open,
-// reading nothing; a registered one's Guard is the registry's condition
-// that it is still registered, not paused, with the settings it was
-// opened with.
+// reading nothing; a registered one's Guard (set by Open) is the
+// registry's condition that it is still registered, not paused, with the
+// settings it was opened with.
 func (f *Fleet) Opened(name string) *jobs.Account {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -201,12 +201,8 @@ func (f *Fleet) Opened(name string) *jobs.Account {
 	if !ok {
 		return nil
 	}
-	oa := el.Value.(*openAccount)
-	if name != jobs.DefaultAccount && oa.acct.Guard == nil {
-		return nil
-	}
 	f.order.MoveToFront(el)
-	return oa.acct
+	return el.Value.(*openAccount).acct
 }
 
 // OpenEnv opens the environment's account and returns its API client

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/schema/schematest"
 	"github.com/usersync/usersync/sync/jsonapi"
@@ -28,6 +30,27 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// newRegistry migrates a fleet's registry into a fresh River schema and
+// returns it with the environment's schema and the River schema's name
+// (schematest drops both).
+func newRegistry(t *testing.T, pool *pgxpool.Pool) (*accounts.Registry, string, string) {
+	t.Helper()
+	ctx := context.Background()
+	envSchema := schematest.NewSchemaName(t, pool)
+	river := envSchema + "_river"
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA "`+river+`"`); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := accounts.New(pool, river)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return reg, envSchema, river
+}
 
 // testSpec resolves an account whose settings are a schema alone; opening
 // it counts the builds of name.
@@ -49,19 +72,7 @@ func TestFleetOneAccountModel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := schematest.NewPool(t, 4)
-	envSchema := schematest.NewSchemaName(t, pool)
-	river := envSchema + "_river"
-	if _, err := pool.Exec(ctx, `CREATE SCHEMA "`+river+`"`); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+river+`" CASCADE`) })
-	reg, err := accounts.New(pool, river)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	reg, envSchema, river := newRegistry(t, pool)
 	builds, mu := map[string]int{}, &sync.Mutex{}
 	logs := &logBuffer{}
 	f, err := New(Config{Pool: pool, RiverSchema: river, Cache: 2, Env: testSpec(jobs.DefaultAccount, envSchema, builds, mu),

@@ -22,19 +22,7 @@ func TestClosedAccountKeepsItsQuietHint(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := schematest.NewPool(t, 4)
-	envSchema := schematest.NewSchemaName(t, pool)
-	river := envSchema + "_river"
-	if _, err := pool.Exec(ctx, `CREATE SCHEMA "`+river+`"`); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+river+`" CASCADE`) })
-	reg, err := accounts.New(pool, river)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	reg, envSchema, river := newRegistry(t, pool)
 	srv := httptest.NewServer(apisim.New(apisim.Options{Seed: 3, Users: 50}))
 	t.Cleanup(srv.Close)
 	builds, mu := map[string]int{}, &sync.Mutex{}
