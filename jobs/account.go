@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -99,8 +100,9 @@ type Registered struct {
 
 // ListAccounts returns the accounts, the environment's first when it is
 // configured, paused ones included. The fleet implements it over the
-// registry.
-type ListAccounts func(ctx context.Context) ([]Registered, error)
+// registry, read in tx when tx is not nil: the tick reads and inserts in
+// one transaction.
+type ListAccounts func(ctx context.Context, tx pgx.Tx) ([]Registered, error)
 
 // account returns the account of a job whose Account argument is arg, from
 // Deps.Accounts. A job that must not run, or whose account cannot be opened

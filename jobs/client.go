@@ -75,7 +75,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	river.AddWorker(workers, &ReconcileWorker{d: cfg.Deps})
 	list := cfg.Accounts
 	if list == nil {
-		list = func(context.Context) ([]Registered, error) { return nil, nil }
+		list = func(context.Context, pgx.Tx) ([]Registered, error) { return nil, nil }
 	}
 	river.AddWorker(workers, &DueWorker{list: list, river: rdb, slot: cfg.Deps.SlotTime, logger: cfg.Deps.Logger})
 	if cfg.Views != nil { // without it no views job is inserted either (fleetPeriodic)
@@ -91,13 +91,14 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		Middleware: []rivertype.Middleware{&accountMiddleware{jobs: accounts}},
 		Queues: map[string]river.QueueConfig{
 			QueueSync:     {MaxWorkers: max(cfg.MaxWorkers, 1)},
-			QueueSlow:     {MaxWorkers: max(cfg.SlowWorkers, 1)},
-			QueueLong:     {MaxWorkers: max(cfg.LongWorkers, 1)},
-			QueueSnapshot: {MaxWorkers: max(cfg.SnapshotWorkers, 1)},
+			QueueSlow:     {MaxWorkers: max(cfg.SlowWorkers, 1), FetchPollInterval: quietPoll},
+			QueueLong:     {MaxWorkers: max(cfg.LongWorkers, 1), FetchPollInterval: quietPoll},
+			QueueSnapshot: {MaxWorkers: max(cfg.SnapshotWorkers, 1), FetchPollInterval: quietPoll},
 			QueueFleet:    {MaxWorkers: 2}, // the tick and the views' remake: one slot each (fleetOpts)
 		},
-		// Inserts wake the queues through LISTEN/NOTIFY: polling each
-		// queue every second cost an idle fleet one transaction a second each.
+		// Inserts, and River's scheduler making retried and snoozed jobs
+		// available, wake the queues through LISTEN/NOTIFY: a poll is a
+		// fallback, and each is a transaction of an idle fleet.
 		FetchPollInterval: 5 * time.Second,
 		SoftStopTimeout:   cfg.SoftStop,
 		MaxAttempts:       MaxAttempts,
@@ -119,6 +120,10 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	}
 	return c, nil
 }
+
+// quietPoll is how often the queues that most ticks leave empty (slow,
+// long, snapshot) poll for jobs their notifications missed.
+const quietPoll = 30 * time.Second
 
 // fleetPeriodic returns the fleet's own periodic jobs: the tick, and the
 // remake of the union views while an account is registered. The tick
@@ -161,7 +166,7 @@ func NewInsertClient(pool *pgxpool.Pool, riverSchema string, logger *slog.Logger
 func anyRegistered(list ListAccounts, logger *slog.Logger) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	accounts, err := list(ctx)
+	accounts, err := list(ctx, nil)
 	if err != nil {
 		logger.DebugContext(ctx, "the fleet could not read the accounts", "error", err.Error())
 		return true

@@ -45,21 +45,27 @@ type DueWorker struct {
 func (w *DueWorker) Timeout(*river.Job[DueArgs]) time.Duration { return fleetTimeout }
 
 // Work implements river.Worker.
+// Its reads and inserts are one transaction: a tick a second is the
+// largest share of an idle fleet's commits.
 func (w *DueWorker) Work(ctx context.Context, job *river.Job[DueArgs]) error {
-	accounts, err := w.list(ctx)
-	if err != nil {
-		// River logs the failed tick; the next tick tries again.
-		return fmt.Errorf("listing the accounts: %w", err)
-	}
-	params, err := w.dueJobs(ctx, accounts)
-	if err != nil {
-		return err
-	}
-	if len(params) > 0 {
+	// River logs a failed tick; the next tick tries again.
+	err := pgx.BeginFunc(ctx, w.river.pool, func(tx pgx.Tx) error {
+		accounts, err := w.list(ctx, tx)
+		if err != nil {
+			return fmt.Errorf("listing the accounts: %w", err)
+		}
+		params, err := w.dueJobs(ctx, tx, accounts)
+		if err != nil || len(params) == 0 {
+			return err
+		}
 		client := river.ClientFromContext[pgx.Tx](ctx)
-		if _, err := client.InsertMany(ctx, params); err != nil {
+		if _, err := client.InsertManyTx(ctx, tx, params); err != nil {
 			return fmt.Errorf("inserting the accounts' %d due jobs: %w", len(params), err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	w.prune(ctx)
 	return nil
@@ -103,7 +109,7 @@ func (w *ViewsWorker) Work(ctx context.Context, _ *river.Job[ViewsArgs]) error {
 
 // dueJobs are the jobs of the accounts not paused that are due now, each
 // sync in its lane (syncLane).
-func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river.InsertManyParams, error) {
+func (w *DueWorker) dueJobs(ctx context.Context, tx pgx.Tx, accounts []Registered) ([]river.InsertManyParams, error) {
 	var names, reconciled []string
 	for _, a := range accounts {
 		if !a.Paused {
@@ -116,11 +122,11 @@ func (w *DueWorker) dueJobs(ctx context.Context, accounts []Registered) ([]river
 	if len(names) == 0 {
 		return nil, nil
 	}
-	jobs, now, err := w.river.lastJobs(ctx, names, []string{KindSync, KindReconcile, KindSnapshot})
+	jobs, now, err := w.river.lastJobs(ctx, tx, names, []string{KindSync, KindReconcile, KindSnapshot})
 	if err != nil {
 		return nil, fmt.Errorf("reading when each account's jobs last ran: %w", err)
 	}
-	synced, err := w.firstSynced(ctx, reconciled, jobs)
+	synced, err := w.firstSynced(ctx, tx, reconciled, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("reading when each account first synced: %w", err)
 	}
@@ -172,7 +178,7 @@ func (w *DueWorker) dueOf(a Registered, jobs map[[2]string]lastJob, synced map[s
 
 // firstSynced returns when the first sync or backfill kept of each account
 // that has no reconcile job kept completed (none did: no entry).
-func (w *DueWorker) firstSynced(ctx context.Context, names []string, last map[[2]string]lastJob) (map[string]time.Time, error) {
+func (w *DueWorker) firstSynced(ctx context.Context, tx pgx.Tx, names []string, last map[[2]string]lastJob) (map[string]time.Time, error) {
 	var never []string
 	for _, n := range names {
 		if _, ok := last[[2]string{n, KindReconcile}]; !ok {
@@ -183,7 +189,7 @@ func (w *DueWorker) firstSynced(ctx context.Context, names []string, last map[[2
 	if len(never) == 0 {
 		return out, nil
 	}
-	rows, err := w.river.pool.Query(ctx, w.river.q.firstSynced, never, KindSync, KindBackfill)
+	rows, err := tx.Query(ctx, w.river.q.firstSynced, never, KindSync, KindBackfill)
 	if err != nil {
 		return nil, err
 	}

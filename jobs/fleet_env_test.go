@@ -67,7 +67,7 @@ func (r *testAccounts) Open(_ context.Context, name string) (*Account, error) {
 	return r.accounts[i].acct, nil
 }
 
-func (r *testAccounts) list(context.Context) ([]Registered, error) {
+func (r *testAccounts) list(context.Context, pgx.Tx) ([]Registered, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Registered

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/usersync/usersync/schema/schematest"
 )
 
@@ -72,7 +73,7 @@ func TestFleetTickCost(t *testing.T) {
 	}
 	logger := slog.New(slog.DiscardHandler)
 	client, err := NewClient(ClientConfig{Pool: pool, RiverSchema: riverSchema, Deps: &Deps{Accounts: pausedAccounts{}, Drain: make(chan struct{}), Logger: logger},
-		Accounts: func(context.Context) ([]Registered, error) { return list, nil }, FleetTick: time.Second,
+		Accounts: func(context.Context, pgx.Tx) ([]Registered, error) { return list, nil }, FleetTick: time.Second,
 		MaxWorkers: 4, LongWorkers: 1, SnapshotWorkers: 1, SoftStop: 5 * time.Second, Logger: logger})
 	if err != nil {
 		t.Fatal(err)

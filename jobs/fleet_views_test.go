@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/usersync/usersync/schema/schematest"
 )
 
@@ -50,7 +51,7 @@ func TestFleetViewsNeverHoldTheTick(t *testing.T) {
 	}
 	client, err := NewClient(ClientConfig{Pool: pool, RiverSchema: riverSchema,
 		Deps:     &Deps{Accounts: pausedAccounts{}, Drain: make(chan struct{}), Logger: logger},
-		Accounts: func(context.Context) ([]Registered, error) { return list, nil }, FleetTick: 300 * time.Millisecond,
+		Accounts: func(context.Context, pgx.Tx) ([]Registered, error) { return list, nil }, FleetTick: 300 * time.Millisecond,
 		Views: views, ViewsEvery: 500 * time.Millisecond, SoftStop: time.Second, Logger: logger})
 	if err != nil {
 		t.Fatal(err)

@@ -93,10 +93,15 @@ func syncLane(account string, last *lastJob, slot time.Duration) (args SyncArgs,
 	return args, true
 }
 
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // lastJobs reads the last job of each of the accounts and kinds, and the
 // database's now.
-func (r *riverDB) lastJobs(ctx context.Context, names, kinds []string) (map[[2]string]lastJob, time.Time, error) {
-	rows, err := r.pool.Query(ctx, r.q.lastCreatedOf, names, kinds)
+func (r *riverDB) lastJobs(ctx context.Context, db querier, names, kinds []string) (map[[2]string]lastJob, time.Time, error) {
+	rows, err := db.Query(ctx, r.q.lastCreatedOf, names, kinds)
 	if err != nil {
 		return nil, time.Time{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/schema"
@@ -40,7 +41,7 @@ func TestSlowAccountKeepsOthersSeries(t *testing.T) {
 	if _, err := tx.Exec(ctx, `LOCK TABLE `+q+`.users, `+q+`.sync_state, `+q+`.sync_runs IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
-	list := func(context.Context) ([]Registered, error) {
+	list := func(context.Context, pgx.Tx) ([]Registered, error) {
 		return []Registered{{Name: DefaultAccount, Env: true, Store: def, Snapshots: true}, {Name: "slow", Store: slow, Snapshots: true}, {Name: "broken", Store: broken},
 			{Name: "good", Store: good, Snapshots: true}, {Name: "late", Store: late}}, nil
 	}
@@ -92,7 +93,7 @@ func TestAccountScheduleSeries(t *testing.T) {
 		synced, synced.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	list := func(context.Context) ([]Registered, error) {
+	list := func(context.Context, pgx.Tx) ([]Registered, error) {
 		return []Registered{{Name: DefaultAccount, Env: true, Store: stores[DefaultAccount], SyncInterval: 20 * time.Second},
 			{Name: "eu", Store: stores["eu"], SyncInterval: 2 * time.Hour},
 			{Name: "ap", Store: stores["ap"], Paused: true, SyncInterval: 5 * time.Minute}}, nil

@@ -213,7 +213,7 @@ func listAccounts(ctx context.Context, list ListAccounts, logger *slog.Logger) [
 	if list == nil {
 		return nil
 	}
-	as, err := list(ctx)
+	as, err := list(ctx, nil)
 	if err != nil {
 		logger.Warn("metrics could not read the accounts", "error", err.Error())
 		return nil

@@ -67,7 +67,7 @@ func BenchmarkScheduling(b *testing.B) {
 		setup func(cfg *river.Config, rdb *riverDB)
 	}{
 		{"tick", func(cfg *river.Config, rdb *riverDB) {
-			list := func(context.Context) ([]Registered, error) { return reg, nil }
+			list := func(context.Context, pgx.Tx) ([]Registered, error) { return reg, nil }
 			river.AddWorker(cfg.Workers, &DueWorker{list: list, river: rdb, logger: slog.New(slog.DiscardHandler)})
 			cfg.Queues[QueueFleet] = river.QueueConfig{MaxWorkers: 1}
 			cfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(10*time.Second),
@@ -77,7 +77,7 @@ func BenchmarkScheduling(b *testing.B) {
 			for _, a := range reg {
 				cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(phaseFor(every, a.Name), func() (river.JobArgs, *river.InsertOpts) {
 					// Fired by one replica's clock, it decides by the jobs kept, as the tick does.
-					last, now, err := rdb.lastJobs(context.Background(), []string{a.Name}, []string{KindSync})
+					last, now, err := rdb.lastJobs(context.Background(), rdb.pool, []string{a.Name}, []string{KindSync})
 					if err != nil {
 						return nil, nil
 					}

@@ -77,7 +77,8 @@ type Fleet struct {
 	cfg Config
 	env jobs.Registered
 
-	listMu sync.Mutex // one Registered at a time: each change is parsed (and warned about) once
+	listMu       sync.Mutex // one Registered at a time: each change is parsed (and warned about) once
+	registryMade bool       // the registry's table was seen (under listMu)
 
 	mu    sync.Mutex
 	reg   *accounts.Registry

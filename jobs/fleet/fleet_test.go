@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/usersync/usersync/jobs"
@@ -99,8 +100,8 @@ func TestFleetOneAccountModel(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for range 3 { // three ticks
-		list, err := f.Registered(ctx)
+	for i := range 4 { // four ticks, every other one in a transaction as the tick's
+		list, err := registeredIn(ctx, t, pool, f, i%2 == 1)
 		var names []string
 		for _, r := range list {
 			names = append(names, r.Name)
@@ -110,7 +111,7 @@ func TestFleetOneAccountModel(t *testing.T) {
 		}
 	}
 	if n := strings.Count(logs.String(), "account=x"); n != 1 {
-		t.Errorf("x's settings that are not valid were warned about %d times in 3 ticks, want once", n)
+		t.Errorf("x's settings that are not valid were warned about %d times in 4 ticks, want once", n)
 	}
 
 	def, err := f.Open(ctx, jobs.DefaultAccount)
@@ -165,5 +166,53 @@ func TestFleetOneAccountModel(t *testing.T) {
 	}
 	if d := f.Opened(jobs.DefaultAccount); d == nil || d.Guard != nil {
 		t.Errorf("Opened(default) = %+v, want the environment's account without a guard", d)
+	}
+}
+
+// registeredIn lists f's accounts, in a transaction when inTx, which must
+// still be usable after.
+func registeredIn(ctx context.Context, t *testing.T, pool *pgxpool.Pool, f *Fleet, inTx bool) ([]jobs.Registered, error) {
+	t.Helper()
+	if !inTx {
+		return f.Registered(ctx, nil)
+	}
+	var list []jobs.Registered
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		if list, err = f.Registered(ctx, tx); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "SELECT 1")
+		return err
+	})
+	return list, err
+}
+
+// TestFleetListsInATransactionBeforeTheRegistryIsMade: before usersync
+// migrate makes the registry, the tick's listing in its transaction is the
+// environment's account alone, and leaves the transaction usable.
+func TestFleetListsInATransactionBeforeTheRegistryIsMade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := schematest.NewPool(t, 2)
+	envSchema := schematest.NewSchemaName(t, pool)
+	river := envSchema + "_river"
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA "`+river+`"`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+river+`" CASCADE`) })
+	f, err := New(Config{Pool: pool, RiverSchema: river, Cache: 2, Env: testSpec(jobs.DefaultAccount, envSchema, map[string]int{}, &sync.Mutex{}),
+		Resolve: func(context.Context, accounts.Account) (Spec, error) {
+			return Spec{}, errors.New("no account is registered")
+		},
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inTx := range []bool{true, false} {
+		list, err := registeredIn(ctx, t, pool, f, inTx)
+		if err != nil || len(list) != 1 || list[0].Name != jobs.DefaultAccount {
+			t.Fatalf("listing (in a transaction: %v) with no registry: %v, %v; want the environment's account alone", inTx, list, err)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/usersync/usersync/jobs"
 	"github.com/usersync/usersync/sync/warehouse"
 	"github.com/usersync/usersync/sync/warehouse/accounts"
@@ -57,19 +59,26 @@ func (f *Fleet) pruneStores() {
 }
 
 // Registered implements jobs.ListAccounts: the environment's account, then
-// the registered ones by name. It reads the registry's heads and parses
-// the settings of the rows whose stamp changed since the last call (every
-// row, the first time), each alone: a row that no longer parses is left
-// out, with a warning once per change, and never stops the others.
-func (f *Fleet) Registered(ctx context.Context) ([]jobs.Registered, error) {
+// the registered ones by name. It reads the registry's heads (in tx, when
+// not nil) and parses the settings of the rows whose stamp changed since
+// the last call (every row, the first time), each alone: a row that no
+// longer parses is left out, with a warning once per change, and never
+// stops the others.
+func (f *Fleet) Registered(ctx context.Context, tx pgx.Tx) ([]jobs.Registered, error) {
 	f.listMu.Lock()
 	defer f.listMu.Unlock()
 	reg, err := f.Registry()
 	if err != nil {
 		return nil, err
 	}
-	heads, err := reg.Heads(ctx)
-	if err != nil {
+	var heads []accounts.Head
+	if tx != nil {
+		reg = reg.In(tx)
+	}
+	if ok, err := f.registryExists(ctx, reg, tx); err != nil || !ok {
+		return []jobs.Registered{f.env}, err
+	}
+	if heads, err = reg.Heads(ctx); err != nil {
 		return nil, fmt.Errorf("reading the accounts: %w", err)
 	}
 	f.mu.Lock()
@@ -104,6 +113,22 @@ func (f *Fleet) Registered(ctx context.Context) ([]jobs.Registered, error) {
 	f.pruneStores()
 	f.mu.Unlock()
 	return out, nil
+}
+
+// registryExists says whether the registry's table exists, read until it
+// does. The caller holds listMu. Without a transaction the answer is always yes: Heads reads a
+// registry that does not exist as one with no account. In a transaction
+// that read's error would abort it.
+func (f *Fleet) registryExists(ctx context.Context, reg *accounts.Registry, tx pgx.Tx) (bool, error) {
+	if tx == nil || f.registryMade {
+		return true, nil
+	}
+	ok, err := reg.Exists(ctx)
+	if err != nil {
+		return false, fmt.Errorf("reading the accounts: %w", err)
+	}
+	f.registryMade = ok
+	return ok, nil
 }
 
 // parse reads the row of h's account and resolves what the tick, the

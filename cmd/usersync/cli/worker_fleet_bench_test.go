@@ -51,12 +51,12 @@ func BenchmarkFleetRegistered(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if got, err := f.Registered(ctx); err != nil || len(got) != n+1 {
+	if got, err := f.Registered(ctx, nil); err != nil || len(got) != n+1 {
 		b.Fatalf("Registered: %d accounts, %v", len(got), err)
 	}
 	b.ResetTimer()
 	for range b.N {
-		if _, err := f.Registered(ctx); err != nil {
+		if _, err := f.Registered(ctx, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -39,7 +39,7 @@ func TestWorkerFleetReadsWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 { // three ticks
-		reg, err := f.Registered(ctx)
+		reg, err := f.Registered(ctx, nil)
 		if err != nil || len(reg) != 4 { // the environment's and a, b, c
 			t.Fatalf("Registered beside x's row: %d accounts, %v", len(reg), err)
 		}
@@ -53,8 +53,8 @@ func TestWorkerFleetReadsWhatChanged(t *testing.T) {
 	if err := tf.reg.UpdateSettings(ctx, "x", map[string]string{"USERSYNC_PAGE_SIZE": "more"}); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = f.Registered(ctx)
-	_, _ = f.Registered(ctx)
+	_, _ = f.Registered(ctx, nil)
+	_, _ = f.Registered(ctx, nil)
 	if n := warnings("x"); n != 2 {
 		t.Errorf("x's row changed: %d warnings in all, want 2", n)
 	}
@@ -67,7 +67,7 @@ func TestWorkerFleetReadsWhatChanged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, _ = f.Registered(ctx)
+	_, _ = f.Registered(ctx, nil)
 	// b is registered; a, removed, is still open (the cache's one entry)
 	// until another account is opened; c is neither.
 	if n := f.Stores(); n != 3 {
@@ -90,7 +90,7 @@ func TestWorkerFleetReadsWhatChanged(t *testing.T) {
 	if _, err := f.Open(ctx, "b"); err != nil { // b's settings changed: its row is read again
 		t.Errorf("opening b beside y's row edited by hand: %v", err)
 	}
-	if reg, err := f.Registered(ctx); err != nil || len(reg) != 2 || reg[0].Name != jobs.DefaultAccount || reg[1].Name != "b" {
+	if reg, err := f.Registered(ctx, nil); err != nil || len(reg) != 2 || reg[0].Name != jobs.DefaultAccount || reg[1].Name != "b" {
 		t.Errorf("Registered beside y's row edited by hand: %+v, %v", reg, err)
 	}
 	if n := warnings("y"); n != 1 {

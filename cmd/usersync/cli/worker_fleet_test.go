@@ -144,7 +144,7 @@ func TestWorkerFleetOpensAccounts(t *testing.T) {
 	if _, err := f.Open(ctx, "x"); err == nil || !strings.Contains(err.Error(), "account x: USERSYNC_SYNC_SCHEDULE") {
 		t.Errorf("opening x, whose schedule does not parse: %v", err)
 	}
-	reg, err := f.Registered(ctx)
+	reg, err := f.Registered(ctx, nil)
 	// x, whose settings no longer parse, is left out (logged): the others
 	// are scheduled as ever.
 	// The environment's account is listed first, as the others.

@@ -43,7 +43,7 @@ func newWorkerParts(ctx context.Context, e *env, schedules jobs.Schedules) (*wor
 		pool.Close()
 		return nil, usageError{err}
 	}
-	registered := func(ctx context.Context) ([]jobs.Registered, error) { return w.fleet.Registered(ctx) }
+	registered := func(ctx context.Context, tx pgx.Tx) ([]jobs.Registered, error) { return w.fleet.Registered(ctx, tx) }
 	w.metrics = jobs.NewMetrics(jobs.MetricsConfig{Pool: pool, Store: w.store, Schema: cfg.Schema, RiverSchema: w.riverSchema,
 		Snapshots: cfg.SnapshotDir != "off", Accounts: registered, Logger: e.logger})
 	if w.fleet, err = newFleet(e, pool, w.metrics, schedules); err != nil {

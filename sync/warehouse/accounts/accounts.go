@@ -146,6 +146,14 @@ func New(db DBTX, riverSchema string) (*Registry, error) {
 	return &Registry{db: db, sql: q, own: own, fleet: riverSchema}, nil
 }
 
+// In returns the registry reading and writing through db, a transaction
+// of the same database.
+func (r *Registry) In(db DBTX) *Registry {
+	c := *r
+	c.db = db
+	return &c
+}
+
 // Migrate creates the accounts table; the River schema must exist. Call it
 // inside warehouse.WithMigrationLock, after River's migrations.
 func (r *Registry) Migrate(ctx context.Context) error {
