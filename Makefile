@@ -24,9 +24,8 @@ POISON_PKGS  := ./sync/jsonapi ./sync/syncer
 # fixed in Go 1.27); a count has no deadline to race. make fuzz runs each for FUZZTIME.
 FUZZ_TARGETS := ./sync/jsondoc:FuzzDecodeDocument ./sync/normalize:FuzzTypeAttributes ./sync/normalize:FuzzCanonicalJSON ./sync/normalize:FuzzDecodePage ./jobs/fleet/config:FuzzLoadConfig ./jobs:FuzzParseSchedule ./sync/jsonapi:FuzzDecodeErrorBody ./sync/jsonapi:FuzzDecodeTokenResponse ./sync/jsonapi:FuzzCheckLink
 FUZZTIME     ?= 60s
-# Built with the duckdb tag (cgo and go-duckdb's bundled library), these packages' DuckDB tests read
-# the snapshots and the dbt-duckdb sources as analysts do, through the stable paths.
-DUCKDB_PKGS  := ./sync/snapshot ./cmd/usersync/cli
+# make test builds with the duckdb tag (cgo and go-duckdb's bundled library): the DuckDB tests of
+# sync/snapshot and cmd/usersync/cli read the snapshots and the dbt-duckdb sources as analysts do.
 # make test's parallelism: TEST_P test binaries at once and TEST_PARALLEL parallel tests in each.
 # Two each (Go's defaults on two cores): more finish sooner on an idle machine but stretch the
 # tests that measure gaps of seconds past their slack on a busy one (TEST_P=3 TEST_PARALLEL=4).
@@ -52,8 +51,7 @@ build: ## build bin/usersync (static, version-stamped)
 test: promtool node cc ## the fast loop: go vet, go test -short (every behaviour test; the long runs are make ci-long's) and DuckDB over the snapshots, against a throwaway PostgreSQL
 	@export DATABASE_URL="$$($(PG) up)"; \
 	$(GO) vet ./... && \
-	$(GO) test $(TEST_FLAGS) ./... && \
-	CGO_ENABLED=1 $(GO) test $(TEST_FLAGS) -tags duckdb -run DuckDB $(DUCKDB_PKGS)
+	CGO_ENABLED=1 $(GO) test $(TEST_FLAGS) -tags duckdb ./...
 
 .PHONY: ci-long
 ci-long: promtool node ## the long runs CI adds after make test: every test under the race detector (chaos, soak, scale and the demo included), the sync under the usersync_poison tag, and every fuzz target

@@ -91,14 +91,14 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		Middleware: []rivertype.Middleware{&accountMiddleware{jobs: accounts}},
 		Queues: map[string]river.QueueConfig{
 			QueueSync:     {MaxWorkers: max(cfg.MaxWorkers, 1)},
-			QueueSlow:     {MaxWorkers: max(cfg.SlowWorkers, 1), FetchPollInterval: quietPoll},
-			QueueLong:     {MaxWorkers: max(cfg.LongWorkers, 1), FetchPollInterval: quietPoll},
-			QueueSnapshot: {MaxWorkers: max(cfg.SnapshotWorkers, 1), FetchPollInterval: quietPoll},
+			QueueSlow:     {MaxWorkers: max(cfg.SlowWorkers, 1)},
+			QueueLong:     {MaxWorkers: max(cfg.LongWorkers, 1)},
+			QueueSnapshot: {MaxWorkers: max(cfg.SnapshotWorkers, 1)},
 			QueueFleet:    {MaxWorkers: 2}, // the tick and the views' remake: one slot each (fleetOpts)
 		},
-		// Inserts, and River's scheduler making retried and snoozed jobs
-		// available, wake the queues through LISTEN/NOTIFY: a poll is a
-		// fallback, and each is a transaction of an idle fleet.
+		// Inserts wake the queues through LISTEN/NOTIFY, but a job snoozed
+		// for less than River's scheduler interval (a time slice's end, a
+		// short lock wait) becomes available unannounced: the poll finds it.
 		FetchPollInterval: 5 * time.Second,
 		SoftStopTimeout:   cfg.SoftStop,
 		MaxAttempts:       MaxAttempts,
@@ -120,10 +120,6 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	}
 	return c, nil
 }
-
-// quietPoll is how often the queues that most ticks leave empty (slow,
-// long, snapshot) poll for jobs their notifications missed.
-const quietPoll = 30 * time.Second
 
 // fleetPeriodic returns the fleet's own periodic jobs: the tick, and the
 // remake of the union views while an account is registered. The tick
