@@ -85,3 +85,56 @@ func TestReplicasContinueTheQuietPath(t *testing.T) {
 	alternate("after the watermark moved")
 	e.assertMirrors(t)
 }
+
+// TestQuietRunsAtOnceRecordOne: a quiet run whose statement waits on the
+// anchor while another process's quiet run moves it records nothing, though
+// its snapshot holds the anchor as it was: the second of two at once takes
+// the full path.
+func TestQuietRunsAtOnceRecordOne(t *testing.T) {
+	t.Parallel()
+	var c statementCounter
+	e := newCountedEnv(t, apisim.Options{Users: 100}, &c)
+	e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
+	s := e.syncer(syncer.Config{})
+	quietRun(t, s, &c)
+	ctx := context.Background()
+	q := `"` + e.store.Schema() + `"`
+	tx, err := e.store.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT FROM `+q+`.sync_state WHERE stream = 'users_page' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool)
+	go func() {
+		_, ok := s.Quiet(ctx, syncer.Request{Kind: warehouse.KindIncremental})
+		done <- ok
+	}()
+	for waiting := false; !waiting; {
+		select {
+		case ok := <-done:
+			t.Fatalf("the quiet run ended (%v) without waiting on the anchor", ok)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if err := e.store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+			AND query LIKE '%' || $1 || '.sync_state a SET%')`, q).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var other int64
+	if err := tx.QueryRow(ctx, `WITH r AS (INSERT INTO `+q+`.sync_runs (kind, status) VALUES ('incremental', 'succeeded') RETURNING run_id)
+		UPDATE `+q+`.sync_state a SET run_id = r.run_id FROM r WHERE a.stream = 'users_page' RETURNING a.run_id`).Scan(&other); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if <-done {
+		t.Error("a quiet run recorded itself over another that moved the anchor while it waited")
+	}
+	if a := anchorRun(t, e); a != other {
+		t.Errorf("the anchor is run %d, want the other process's %d", a, other)
+	}
+}
