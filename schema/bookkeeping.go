@@ -68,7 +68,7 @@ func bookkeepingTables() []Table {
 				{Name: "stream", Type: "text", Meaning: "the stream: users, a dimension table (teams, roles, profiles), or users_page (the one users page of the last incremental run that changed nothing)"},
 				{Name: "watermark", Type: ts, Nullable: true, Meaning: "greatest updatedAt committed by a finished run; of users_page, the users watermark its page was read from"},
 				{Name: "run_id", Type: "bigint", Nullable: true, Meaning: "the run that moved the watermark; of users_page, the last run that read that page and changed nothing"},
-				{Name: "updated_at", Type: ts, Meaning: "when the watermark or the digest last changed"},
+				{Name: "updated_at", Type: ts, Meaning: "when the row last changed"},
 				{Name: "digest", Type: "bytea", Nullable: true, Meaning: "of a dimension stream, SHA-256 of the list last applied (an incremental sync that lists the same writes nothing); of users_page, of that page"},
 			}},
 		{Name: "quarantine", Analysts: true,

@@ -552,7 +552,7 @@ COMMENT ON TABLE "usersync"."sync_state" IS 'The committed watermark of each str
 COMMENT ON COLUMN "usersync"."sync_state"."stream" IS 'the stream: users, a dimension table (teams, roles, profiles), or users_page (the one users page of the last incremental run that changed nothing)';
 COMMENT ON COLUMN "usersync"."sync_state"."watermark" IS 'greatest updatedAt committed by a finished run; of users_page, the users watermark its page was read from';
 COMMENT ON COLUMN "usersync"."sync_state"."run_id" IS 'the run that moved the watermark; of users_page, the last run that read that page and changed nothing';
-COMMENT ON COLUMN "usersync"."sync_state"."updated_at" IS 'when the watermark or the digest last changed';
+COMMENT ON COLUMN "usersync"."sync_state"."updated_at" IS 'when the row last changed';
 COMMENT ON COLUMN "usersync"."sync_state"."digest" IS 'of a dimension stream, SHA-256 of the list last applied (an incremental sync that lists the same writes nothing); of users_page, of that page';
 COMMENT ON TABLE "usersync"."quarantine" IS 'Resources that could not be typed, kept whole with the reason, never dropped.';
 COMMENT ON COLUMN "usersync"."quarantine"."quarantine_id" IS 'identity of the record';
