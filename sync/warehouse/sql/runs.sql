@@ -25,9 +25,10 @@ WHERE run_id = ANY($1) AND status = 'running'
 -- greatest updatedAt any run committed). It returns the watermark after it:
 -- the statement's snapshot holds the one before, which moved reaches by
 -- greatest (which ignores NULLs) when $4 is set.
--- When $18 is set (the digest of the run's one users page, which changed
--- nothing) and that watermark is $19 (the one the run started from), the
--- run becomes the quiet path's anchor (stream users_page, see quietRun).
+-- When $18 and $19 are set (the digest of the run's one users page, which
+-- changed nothing, and the watermark the run started from) and that
+-- watermark is still $19, the run becomes the quiet path's anchor (stream
+-- users_page, see quietRun); a NULL $19 matches no watermark.
 WITH done AS (
 	UPDATE {{schema}}.sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
 	summary = $2, can_write = $3, max_updated_at = coalesce($6, max_updated_at),
@@ -47,8 +48,8 @@ WITH done AS (
 	updated_at = now()
 ), anchored AS (
 	INSERT INTO {{schema}}.sync_state (stream, watermark, run_id, digest)
-	SELECT 'users_page', $19::timestamptz, $1, $18::bytea FROM done WHERE $18::bytea IS NOT NULL
-	AND greatest((SELECT watermark FROM {{schema}}.sync_state WHERE stream = $5), CASE WHEN $4 THEN max_updated_at END) = $19::timestamptz
+	SELECT 'users_page', $19::timestamptz, $1, $18::bytea FROM done
+	WHERE greatest((SELECT watermark FROM {{schema}}.sync_state WHERE stream = $5), CASE WHEN $4 THEN max_updated_at END) = $19::timestamptz
 	ON CONFLICT (stream) DO UPDATE SET watermark = EXCLUDED.watermark, run_id = EXCLUDED.run_id, digest = EXCLUDED.digest,
 	updated_at = now()
 )

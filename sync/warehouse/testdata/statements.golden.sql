@@ -35,8 +35,8 @@ WITH done AS (
 	updated_at = now()
 ), anchored AS (
 	INSERT INTO "usersync".sync_state (stream, watermark, run_id, digest)
-	SELECT 'users_page', $19::timestamptz, $1, $18::bytea FROM done WHERE $18::bytea IS NOT NULL
-	AND greatest((SELECT watermark FROM "usersync".sync_state WHERE stream = $5), CASE WHEN $4 THEN max_updated_at END) = $19::timestamptz
+	SELECT 'users_page', $19::timestamptz, $1, $18::bytea FROM done
+	WHERE greatest((SELECT watermark FROM "usersync".sync_state WHERE stream = $5), CASE WHEN $4 THEN max_updated_at END) = $19::timestamptz
 	ON CONFLICT (stream) DO UPDATE SET watermark = EXCLUDED.watermark, run_id = EXCLUDED.run_id, digest = EXCLUDED.digest,
 	updated_at = now()
 )
