@@ -144,8 +144,9 @@ type RunSuccess struct {
 // Finish marks the run succeeded with s.Summary and, when s.Advance is set
 // and the run committed any updatedAt, moves the users watermark to the
 // greatest updatedAt committed, and records s.Anchor. One statement: the
-// watermark moves only with the run's success. It returns the users watermark after it, or the
-// zero time when none, so that a run need not read it again.
+// watermark moves only with the run's success. It returns the users
+// watermark after it, or the zero time when none, so that a run need not
+// read it again.
 func (r *Runs) Finish(ctx context.Context, runID int64, s RunSuccess) (time.Time, error) {
 	sum, err := json.Marshal(s.Summary)
 	if err != nil {
