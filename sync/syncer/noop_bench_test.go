@@ -16,15 +16,17 @@ import (
 // period mostly runs) and reports the statements and commits it sends,
 // counted through the pool (statementCounter): Run is the full path, as a
 // command's sync takes it; Quiet is a worker's, whose Syncer's last run
-// changed nothing (syncer.Quiet, else Run).
+// changed nothing (syncer.Quiet, else Run); Replicas is Quiet by two
+// Syncers, each with its own Store, taking turns (two worker replicas).
 func BenchmarkNoOpSync(b *testing.B) {
-	for _, quiet := range []bool{false, true} {
-		name := map[bool]string{false: "Run", true: "Quiet"}[quiet]
-		b.Run(name, func(b *testing.B) { benchmarkNoOpSync(b, quiet) })
+	for replicas, name := range []string{"Run", "Quiet", "Replicas"} {
+		b.Run(name, func(b *testing.B) { benchmarkNoOpSync(b, replicas) })
 	}
 }
 
-func benchmarkNoOpSync(b *testing.B, quiet bool) {
+// benchmarkNoOpSync runs Run alone when replicas is 0, else Quiet (and Run
+// when it declines) by that many Syncers in turn.
+func benchmarkNoOpSync(b *testing.B, replicas int) {
 	var c statementCounter
 	sim := apisim.New(apisim.Options{Seed: 7, Users: 200})
 	srv := httptest.NewServer(sim)
@@ -34,17 +36,27 @@ func benchmarkNoOpSync(b *testing.B, quiet bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := mustNew(b, client, store, syncer.Config{})
+	syncers := []*syncer.Syncer{mustNew(b, client, store, syncer.Config{})}
+	for range replicas - 1 {
+		other, err := warehouse.NewStore(store.Pool(), store.Schema())
+		if err != nil {
+			b.Fatal(err)
+		}
+		syncers = append(syncers, mustNew(b, client, other, syncer.Config{}))
+	}
 	ctx := context.Background()
 	for _, kind := range []string{warehouse.KindFull, warehouse.KindIncremental} {
-		if _, err := s.Run(ctx, syncer.Request{Kind: kind}); err != nil {
+		if _, err := syncers[0].Run(ctx, syncer.Request{Kind: kind}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	req := syncer.Request{Kind: warehouse.KindIncremental}
 	c.start()
+	n := 0
 	for b.Loop() {
-		if quiet {
+		s := syncers[n%len(syncers)]
+		n++
+		if replicas > 0 {
 			if _, ok := s.Quiet(ctx, req); ok {
 				continue
 			}

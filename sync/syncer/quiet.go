@@ -15,9 +15,9 @@ import (
 // one page, changed nothing and left the watermark where it was: Quiet
 // lists the same before touching the database and, when every list and
 // the page are the same again, records the run in one statement, which
-// checks that the warehouse is still as that run left it.
+// checks that the warehouse is still as the quiet path's anchor left it
+// (the last run, of any process, that read this page and changed nothing).
 type quietHint struct {
-	runID     int64
 	watermark time.Time
 	policyID  int64
 	page      []byte // the digest of its users page (pageDigest)
@@ -35,15 +35,25 @@ func (s *Syncer) QuietHint() QuietHint { return QuietHint{s.quiet.Load()} }
 // SetQuietHint makes h the Syncer's hint.
 func (s *Syncer) SetQuietHint(h QuietHint) { s.quiet.Store(h.h) }
 
+// quietAnchor is the anchor r's end records when r, which is about to
+// succeed with sum, read one users page and changed nothing (Finish records
+// it only if the watermark stays), or nil.
+func (r *run) quietAnchor(sum Summary) *warehouse.QuietAnchor {
+	if r.page == nil || r.resumed || sum.Changed() || sum.Quarantined > 0 || r.future > 0 || r.noTeamsData > 0 ||
+		r.startWM.IsZero() {
+		return nil
+	}
+	return &warehouse.QuietAnchor{Page: r.page, Watermark: r.startWM}
+}
+
 // noteQuiet keeps the hint of r, which succeeded with sum, or forgets the
 // last one when r cannot give one.
 func (s *Syncer) noteQuiet(r *run, sum Summary) {
-	if r.page == nil || r.resumed || sum.Changed() || sum.Quarantined > 0 || r.future > 0 || r.noTeamsData > 0 ||
-		r.startWM.IsZero() || sum.Watermark == nil || !sum.Watermark.Equal(r.startWM) {
+	if r.quietAnchor(sum) == nil || sum.Watermark == nil || !sum.Watermark.Equal(r.startWM) {
 		s.quiet.Store(nil)
 		return
 	}
-	s.quiet.Store(&quietHint{runID: sum.RunID, watermark: r.startWM, policyID: r.policyID, page: r.page})
+	s.quiet.Store(&quietHint{watermark: r.startWM, policyID: r.policyID, page: r.page})
 }
 
 // pageDigest is the digest of a users page typed under policyID (as a
@@ -91,14 +101,14 @@ func (s *Syncer) Quiet(ctx context.Context, req Request) (sum Summary, ok bool) 
 	r.cp = users.Advance(warehouse.Checkpoint{PolicyID: h.policyID, Horizon: r.horizon}, rows,
 		warehouse.Counts{Unchanged: int64(len(rows))})
 	sum = r.summary()
-	id, ok, err := s.store.Runs().Quiet(ctx, warehouse.QuietRun{After: h.runID, Watermark: h.watermark, Digests: digests,
+	anchor := warehouse.QuietAnchor{Page: h.page, Watermark: h.watermark}
+	id, ok, err := s.store.Runs().Quiet(ctx, warehouse.QuietRun{Anchor: anchor, Digests: digests,
 		PolicyID: h.policyID, Fingerprint: s.cfg.Policy.Fingerprint(), Started: r.started, From: r.from,
 		Checkpoint: r.cp, CanWrite: r.canWrite, JobID: req.JobID, Summary: sum, Guard: req.Guard})
 	if err != nil || !ok {
 		return Summary{}, false // the full run meets the error again, and records it
 	}
 	sum.RunID, sum.Watermark = id, &h.watermark
-	s.quiet.Store(&quietHint{runID: id, watermark: h.watermark, policyID: h.policyID, page: h.page})
 	s.cfg.Logger.InfoContext(ctx, "run finished", "run_id", id, "kind", req.Kind, "quiet", true, "pages", sum.Pages,
 		"unchanged", sum.Unchanged, "requests", sum.Requests, "duration_ms", sum.Duration.Milliseconds())
 	return sum, true

@@ -28,9 +28,10 @@ func quietRun(t *testing.T, s *syncer.Syncer, c *statementCounter) (syncer.Summa
 
 // TestRepeatedNoOpSyncIsOneStatement: a Syncer whose last incremental run
 // changed nothing records the next one that lists the same in one
-// statement, with the summary a full no-op run records; a change in the
-// API, another process's run, a quarantined user or a held sync lock each
-// send the run down its full path, which stays exact.
+// statement, with the summary a full no-op run records, also after another
+// process's no-op run; a change in the API, another process's full sync or
+// run that changed a user, a quarantined user or a held sync lock each send
+// the run down its full path, which stays exact.
 func TestRepeatedNoOpSyncIsOneStatement(t *testing.T) {
 	t.Parallel()
 	var c statementCounter
@@ -43,8 +44,11 @@ func TestRepeatedNoOpSyncIsOneStatement(t *testing.T) {
 	}
 
 	quiet, sqls, xacts, err := quietRun(t, s, &c)
-	if err != nil || len(sqls) != 1 || xacts != 1 || !strings.HasPrefix(strings.TrimSpace(sqls[0]), "INSERT") {
+	if err != nil || len(sqls) != 1 || xacts != 1 || !strings.Contains(sqls[0], "INSERT INTO") {
 		t.Fatalf("a repeated no-op sync: %d statements in %d transactions (want one INSERT), %v: %q", len(sqls), xacts, err, sqls)
+	}
+	if a := anchorRun(t, e); a != quiet.RunID {
+		t.Errorf("the quiet run left the anchor at run %d, want its own %d", a, quiet.RunID)
 	}
 	if quiet.RunID <= full.RunID || quiet.Pages != full.Pages || quiet.Fetched != full.Fetched ||
 		quiet.Unchanged != full.Unchanged || quiet.Changed() || !quiet.Watermark.Equal(*full.Watermark) {
@@ -80,10 +84,32 @@ func TestRepeatedNoOpSyncIsOneStatement(t *testing.T) {
 	e.assertMirrors(t)
 	quietRun(t, s, &c) // in full again: the last run changed something
 
-	// Another process's run since the hint's: in full.
-	e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
+	// Another process's no-op run reads the same page: the quiet path goes
+	// on from it. Its full sync, which anchors nothing, voids it.
+	other := e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental})
+	if a := anchorRun(t, e); a != other.RunID {
+		t.Fatalf("another process's no-op run left the anchor at run %d, want its own %d", a, other.RunID)
+	}
+	if _, _, xacts, err = quietRun(t, s, &c); err != nil || xacts != 1 {
+		t.Fatalf("after another process's no-op run: %d transactions, %v", xacts, err)
+	}
+	anchor := anchorRun(t, e)
+	e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindFull})
+	if a := anchorRun(t, e); a != anchor {
+		t.Errorf("a full sync moved the anchor from run %d to %d", anchor, a)
+	}
 	if _, _, xacts, err = quietRun(t, s, &c); err != nil || xacts < 3 {
-		t.Fatalf("after another process's run: %d transactions, %v", xacts, err)
+		t.Fatalf("after another process's full sync: %d transactions, %v", xacts, err)
+	}
+
+	// Another process's run that changed a user: in full.
+	quietRun(t, s, &c)
+	e.sim.UpdateUsers(1)
+	if other = e.run(t, syncer.Config{}, syncer.Request{Kind: warehouse.KindIncremental}); other.Updated != 1 {
+		t.Fatalf("another process's run after a change: %+v", other)
+	}
+	if _, _, xacts, err = quietRun(t, s, &c); err != nil || xacts < 3 {
+		t.Fatalf("after another process's run that changed a user: %d transactions, %v", xacts, err)
 	}
 
 	// A quarantined user: in full (the full run resolves what it can).
@@ -116,4 +142,10 @@ func TestRepeatedNoOpSyncIsOneStatement(t *testing.T) {
 		t.Fatalf("after a run refused the lock: %d transactions, %v", xacts, err)
 	}
 	e.assertMirrors(t)
+}
+
+// anchorRun returns the run of the quiet path's anchor (0 for none).
+func anchorRun(t *testing.T, e *testEnv) int64 {
+	t.Helper()
+	return e.count(t, `SELECT coalesce((SELECT run_id FROM %s.sync_state WHERE stream = 'users_page'), 0)`)
 }

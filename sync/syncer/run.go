@@ -97,7 +97,7 @@ func (r *run) execute(ctx context.Context) (Summary, error) {
 // after it.
 func (r *run) finish(ctx context.Context, sum *Summary) error {
 	wm, err := r.s.store.Runs().Finish(ctx, r.cp.RunID, warehouse.RunSuccess{Summary: *sum,
-		CanWrite: r.canWrite, Advance: r.advancesWatermark(), Checkpoint: &r.cp})
+		CanWrite: r.canWrite, Advance: r.advancesWatermark(), Checkpoint: &r.cp, Anchor: r.quietAnchor(*sum)})
 	if err == nil && !wm.IsZero() {
 		sum.Watermark = &wm
 	}

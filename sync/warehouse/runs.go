@@ -136,13 +136,17 @@ type RunSuccess struct {
 	// stored with the run's end: a walk does not commit a last page that
 	// changed nothing (users.PreparedPage.Commit), its checkpoint included.
 	Checkpoint *Checkpoint
+	// Anchor, when set, makes the run the anchor of the quiet path (see
+	// Runs.Quiet) if the users watermark is still Anchor.Watermark after it.
+	Anchor *QuietAnchor
 }
 
 // Finish marks the run succeeded with s.Summary and, when s.Advance is set
 // and the run committed any updatedAt, moves the users watermark to the
-// greatest updatedAt committed. One statement: the watermark moves only
-// with the run's success. It returns the users watermark after it, or the
-// zero time when none, so that a run need not read it again.
+// greatest updatedAt committed, and records s.Anchor. One statement: the
+// watermark moves only with the run's success. It returns the users
+// watermark after it, or the zero time when none, so that a run need not
+// read it again.
 func (r *Runs) Finish(ctx context.Context, runID int64, s RunSuccess) (time.Time, error) {
 	sum, err := json.Marshal(s.Summary)
 	if err != nil {
@@ -163,6 +167,11 @@ func (r *Runs) Finish(ctx context.Context, runID int64, s RunSuccess) (time.Time
 		}
 		args = append(args, maxAt, p.Pages, p.Fetched, p.Inserted, p.Updated, p.Unchanged, p.Quarantined,
 			p.Requests, p.RateLimited, p.Retries, unknown, p.Versions)
+	}
+	if a := s.Anchor; a != nil {
+		args = append(args, a.Page, a.Watermark)
+	} else {
+		args = append(args, nil, nil)
 	}
 	var wm *time.Time
 	if err := r.pool.QueryRow(ctx, r.sql.finishRun, args...).Scan(&wm); err != nil {

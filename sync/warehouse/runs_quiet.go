@@ -19,13 +19,22 @@ type Guard struct {
 	Args map[string]any
 }
 
+// QuietAnchor is what the quiet path continues from, kept in the
+// warehouse (sync_state stream users_page) so that any process whose last
+// no-op run read the same users page continues it: the digest of that page
+// and the users watermark it was read from.
+type QuietAnchor struct {
+	Page      []byte
+	Watermark time.Time
+}
+
 // QuietRun is an incremental run that found nothing changed, as
 // Runs.Quiet records it.
 type QuietRun struct {
-	// After is the run it follows: a run started since voids the record.
-	After int64
-	// Watermark is the users watermark After left.
-	Watermark time.Time
+	// Anchor is the users page the run read again and the watermark it
+	// read it from: the warehouse's anchor must be the same, its run the
+	// last one started.
+	Anchor QuietAnchor
 	// Digests is each dimension list's digest by table, as just listed.
 	Digests map[string][]byte
 	// PolicyID and Fingerprint are the personal-data policy the run
@@ -45,16 +54,18 @@ type QuietRun struct {
 }
 
 // Quiet records q as a succeeded run in one statement, when nothing moved
-// since q.After: no run since, the sync lock free, the watermark and the
-// dimension digests unchanged, no user in quarantine, q's policy in use,
-// q.Guard true. It returns the new run's id, or ok false (and nothing
-// written) when any of that fails, for the caller to take a run's full path.
+// since the anchor's run: the anchor is q.Anchor and no run was started
+// since its run, the sync lock free, the watermark and the dimension
+// digests unchanged, no user in quarantine, q's policy in use, q.Guard
+// true; the anchor then moves to the new run. It returns the new run's id,
+// or ok false (and nothing written) when any of that fails, for the caller
+// to take a run's full path.
 func (r *Runs) Quiet(ctx context.Context, q QuietRun) (id int64, ok bool, err error) {
 	sum, err := json.Marshal(q.Summary)
 	if err != nil {
 		return 0, false, fmt.Errorf("encoding the run summary: %w", err)
 	}
-	args := pgx.NamedArgs{"after": q.After, "watermark": q.Watermark, "policy_id": q.PolicyID, "fingerprint": q.Fingerprint,
+	args := pgx.NamedArgs{"page": q.Anchor.Page, "watermark": q.Anchor.Watermark, "policy_id": q.PolicyID, "fingerprint": q.Fingerprint,
 		"started": q.Started, "from": q.From, "can_write": q.CanWrite, "job_id": q.JobID, "summary": sum, "lock_key": r.lockKey}
 	streams := make([]string, 0, len(q.Digests))
 	digests := make([][]byte, 0, len(q.Digests))

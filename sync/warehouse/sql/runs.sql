@@ -25,6 +25,10 @@ WHERE run_id = ANY($1) AND status = 'running'
 -- greatest updatedAt any run committed). It returns the watermark after it:
 -- the statement's snapshot holds the one before, which moved reaches by
 -- greatest (which ignores NULLs) when $4 is set.
+-- When $18 and $19 are set (the digest of the run's one users page, which
+-- changed nothing, and the watermark the run started from) and that
+-- watermark is still $19, the run becomes the quiet path's anchor (stream
+-- users_page, see quietRun); a NULL $19 matches no watermark.
 WITH done AS (
 	UPDATE {{schema}}.sync_runs SET status = 'succeeded', finished_at = now(), next_url = NULL,
 	summary = $2, can_write = $3, max_updated_at = coalesce($6, max_updated_at),
@@ -41,6 +45,12 @@ WITH done AS (
 	SELECT $5, max_updated_at, $1 FROM done WHERE $4 AND max_updated_at IS NOT NULL
 	ON CONFLICT (stream) DO UPDATE SET watermark = greatest(sync_state.watermark, EXCLUDED.watermark),
 	run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.watermark IS NULL THEN EXCLUDED.run_id ELSE sync_state.run_id END,
+	updated_at = now()
+), anchored AS (
+	INSERT INTO {{schema}}.sync_state (stream, watermark, run_id, digest)
+	SELECT 'users_page', $19::timestamptz, $1, $18::bytea FROM done
+	WHERE greatest((SELECT watermark FROM {{schema}}.sync_state WHERE stream = $5), CASE WHEN $4 THEN max_updated_at END) = $19::timestamptz
+	ON CONFLICT (stream) DO UPDATE SET watermark = EXCLUDED.watermark, run_id = EXCLUDED.run_id, digest = EXCLUDED.digest,
 	updated_at = now()
 )
 SELECT greatest((SELECT watermark FROM {{schema}}.sync_state WHERE stream = $5),
@@ -108,20 +118,19 @@ UPDATE {{schema}}.sync_runs SET heartbeat_at = heartbeat_at WHERE false
 
 -- name: quietRun
 -- An incremental run that found nothing changed, recorded in one statement
--- and only while the warehouse is as run @after left it: no run since, the
--- sync lock free, the users watermark still @watermark, each dimension
--- list's digest still the one the run just listed, no user in quarantine,
--- and the policy noted within the hour and since the last pii apply
--- (policyInUse); Runs.Quiet adds the caller's guard where the marker is.
--- No row when any of it fails: the run then takes its full path.
-INSERT INTO {{schema}}.sync_runs (run_id, kind, status, started_at, finished_at, range_from, max_updated_at,
-	pages, fetched, unchanged, requests, rate_limited, retries, unknown_attributes, can_write, job_id, summary)
-OVERRIDING SYSTEM VALUE
-SELECT n.id, 'incremental', 'succeeded', @started, now(), @from, @max_updated_at, @pages, @fetched, @unchanged,
-	@requests, @rate_limited, @retries, @unknown, @can_write, @job_id, jsonb_set(@summary::jsonb, '{run_id}', to_jsonb(n.id))
-FROM (SELECT nextval(pg_get_serial_sequence('{{schema}}.sync_runs', 'run_id')) AS id
-	WHERE NOT EXISTS (SELECT FROM {{schema}}.sync_runs WHERE run_id > @after)
-	AND (SELECT watermark FROM {{schema}}.sync_state WHERE stream = 'users') = @watermark
+-- and only while the warehouse is as the quiet path's anchor left it: the
+-- anchor (stream users_page, written by finishRun) holds the users page
+-- @page read from the watermark @watermark, and its run is the last one
+-- started (by any process); the sync lock free, the users watermark still
+-- @watermark, each dimension list's digest still the one the run just
+-- listed, no user in quarantine, and the policy noted within the hour and
+-- since the last pii apply (policyInUse); Runs.Quiet adds the caller's guard
+-- where the marker is. The anchor moves to the new run, so the next quiet
+-- run of any process continues from it, and one that read the anchor before
+-- this commits finds its run moved and records nothing. No row when any of
+-- it fails: the run then takes its full path.
+WITH ok AS (
+	SELECT WHERE (SELECT watermark FROM {{schema}}.sync_state WHERE stream = 'users') = @watermark
 	AND (SELECT count(*) FROM {{schema}}.sync_state s JOIN unnest(@streams::text[], @digests::bytea[]) d(stream, digest)
 		ON s.stream = d.stream AND s.digest = d.digest) = cardinality(@streams::text[])
 	AND NOT EXISTS (SELECT FROM {{schema}}.quarantine WHERE resource_type = 'user' AND resolved_at IS NULL)
@@ -129,5 +138,18 @@ FROM (SELECT nextval(pg_get_serial_sequence('{{schema}}.sync_runs', 'run_id')) A
 		AND last_used_at >= greatest(now() - interval '1 hour',
 			coalesce((SELECT max(finished_at) FROM {{schema}}.pii_apply), '-infinity')))
 	/* guard */
-	AND pg_try_advisory_xact_lock(hashtextextended(@lock_key, 0))) n
+	AND pg_try_advisory_xact_lock(hashtextextended(@lock_key, 0))
+), anchor AS (
+	UPDATE {{schema}}.sync_state a SET run_id = nextval(pg_get_serial_sequence('{{schema}}.sync_runs', 'run_id')), updated_at = now()
+	FROM ok
+	WHERE a.stream = 'users_page' AND a.digest = @page::bytea AND a.watermark = @watermark
+	AND a.run_id = (SELECT max(run_id) FROM {{schema}}.sync_runs)
+	RETURNING a.run_id AS id
+)
+INSERT INTO {{schema}}.sync_runs (run_id, kind, status, started_at, finished_at, range_from, max_updated_at,
+	pages, fetched, unchanged, requests, rate_limited, retries, unknown_attributes, can_write, job_id, summary)
+OVERRIDING SYSTEM VALUE
+SELECT n.id, 'incremental', 'succeeded', @started, now(), @from, @max_updated_at, @pages, @fetched, @unchanged,
+	@requests, @rate_limited, @retries, @unknown, @can_write, @job_id, jsonb_set(@summary::jsonb, '{run_id}', to_jsonb(n.id))
+FROM anchor n
 RETURNING run_id

@@ -33,6 +33,12 @@ WITH done AS (
 	ON CONFLICT (stream) DO UPDATE SET watermark = greatest(sync_state.watermark, EXCLUDED.watermark),
 	run_id = CASE WHEN EXCLUDED.watermark > sync_state.watermark OR sync_state.watermark IS NULL THEN EXCLUDED.run_id ELSE sync_state.run_id END,
 	updated_at = now()
+), anchored AS (
+	INSERT INTO "usersync".sync_state (stream, watermark, run_id, digest)
+	SELECT 'users_page', $19::timestamptz, $1, $18::bytea FROM done
+	WHERE greatest((SELECT watermark FROM "usersync".sync_state WHERE stream = $5), CASE WHEN $4 THEN max_updated_at END) = $19::timestamptz
+	ON CONFLICT (stream) DO UPDATE SET watermark = EXCLUDED.watermark, run_id = EXCLUDED.run_id, digest = EXCLUDED.digest,
+	updated_at = now()
 )
 SELECT greatest((SELECT watermark FROM "usersync".sync_state WHERE stream = $5),
 	CASE WHEN $4 THEN max_updated_at END) FROM done;
@@ -95,14 +101,8 @@ SELECT run_id, kind, status, started_at, finished_at, range_from, range_until,
 UPDATE "usersync".sync_runs SET heartbeat_at = heartbeat_at WHERE false;
 
 -- runs.quietRun
-INSERT INTO "usersync".sync_runs (run_id, kind, status, started_at, finished_at, range_from, max_updated_at,
-	pages, fetched, unchanged, requests, rate_limited, retries, unknown_attributes, can_write, job_id, summary)
-OVERRIDING SYSTEM VALUE
-SELECT n.id, 'incremental', 'succeeded', @started, now(), @from, @max_updated_at, @pages, @fetched, @unchanged,
-	@requests, @rate_limited, @retries, @unknown, @can_write, @job_id, jsonb_set(@summary::jsonb, '{run_id}', to_jsonb(n.id))
-FROM (SELECT nextval(pg_get_serial_sequence('"usersync".sync_runs', 'run_id')) AS id
-	WHERE NOT EXISTS (SELECT FROM "usersync".sync_runs WHERE run_id > @after)
-	AND (SELECT watermark FROM "usersync".sync_state WHERE stream = 'users') = @watermark
+WITH ok AS (
+	SELECT WHERE (SELECT watermark FROM "usersync".sync_state WHERE stream = 'users') = @watermark
 	AND (SELECT count(*) FROM "usersync".sync_state s JOIN unnest(@streams::text[], @digests::bytea[]) d(stream, digest)
 		ON s.stream = d.stream AND s.digest = d.digest) = cardinality(@streams::text[])
 	AND NOT EXISTS (SELECT FROM "usersync".quarantine WHERE resource_type = 'user' AND resolved_at IS NULL)
@@ -110,7 +110,20 @@ FROM (SELECT nextval(pg_get_serial_sequence('"usersync".sync_runs', 'run_id')) A
 		AND last_used_at >= greatest(now() - interval '1 hour',
 			coalesce((SELECT max(finished_at) FROM "usersync".pii_apply), '-infinity')))
 	/* guard */
-	AND pg_try_advisory_xact_lock(hashtextextended(@lock_key, 0))) n
+	AND pg_try_advisory_xact_lock(hashtextextended(@lock_key, 0))
+), anchor AS (
+	UPDATE "usersync".sync_state a SET run_id = nextval(pg_get_serial_sequence('"usersync".sync_runs', 'run_id')), updated_at = now()
+	FROM ok
+	WHERE a.stream = 'users_page' AND a.digest = @page::bytea AND a.watermark = @watermark
+	AND a.run_id = (SELECT max(run_id) FROM "usersync".sync_runs)
+	RETURNING a.run_id AS id
+)
+INSERT INTO "usersync".sync_runs (run_id, kind, status, started_at, finished_at, range_from, max_updated_at,
+	pages, fetched, unchanged, requests, rate_limited, retries, unknown_attributes, can_write, job_id, summary)
+OVERRIDING SYSTEM VALUE
+SELECT n.id, 'incremental', 'succeeded', @started, now(), @from, @max_updated_at, @pages, @fetched, @unchanged,
+	@requests, @rate_limited, @retries, @unknown, @can_write, @job_id, jsonb_set(@summary::jsonb, '{run_id}', to_jsonb(n.id))
+FROM anchor n
 RETURNING run_id;
 
 -- locks.tryLock
@@ -535,12 +548,12 @@ COMMENT ON COLUMN "usersync"."sync_runs"."job_id" IS 'the River job that ran it,
 COMMENT ON COLUMN "usersync"."sync_runs"."error" IS 'the error that ended a failed run, or why a paused or interrupted one stopped';
 COMMENT ON COLUMN "usersync"."sync_runs"."summary" IS 'the run''s full summary as printed by usersync sync --json; of a run that did not succeed, only rate_limit, the API''s rate limit as the run last saw it (when it saw one), and credentials_refused (status, OAuth code) when the API or its token endpoint refused the credentials';
 COMMENT ON COLUMN "usersync"."sync_runs"."versions" IS 'user versions written (rows of user_versions)';
-COMMENT ON TABLE "usersync"."sync_state" IS 'The committed watermark of each stream: the greatest updatedAt of a run that finished; the digest of each dimension list last applied.';
-COMMENT ON COLUMN "usersync"."sync_state"."stream" IS 'the stream: users, or a dimension table (teams, roles, profiles)';
-COMMENT ON COLUMN "usersync"."sync_state"."watermark" IS 'greatest updatedAt committed by a finished run';
-COMMENT ON COLUMN "usersync"."sync_state"."run_id" IS 'the run that moved the watermark';
-COMMENT ON COLUMN "usersync"."sync_state"."updated_at" IS 'when the watermark or the digest last changed';
-COMMENT ON COLUMN "usersync"."sync_state"."digest" IS 'of a dimension stream, SHA-256 of the list last applied (an incremental sync that lists the same writes nothing)';
+COMMENT ON TABLE "usersync"."sync_state" IS 'The committed watermark of each stream: the greatest updatedAt of a run that finished; the digest of each dimension list last applied; the users page a repeated no-op sync continues from.';
+COMMENT ON COLUMN "usersync"."sync_state"."stream" IS 'the stream: users, a dimension table (teams, roles, profiles), or users_page (the one users page of the last incremental run that changed nothing)';
+COMMENT ON COLUMN "usersync"."sync_state"."watermark" IS 'greatest updatedAt committed by a finished run; of users_page, the users watermark its page was read from';
+COMMENT ON COLUMN "usersync"."sync_state"."run_id" IS 'the run that moved the watermark; of users_page, the last run that read that page and changed nothing';
+COMMENT ON COLUMN "usersync"."sync_state"."updated_at" IS 'when the row last changed';
+COMMENT ON COLUMN "usersync"."sync_state"."digest" IS 'of a dimension stream, SHA-256 of the list last applied (an incremental sync that lists the same writes nothing); of users_page, of that page';
 COMMENT ON TABLE "usersync"."quarantine" IS 'Resources that could not be typed, kept whole with the reason, never dropped.';
 COMMENT ON COLUMN "usersync"."quarantine"."quarantine_id" IS 'identity of the record';
 COMMENT ON COLUMN "usersync"."quarantine"."run_id" IS 'the sync run (sync_runs.run_id) that wrote the row';
