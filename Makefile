@@ -26,14 +26,13 @@ FUZZ_TARGETS := ./sync/jsondoc:FuzzDecodeDocument ./sync/normalize:FuzzTypeAttri
 FUZZTIME     ?= 60s
 # make test builds with the duckdb tag (cgo and go-duckdb's bundled library): the DuckDB tests of
 # sync/snapshot and cmd/usersync/cli read the snapshots and the dbt-duckdb sources as analysts do.
-# make test's parallelism: TEST_P test binaries at once and TEST_PARALLEL parallel tests in each.
-# Two each (Go's defaults on two cores): more finish sooner on an idle machine but stretch the
-# tests that measure gaps of seconds past their slack on a busy one (TEST_P=3 TEST_PARALLEL=4).
-TEST_P        ?= 2
+# make test's parallelism: two test binaries at once (deploy/dev/gotest.sh) and TEST_PARALLEL
+# parallel tests in each. Two (Go's default on two cores): more finish sooner on an idle machine
+# but stretch the tests that measure gaps of seconds past their slack on a busy one.
 TEST_PARALLEL ?= 2
 # -w leaves DWARF out of the test binaries: linking the DuckDB-tagged ones (go-duckdb's bundled
 # static library) takes half the time; stack traces and goleak do not need it.
-TEST_FLAGS   := -short -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) -ldflags=-w
+TEST_FLAGS   := -short -count=1 -timeout 20m -parallel $(TEST_PARALLEL) -ldflags=-w
 # Dataset sizes of make bench (comma-separated).
 BENCH_USERS  ?= 10000,100000,1000000
 
@@ -51,7 +50,7 @@ build: ## build bin/usersync (static, version-stamped)
 test: promtool node cc ## the fast loop: go vet, go test -short (every behaviour test; the long runs are make ci-long's) and DuckDB over the snapshots, against a throwaway PostgreSQL
 	@export DATABASE_URL="$$($(PG) up)"; \
 	$(GO) vet ./... && \
-	CGO_ENABLED=1 $(GO) test $(TEST_FLAGS) -tags duckdb ./...
+	CGO_ENABLED=1 GO=$(GO) deploy/dev/gotest.sh $(TEST_FLAGS) -tags duckdb
 
 .PHONY: ci-long
 ci-long: promtool node ## the long runs CI adds after make test: every test under the race detector (chaos, soak, scale and the demo included), the sync under the usersync_poison tag, and every fuzz target
