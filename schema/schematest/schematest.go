@@ -32,6 +32,7 @@ func NewPool(t testing.TB, maxConns int32) *pgxpool.Pool {
 		t.Fatalf("parsing DATABASE_URL: %v", err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = ""
+	cfg.ConnConfig.RuntimeParams["jit"] = "off" // as usersync's own sessions (config.PoolConfig)
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}

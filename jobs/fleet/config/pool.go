@@ -14,7 +14,8 @@ import (
 )
 
 // PoolConfig is DATABASE_URL parsed for a pool of at most maxConns
-// connections (0: the driver's default), named usersync, whose statements
+// connections (0: the driver's default), named usersync, without JIT
+// compilation unless DATABASE_URL sets jit, whose statements
 // wait at most USERSYNC_LOCK_TIMEOUT for a lock another session holds; a
 // pool made of it connects only when used. plaintext is the first remote
 // host the driver may talk to without TLS, or "". Errors are one line
@@ -34,6 +35,11 @@ func (c Config) PoolConfig(maxConns int32) (pcfg *pgxpool.Config, plaintext stri
 		pcfg.MaxConns = maxConns
 	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "usersync"
+	if _, set := pcfg.ConnConfig.RuntimeParams["jit"]; !set {
+		// usersync's statements are short, and the planner's guesses over the
+		// views' unnested arrays are large: compiling one costs up to a second.
+		pcfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	if c.LockTimeout > 0 {
 		// Every statement waits at most this long for a lock another session
 		// holds: a run fails and resumes rather than hang behind it.

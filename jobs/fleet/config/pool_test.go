@@ -42,3 +42,21 @@ func TestPlaintextHost(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolConfigTurnsJITOff: usersync's sessions run without JIT unless
+// DATABASE_URL says otherwise.
+func TestPoolConfigTurnsJITOff(t *testing.T) {
+	t.Parallel()
+	for dsn, want := range map[string]string{
+		"postgres://u:pw@127.0.0.1/analytics":        "off",
+		"postgres://u:pw@127.0.0.1/analytics?jit=on": "on",
+	} {
+		pcfg, _, err := Config{DatabaseURL: dsn}.PoolConfig(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pcfg.ConnConfig.RuntimeParams["jit"]; got != want {
+			t.Errorf("%s: jit %q, want %q", dsn, got, want)
+		}
+	}
+}
