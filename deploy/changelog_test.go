@@ -46,3 +46,18 @@ func TestChangelogEntriesAreShort(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadersDocsAreShort: the README says what usersync is, the two
+// commands and where to go next; docs/benchmarks.md holds today's figures,
+// each with its command. History belongs in git, not in either.
+func TestReadersDocsAreShort(t *testing.T) {
+	for file, most := range map[string]int{"../README.md": 200, "../docs/benchmarks.md": 250} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "\n"); n > most {
+			t.Errorf("%s has %d lines; keep it within %d", strings.TrimPrefix(file, "../"), n, most)
+		}
+	}
+}
