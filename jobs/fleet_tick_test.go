@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/usersync/usersync/schema/schematest"
 )
 
 // TestTickIsOneTransaction: the tick lists the accounts, reads their last
@@ -19,13 +17,8 @@ import (
 func TestTickIsOneTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := schematest.NewPool(t, 10)
+	pool, riverSchema := migratedRiver(t, 10)
 	logger := slog.New(slog.DiscardHandler)
-	riverSchema := RiverSchema(schematest.NewSchemaName(t, pool))
-	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+riverSchema+`" CASCADE`) })
-	if _, err := MigrateRiver(ctx, pool, riverSchema, logger); err != nil {
-		t.Fatal(err)
-	}
 	q := `CREATE TABLE "` + riverSchema + `".inserted_in (kind text, xid bigint);
 		CREATE FUNCTION "` + riverSchema + `".record_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN INSERT INTO "` + riverSchema + `".inserted_in VALUES (NEW.kind, txid_current()); RETURN NEW; END $$;

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/usersync/usersync/schema/schematest"
 )
 
 // TestFleetViewsNeverHoldTheTick: remaking the union views is
@@ -21,13 +20,8 @@ import (
 func TestFleetViewsNeverHoldTheTick(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := schematest.NewPool(t, 10)
+	pool, riverSchema := migratedRiver(t, 10)
 	logger := slog.New(slog.DiscardHandler)
-	riverSchema := RiverSchema(schematest.NewSchemaName(t, pool))
-	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+riverSchema+`" CASCADE`) })
-	if _, err := MigrateRiver(ctx, pool, riverSchema, logger); err != nil {
-		t.Fatal(err)
-	}
 	every, err := ParseSchedule("sync", "@every 1s", time.Second)
 	if err != nil {
 		t.Fatal(err)
