@@ -142,21 +142,20 @@ func newFleetEnvWith(t *testing.T, configure func(*Deps, *ClientConfig), specs .
 	return e
 }
 
-// startClient starts client and, when the test ends, stops it, cancelling
-// the jobs still running.
 // migratedRiver returns a pool of conns connections and a River schema
-// migrated for the test, dropped after it.
+// migrated for the test (schematest drops it after the test).
 func migratedRiver(t *testing.T, conns int32) (*pgxpool.Pool, string) {
 	t.Helper()
 	pool := schematest.NewPool(t, conns)
 	riverSchema := RiverSchema(schematest.NewSchemaName(t, pool))
-	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+riverSchema+`" CASCADE`) })
 	if _, err := MigrateRiver(context.Background(), pool, riverSchema, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	return pool, riverSchema
 }
 
+// startClient starts client and, when the test ends, stops it, cancelling
+// the jobs still running.
 func startClient(t *testing.T, client *river.Client[pgx.Tx]) {
 	t.Helper()
 	if err := client.Start(context.Background()); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/usersync/usersync/sync/syncer"
+	"github.com/usersync/usersync/sync/warehouse"
 )
 
 // The lanes of incremental syncs. A sync in the normal lane (QueueSync) has
@@ -93,14 +94,9 @@ func syncLane(account string, last *lastJob, slot time.Duration) (args SyncArgs,
 	return args, true
 }
 
-// querier is a pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // lastJobs reads the last job of each of the accounts and kinds, and the
 // database's now.
-func (r *riverDB) lastJobs(ctx context.Context, db querier, names, kinds []string) (map[[2]string]lastJob, time.Time, error) {
+func (r *riverDB) lastJobs(ctx context.Context, db warehouse.DBTX, names, kinds []string) (map[[2]string]lastJob, time.Time, error) {
 	rows, err := db.Query(ctx, r.q.lastCreatedOf, names, kinds)
 	if err != nil {
 		return nil, time.Time{}, err

@@ -6,8 +6,8 @@
 # One go test -p 2 starts the binaries in import-path order, so the two longest (the CLI's and the
 # sync's, most of their time spent waiting on workers and the simulator) ran one after the other
 # at the end. Here the CLI, the deployment files, the schema and the warehouse go in the first run
-# and the rest (the sync, the jobs, the snapshots, the API client) in the second, longest first in
-# each: the same two binaries at once, ending together. Every package is in exactly one run.
+# and the rest (the sync, the jobs, the snapshots, the API client) in the second: the same two
+# binaries at once, ending together. Every package is in exactly one run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -20,11 +20,6 @@ for p in "${all[@]}"; do
 	*) second+=("$p") ;;
 	esac
 done
-# Longest first: the CLI's, and the sync's before the jobs'.
-order() { local lead=$1; shift; for p in "$@"; do [ "${p%"$lead"}" != "$p" ] && echo "$p"; done
-	for p in "$@"; do [ "${p%"$lead"}" = "$p" ] && echo "$p"; done; }
-mapfile -t first < <(order /cmd/usersync/cli "${first[@]}")
-mapfile -t second < <(order /sync/syncer "${second[@]}")
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -32,22 +32,28 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 }
 func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
-// newRegistry migrates a fleet's registry into a fresh River schema and
-// returns it with the environment's schema and the River schema's name
-// (schematest drops both).
-func newRegistry(t *testing.T, pool *pgxpool.Pool) (*accounts.Registry, string, string) {
+// newRiverSchema creates a fresh River schema and returns the
+// environment's schema's name and its (schematest drops both).
+func newRiverSchema(t *testing.T, pool *pgxpool.Pool) (envSchema, river string) {
 	t.Helper()
-	ctx := context.Background()
-	envSchema := schematest.NewSchemaName(t, pool)
-	river := envSchema + "_river"
-	if _, err := pool.Exec(ctx, `CREATE SCHEMA "`+river+`"`); err != nil {
+	envSchema = schematest.NewSchemaName(t, pool)
+	river = envSchema + "_river"
+	if _, err := pool.Exec(context.Background(), `CREATE SCHEMA "`+river+`"`); err != nil {
 		t.Fatal(err)
 	}
+	return envSchema, river
+}
+
+// newRegistry migrates a fleet's registry into a fresh River schema and
+// returns it with the environment's schema and the River schema's name.
+func newRegistry(t *testing.T, pool *pgxpool.Pool) (*accounts.Registry, string, string) {
+	t.Helper()
+	envSchema, river := newRiverSchema(t, pool)
 	reg, err := accounts.New(pool, river)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.Migrate(ctx); err != nil {
+	if err := reg.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return reg, envSchema, river
@@ -195,12 +201,7 @@ func TestFleetListsInATransactionBeforeTheRegistryIsMade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := schematest.NewPool(t, 2)
-	envSchema := schematest.NewSchemaName(t, pool)
-	river := envSchema + "_river"
-	if _, err := pool.Exec(ctx, `CREATE SCHEMA "`+river+`"`); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+river+`" CASCADE`) })
+	envSchema, river := newRiverSchema(t, pool)
 	f, err := New(Config{Pool: pool, RiverSchema: river, Cache: 2, Env: testSpec(jobs.DefaultAccount, envSchema, map[string]int{}, &sync.Mutex{}),
 		Resolve: func(context.Context, accounts.Account) (Spec, error) {
 			return Spec{}, errors.New("no account is registered")

@@ -71,14 +71,14 @@ func (f *Fleet) Registered(ctx context.Context, tx pgx.Tx) ([]jobs.Registered, e
 	if err != nil {
 		return nil, err
 	}
-	var heads []accounts.Head
 	if tx != nil {
 		reg = reg.In(tx)
 	}
 	if ok, err := f.registryExists(ctx, reg, tx); err != nil || !ok {
 		return []jobs.Registered{f.env}, err
 	}
-	if heads, err = reg.Heads(ctx); err != nil {
+	heads, err := reg.Heads(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("reading the accounts: %w", err)
 	}
 	f.mu.Lock()
@@ -116,9 +116,9 @@ func (f *Fleet) Registered(ctx context.Context, tx pgx.Tx) ([]jobs.Registered, e
 }
 
 // registryExists says whether the registry's table exists, read until it
-// does. The caller holds listMu. Without a transaction the answer is always yes: Heads reads a
-// registry that does not exist as one with no account. In a transaction
-// that read's error would abort it.
+// does; the caller holds listMu. Without a transaction it is always yes:
+// Heads reads a registry that does not exist as one with no account. In a
+// transaction that read's error would abort it.
 func (f *Fleet) registryExists(ctx context.Context, reg *accounts.Registry, tx pgx.Tx) (bool, error) {
 	if tx == nil || f.registryMade {
 		return true, nil
